@@ -1,0 +1,142 @@
+//! The typed, validated in-memory form of intraday bars.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::Problem;
+
+/// Top-of-book quotes aligned with a session's bars (LEAN quote bars).
+/// A minute without a quote bar carries the previous quote forward; the
+/// first minutes before any quote use the first quote seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QuoteBars {
+    pub bid: Vec<f64>,
+    pub ask: Vec<f64>,
+    pub bid_size: Vec<f64>,
+    pub ask_size: Vec<f64>,
+}
+
+/// One symbol's regular session on one date, stored column-wise.
+///
+/// Bars are sorted by minute and unique. `minute` is minutes after midnight
+/// in exchange local time, so 09:30 is 570.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub symbol: Arc<str>,
+    pub date: NaiveDate,
+    pub minute: Vec<u16>,
+    pub open: Vec<f64>,
+    pub high: Vec<f64>,
+    pub low: Vec<f64>,
+    pub close: Vec<f64>,
+    pub volume: Vec<f64>,
+    /// Per-bar VWAP, when the source has it.
+    pub vwap: Option<Vec<f64>>,
+    pub quotes: Option<QuoteBars>,
+    /// True for bars inserted by [`crate::MissingMinutes::Fill`].
+    pub filled: Vec<bool>,
+    /// Minutes of the regular session that had no bar in the source.
+    pub missing_minutes: u32,
+    /// Of those, how many were filled with flat zero-volume bars.
+    pub filled_minutes: u32,
+}
+
+impl Session {
+    pub fn len(&self) -> usize {
+        self.minute.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.minute.is_empty()
+    }
+
+    /// The price a bar's volume traded at: the VWAP when the source has one,
+    /// else the typical price (H+L+C)/3.
+    #[inline]
+    pub fn minute_price(&self, i: usize) -> f64 {
+        match &self.vwap {
+            Some(v) => v[i],
+            None => (self.high[i] + self.low[i] + self.close[i]) / 3.0,
+        }
+    }
+
+    /// All minute prices, see [`Session::minute_price`].
+    pub fn minute_prices(&self) -> Vec<f64> {
+        (0..self.len()).map(|i| self.minute_price(i)).collect()
+    }
+
+    pub fn total_volume(&self) -> f64 {
+        self.volume.iter().sum()
+    }
+
+    /// Index of the first bar at or after `minute`.
+    pub fn index_at_or_after(&self, minute: u16) -> usize {
+        self.minute.partition_point(|&m| m < minute)
+    }
+}
+
+/// How one source file fared.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    pub path: std::path::PathBuf,
+    pub rows: u64,
+    pub sessions: u32,
+    /// Bars outside the regular session (pre- and post-market), dropped.
+    pub outside_session: u64,
+    /// The file was left out under the skip policy.
+    pub skipped: bool,
+    /// The file had an error-severity problem.
+    pub failed: bool,
+}
+
+/// Everything loaded from a path: sessions sorted by (symbol, date), and
+/// every problem met on the way.
+#[derive(Debug, Clone, Default)]
+pub struct Dataset {
+    pub sessions: Vec<Session>,
+    pub problems: Vec<Problem>,
+    pub files: Vec<FileReport>,
+}
+
+impl Dataset {
+    /// Symbols in sorted order.
+    pub fn symbols(&self) -> Vec<Arc<str>> {
+        let mut out: Vec<Arc<str>> = Vec::new();
+        for s in &self.sessions {
+            if out.last() != Some(&s.symbol) {
+                out.push(s.symbol.clone());
+            }
+        }
+        out
+    }
+
+    /// Distinct session dates in order.
+    pub fn dates(&self) -> Vec<NaiveDate> {
+        let mut d: Vec<NaiveDate> = self.sessions.iter().map(|s| s.date).collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
+    /// The sessions of one symbol, in date order.
+    pub fn symbol_sessions(&self, symbol: &str) -> &[Session] {
+        let start = self.sessions.partition_point(|s| &*s.symbol < symbol);
+        let end = self.sessions.partition_point(|s| &*s.symbol <= symbol);
+        &self.sessions[start..end]
+    }
+
+    pub fn session(&self, symbol: &str, date: NaiveDate) -> Option<&Session> {
+        self.symbol_sessions(symbol).iter().find(|s| s.date == date)
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.sessions.iter().map(|s| s.len() as u64).sum()
+    }
+
+    /// Whether any file failed (had an error-severity problem).
+    pub fn any_file_failed(&self) -> bool {
+        self.files.iter().any(|f| f.failed)
+    }
+}

@@ -1,0 +1,230 @@
+//! The data configuration: column mapping, session hours, error policy,
+//! splits and statistics windows. It is read from TOML (see
+//! `configs/data.toml`); every field has a default that fits the bundled data.
+
+use std::path::Path;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+use crate::DataError;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataConfig {
+    pub columns: ColumnMapping,
+    pub session: SessionConfig,
+    pub policy: PolicyConfig,
+    pub splits: SplitConfig,
+    pub stats: StatsConfig,
+}
+
+impl DataConfig {
+    /// Reads a config file; unknown keys and bad values are errors that name
+    /// the file and the field.
+    pub fn from_file(path: &Path) -> Result<Self, DataError> {
+        let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|message| DataError::Config {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        // Configs for other crates (env, train, ...) embed a `[data]` table;
+        // a standalone data config is that table's contents.
+        let cfg: DataConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        let (open, close) = (self.session.open_minute()?, self.session.close_minute()?);
+        if open >= close {
+            return Err(format!(
+                "session.open ({}) must be before session.close ({})",
+                self.session.open, self.session.close
+            ));
+        }
+        if let (Some(a), Some(b)) = (self.splits.train_end, self.splits.validation_end) {
+            if a >= b {
+                return Err(format!(
+                    "splits.train_end ({a}) must be before splits.validation_end ({b})"
+                ));
+            }
+        }
+        let f = &self.splits;
+        if !(0.0..1.0).contains(&f.train_fraction)
+            || !(0.0..1.0).contains(&f.validation_fraction)
+            || f.train_fraction + f.validation_fraction >= 1.0
+        {
+            return Err(
+                "splits.train_fraction and splits.validation_fraction must be in [0,1) and sum below 1"
+                    .into(),
+            );
+        }
+        if self.stats.adv_lookback == 0 {
+            return Err("stats.adv_lookback must be at least 1".into());
+        }
+        if self.stats.profile_bucket_minutes == 0 {
+            return Err("stats.profile_bucket_minutes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Which header names hold which field in a generic CSV.
+///
+/// Either `timestamp` (a `YYYY-MM-DD HH:MM[:SS]` or ISO `T`-separated local
+/// time) or both `date` and `time` must be present in a file's header; the
+/// loader uses whichever the header has.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ColumnMapping {
+    pub timestamp: String,
+    pub date: String,
+    pub time: String,
+    pub open: String,
+    pub high: String,
+    pub low: String,
+    pub close: String,
+    pub volume: String,
+    /// Optional: when the header lacks it, the minute price is the typical
+    /// price (H+L+C)/3.
+    pub vwap: String,
+    /// Optional: a symbol column. Without it the symbol comes from the file
+    /// name (`AAPL.csv.gz`) or, for one file per day, the parent folder.
+    pub symbol: String,
+}
+
+impl Default for ColumnMapping {
+    fn default() -> Self {
+        ColumnMapping {
+            timestamp: "timestamp".into(),
+            date: "date".into(),
+            time: "ToD".into(),
+            open: "open".into(),
+            high: "high".into(),
+            low: "low".into(),
+            close: "close".into(),
+            volume: "volume".into(),
+            vwap: "vwap".into(),
+            symbol: "symbol".into(),
+        }
+    }
+}
+
+/// What to do with minutes that have no bar.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingMinutes {
+    /// Leave the gap; the session's `missing_minutes` counts it.
+    #[default]
+    Leave,
+    /// Insert a flat bar at the previous close with zero volume, flagged in
+    /// `Session::filled` and counted in `filled_minutes`.
+    Fill,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Regular session open, exchange local time, `HH:MM`.
+    pub open: String,
+    /// Regular session close, exchange local time, `HH:MM`.
+    pub close: String,
+    /// Whether a bar stamped at the close belongs to the session. Alpha
+    /// Vantage style files put the closing auction in a 16:00 bar; LEAN bars
+    /// are stamped at their start, so LEAN's 16:00 bar is after-hours and is
+    /// always dropped.
+    pub include_close_bar: bool,
+    pub missing_minutes: MissingMinutes,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            open: "09:30".into(),
+            close: "16:00".into(),
+            include_close_bar: true,
+            missing_minutes: MissingMinutes::Leave,
+        }
+    }
+}
+
+fn parse_hhmm(s: &str, field: &str) -> Result<u16, String> {
+    crate::time::parse_time_minute(s.as_bytes())
+        .ok_or_else(|| format!("{field}: `{s}` is not a time of day HH:MM"))
+}
+
+impl SessionConfig {
+    pub fn open_minute(&self) -> Result<u16, String> {
+        parse_hhmm(&self.open, "session.open")
+    }
+    pub fn close_minute(&self) -> Result<u16, String> {
+        parse_hhmm(&self.close, "session.close")
+    }
+}
+
+/// What a file with an error-severity problem does to the load.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorPolicy {
+    /// Skip the file (or drop the bad rows) with a warning and go on.
+    #[default]
+    Skip,
+    /// Fail the whole load on the first file with an error.
+    Fail,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    pub on_error: ErrorPolicy,
+}
+
+/// Date boundaries of the train / validation / test splits.
+///
+/// With explicit dates: train is `date <= train_end`, validation is
+/// `train_end < date <= validation_end`, test is the rest. Without them, the
+/// distinct session dates are cut by the fractions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SplitConfig {
+    pub train_end: Option<NaiveDate>,
+    pub validation_end: Option<NaiveDate>,
+    pub train_fraction: f64,
+    pub validation_fraction: f64,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        SplitConfig {
+            train_end: None,
+            validation_end: None,
+            train_fraction: 0.6,
+            validation_fraction: 0.2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatsConfig {
+    /// Sessions before the current one that average daily volume uses.
+    pub adv_lookback: usize,
+    /// Width of the intraday volume-profile buckets, in minutes.
+    pub profile_bucket_minutes: u16,
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig {
+            adv_lookback: 5,
+            profile_bucket_minutes: 30,
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Problems found in market data, and the errors that stop a load.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// How bad a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The data was repaired or a row was set aside; the load goes on.
+    Warning,
+    /// The row or file could not be used. Under [`crate::ErrorPolicy::Fail`]
+    /// an error fails the file.
+    Error,
+}
+
+/// What kind of defect a [`Problem`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// The file could not be opened or read.
+    Io,
+    /// A gzip or zip container is truncated or corrupt.
+    Compression,
+    /// The file holds no bytes, or only a header.
+    Empty,
+    /// The header lacks a column the mapping asks for.
+    Header,
+    /// A cell could not be parsed as a number, date or time.
+    BadValue,
+    /// A price is zero, negative or not finite.
+    NonPositivePrice,
+    /// A volume is negative or not finite.
+    BadVolume,
+    /// A bar traded no shares. Legal, but counted.
+    ZeroVolume,
+    /// A bar's high is below its low.
+    HighBelowLow,
+    /// Timestamps go backwards somewhere in the file.
+    Unsorted,
+    /// Rows identical to an earlier row, dropped.
+    DuplicateRows,
+    /// Rows sharing a timestamp with an earlier row but holding other values;
+    /// the first is kept.
+    ConflictingRows,
+    /// A LEAN quote file without a trade file for the same day.
+    Unpaired,
+}
+
+/// One defect, located as precisely as the input allows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// 1-based line in the (decompressed) file, when the defect has one.
+    pub line: Option<u64>,
+    /// The column, when the defect has one.
+    pub field: Option<String>,
+    pub kind: ProblemKind,
+    pub severity: Severity,
+    /// How many rows share this defect (1 for a single cell; more for
+    /// aggregated warnings such as duplicate rows).
+    pub count: u64,
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn file_error(file: &std::path::Path, kind: ProblemKind, message: String) -> Self {
+        Problem {
+            file: file.to_path_buf(),
+            line: None,
+            field: None,
+            kind,
+            severity: Severity::Error,
+            count: 1,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        let level = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, ": {level}")?;
+        if let Some(field) = &self.field {
+            write!(f, " in field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if self.count > 1 {
+            write!(f, " ({} rows)", self.count)?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors that stop a load as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{path}: no such file or directory")]
+    NotFound { path: PathBuf },
+    #[error(
+        "{path}: no market data found (looked for *.csv, *.csv.gz and LEAN *_trade.zip files)"
+    )]
+    NoData { path: PathBuf },
+    #[error("{problem}")]
+    FileFailed { problem: Box<Problem> },
+    #[error("{path}: {message}")]
+    Config { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,48 @@
+//! Matching-engine throughput on a synthetic stream, and LOBSTER replay
+//! throughput (parsing included) when the shared samples are present.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use serl_lob::lobster::{replay, LobsterInput, ReplayOptions};
+use serl_lob::synthetic::message_stream;
+use serl_lob::{OrderBook, SelfTradePolicy};
+
+fn matching(c: &mut Criterion) {
+    let msgs = message_stream(2_000_000, 7);
+    let mut g = c.benchmark_group("matching");
+    g.throughput(Throughput::Elements(msgs.len() as u64));
+    g.sample_size(10);
+    g.bench_function("synthetic_2M_mixed", |b| {
+        b.iter_batched_ref(
+            || OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
+            |book| {
+                for m in &msgs {
+                    let _ = book.apply(m, &mut ());
+                }
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn lobster(c: &mut Criterion) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/lobster-2012-06-21/LOBSTER_SampleFile_AMZN_2012-06-21_5.zip");
+    if !p.exists() {
+        return;
+    }
+    let input = LobsterInput::open(&p, None).unwrap();
+    let n = replay(&input, &ReplayOptions::default()).unwrap().messages;
+    let mut g = c.benchmark_group("lobster");
+    g.throughput(Throughput::Elements(n as u64));
+    g.sample_size(10);
+    g.bench_function("replay_amzn_l5_with_parse", |b| {
+        b.iter(|| replay(&input, &ReplayOptions::default()).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, matching, lobster);
+criterion_main!(benches);

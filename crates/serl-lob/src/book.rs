@@ -1,0 +1,862 @@
+//! The order book: price levels per side, FIFO queues per level, and the
+//! matching loop.
+//!
+//! Layout, chosen for the hot path:
+//! - orders live in a slab (`Vec<Node>`) and form an intrusive doubly
+//!   linked FIFO per level, so cancels are O(1) once the id is found;
+//! - an id → slot hash map (Fx hash) finds them;
+//! - each side is a sorted vector of (key, level) with the best level at the
+//!   end, so the top of book is the last element and the levels that change
+//!   most often are the cheapest to insert and remove. The key is the price
+//!   for bids and minus the price for asks, so "better" is "larger" on both
+//!   sides.
+//!
+//! Freed order and level slots are reused, so a book in steady state does
+//! not allocate per message.
+
+use rustc_hash::FxHashMap;
+
+use crate::types::*;
+use crate::LobError;
+
+const NIL: u32 = u32::MAX;
+
+/// The taker id and owner on fills of [`OrderBook::execute`], where the
+/// counterparty is outside the book (as in a LOBSTER replay).
+pub const EXTERNAL: OrderId = OrderId::MAX;
+pub const EXTERNAL_OWNER: Owner = Owner::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    id: OrderId,
+    qty: Lots,
+    price: Ticks,
+    owner: Owner,
+    level: u32,
+    prev: u32,
+    next: u32,
+    side: Side,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    price: Ticks,
+    qty: Lots,
+    count: u32,
+    head: u32,
+    tail: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Ladder {
+    /// Ascending; the best level is last.
+    keys: Vec<Ticks>,
+    levels: Vec<u32>,
+}
+
+#[inline(always)]
+fn key(side: Side, price: Ticks) -> Ticks {
+    match side {
+        Side::Bid => price,
+        Side::Ask => -price,
+    }
+}
+
+/// Position of `k` in ascending `keys`, searching from the end first
+/// because almost all activity is near the top of the book.
+#[inline]
+fn search(keys: &[Ticks], k: Ticks) -> Result<usize, usize> {
+    let n = keys.len();
+    let mut i = n;
+    let stop = n.saturating_sub(8);
+    while i > stop {
+        let kk = keys[i - 1];
+        if kk == k {
+            return Ok(i - 1);
+        }
+        if kk < k {
+            return Err(i);
+        }
+        i -= 1;
+    }
+    keys[..i].binary_search(&k)
+}
+
+/// Where a resting order stands in its level's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuePosition {
+    /// Orders ahead of it at its price.
+    pub orders_ahead: u32,
+    /// Lots ahead of it at its price.
+    pub qty_ahead: Lots,
+}
+
+/// A price-time priority limit order book.
+#[derive(Debug, Clone)]
+pub struct OrderBook {
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    levels: Vec<Level>,
+    free_levels: Vec<u32>,
+    bids: Ladder,
+    asks: Ladder,
+    index: FxHashMap<OrderId, u32>,
+    self_trade: SelfTradePolicy,
+    resting: [Lots; 2],
+    totals: Totals,
+}
+
+impl Default for OrderBook {
+    fn default() -> Self {
+        Self::new(SelfTradePolicy::Allow)
+    }
+}
+
+#[inline(always)]
+fn side_ix(side: Side) -> usize {
+    match side {
+        Side::Bid => 0,
+        Side::Ask => 1,
+    }
+}
+
+impl OrderBook {
+    pub fn new(self_trade: SelfTradePolicy) -> Self {
+        Self::with_capacity(self_trade, 1024)
+    }
+
+    /// A book with room for `orders` resting orders before it allocates.
+    pub fn with_capacity(self_trade: SelfTradePolicy, orders: usize) -> Self {
+        OrderBook {
+            nodes: Vec::with_capacity(orders),
+            free_nodes: Vec::new(),
+            levels: Vec::with_capacity(256),
+            free_levels: Vec::new(),
+            bids: Ladder::default(),
+            asks: Ladder::default(),
+            index: FxHashMap::with_capacity_and_hasher(orders, Default::default()),
+            self_trade,
+            resting: [0; 2],
+            totals: Totals::default(),
+        }
+    }
+
+    pub fn self_trade_policy(&self) -> SelfTradePolicy {
+        self.self_trade
+    }
+
+    /// Empties the book, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.free_nodes.clear();
+        self.levels.clear();
+        self.free_levels.clear();
+        self.bids.keys.clear();
+        self.bids.levels.clear();
+        self.asks.keys.clear();
+        self.asks.levels.clear();
+        self.index.clear();
+        self.resting = [0; 2];
+        self.totals = Totals::default();
+    }
+
+    // ----- messages ------------------------------------------------------
+
+    /// Applies any [`Message`].
+    pub fn apply<E: EventSink>(
+        &mut self,
+        m: &Message,
+        sink: &mut E,
+    ) -> Result<ExecReport, LobError> {
+        match *m {
+            Message::New(o) => self.submit(o, sink),
+            Message::Cancel { id } => self.cancel(id, sink).map(|q| ExecReport {
+                cancelled: q,
+                ..Default::default()
+            }),
+            Message::Reduce { id, by } => self.reduce(id, by, sink).map(|rest| ExecReport {
+                cancelled: by,
+                resting: rest,
+                ..Default::default()
+            }),
+            Message::Modify { id, price, qty } => self.modify(id, price, qty, sink),
+        }
+    }
+
+    /// Matches an incoming order against the opposite side, then rests,
+    /// cancels or drops the rest according to its kind.
+    pub fn submit<E: EventSink>(
+        &mut self,
+        o: NewOrder,
+        sink: &mut E,
+    ) -> Result<ExecReport, LobError> {
+        if o.qty == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        let limit = match o.kind {
+            OrderKind::Limit { price } | OrderKind::Ioc { price } => {
+                if price <= 0 {
+                    return Err(LobError::BadPrice { price });
+                }
+                Some(price)
+            }
+            OrderKind::Market => None,
+        };
+        if self.index.contains_key(&o.id) {
+            return Err(LobError::DuplicateOrder(o.id));
+        }
+        self.totals.submitted += o.qty as u128;
+        let mut report = ExecReport::default();
+        let stopped = self.match_incoming(&o, limit, &mut report, sink);
+        let rest = o.qty - report.filled;
+        if rest > 0 {
+            match (o.kind, stopped) {
+                (OrderKind::Limit { price }, false) => {
+                    self.rest_order(o.id, o.owner, o.side, price, rest, false);
+                    report.resting = rest;
+                    sink.event(Event::Added {
+                        id: o.id,
+                        owner: o.owner,
+                        side: o.side,
+                        price,
+                        qty: rest,
+                    });
+                }
+                _ => {
+                    self.totals.cancelled += rest as u128;
+                    report.cancelled += rest;
+                    sink.event(Event::Cancelled {
+                        id: o.id,
+                        owner: o.owner,
+                        side: o.side,
+                        price: limit.unwrap_or(0),
+                        qty: rest,
+                        remaining: 0,
+                        reason: if stopped {
+                            CancelReason::SelfTrade
+                        } else {
+                            CancelReason::Unfilled
+                        },
+                    });
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Returns true when self-trade prevention stopped the incoming order.
+    #[inline]
+    fn match_incoming<E: EventSink>(
+        &mut self,
+        o: &NewOrder,
+        limit: Option<Ticks>,
+        report: &mut ExecReport,
+        sink: &mut E,
+    ) -> bool {
+        let opp = o.side.opposite();
+        let threshold = match limit {
+            Some(p) => key(opp, p),
+            None => Ticks::MIN,
+        };
+        let mut remaining = o.qty;
+        while remaining > 0 {
+            let ladder = match opp {
+                Side::Bid => &self.bids,
+                Side::Ask => &self.asks,
+            };
+            let (Some(&best), Some(&li)) = (ladder.keys.last(), ladder.levels.last()) else {
+                break;
+            };
+            if best < threshold {
+                break;
+            }
+            let li = li as usize;
+            let price = self.levels[li].price;
+            let mut oi = self.levels[li].head;
+            while remaining > 0 && oi != NIL {
+                let maker = self.nodes[oi as usize];
+                let next = maker.next;
+                if maker.owner == o.owner && self.self_trade != SelfTradePolicy::Allow {
+                    if self.self_trade == SelfTradePolicy::CancelIncoming {
+                        report.filled = o.qty - remaining;
+                        self.drop_empty_best(opp, li);
+                        return true;
+                    }
+                    self.remove_node(oi, maker.qty);
+                    self.totals.cancelled += maker.qty as u128;
+                    sink.event(Event::Cancelled {
+                        id: maker.id,
+                        owner: maker.owner,
+                        side: opp,
+                        price,
+                        qty: maker.qty,
+                        remaining: 0,
+                        reason: CancelReason::SelfTrade,
+                    });
+                    oi = next;
+                    continue;
+                }
+                let q = remaining.min(maker.qty);
+                remaining -= q;
+                report.notional += price as i128 * q as i128;
+                self.totals.filled += 2 * q as u128;
+                sink.event(Event::Trade(Fill {
+                    taker: o.id,
+                    taker_owner: o.owner,
+                    maker: maker.id,
+                    maker_owner: maker.owner,
+                    taker_side: o.side,
+                    price,
+                    qty: q,
+                }));
+                if q == maker.qty {
+                    self.remove_node(oi, q);
+                } else {
+                    self.nodes[oi as usize].qty -= q;
+                    self.levels[li].qty -= q;
+                    self.resting[side_ix(opp)] -= q;
+                }
+                oi = next;
+            }
+            self.drop_empty_best(opp, li);
+        }
+        report.filled = o.qty - remaining;
+        false
+    }
+
+    /// Removes the best level of `side` if it is level `li` and empty.
+    #[inline]
+    fn drop_empty_best(&mut self, side: Side, li: usize) {
+        if self.levels[li].count == 0 {
+            let ladder = match side {
+                Side::Bid => &mut self.bids,
+                Side::Ask => &mut self.asks,
+            };
+            if ladder.levels.last() == Some(&(li as u32)) {
+                ladder.keys.pop();
+                ladder.levels.pop();
+                self.free_levels.push(li as u32);
+            }
+        }
+    }
+
+    /// Unlinks a node holding `qty` lots, frees it and its id, and drops its
+    /// level when that empties (unless it is mid-match at the best level,
+    /// which [`Self::drop_empty_best`] handles).
+    #[inline]
+    fn remove_node(&mut self, oi: u32, qty: Lots) {
+        let n = self.nodes[oi as usize];
+        let li = n.level as usize;
+        {
+            let lvl = &mut self.levels[li];
+            lvl.qty -= qty;
+            lvl.count -= 1;
+            if n.prev == NIL {
+                lvl.head = n.next;
+            }
+            if n.next == NIL {
+                lvl.tail = n.prev;
+            }
+        }
+        if n.prev != NIL {
+            self.nodes[n.prev as usize].next = n.next;
+        }
+        if n.next != NIL {
+            self.nodes[n.next as usize].prev = n.prev;
+        }
+        self.resting[side_ix(n.side)] -= qty;
+        self.index.remove(&n.id);
+        self.free_nodes.push(oi);
+    }
+
+    /// Drops level `li` of `side` from its ladder if it is empty.
+    fn drop_level_if_empty(&mut self, side: Side, li: usize) {
+        if self.levels[li].count != 0 {
+            return;
+        }
+        let k = key(side, self.levels[li].price);
+        let ladder = match side {
+            Side::Bid => &mut self.bids,
+            Side::Ask => &mut self.asks,
+        };
+        if let Ok(pos) = search(&ladder.keys, k) {
+            ladder.keys.remove(pos);
+            ladder.levels.remove(pos);
+            self.free_levels.push(li as u32);
+        }
+    }
+
+    fn level_for(&mut self, side: Side, price: Ticks) -> u32 {
+        let k = key(side, price);
+        let ladder = match side {
+            Side::Bid => &mut self.bids,
+            Side::Ask => &mut self.asks,
+        };
+        match search(&ladder.keys, k) {
+            Ok(pos) => ladder.levels[pos],
+            Err(pos) => {
+                let lvl = Level {
+                    price,
+                    qty: 0,
+                    count: 0,
+                    head: NIL,
+                    tail: NIL,
+                };
+                let li = match self.free_levels.pop() {
+                    Some(li) => {
+                        self.levels[li as usize] = lvl;
+                        li
+                    }
+                    None => {
+                        self.levels.push(lvl);
+                        (self.levels.len() - 1) as u32
+                    }
+                };
+                ladder.keys.insert(pos, k);
+                ladder.levels.insert(pos, li);
+                li
+            }
+        }
+    }
+
+    fn rest_order(
+        &mut self,
+        id: OrderId,
+        owner: Owner,
+        side: Side,
+        price: Ticks,
+        qty: Lots,
+        front: bool,
+    ) {
+        let li = self.level_for(side, price);
+        let node = Node {
+            id,
+            qty,
+            price,
+            owner,
+            level: li,
+            prev: NIL,
+            next: NIL,
+            side,
+        };
+        let oi = match self.free_nodes.pop() {
+            Some(oi) => {
+                self.nodes[oi as usize] = node;
+                oi
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let lvl = &mut self.levels[li as usize];
+        if lvl.head == NIL {
+            lvl.head = oi;
+            lvl.tail = oi;
+        } else if front {
+            let old = lvl.head;
+            lvl.head = oi;
+            self.nodes[oi as usize].next = old;
+            self.nodes[old as usize].prev = oi;
+        } else {
+            let old = lvl.tail;
+            lvl.tail = oi;
+            self.nodes[oi as usize].prev = old;
+            self.nodes[old as usize].next = oi;
+        }
+        let lvl = &mut self.levels[li as usize];
+        lvl.qty += qty;
+        lvl.count += 1;
+        self.resting[side_ix(side)] += qty;
+        self.index.insert(id, oi);
+    }
+
+    /// Puts an order at the front of its level's queue without matching.
+    ///
+    /// This seeds liquidity that was in the book before a recording starts
+    /// (a LOBSTER replay's unknown initial orders); everything else goes
+    /// through [`Self::submit`].
+    pub fn seed_front(
+        &mut self,
+        id: OrderId,
+        owner: Owner,
+        side: Side,
+        price: Ticks,
+        qty: Lots,
+    ) -> Result<(), LobError> {
+        if qty == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        if price <= 0 {
+            return Err(LobError::BadPrice { price });
+        }
+        if self.index.contains_key(&id) {
+            return Err(LobError::DuplicateOrder(id));
+        }
+        self.totals.submitted += qty as u128;
+        self.rest_order(id, owner, side, price, qty, true);
+        Ok(())
+    }
+
+    /// Cancels a resting order; returns the lots removed.
+    pub fn cancel<E: EventSink>(&mut self, id: OrderId, sink: &mut E) -> Result<Lots, LobError> {
+        self.cancel_with(id, CancelReason::Requested, sink)
+    }
+
+    fn cancel_with<E: EventSink>(
+        &mut self,
+        id: OrderId,
+        reason: CancelReason,
+        sink: &mut E,
+    ) -> Result<Lots, LobError> {
+        let oi = *self.index.get(&id).ok_or(LobError::UnknownOrder(id))?;
+        let n = self.nodes[oi as usize];
+        self.remove_node(oi, n.qty);
+        self.drop_level_if_empty(n.side, n.level as usize);
+        self.totals.cancelled += n.qty as u128;
+        sink.event(Event::Cancelled {
+            id,
+            owner: n.owner,
+            side: n.side,
+            price: n.price,
+            qty: n.qty,
+            remaining: 0,
+            reason,
+        });
+        Ok(n.qty)
+    }
+
+    /// Takes `by` lots off a resting order, keeping its queue place. Reducing
+    /// by the whole resting size cancels it. Returns the lots left.
+    pub fn reduce<E: EventSink>(
+        &mut self,
+        id: OrderId,
+        by: Lots,
+        sink: &mut E,
+    ) -> Result<Lots, LobError> {
+        if by == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        let oi = *self.index.get(&id).ok_or(LobError::UnknownOrder(id))?;
+        let n = self.nodes[oi as usize];
+        if by > n.qty {
+            return Err(LobError::ReduceTooLarge {
+                id,
+                by,
+                resting: n.qty,
+            });
+        }
+        if by == n.qty {
+            self.cancel(id, sink)?;
+            return Ok(0);
+        }
+        self.nodes[oi as usize].qty -= by;
+        self.levels[n.level as usize].qty -= by;
+        self.resting[side_ix(n.side)] -= by;
+        self.totals.cancelled += by as u128;
+        sink.event(Event::Cancelled {
+            id,
+            owner: n.owner,
+            side: n.side,
+            price: n.price,
+            qty: by,
+            remaining: n.qty - by,
+            reason: CancelReason::Requested,
+        });
+        Ok(n.qty - by)
+    }
+
+    /// Changes a resting order's price and size. A smaller size at the same
+    /// price keeps queue priority; anything else re-enters at the back (and
+    /// may trade if the new price crosses).
+    pub fn modify<E: EventSink>(
+        &mut self,
+        id: OrderId,
+        price: Ticks,
+        qty: Lots,
+        sink: &mut E,
+    ) -> Result<ExecReport, LobError> {
+        if qty == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        if price <= 0 {
+            return Err(LobError::BadPrice { price });
+        }
+        let oi = *self.index.get(&id).ok_or(LobError::UnknownOrder(id))?;
+        let n = self.nodes[oi as usize];
+        if price == n.price && qty <= n.qty {
+            if qty < n.qty {
+                self.reduce(id, n.qty - qty, sink)?;
+            }
+            return Ok(ExecReport {
+                resting: qty,
+                cancelled: n.qty - qty,
+                ..Default::default()
+            });
+        }
+        self.cancel_with(id, CancelReason::Replaced, sink)?;
+        self.submit(
+            NewOrder {
+                id,
+                owner: n.owner,
+                side: n.side,
+                kind: OrderKind::Limit { price },
+                qty,
+            },
+            sink,
+        )
+    }
+
+    /// Fills `qty` lots of a resting order against a counterparty outside
+    /// the book (a replayed execution). Returns the lots left.
+    pub fn execute<E: EventSink>(
+        &mut self,
+        id: OrderId,
+        qty: Lots,
+        sink: &mut E,
+    ) -> Result<Lots, LobError> {
+        if qty == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        let oi = *self.index.get(&id).ok_or(LobError::UnknownOrder(id))?;
+        let n = self.nodes[oi as usize];
+        if qty > n.qty {
+            return Err(LobError::ReduceTooLarge {
+                id,
+                by: qty,
+                resting: n.qty,
+            });
+        }
+        self.totals.filled += qty as u128;
+        sink.event(Event::Trade(Fill {
+            taker: EXTERNAL,
+            taker_owner: EXTERNAL_OWNER,
+            maker: id,
+            maker_owner: n.owner,
+            taker_side: n.side.opposite(),
+            price: n.price,
+            qty,
+        }));
+        if qty == n.qty {
+            self.remove_node(oi, qty);
+            self.drop_level_if_empty(n.side, n.level as usize);
+            Ok(0)
+        } else {
+            self.nodes[oi as usize].qty -= qty;
+            self.levels[n.level as usize].qty -= qty;
+            self.resting[side_ix(n.side)] -= qty;
+            Ok(n.qty - qty)
+        }
+    }
+
+    // ----- queries -------------------------------------------------------
+
+    fn ladder(&self, side: Side) -> &Ladder {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+
+    fn view(&self, li: u32) -> LevelView {
+        let l = &self.levels[li as usize];
+        LevelView {
+            price: l.price,
+            qty: l.qty,
+            orders: l.count,
+        }
+    }
+
+    /// The best level of a side.
+    #[inline]
+    pub fn best(&self, side: Side) -> Option<LevelView> {
+        self.ladder(side).levels.last().map(|&li| self.view(li))
+    }
+
+    pub fn best_bid(&self) -> Option<Ticks> {
+        self.best(Side::Bid).map(|l| l.price)
+    }
+
+    pub fn best_ask(&self) -> Option<Ticks> {
+        self.best(Side::Ask).map(|l| l.price)
+    }
+
+    pub fn spread(&self) -> Option<Ticks> {
+        Some(self.best_ask()? - self.best_bid()?)
+    }
+
+    /// Mid price in ticks.
+    pub fn mid(&self) -> Option<f64> {
+        Some((self.best_ask()? + self.best_bid()?) as f64 / 2.0)
+    }
+
+    /// Levels of a side from the best outwards.
+    pub fn levels(&self, side: Side) -> impl Iterator<Item = LevelView> + '_ {
+        self.ladder(side)
+            .levels
+            .iter()
+            .rev()
+            .map(move |&li| self.view(li))
+    }
+
+    /// The top `depth` levels of a side, written into `out` (cleared first)
+    /// so that a caller can reuse one buffer.
+    pub fn depth_into(&self, side: Side, depth: usize, out: &mut Vec<LevelView>) {
+        out.clear();
+        out.extend(self.levels(side).take(depth));
+    }
+
+    /// The top `depth` levels of a side.
+    pub fn depth(&self, side: Side, depth: usize) -> Vec<LevelView> {
+        self.levels(side).take(depth).collect()
+    }
+
+    /// Number of price levels on a side.
+    pub fn level_count(&self, side: Side) -> usize {
+        self.ladder(side).levels.len()
+    }
+
+    /// Lots resting at one price.
+    pub fn qty_at(&self, side: Side, price: Ticks) -> Lots {
+        let ladder = self.ladder(side);
+        match search(&ladder.keys, key(side, price)) {
+            Ok(pos) => self.levels[ladder.levels[pos] as usize].qty,
+            Err(_) => 0,
+        }
+    }
+
+    /// Lots resting on a side.
+    pub fn resting_volume(&self, side: Side) -> Lots {
+        self.resting[side_ix(side)]
+    }
+
+    /// Number of resting orders.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn order(&self, id: OrderId) -> Option<RestingOrder> {
+        let n = self.nodes[*self.index.get(&id)? as usize];
+        Some(RestingOrder {
+            id,
+            owner: n.owner,
+            side: n.side,
+            price: n.price,
+            qty: n.qty,
+        })
+    }
+
+    /// The queue ahead of a resting order at its price.
+    pub fn queue_position(&self, id: OrderId) -> Option<QueuePosition> {
+        let oi = *self.index.get(&id)?;
+        let mut pos = QueuePosition {
+            orders_ahead: 0,
+            qty_ahead: 0,
+        };
+        let mut cur = self.levels[self.nodes[oi as usize].level as usize].head;
+        while cur != oi {
+            let n = &self.nodes[cur as usize];
+            pos.orders_ahead += 1;
+            pos.qty_ahead += n.qty;
+            cur = n.next;
+        }
+        Some(pos)
+    }
+
+    /// The resting orders at one level, front of the queue first.
+    pub fn queue(&self, side: Side, price: Ticks) -> Vec<RestingOrder> {
+        let ladder = self.ladder(side);
+        let Ok(pos) = search(&ladder.keys, key(side, price)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut cur = self.levels[ladder.levels[pos] as usize].head;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            out.push(RestingOrder {
+                id: n.id,
+                owner: n.owner,
+                side: n.side,
+                price: n.price,
+                qty: n.qty,
+            });
+            cur = n.next;
+        }
+        out
+    }
+
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+
+    /// Checks every structural invariant; for tests and fuzzing. Returns a
+    /// description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if let (Some(b), Some(a)) = (self.best_bid(), self.best_ask()) {
+            if b >= a {
+                return Err(format!("crossed book: bid {b} >= ask {a}"));
+            }
+        }
+        let mut count = 0usize;
+        for side in [Side::Bid, Side::Ask] {
+            let ladder = self.ladder(side);
+            if ladder.keys.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(format!("{side:?} ladder not strictly sorted"));
+            }
+            let mut side_qty = 0;
+            for (&k, &li) in ladder.keys.iter().zip(&ladder.levels) {
+                let l = &self.levels[li as usize];
+                if key(side, l.price) != k {
+                    return Err(format!("level key mismatch at {}", l.price));
+                }
+                if l.count == 0 {
+                    return Err(format!("empty level left at {}", l.price));
+                }
+                let (mut q, mut c, mut cur, mut prev) = (0, 0, l.head, NIL);
+                while cur != NIL {
+                    let n = &self.nodes[cur as usize];
+                    if n.prev != prev || n.level != li || n.price != l.price || n.side != side {
+                        return Err(format!("broken queue at level {}", l.price));
+                    }
+                    if n.qty == 0 {
+                        return Err(format!("zero-size order {} resting", n.id));
+                    }
+                    if self.index.get(&n.id) != Some(&cur) {
+                        return Err(format!("order {} not indexed", n.id));
+                    }
+                    q += n.qty;
+                    c += 1;
+                    prev = cur;
+                    cur = n.next;
+                }
+                if prev != l.tail || q != l.qty || c != l.count {
+                    return Err(format!("level {} totals disagree with its queue", l.price));
+                }
+                side_qty += q;
+                count += c as usize;
+            }
+            if side_qty != self.resting[side_ix(side)] {
+                return Err(format!("{side:?} resting volume disagrees with its levels"));
+            }
+        }
+        if count != self.index.len() {
+            return Err(format!(
+                "{} orders indexed, {count} in queues",
+                self.index.len()
+            ));
+        }
+        let t = self.totals;
+        let resting = (self.resting[0] + self.resting[1]) as u128;
+        if t.submitted != resting + t.filled + t.cancelled {
+            return Err(format!(
+                "quantity not conserved: submitted {} != resting {resting} + filled {} + cancelled {}",
+                t.submitted, t.filled, t.cancelled
+            ));
+        }
+        Ok(())
+    }
+}

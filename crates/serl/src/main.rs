@@ -1,0 +1,53 @@
+//! `serl`: the command-line front of SE-RL for order execution.
+//!
+//! Each subcommand lives in its own module under `cmd/` and drives one or
+//! more library crates; this file only parses arguments and reports errors.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "serl",
+    version,
+    about = "LLM-designed reinforcement learning for order execution (SE-RL)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect and validate historical bar data.
+    #[command(subcommand)]
+    Data(cmd::data::DataCommand),
+    /// The limit order book: replay LOBSTER files through the matching engine.
+    #[command(subcommand)]
+    Lob(cmd::lob::LobCommand),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SERL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Data(c) => cmd::data::run(c),
+        Command::Lob(c) => cmd::lob::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
