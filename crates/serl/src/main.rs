@@ -28,6 +28,8 @@ enum Command {
     /// The limit order book: replay LOBSTER files through the matching engine.
     #[command(subcommand)]
     Lob(cmd::lob::LobCommand),
+    /// Run execution strategies over parent orders and write a report.
+    Backtest(cmd::backtest::BacktestArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Data(c) => cmd::data::run(c),
         Command::Lob(c) => cmd::lob::run(c),
+        Command::Backtest(a) => cmd::backtest::run(a),
     };
     match result {
         Ok(code) => code,

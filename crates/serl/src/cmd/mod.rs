@@ -1,2 +1,3 @@
+pub mod backtest;
 pub mod data;
 pub mod lob;

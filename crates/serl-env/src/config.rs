@@ -1,0 +1,123 @@
+//! The environment's settings (`[env]` in configs).
+
+use serde::{Deserialize, Serialize};
+
+use crate::EnvError;
+
+/// What happens to inventory left when the window ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Terminal {
+    /// Leave it unfilled; it counts in AFI.
+    #[default]
+    Leave,
+    /// Trade it at the session's last bar, crossing the spread, with no
+    /// participation cap.
+    ForceLiquidate,
+}
+
+/// The benchmark price PA is measured against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Benchmark {
+    /// Mean of the window's minute prices (the design brief's default).
+    #[default]
+    Twap,
+    /// Volume-weighted mean of the window's minute prices.
+    Vwap,
+}
+
+/// The action space: a fraction of the whole order to trade now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionSpace {
+    /// Any a in [0, 1]; q = min(a * Q, remaining).
+    Continuous,
+    /// One of these fractions of Q.
+    Discrete(Vec<f64>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Minutes between decisions (1, 5, 30, ...).
+    pub decision_minutes: u16,
+    pub action: ActionSpace,
+    pub terminal: Terminal,
+    pub benchmark: Benchmark,
+    /// Largest share of a minute's volume a child order may take.
+    pub participation_cap: f64,
+    /// Weight of the per-step quadratic inventory penalty in the default
+    /// reward, in bps over the episode.
+    pub inventory_penalty: f64,
+    /// Weight on the squared unfilled share at the end of an episode, bps.
+    pub terminal_penalty: f64,
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        EnvConfig {
+            decision_minutes: 5,
+            action: ActionSpace::Continuous,
+            terminal: Terminal::Leave,
+            benchmark: Benchmark::Twap,
+            participation_cap: 0.1,
+            inventory_penalty: 2.0,
+            terminal_penalty: 50.0,
+        }
+    }
+}
+
+impl EnvConfig {
+    pub fn validate(&self) -> Result<(), EnvError> {
+        let bad = |field: &str, message: String| {
+            Err(EnvError::Config {
+                field: format!("env.{field}"),
+                message,
+            })
+        };
+        if self.decision_minutes == 0 {
+            return bad("decision_minutes", "must be at least 1".into());
+        }
+        if !(self.participation_cap > 0.0 && self.participation_cap <= 1.0) {
+            return bad(
+                "participation_cap",
+                format!("{} is not in (0, 1]", self.participation_cap),
+            );
+        }
+        if let ActionSpace::Discrete(v) = &self.action {
+            if v.is_empty() || v.iter().any(|a| !(0.0..=1.0).contains(a)) {
+                return bad(
+                    "action",
+                    "discrete actions must be fractions in [0, 1], at least one".into(),
+                );
+            }
+        }
+        if !(self.inventory_penalty >= 0.0 && self.terminal_penalty >= 0.0) {
+            return bad("inventory_penalty", "penalties must be non-negative".into());
+        }
+        Ok(())
+    }
+
+    /// Maps an action to a fraction of the order: clamps continuous actions
+    /// to [0, 1] (NaN is 0) and indexes discrete ones.
+    pub fn fraction(&self, action: f64) -> f64 {
+        match &self.action {
+            ActionSpace::Continuous => {
+                if action.is_nan() {
+                    0.0
+                } else {
+                    action.clamp(0.0, 1.0)
+                }
+            }
+            ActionSpace::Discrete(v) => {
+                let i = if action.is_nan() {
+                    0
+                } else {
+                    (action.max(0.0) as usize).min(v.len() - 1)
+                };
+                v[i]
+            }
+        }
+    }
+}

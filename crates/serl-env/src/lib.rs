@@ -1,0 +1,37 @@
+//! # serl-env: the order-execution MDP
+//!
+//! The task every agent is judged on, following SE-RL: sell or buy a parent
+//! order of Q shares inside a window, deciding every k minutes what fraction
+//! of Q to trade now.
+//!
+//! - [`order`]: [`ParentOrder`]s and [`generate_orders`], which draws them
+//!   over a dataset split (default 1% of ADV, both sides, whole session).
+//! - [`view`]: [`SessionView`], a session prepared once (minute prices,
+//!   spreads, volumes, look-back statistics), and [`MarketData`], all of them.
+//! - [`obs`]: the observation layout, the same in every environment.
+//! - [`reward`]: the [`Reward`] interface and the [`DefaultReward`] (step PA
+//!   minus a quadratic inventory penalty).
+//! - [`static_env`]: [`StaticEnv`], the historical replay with no impact,
+//!   the [`Strategy`] interface that baselines and policies implement, and
+//!   [`run_static`], which plays one episode.
+//!
+//! The dynamic environment (the agent's orders in a simulated market) builds
+//! on the same observation, reward and strategy interfaces.
+
+pub mod config;
+mod error;
+pub mod obs;
+pub mod order;
+pub mod reward;
+pub mod static_env;
+pub mod view;
+
+pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
+pub use error::EnvError;
+pub use obs::OBS_DIM;
+pub use order::{
+    check_window, generate_orders, OrderConfig, OrderSide, ParentOrder, Quantity, Sides,
+};
+pub use reward::{DefaultReward, Reward, StepInfo};
+pub use static_env::{run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy};
+pub use view::{MarketData, SessionView};

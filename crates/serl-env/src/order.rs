@@ -1,0 +1,224 @@
+//! Parent orders and the generator that draws them over a dataset split.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serl_data::{time::format_minute, DataConfig, Dataset, Session, Split};
+
+use crate::EnvError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderSide {
+    Buy,
+    Sell,
+}
+
+impl OrderSide {
+    /// +1 for a buy, -1 for a sell: the `s` in PA = -s (P_exec/P_bench - 1).
+    pub fn sign(self) -> f64 {
+        match self {
+            OrderSide::Buy => 1.0,
+            OrderSide::Sell => -1.0,
+        }
+    }
+}
+
+impl std::fmt::Display for OrderSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OrderSide::Buy => "buy",
+            OrderSide::Sell => "sell",
+        })
+    }
+}
+
+/// One parent order: trade `qty` shares of `symbol` on `date` between
+/// `start_minute` (inclusive) and `end_minute` (exclusive), in minutes
+/// after midnight, exchange local time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParentOrder {
+    pub id: u64,
+    pub symbol: Arc<str>,
+    pub date: NaiveDate,
+    pub side: OrderSide,
+    pub qty: f64,
+    pub start_minute: u16,
+    pub end_minute: u16,
+}
+
+/// How big an order is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantity {
+    Shares(f64),
+    /// A fraction of the average daily volume over the look-back window
+    /// before the order's day (the day's own volume when it has no history).
+    AdvFraction(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sides {
+    Both,
+    Buy,
+    Sell,
+}
+
+/// The order generator's settings (`[orders]` in configs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrderConfig {
+    pub quantity: Quantity,
+    /// Orders per symbol-session (each side counts).
+    pub per_session: usize,
+    pub sides: Sides,
+    /// Window start and end, `HH:MM`.
+    pub start: String,
+    pub end: String,
+    pub seed: u64,
+    /// Only these symbols (all when empty).
+    pub symbols: Vec<String>,
+}
+
+impl Default for OrderConfig {
+    fn default() -> Self {
+        OrderConfig {
+            quantity: Quantity::AdvFraction(0.01),
+            per_session: 1,
+            sides: Sides::Both,
+            start: "09:30".into(),
+            end: "16:00".into(),
+            seed: 7,
+            symbols: Vec::new(),
+        }
+    }
+}
+
+fn minute(s: &str, field: &str) -> Result<u16, EnvError> {
+    serl_data::time::parse_time_minute(s.as_bytes()).ok_or_else(|| EnvError::Config {
+        field: field.into(),
+        message: format!("`{s}` is not a time of day HH:MM"),
+    })
+}
+
+/// Checks an order's window against the session hours.
+pub fn check_window(start: u16, end: u16, data: &DataConfig) -> Result<(), EnvError> {
+    let open = data.session.open_minute().unwrap_or(570);
+    let close = data.session.close_minute().unwrap_or(960);
+    if start >= end {
+        return Err(EnvError::EmptyWindow {
+            start: format_minute(start),
+            end: format_minute(end),
+        });
+    }
+    if start < open || end > close {
+        return Err(EnvError::WindowOutsideSession {
+            start: format_minute(start),
+            end: format_minute(end),
+            open: format_minute(open),
+            close: format_minute(close),
+        });
+    }
+    Ok(())
+}
+
+/// Average daily volume before `i` in a symbol's sessions.
+pub fn adv_before(sessions: &[Session], i: usize, lookback: usize) -> f64 {
+    let look = &sessions[i.saturating_sub(lookback)..i];
+    if look.is_empty() {
+        sessions[i].total_volume()
+    } else {
+        look.iter().map(Session::total_volume).sum::<f64>() / look.len() as f64
+    }
+}
+
+/// Draws parent orders over the sessions of a split: `per_session` orders
+/// per symbol-session for each side asked for, deterministic in the seed.
+pub fn generate_orders(
+    ds: &Dataset,
+    split: Split,
+    data: &DataConfig,
+    cfg: &OrderConfig,
+) -> Result<Vec<ParentOrder>, EnvError> {
+    let start = minute(&cfg.start, "orders.start")?;
+    let end = minute(&cfg.end, "orders.end")?;
+    check_window(start, end, data)?;
+    match cfg.quantity {
+        Quantity::Shares(q) | Quantity::AdvFraction(q) if !(q > 0.0 && q.is_finite()) => {
+            return Err(EnvError::ZeroQuantity(q))
+        }
+        _ => {}
+    }
+    let symbols = ds.symbols();
+    for s in &cfg.symbols {
+        if !symbols.iter().any(|x| x.eq_ignore_ascii_case(s)) {
+            let near: Vec<&str> = symbols.iter().take(8).map(|s| &**s).collect();
+            return Err(EnvError::UnknownSymbol {
+                symbol: s.clone(),
+                hint: format!(
+                    " (the data has {} symbols: {} ...)",
+                    symbols.len(),
+                    near.join(", ")
+                ),
+            });
+        }
+    }
+    let splits = ds.splits(&data.splits);
+    let mut rng = SmallRng::seed_from_u64(cfg.seed);
+    let mut out = Vec::new();
+    let sides: &[OrderSide] = match cfg.sides {
+        Sides::Both => &[OrderSide::Buy, OrderSide::Sell],
+        Sides::Buy => &[OrderSide::Buy],
+        Sides::Sell => &[OrderSide::Sell],
+    };
+    for sym in &symbols {
+        if !cfg.symbols.is_empty() && !cfg.symbols.iter().any(|x| x.eq_ignore_ascii_case(sym)) {
+            continue;
+        }
+        let ss = ds.symbol_sessions(sym);
+        for (i, s) in ss.iter().enumerate() {
+            if !splits.contains(split, s.date) {
+                continue;
+            }
+            let qty = match cfg.quantity {
+                Quantity::Shares(q) => q,
+                Quantity::AdvFraction(f) => (f * adv_before(ss, i, data.stats.adv_lookback))
+                    .round()
+                    .max(1.0),
+            };
+            for _ in 0..cfg.per_session {
+                for &side in sides {
+                    // With several orders per session the side order is
+                    // shuffled so that ids do not encode the side.
+                    let side = if cfg.per_session > 1 && rng.random_bool(0.5) {
+                        match side {
+                            OrderSide::Buy => OrderSide::Sell,
+                            OrderSide::Sell => OrderSide::Buy,
+                        }
+                    } else {
+                        side
+                    };
+                    out.push(ParentOrder {
+                        id: out.len() as u64,
+                        symbol: s.symbol.clone(),
+                        date: s.date,
+                        side,
+                        qty,
+                        start_minute: start,
+                        end_minute: end,
+                    });
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(EnvError::EmptySplit {
+            split: split.to_string(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,58 @@
+//! Rewards: a pluggable interface, because the LLM designs them later.
+
+/// What happened in one decision step: the variables a reward may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepInfo {
+    /// Shares filled this step, as a fraction of the order.
+    pub fill_frac: f64,
+    /// Average fill price this step (0 when nothing filled).
+    pub fill_price: f64,
+    /// Mean minute price over the step: the step's benchmark.
+    pub step_bench: f64,
+    /// PA of this step's fills against the step benchmark, in bps,
+    /// weighted by `fill_frac` (sums to about the episode PA).
+    pub step_pa: f64,
+    pub spread_bps: f64,
+    /// After this step.
+    pub time_left: f64,
+    /// After this step, as a fraction of the order.
+    pub inventory_left: f64,
+    /// 1-minute volatility, bps.
+    pub volatility_bps: f64,
+    /// Market volume this step ÷ average minute volume × minutes.
+    pub volume: f64,
+    /// Number of decision steps in the episode.
+    pub steps: usize,
+    pub done: bool,
+}
+
+pub trait Reward: Send + Sync {
+    fn reward(&self, s: &StepInfo) -> f64;
+    fn describe(&self) -> String;
+}
+
+/// Per-step PA of the filled quantity minus a quadratic inventory penalty,
+/// and a larger one on what is left at the end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultReward {
+    pub inventory_penalty: f64,
+    pub terminal_penalty: f64,
+}
+
+impl Reward for DefaultReward {
+    fn reward(&self, s: &StepInfo) -> f64 {
+        let inv2 = s.inventory_left * s.inventory_left;
+        let mut r = s.step_pa - self.inventory_penalty * inv2 / s.steps.max(1) as f64;
+        if s.done {
+            r -= self.terminal_penalty * inv2;
+        }
+        r
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "step_pa - {} * inventory_left^2 / steps - {} * inventory_left^2 at the end",
+            self.inventory_penalty, self.terminal_penalty
+        )
+    }
+}

@@ -1,0 +1,352 @@
+//! The static environment: a replay of historical minute bars with no
+//! market impact.
+//!
+//! A child order of q shares is worked evenly over the bars of its
+//! decision step. Each bar fills at its minute price plus (buy) or minus
+//! (sell) half the spread, up to `participation_cap` of the bar's volume;
+//! what a capped bar cannot take goes to the step's bars with room left, and
+//! what the step cannot take stays in inventory.
+
+use serde::Serialize;
+
+use crate::config::{Benchmark, EnvConfig, Terminal};
+use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
+use crate::order::ParentOrder;
+use crate::reward::{Reward, StepInfo};
+use crate::view::SessionView;
+
+/// What a strategy may know at a decision. `view` holds the whole day:
+/// a strategy must only read bars before `from_minute`, except the oracle,
+/// which is labelled as the upper bound it is.
+pub struct Decision<'a> {
+    pub obs: &'a [f32],
+    pub step: usize,
+    pub steps: usize,
+    pub qty: f64,
+    pub remaining: f64,
+    pub from_minute: u16,
+    pub to_minute: u16,
+    /// Market volume traded in the previous step (0 at the first).
+    pub last_step_volume: f64,
+    pub view: &'a SessionView,
+    pub order: &'a ParentOrder,
+}
+
+/// An execution strategy: a baseline or a trained policy.
+pub trait Strategy: Send {
+    fn name(&self) -> String;
+    /// Called before each episode.
+    fn reset(&mut self, _view: &SessionView, _order: &ParentOrder, _env: &EnvConfig) {}
+    /// The action for this step (see [`EnvConfig::fraction`]).
+    fn act(&mut self, d: &Decision) -> f64;
+}
+
+/// How an episode ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionOutcome {
+    pub order_id: u64,
+    pub filled: f64,
+    /// Sum of fill price × shares.
+    pub notional: f64,
+    pub bench_price: f64,
+    /// The first minute price of the window: the arrival price for
+    /// implementation shortfall.
+    pub arrival_price: f64,
+    pub reward: f64,
+    pub steps: usize,
+    /// Inventory left (fraction of the order) after each step.
+    pub inventory_path: Vec<f32>,
+}
+
+impl ExecutionOutcome {
+    pub fn avg_price(&self) -> Option<f64> {
+        (self.filled > 0.0).then(|| self.notional / self.filled)
+    }
+}
+
+/// One episode of the static environment.
+pub struct StaticEnv<'a> {
+    view: &'a SessionView,
+    order: &'a ParentOrder,
+    cfg: &'a EnvConfig,
+    steps: usize,
+    step: usize,
+    remaining: f64,
+    filled: f64,
+    notional: f64,
+    bench: f64,
+    arrival: f64,
+    last_step_volume: f64,
+    sign: f64,
+}
+
+impl<'a> StaticEnv<'a> {
+    pub fn new(view: &'a SessionView, order: &'a ParentOrder, cfg: &'a EnvConfig) -> Self {
+        let k = cfg.decision_minutes.max(1);
+        let span = order.end_minute.saturating_sub(order.start_minute);
+        let w = view.range(order.start_minute, order.end_minute);
+        let (mut sum, mut wsum, mut vsum) = (0.0, 0.0, 0.0);
+        for i in w.clone() {
+            sum += view.price[i];
+            wsum += view.price[i] * view.volume[i];
+            vsum += view.volume[i];
+        }
+        let n = w.len().max(1) as f64;
+        let twap = sum / n;
+        let bench = match cfg.benchmark {
+            Benchmark::Twap => twap,
+            Benchmark::Vwap if vsum > 0.0 => wsum / vsum,
+            Benchmark::Vwap => twap,
+        };
+        StaticEnv {
+            view,
+            order,
+            cfg,
+            steps: span.div_ceil(k) as usize,
+            step: 0,
+            remaining: order.qty,
+            filled: 0.0,
+            notional: 0.0,
+            bench,
+            arrival: w.clone().next().map_or(twap, |i| view.price[i]),
+            last_step_volume: 0.0,
+            sign: order.side.sign(),
+        }
+    }
+
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    pub fn done(&self) -> bool {
+        self.step >= self.steps
+    }
+
+    pub fn remaining(&self) -> f64 {
+        self.remaining
+    }
+
+    pub fn benchmark(&self) -> f64 {
+        self.bench
+    }
+
+    /// Minutes of step `j`.
+    pub fn step_minutes(&self, j: usize) -> (u16, u16) {
+        let k = self.cfg.decision_minutes.max(1);
+        let from = self.order.start_minute + j as u16 * k;
+        (from, (from + k).min(self.order.end_minute))
+    }
+
+    /// The book features at a bar: quotes where the session has them, else
+    /// the spread-and-depth model (levels one tick apart beyond the
+    /// estimated spread; sizes a share of the average minute volume growing
+    /// away from the touch).
+    fn book_at(&self, bar: Option<usize>) -> (BookPicture, f64) {
+        let v = self.view;
+        let mut b = BookPicture::default();
+        let (half_bps, touch_bid, touch_ask) = match bar {
+            Some(i) => {
+                let p = v.price[i].max(1e-9);
+                (
+                    v.half_spread[i] / p * 1e4,
+                    v.bid_size.as_ref().map(|s| s[i]),
+                    v.ask_size.as_ref().map(|s| s[i]),
+                )
+            }
+            None => (v.spread_bps / 2.0, None, None),
+        };
+        let depth = 0.05 * v.avg_minute_volume;
+        for k in 0..LEVELS {
+            let off = half_bps + k as f64 * v.tick_bps;
+            b.bid_bps[k] = -off;
+            b.ask_bps[k] = off;
+            let model = depth * (1.0 + 0.5 * k as f64);
+            b.bid_size[k] = if k == 0 {
+                touch_bid.unwrap_or(model)
+            } else {
+                model
+            };
+            b.ask_size[k] = if k == 0 {
+                touch_ask.unwrap_or(model)
+            } else {
+                model
+            };
+        }
+        (b, 2.0 * half_bps)
+    }
+
+    /// Writes the observation for the coming step into `out`.
+    pub fn observe(&self, out: &mut [f32]) {
+        debug_assert!(out.len() >= OBS_DIM);
+        let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
+        let v = self.view;
+        let next = v.minute.partition_point(|&m| m < from);
+        let last = next.checked_sub(1);
+        let (book, spread) = self.book_at(last);
+        let mut rets = [0.0; RETURN_LAGS];
+        for (k, r) in rets.iter_mut().enumerate() {
+            if let Some(i) = next.checked_sub(1 + k) {
+                *r = v.ret_bps[i];
+            }
+        }
+        let time_left = 1.0 - self.step as f64 / self.steps.max(1) as f64;
+        write_obs(
+            out,
+            time_left,
+            self.remaining / self.order.qty,
+            &book,
+            &rets,
+            last.map_or(0.0, |i| v.volume[i]),
+            spread,
+            v.avg_minute_volume,
+        );
+    }
+
+    pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
+        let (from, to) = self.step_minutes(self.step);
+        Decision {
+            obs,
+            step: self.step,
+            steps: self.steps,
+            qty: self.order.qty,
+            remaining: self.remaining,
+            from_minute: from,
+            to_minute: to,
+            last_step_volume: self.last_step_volume,
+            view: self.view,
+            order: self.order,
+        }
+    }
+
+    /// Trades `action` (a fraction of the order, see [`EnvConfig::fraction`])
+    /// over the current step and returns what happened.
+    pub fn step(&mut self, action: f64) -> StepInfo {
+        let v = self.view;
+        let (from, to) = self.step_minutes(self.step);
+        let bars = v.range(from, to);
+        let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);
+        let (mut got, mut notional) =
+            work_step(v, bars.clone(), want, self.cfg.participation_cap, self.sign);
+        let nbars = bars.len();
+        let bench_sum: f64 = bars.clone().map(|i| v.price[i]).sum();
+        let vol: f64 = bars.map(|i| v.volume[i]).sum();
+        self.step += 1;
+        let done = self.step >= self.steps;
+        if done && self.cfg.terminal == Terminal::ForceLiquidate && self.remaining - got > 0.0 {
+            if let Some(i) = v.price.len().checked_sub(1) {
+                let q = self.remaining - got;
+                notional += q * (v.price[i] + self.sign * v.half_spread[i]);
+                got += q;
+            }
+        }
+        self.remaining = (self.remaining - got).max(0.0);
+        self.filled += got;
+        self.notional += notional;
+        self.last_step_volume = vol;
+        let step_bench = if nbars > 0 {
+            bench_sum / nbars as f64
+        } else {
+            self.bench
+        };
+        let fill_price = if got > 0.0 { notional / got } else { 0.0 };
+        let fill_frac = got / self.order.qty;
+        let step_pa = if got > 0.0 {
+            -self.sign * (fill_price / step_bench - 1.0) * 1e4 * fill_frac
+        } else {
+            0.0
+        };
+        StepInfo {
+            fill_frac,
+            fill_price,
+            step_bench,
+            step_pa,
+            spread_bps: v.spread_bps,
+            time_left: 1.0 - self.step as f64 / self.steps.max(1) as f64,
+            inventory_left: self.remaining / self.order.qty,
+            volatility_bps: v.minute_vol_bps,
+            volume: vol / (v.avg_minute_volume.max(1.0) * (to - from).max(1) as f64),
+            steps: self.steps,
+            done,
+        }
+    }
+
+    pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
+        ExecutionOutcome {
+            order_id: self.order.id,
+            filled: self.filled,
+            notional: self.notional,
+            bench_price: self.bench,
+            arrival_price: self.arrival,
+            reward,
+            steps: self.steps,
+            inventory_path,
+        }
+    }
+}
+
+/// Works `want` shares evenly over the bars `bars`, each bar taking at most
+/// `cap` of its volume at its minute price plus `sign` times half the spread.
+/// What a capped bar cannot take goes to the step's bars with room left, in
+/// time order, so a step fills `min(want, its capacity)`. Returns the shares
+/// filled and their notional.
+pub fn work_step(
+    v: &SessionView,
+    bars: std::ops::Range<usize>,
+    want: f64,
+    cap: f64,
+    sign: f64,
+) -> (f64, f64) {
+    let n = bars.len();
+    if n == 0 || want <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let even = want / n as f64;
+    let (mut got, mut notional) = (0.0, 0.0);
+    for i in bars.clone() {
+        let q = even.min(cap * v.volume[i]);
+        notional += q * (v.price[i] + sign * v.half_spread[i]);
+        got += q;
+    }
+    let mut left = want - got;
+    if left > 1e-12 {
+        for i in bars {
+            let room = cap * v.volume[i] - even.min(cap * v.volume[i]);
+            let q = left.min(room);
+            if q > 0.0 {
+                notional += q * (v.price[i] + sign * v.half_spread[i]);
+                got += q;
+                left -= q;
+                if left <= 1e-12 {
+                    break;
+                }
+            }
+        }
+    }
+    (got, notional)
+}
+
+/// Runs one episode of `strategy` in the static environment.
+pub fn run_static(
+    strategy: &mut dyn Strategy,
+    view: &SessionView,
+    order: &ParentOrder,
+    cfg: &EnvConfig,
+    reward: &dyn Reward,
+    record_path: bool,
+) -> ExecutionOutcome {
+    strategy.reset(view, order, cfg);
+    let mut env = StaticEnv::new(view, order, cfg);
+    let mut obs = [0f32; OBS_DIM];
+    let mut total = 0.0;
+    let mut path = Vec::with_capacity(if record_path { env.steps() } else { 0 });
+    while !env.done() {
+        env.observe(&mut obs);
+        let a = strategy.act(&env.decision(&obs));
+        let info = env.step(a);
+        total += reward.reward(&info);
+        if record_path {
+            path.push(info.inventory_left as f32);
+        }
+    }
+    env.outcome(total, path)
+}

@@ -1,0 +1,173 @@
+//! Per-session arrays that the environments read every step, built once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use serl_data::{historical_profile, spread_estimate, DataConfig, Dataset, Session};
+
+use crate::order::adv_before;
+
+/// One symbol-session prepared for execution: minute prices, spreads,
+/// volumes and the look-back statistics a strategy may use.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub symbol: Arc<str>,
+    pub date: NaiveDate,
+    pub minute: Vec<u16>,
+    /// The price a bar's volume traded at (VWAP, else (H+L+C)/3).
+    pub price: Vec<f64>,
+    pub close: Vec<f64>,
+    pub volume: Vec<f64>,
+    /// Half the bid-ask spread, in price units, per bar: from quotes where
+    /// the session has them, else the session's estimated spread.
+    pub half_spread: Vec<f64>,
+    /// Quoted sizes at the touch, where the session has quotes.
+    pub bid_size: Option<Vec<f64>>,
+    pub ask_size: Option<Vec<f64>>,
+    /// 1-minute log returns of the close, in bps (0 for the first bar).
+    pub ret_bps: Vec<f64>,
+    /// Average daily volume over the look-back before this day.
+    pub adv: f64,
+    /// `adv` spread over the session's minutes.
+    pub avg_minute_volume: f64,
+    /// The day's estimated spread in bps.
+    pub spread_bps: f64,
+    /// One cent in bps of the opening price: the tick.
+    pub tick_bps: f64,
+    /// Realised 1-minute volatility of earlier sessions (this one for the
+    /// first), in bps.
+    pub minute_vol_bps: f64,
+    /// Mean intraday volume profile of earlier sessions, per
+    /// `profile_bucket` minutes from the open (uniform without history).
+    pub profile: Vec<f64>,
+    pub profile_bucket: u16,
+    pub open_minute: u16,
+}
+
+impl SessionView {
+    /// Prepares `sessions[i]`, using `sessions[..i]` as the look-back.
+    pub fn build(sessions: &[Session], i: usize, cfg: &DataConfig) -> Self {
+        let s = &sessions[i];
+        let n = s.len();
+        let price = s.minute_prices();
+        let (spread_bps, _) = spread_estimate(s);
+        let half_spread: Vec<f64> = match &s.quotes {
+            Some(q) => (0..n)
+                .map(|j| {
+                    let (b, a) = (q.bid[j], q.ask[j]);
+                    if b.is_finite() && a.is_finite() && a >= b && b > 0.0 {
+                        (a - b) / 2.0
+                    } else {
+                        price[j] * spread_bps / 2e4
+                    }
+                })
+                .collect(),
+            None => price.iter().map(|p| p * spread_bps / 2e4).collect(),
+        };
+        let mut ret_bps = vec![0.0; n];
+        for (r, w) in ret_bps[1..].iter_mut().zip(s.close.windows(2)) {
+            *r = (w[1] / w[0]).ln() * 1e4;
+        }
+        let look = &sessions[i.saturating_sub(cfg.stats.adv_lookback)..i];
+        let adv = adv_before(sessions, i, cfg.stats.adv_lookback);
+        let open = cfg.session.open_minute().unwrap_or(570);
+        let close = cfg.session.close_minute().unwrap_or(960);
+        let session_minutes = (close - open).max(1) as f64;
+        let vol_source: &[Session] = if look.is_empty() {
+            &sessions[i..=i]
+        } else {
+            look
+        };
+        let minute_vol = vol_source
+            .iter()
+            .map(|x| serl_data::realized_vol(x).1)
+            .sum::<f64>()
+            / vol_source.len() as f64;
+        let bucket = cfg.stats.profile_bucket_minutes;
+        let profile = historical_profile(look, &cfg.session, bucket).unwrap_or_else(|| {
+            let k = (close - open).div_ceil(bucket) as usize;
+            vec![1.0 / k as f64; k]
+        });
+        SessionView {
+            symbol: s.symbol.clone(),
+            date: s.date,
+            minute: s.minute.clone(),
+            close: s.close.clone(),
+            volume: s.volume.clone(),
+            half_spread,
+            bid_size: s.quotes.as_ref().map(|q| q.bid_size.clone()),
+            ask_size: s.quotes.as_ref().map(|q| q.ask_size.clone()),
+            ret_bps,
+            adv,
+            avg_minute_volume: adv / session_minutes,
+            spread_bps,
+            tick_bps: 0.01 / price.first().copied().unwrap_or(1.0) * 1e4,
+            minute_vol_bps: minute_vol * 1e4,
+            profile,
+            profile_bucket: bucket,
+            open_minute: open,
+            price,
+        }
+    }
+
+    /// Bar indices with minutes in `[from, to)`.
+    pub fn range(&self, from: u16, to: u16) -> std::ops::Range<usize> {
+        self.minute.partition_point(|&m| m < from)..self.minute.partition_point(|&m| m < to)
+    }
+
+    /// The historical volume share expected in `[from, to)`, from the
+    /// look-back profile, assuming volume is even within a bucket.
+    pub fn expected_share(&self, from: u16, to: u16) -> f64 {
+        let b = self.profile_bucket as f64;
+        let mut share = 0.0;
+        for (k, p) in self.profile.iter().enumerate() {
+            let lo = self.open_minute as f64 + k as f64 * b;
+            let hi = lo + b;
+            let overlap = (hi.min(to as f64) - lo.max(from as f64)).max(0.0);
+            share += p * overlap / b;
+        }
+        share
+    }
+}
+
+/// Every session of a dataset prepared once, looked up by symbol and date.
+#[derive(Debug, Clone, Default)]
+pub struct MarketData {
+    views: Vec<Arc<SessionView>>,
+    index: HashMap<(Arc<str>, NaiveDate), usize>,
+}
+
+impl MarketData {
+    pub fn new(ds: &Dataset, cfg: &DataConfig) -> Self {
+        use rayon::prelude::*;
+        let symbols = ds.symbols();
+        let views: Vec<Arc<SessionView>> = symbols
+            .par_iter()
+            .flat_map_iter(|sym| {
+                let ss = ds.symbol_sessions(sym);
+                (0..ss.len()).map(move |i| Arc::new(SessionView::build(ss, i, cfg)))
+            })
+            .collect();
+        let index = views
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((v.symbol.clone(), v.date), i))
+            .collect();
+        MarketData { views, index }
+    }
+
+    pub fn get(&self, symbol: &str, date: NaiveDate) -> Option<&Arc<SessionView>> {
+        self.index
+            .get(&(Arc::from(symbol), date))
+            .map(|&i| &self.views[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.views.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.views.is_empty()
+    }
+}

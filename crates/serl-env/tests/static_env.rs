@@ -1,0 +1,206 @@
+//! The static environment on the bundled sample: what an order can and
+//! cannot do.
+
+use std::path::Path;
+
+use serl_data::{load, DataConfig, Split};
+use serl_env::*;
+
+fn sample() -> (serl_data::Dataset, DataConfig) {
+    let cfg = DataConfig::default();
+    let ds = load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean"),
+        &cfg,
+    )
+    .unwrap();
+    (ds, cfg)
+}
+
+/// What is left, spread over the steps left.
+struct Even;
+impl Strategy for Even {
+    fn name(&self) -> String {
+        "even".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        d.remaining / d.qty / (d.steps - d.step) as f64
+    }
+}
+
+struct Fixed(f64);
+impl Strategy for Fixed {
+    fn name(&self) -> String {
+        format!("fixed({})", self.0)
+    }
+    fn act(&mut self, _: &Decision) -> f64 {
+        self.0
+    }
+}
+
+fn reward() -> DefaultReward {
+    DefaultReward {
+        inventory_penalty: 2.0,
+        terminal_penalty: 50.0,
+    }
+}
+
+#[test]
+fn orders_are_drawn_per_session_and_side_deterministically() {
+    let (ds, cfg) = sample();
+    let oc = OrderConfig::default();
+    let a = generate_orders(&ds, Split::Train, &cfg, &oc).unwrap();
+    assert_eq!(a.len(), 4 * 4 * 2, "4 symbols x 4 train dates x both sides");
+    assert_eq!(a, generate_orders(&ds, Split::Train, &cfg, &oc).unwrap());
+    let spy: Vec<_> = a.iter().filter(|o| &*o.symbol == "SPY").collect();
+    // 1% of the look-back ADV: SPY trades ~100M shares a day.
+    assert!(
+        spy.iter()
+            .all(|o| o.qty > 100_000.0 && o.qty < 10_000_000.0),
+        "{:?}",
+        spy[0].qty
+    );
+}
+
+#[test]
+fn bad_orders_are_clear_errors() {
+    let (ds, cfg) = sample();
+    let e = generate_orders(
+        &ds,
+        Split::Test,
+        &cfg,
+        &OrderConfig {
+            start: "09:00".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("outside the session 09:30..16:00"),
+        "{e}"
+    );
+    let e = generate_orders(
+        &ds,
+        Split::Test,
+        &cfg,
+        &OrderConfig {
+            quantity: Quantity::Shares(0.0),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e, EnvError::ZeroQuantity(0.0));
+    let e = generate_orders(
+        &ds,
+        Split::Test,
+        &cfg,
+        &OrderConfig {
+            symbols: vec!["MSFT".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("unknown symbol `MSFT`") && e.to_string().contains("AIG"),
+        "{e}"
+    );
+    let mut one_day = cfg.clone();
+    one_day.splits.train_end = chrono::NaiveDate::from_ymd_opt(2013, 10, 11);
+    one_day.splits.validation_end = chrono::NaiveDate::from_ymd_opt(2013, 10, 12);
+    let e = generate_orders(&ds, Split::Validation, &one_day, &OrderConfig::default()).unwrap_err();
+    assert!(matches!(e, EnvError::EmptySplit { .. }), "{e}");
+    let e = EnvConfig {
+        decision_minutes: 0,
+        ..Default::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.to_string().contains("env.decision_minutes"));
+}
+
+#[test]
+fn trading_everything_at_once_is_capped_by_participation() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(
+        &ds,
+        Split::Test,
+        &cfg,
+        &OrderConfig {
+            quantity: Quantity::AdvFraction(0.2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let env = EnvConfig {
+        decision_minutes: 1,
+        ..Default::default()
+    };
+    for o in &orders {
+        let v = md.get(&o.symbol, o.date).unwrap();
+        let out = run_static(&mut Fixed(1.0), v, o, &env, &reward(), true);
+        // Never more than 10% of any minute's volume.
+        assert!(out.filled <= 0.1 * v.volume.iter().sum::<f64>() + 1e-6);
+        assert!(
+            out.inventory_path.windows(2).all(|w| w[1] <= w[0]),
+            "inventory never grows"
+        );
+        assert_eq!(out.steps, 390);
+    }
+}
+
+#[test]
+fn decision_intervals_of_1_5_and_30_minutes_fill_a_small_order() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
+    for k in [1u16, 5, 30] {
+        let env = EnvConfig {
+            decision_minutes: k,
+            ..Default::default()
+        };
+        for o in &orders {
+            let v = md.get(&o.symbol, o.date).unwrap();
+            let env_ep = StaticEnv::new(v, o, &env);
+            assert_eq!(env_ep.steps(), 390usize.div_ceil(k as usize));
+            let mut obs = [0f32; OBS_DIM];
+            env_ep.observe(&mut obs);
+            assert_eq!((obs[0], obs[1]), (1.0, 1.0), "all time and inventory left");
+            assert!(obs.iter().all(|x| x.is_finite()));
+            let out = run_static(&mut Even, v, o, &env, &reward(), false);
+            assert!(
+                (out.filled - o.qty).abs() < 1e-6 * o.qty,
+                "k={k}: filled {} of {}",
+                out.filled,
+                o.qty
+            );
+        }
+    }
+}
+
+#[test]
+fn force_liquidation_empties_what_is_left() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let o = &generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap()[0];
+    let v = md.get(&o.symbol, o.date).unwrap();
+    let leave = run_static(
+        &mut Fixed(0.0),
+        v,
+        o,
+        &EnvConfig::default(),
+        &reward(),
+        false,
+    );
+    assert_eq!(leave.filled, 0.0);
+    assert!(
+        leave.reward < -40.0,
+        "an unfilled order is penalised: {}",
+        leave.reward
+    );
+    let force = EnvConfig {
+        terminal: Terminal::ForceLiquidate,
+        ..Default::default()
+    };
+    let out = run_static(&mut Fixed(0.0), v, o, &force, &reward(), false);
+    assert!((out.filled - o.qty).abs() < 1e-9);
+}

@@ -1,0 +1,228 @@
+//! The baseline strategies, all through the same [`Strategy`] interface as
+//! a trained policy.
+
+use serde::{Deserialize, Serialize};
+use serl_env::{work_step, Decision, EnvConfig, OrderSide, ParentOrder, SessionView, Strategy};
+
+/// Time-weighted: the same share of what is left in every remaining step.
+#[derive(Debug, Clone, Default)]
+pub struct Twap;
+
+impl Strategy for Twap {
+    fn name(&self) -> String {
+        "twap".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        d.remaining / d.qty / (d.steps - d.step) as f64
+    }
+}
+
+/// Volume-weighted: follows the average intraday volume profile of the
+/// look-back sessions (never the day itself).
+#[derive(Debug, Clone, Default)]
+pub struct Vwap;
+
+impl Strategy for Vwap {
+    fn name(&self) -> String {
+        "vwap".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        let v = d.view;
+        let total = v.expected_share(d.order.start_minute, d.order.end_minute);
+        if total <= 0.0 || d.step + 1 == d.steps {
+            return d.remaining / d.qty;
+        }
+        let target = v.expected_share(d.order.start_minute, d.to_minute) / total;
+        let done = 1.0 - d.remaining / d.qty;
+        (target - done).max(0.0)
+    }
+}
+
+/// Percentage of volume: trades `rate` of the market volume of the previous
+/// step (of the expected volume at the first step).
+#[derive(Debug, Clone)]
+pub struct Pov {
+    pub rate: f64,
+}
+
+impl Strategy for Pov {
+    fn name(&self) -> String {
+        format!("pov({})", self.rate)
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        let vol = if d.step == 0 {
+            d.view.adv * d.view.expected_share(d.from_minute, d.to_minute)
+        } else {
+            d.last_step_volume
+        };
+        self.rate * vol / d.qty
+    }
+}
+
+/// Almgren–Chriss: the risk-averse optimal trajectory
+/// x(t) = X sinh(κ(T−t)) / sinh(κT), κ = sqrt(λσ²/η), with σ the look-back
+/// 1-minute volatility (price units) and η a temporary impact coefficient
+/// calibrated so that trading at the participation cap costs one extra half
+/// spread.
+#[derive(Debug, Clone)]
+pub struct AlmgrenChriss {
+    pub risk_aversion: f64,
+    kappa: f64,
+    horizon: f64,
+}
+
+impl AlmgrenChriss {
+    pub fn new(risk_aversion: f64) -> Self {
+        AlmgrenChriss {
+            risk_aversion,
+            kappa: 0.0,
+            horizon: 1.0,
+        }
+    }
+
+    /// Fraction of the order still held at minute offset `t`.
+    fn holding(&self, t: f64) -> f64 {
+        let kt = self.kappa * self.horizon;
+        if kt < 1e-6 {
+            return 1.0 - t / self.horizon;
+        }
+        (self.kappa * (self.horizon - t)).sinh() / kt.sinh()
+    }
+}
+
+impl Strategy for AlmgrenChriss {
+    fn name(&self) -> String {
+        format!("ac({:e})", self.risk_aversion)
+    }
+    fn reset(&mut self, v: &SessionView, o: &ParentOrder, env: &EnvConfig) {
+        let price = v.price.first().copied().unwrap_or(1.0);
+        let sigma = price * v.minute_vol_bps / 1e4;
+        let half_spread = price * v.spread_bps / 2e4;
+        let rate = (env.participation_cap * v.avg_minute_volume).max(1.0);
+        let eta = (half_spread / rate).max(1e-12);
+        self.kappa = (self.risk_aversion * sigma * sigma / eta).sqrt();
+        self.horizon = (o.end_minute - o.start_minute).max(1) as f64;
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        if d.step + 1 == d.steps {
+            return d.remaining / d.qty;
+        }
+        let t1 = (d.to_minute - d.order.start_minute) as f64;
+        let target_done = 1.0 - self.holding(t1);
+        let done = 1.0 - d.remaining / d.qty;
+        (target_done - done).max(0.0)
+    }
+}
+
+/// Perfect foresight: puts the order into the steps with the best execution
+/// prices of the day, up to their participation capacity. An upper bound
+/// that no real strategy can reach.
+#[derive(Debug, Clone, Default)]
+pub struct Oracle {
+    alloc: Vec<f64>,
+}
+
+impl Strategy for Oracle {
+    fn name(&self) -> String {
+        "oracle".into()
+    }
+    fn reset(&mut self, v: &SessionView, o: &ParentOrder, env: &EnvConfig) {
+        let k = env.decision_minutes.max(1);
+        let steps = (o.end_minute - o.start_minute).div_ceil(k) as usize;
+        let sign = o.side.sign();
+        // Per step: what it can fill and at what average price.
+        let mut cand: Vec<(usize, f64, f64)> = (0..steps)
+            .map(|j| {
+                let from = o.start_minute + j as u16 * k;
+                let to = (from + k).min(o.end_minute);
+                let r = v.range(from, to);
+                let most: f64 = r.clone().map(|i| env.participation_cap * v.volume[i]).sum();
+                let (cap, cost) = work_step(v, r, most, env.participation_cap, sign);
+                let price = if cap > 0.0 { cost / cap } else { f64::NAN };
+                (j, price, cap)
+            })
+            .filter(|c| c.2 > 0.0)
+            .collect();
+        cand.sort_by(|a, b| {
+            let (x, y) = match o.side {
+                OrderSide::Buy => (a.1, b.1),
+                OrderSide::Sell => (b.1, a.1),
+            };
+            x.total_cmp(&y)
+        });
+        self.alloc = vec![0.0; steps];
+        let mut left = o.qty;
+        for (j, _, cap) in cand {
+            if left <= 0.0 {
+                break;
+            }
+            let q = left.min(cap);
+            self.alloc[j] = q;
+            left -= q;
+        }
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        self.alloc.get(d.step).copied().unwrap_or(0.0) / d.qty
+    }
+}
+
+/// A strategy by name, as the CLI and configs give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategySpec {
+    Twap,
+    Vwap,
+    Pov { rate: f64 },
+    Ac { risk_aversion: f64 },
+    Oracle,
+}
+
+impl StrategySpec {
+    /// Parses `twap`, `vwap`, `pov`, `pov:0.05`, `ac`, `ac:1e-7`, `oracle`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        let num = |default: f64| -> Result<f64, String> {
+            match arg {
+                None => Ok(default),
+                Some(a) => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| format!("strategy `{s}`: `{a}` is not a non-negative number")),
+            }
+        };
+        match name {
+            "twap" => Ok(StrategySpec::Twap),
+            "vwap" => Ok(StrategySpec::Vwap),
+            "pov" => Ok(StrategySpec::Pov { rate: num(0.05)? }),
+            "ac" => Ok(StrategySpec::Ac { risk_aversion: num(1e-7)? }),
+            "oracle" => Ok(StrategySpec::Oracle),
+            _ => Err(format!(
+                "unknown strategy `{s}`: expected twap, vwap, pov[:rate], ac[:risk_aversion], oracle or policy:RUN_DIR"
+            )),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            StrategySpec::Twap => "twap".into(),
+            StrategySpec::Vwap => "vwap".into(),
+            StrategySpec::Pov { rate } => format!("pov:{rate}"),
+            StrategySpec::Ac { risk_aversion } => format!("ac:{risk_aversion:e}"),
+            StrategySpec::Oracle => "oracle".into(),
+        }
+    }
+
+    pub fn build(&self) -> Box<dyn Strategy> {
+        match *self {
+            StrategySpec::Twap => Box::new(Twap),
+            StrategySpec::Vwap => Box::new(Vwap),
+            StrategySpec::Pov { rate } => Box::new(Pov { rate }),
+            StrategySpec::Ac { risk_aversion } => Box::new(AlmgrenChriss::new(risk_aversion)),
+            StrategySpec::Oracle => Box::new(Oracle::default()),
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Execution metrics, exactly as `docs/metrics.md` defines them, with
+//! bootstrap confidence intervals and paired differences.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use serl_env::{ExecutionOutcome, OrderSide, ParentOrder};
+
+/// One order executed by one strategy in one environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderResult {
+    pub strategy: String,
+    pub env: String,
+    pub order_id: u64,
+    pub symbol: String,
+    pub date: chrono::NaiveDate,
+    pub side: OrderSide,
+    pub qty: f64,
+    pub filled: f64,
+    pub avg_price: Option<f64>,
+    pub bench_price: f64,
+    pub arrival_price: f64,
+    /// Price advantage over the benchmark, bps; positive is good. 0 when
+    /// nothing filled.
+    pub pa_bps: f64,
+    /// Implementation shortfall against the arrival price, bps; positive is
+    /// a cost.
+    pub is_bps: f64,
+    /// Unfilled share of the order.
+    pub unfilled: f64,
+    pub reward: f64,
+    #[serde(skip)]
+    pub inventory_path: Vec<f32>,
+}
+
+impl OrderResult {
+    pub fn new(strategy: &str, env: &str, o: &ParentOrder, out: ExecutionOutcome) -> Self {
+        let s = o.side.sign();
+        let avg = out.avg_price();
+        let (pa, is) = match avg {
+            Some(p) => (
+                -s * (p / out.bench_price - 1.0) * 1e4,
+                s * (p / out.arrival_price - 1.0) * 1e4,
+            ),
+            None => (0.0, 0.0),
+        };
+        OrderResult {
+            strategy: strategy.to_string(),
+            env: env.to_string(),
+            order_id: o.id,
+            symbol: o.symbol.to_string(),
+            date: o.date,
+            side: o.side,
+            qty: o.qty,
+            filled: out.filled,
+            avg_price: avg,
+            bench_price: out.bench_price,
+            arrival_price: out.arrival_price,
+            pa_bps: pa,
+            is_bps: is,
+            // Fills are sums of floating-point slices: treat dust as filled.
+            unfilled: {
+                let u = (o.qty - out.filled) / o.qty;
+                if u < 1e-9 {
+                    0.0
+                } else {
+                    u
+                }
+            },
+            reward: out.reward,
+            inventory_path: out.inventory_path,
+        }
+    }
+}
+
+/// A mean with its bootstrap 95% confidence interval.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Estimate {
+    /// Whether the interval excludes zero.
+    pub fn significant(&self) -> bool {
+        self.lo > 0.0 || self.hi < 0.0
+    }
+}
+
+impl std::fmt::Display for Estimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.2} [{:.2}, {:.2}]", self.mean, self.lo, self.hi)
+    }
+}
+
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        0.0
+    } else {
+        x.iter().sum::<f64>() / x.len() as f64
+    }
+}
+
+pub fn std_dev(x: &[f64]) -> f64 {
+    if x.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(x);
+    (x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
+}
+
+/// Percentile bootstrap of the mean: `resamples` draws, deterministic in
+/// `seed`.
+pub fn bootstrap_mean(x: &[f64], resamples: usize, seed: u64) -> Estimate {
+    let m = mean(x);
+    if x.len() < 2 {
+        return Estimate {
+            mean: m,
+            lo: m,
+            hi: m,
+        };
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let n = x.len();
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| (0..n).map(|_| x[rng.random_range(0..n)]).sum::<f64>() / n as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (resamples - 1) as f64).round() as usize).min(resamples - 1)];
+    Estimate {
+        mean: m,
+        lo: at(0.025),
+        hi: at(0.975),
+    }
+}
+
+/// The metrics of one strategy in one environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub strategy: String,
+    pub env: String,
+    pub orders: usize,
+    /// PA, bps, with its bootstrap CI.
+    pub pa: Estimate,
+    pub pa_std: f64,
+    /// Share of orders with PA > 0.
+    pub wr: f64,
+    /// mean(PA | PA>0) / mean(|PA| | PA<0); `None` without losses.
+    pub glr: Option<f64>,
+    /// Mean unfilled share.
+    pub afi: f64,
+    pub fill_rate: f64,
+    /// Implementation shortfall, bps.
+    pub is: Estimate,
+    pub reward: f64,
+}
+
+pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) -> Summary {
+    let pa: Vec<f64> = rows.iter().map(|r| r.pa_bps).collect();
+    let is: Vec<f64> = rows.iter().map(|r| r.is_bps).collect();
+    let gains: Vec<f64> = pa.iter().copied().filter(|v| *v > 0.0).collect();
+    let losses: Vec<f64> = pa
+        .iter()
+        .copied()
+        .filter(|v| *v < 0.0)
+        .map(f64::abs)
+        .collect();
+    let afi = mean(&rows.iter().map(|r| r.unfilled).collect::<Vec<_>>());
+    Summary {
+        strategy: strategy.into(),
+        env: env.into(),
+        orders: rows.len(),
+        pa: bootstrap_mean(&pa, 1000, seed),
+        pa_std: std_dev(&pa),
+        wr: if pa.is_empty() {
+            0.0
+        } else {
+            gains.len() as f64 / pa.len() as f64
+        },
+        glr: (!losses.is_empty() && !gains.is_empty()).then(|| mean(&gains) / mean(&losses)),
+        afi,
+        fill_rate: 1.0 - afi,
+        is: bootstrap_mean(&is, 1000, seed ^ 0x5eed),
+        reward: mean(&rows.iter().map(|r| r.reward).collect::<Vec<_>>()),
+    }
+}
+
+/// Paired difference of PA between two strategies over the orders both ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairedDiff {
+    pub strategy: String,
+    pub reference: String,
+    pub env: String,
+    pub orders: usize,
+    /// mean(PA_strategy − PA_reference), bps, with its bootstrap CI.
+    pub diff: Estimate,
+}
+
+pub fn paired_diff(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<PairedDiff> {
+    let by_id: std::collections::HashMap<u64, f64> =
+        b.iter().map(|r| (r.order_id, r.pa_bps)).collect();
+    let d: Vec<f64> = a
+        .iter()
+        .filter_map(|r| by_id.get(&r.order_id).map(|pb| r.pa_bps - pb))
+        .collect();
+    let (first_a, first_b) = (a.first()?, b.first()?);
+    Some(PairedDiff {
+        strategy: first_a.strategy.clone(),
+        reference: first_b.strategy.clone(),
+        env: first_a.env.clone(),
+        orders: d.len(),
+        diff: bootstrap_mean(&d, 1000, seed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_interval_brackets_the_mean_and_is_deterministic() {
+        let x: Vec<f64> = (0..200).map(|i| (i % 17) as f64 - 8.0).collect();
+        let a = bootstrap_mean(&x, 500, 3);
+        assert!(a.lo < a.mean && a.mean < a.hi);
+        assert_eq!(a, bootstrap_mean(&x, 500, 3));
+        assert!(!bootstrap_mean(&[1.0, -1.0, 1.0, -1.0], 500, 3).significant());
+        assert!(bootstrap_mean(&[5.0, 6.0, 5.5, 6.5, 5.2], 500, 3).significant());
+    }
+
+    #[test]
+    fn std_of_a_constant_is_zero() {
+        assert_eq!(std_dev(&[2.0, 2.0, 2.0]), 0.0);
+        assert!((std_dev(&[1.0, 3.0]) - 2f64.sqrt()).abs() < 1e-12);
+    }
+}

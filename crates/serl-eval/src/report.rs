@@ -1,0 +1,588 @@
+//! Writing a backtest's results: per-order CSV, `summary.json`,
+//! `report.md` and a self-contained `report.html` with SVG plots.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summary};
+
+/// Where the orders and data came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Provenance {
+    pub data_path: String,
+    pub split: String,
+    pub seed: u64,
+    pub orders: usize,
+    pub order_config: String,
+    pub env_config: String,
+    pub reward: String,
+    pub serl_version: String,
+    pub git_commit: String,
+    pub created: String,
+}
+
+/// Illusory gain of one strategy: PA in the static replay minus PA in the
+/// dynamic market, on the same orders.
+#[derive(Debug, Clone, Serialize)]
+pub struct IllusoryGain {
+    pub strategy: String,
+    pub pa_static: f64,
+    pub pa_dynamic: f64,
+    pub gain: f64,
+}
+
+/// Everything a report says, as `summary.json` holds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportData {
+    pub provenance: Provenance,
+    pub summaries: Vec<Summary>,
+    pub paired_vs_twap: Vec<PairedDiff>,
+    pub illusory_gain: Vec<IllusoryGain>,
+    /// Mean PA per symbol: env → strategy → symbol → PA.
+    pub pa_by_symbol: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
+}
+
+impl ReportData {
+    pub fn new(results: &[OrderResult], provenance: Provenance) -> Self {
+        let mut groups: BTreeMap<(String, String), Vec<&OrderResult>> = BTreeMap::new();
+        for r in results {
+            groups
+                .entry((r.env.clone(), r.strategy.clone()))
+                .or_default()
+                .push(r);
+        }
+        let seed = provenance.seed;
+        let summaries: Vec<Summary> = groups
+            .iter()
+            .map(|((env, s), rows)| summarize(s, env, rows, seed))
+            .collect();
+        let mut paired = Vec::new();
+        for ((env, s), rows) in &groups {
+            if s == "twap" {
+                continue;
+            }
+            if let Some(twap) = groups.get(&(env.clone(), "twap".to_string())) {
+                paired.extend(paired_diff(rows, twap, seed));
+            }
+        }
+        let mut illusory = Vec::new();
+        for ((env, s), rows) in &groups {
+            if env != "static" {
+                continue;
+            }
+            if let Some(dyn_rows) = groups.get(&("dynamic".to_string(), s.clone())) {
+                let ps = mean(&rows.iter().map(|r| r.pa_bps).collect::<Vec<_>>());
+                let pd = mean(&dyn_rows.iter().map(|r| r.pa_bps).collect::<Vec<_>>());
+                illusory.push(IllusoryGain {
+                    strategy: s.clone(),
+                    pa_static: ps,
+                    pa_dynamic: pd,
+                    gain: ps - pd,
+                });
+            }
+        }
+        let mut pa_by_symbol: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>> =
+            BTreeMap::new();
+        for ((env, s), rows) in &groups {
+            let mut acc: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+            for r in rows {
+                let e = acc.entry(r.symbol.clone()).or_default();
+                e.0 += r.pa_bps;
+                e.1 += 1;
+            }
+            pa_by_symbol.entry(env.clone()).or_default().insert(
+                s.clone(),
+                acc.into_iter()
+                    .map(|(k, (sum, n))| (k, sum / n as f64))
+                    .collect(),
+            );
+        }
+        ReportData {
+            provenance,
+            summaries,
+            paired_vs_twap: paired,
+            illusory_gain: illusory,
+            pa_by_symbol,
+        }
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Per-order results as CSV.
+pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result<()> {
+    let mut s = String::from(
+        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6}",
+            r.env,
+            csv_field(&r.strategy),
+            r.order_id,
+            csv_field(&r.symbol),
+            r.date,
+            r.side,
+            r.qty,
+            r.filled,
+            r.avg_price.map_or(String::new(), |p| format!("{p:.6}")),
+            r.bench_price,
+            r.arrival_price,
+            r.pa_bps,
+            r.is_bps,
+            r.unfilled,
+            r.reward
+        );
+    }
+    std::fs::write(path, s)
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+type PlotResult = Result<(), Box<dyn std::error::Error>>;
+
+fn lines_chart(
+    svg: &mut String,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    points_only: bool,
+) -> PlotResult {
+    let all = series.iter().flat_map(|s| s.1.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    let pad = ((y1 - y0) * 0.05).max(1e-9);
+    let root = SVGBackend::with_string(svg, (760, 360)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()?;
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        if points_only {
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?
+                .label(name.clone())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn histogram(values: &[f64], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64)> {
+    let w = (hi - lo) / bins as f64;
+    let mut counts = vec![0.0; bins];
+    for &v in values {
+        let k = (((v - lo) / w).floor() as isize).clamp(0, bins as isize - 1) as usize;
+        counts[k] += 1.0;
+    }
+    let n = values.len().max(1) as f64;
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(k, c)| (lo + (k as f64 + 0.5) * w, c / n))
+        .collect()
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
+}
+
+/// The report's plots, as SVG strings with titles.
+fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for env in data.pa_by_symbol.keys() {
+        let rows: Vec<&OrderResult> = results.iter().filter(|r| &r.env == env).collect();
+        let mut all: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.strategy != "oracle")
+            .map(|r| r.pa_bps)
+            .collect();
+        all.sort_by(f64::total_cmp);
+        let (lo, hi) = (quantile(&all, 0.01), quantile(&all, 0.99));
+        let mut series = Vec::new();
+        for s in data.pa_by_symbol[env].keys() {
+            let v: Vec<f64> = rows
+                .iter()
+                .filter(|r| &r.strategy == s)
+                .map(|r| r.pa_bps)
+                .collect();
+            series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), 40)));
+        }
+        let mut svg = String::new();
+        let title = format!("PA distribution ({env}); oracle clipped to the others' range");
+        if lines_chart(
+            &mut svg,
+            &title,
+            "PA (bps)",
+            "share of orders",
+            &series,
+            false,
+        )
+        .is_ok()
+        {
+            out.push((title, svg));
+        }
+
+        // PA per symbol, symbols sorted by TWAP's (or the first) PA.
+        let by = &data.pa_by_symbol[env];
+        let key = if by.contains_key("twap") {
+            "twap".to_string()
+        } else {
+            by.keys().next().cloned().unwrap_or_default()
+        };
+        let mut syms: Vec<(&String, f64)> = by
+            .get(&key)
+            .map(|m| m.iter().map(|(s, v)| (s, *v)).collect())
+            .unwrap_or_default();
+        syms.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let series: Vec<(String, Vec<(f64, f64)>)> = by
+            .iter()
+            .map(|(s, m)| {
+                let pts = syms
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (sym, _))| m.get(*sym).map(|v| (i as f64, *v)))
+                    .collect();
+                (s.clone(), pts)
+            })
+            .collect();
+        let mut svg = String::new();
+        let title = format!("Mean PA per symbol ({env}), symbols ordered by {key}");
+        if lines_chart(&mut svg, &title, "symbol rank", "PA (bps)", &series, true).is_ok() {
+            out.push((title, svg));
+        }
+    }
+    // Example trajectories: inventory left over the episode, per strategy.
+    let mut ids: Vec<u64> = results
+        .iter()
+        .filter(|r| !r.inventory_path.is_empty())
+        .map(|r| r.order_id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids.into_iter().take(2) {
+        let rows: Vec<&OrderResult> = results
+            .iter()
+            .filter(|r| r.order_id == id && r.env == "static" && !r.inventory_path.is_empty())
+            .collect();
+        let Some(first) = rows.first() else { continue };
+        let series: Vec<(String, Vec<(f64, f64)>)> = rows
+            .iter()
+            .map(|r| {
+                let mut pts = vec![(0.0, 1.0)];
+                pts.extend(
+                    r.inventory_path
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| ((k + 1) as f64, *v as f64)),
+                );
+                (r.strategy.clone(), pts)
+            })
+            .collect();
+        let title = format!(
+            "Inventory left: order {} ({} {} {} shares of {})",
+            id, first.date, first.side, first.qty, first.symbol
+        );
+        let mut svg = String::new();
+        if lines_chart(
+            &mut svg,
+            &title,
+            "decision step",
+            "inventory left",
+            &series,
+            false,
+        )
+        .is_ok()
+        {
+            out.push((title, svg));
+        }
+    }
+    out
+}
+
+fn glr(v: Option<f64>) -> String {
+    v.map_or("-".into(), |g| format!("{g:.2}"))
+}
+
+fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
+    let mut md = String::new();
+    let p = &data.provenance;
+    let _ = writeln!(md, "# serl backtest report\n");
+    let _ = writeln!(
+        md,
+        "{} orders from the **{}** split of `{}`. PA is the price advantage over the window's benchmark in bps (positive is better for both sides); CIs are bootstrap 95% intervals of the mean. The oracle has perfect foresight: it is an upper bound that no real strategy can reach.\n",
+        p.orders, p.split, p.data_path
+    );
+    let _ = writeln!(md, "## Strategies\n");
+    let _ = writeln!(md, "| env | strategy | orders | PA (bps) [95% CI] | PA-std | WR | GLR | AFI | fill rate | IS (bps) [95% CI] |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    for s in &data.summaries {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.2} | {:.3} | {} | {:.4} | {:.4} | {} |",
+            s.env,
+            s.strategy,
+            s.orders,
+            s.pa,
+            s.pa_std,
+            s.wr,
+            glr(s.glr),
+            s.afi,
+            s.fill_rate,
+            s.is
+        );
+    }
+    if !data.paired_vs_twap.is_empty() {
+        let _ = writeln!(md, "\n## Paired differences against TWAP\n");
+        let _ = writeln!(
+            md,
+            "Mean of PA(strategy) − PA(TWAP) over the same orders.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| env | strategy | orders | ΔPA (bps) [95% CI] | significant |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        for d in &data.paired_vs_twap {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                d.env,
+                d.strategy,
+                d.orders,
+                d.diff,
+                if d.diff.significant() { "yes" } else { "no" }
+            );
+        }
+    }
+    let _ = writeln!(md, "\n## Illusory gain\n");
+    if data.illusory_gain.is_empty() {
+        let _ = writeln!(md, "Run with `--env both` to measure it: PA in the static replay minus PA in the dynamic market, on the same orders.");
+    } else {
+        let _ = writeln!(
+            md,
+            "| strategy | PA static | PA dynamic | illusory gain (bps) |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|");
+        for g in &data.illusory_gain {
+            let _ = writeln!(
+                md,
+                "| {} | {:.2} | {:.2} | {:.2} |",
+                g.strategy, g.pa_static, g.pa_dynamic, g.gain
+            );
+        }
+    }
+    let _ = writeln!(md, "\n## PA per symbol\n");
+    for (env, by) in &data.pa_by_symbol {
+        let strategies: Vec<&String> = by.keys().collect();
+        let mut symbols: Vec<&String> = by.values().flat_map(|m| m.keys()).collect();
+        symbols.sort();
+        symbols.dedup();
+        let _ = writeln!(
+            md,
+            "**{env}**{}\n",
+            if symbols.len() > 30 {
+                format!(
+                    " (first 30 of {} symbols; `summary.json` has all)",
+                    symbols.len()
+                )
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            md,
+            "| symbol | {} |",
+            strategies
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(md, "|---|{}", "---|".repeat(strategies.len()));
+        for sym in symbols.iter().take(30) {
+            let cells: Vec<String> = strategies
+                .iter()
+                .map(|s| by[*s].get(*sym).map_or("-".into(), |v| format!("{v:.2}")))
+                .collect();
+            let _ = writeln!(md, "| {} | {} |", sym, cells.join(" | "));
+        }
+        let _ = writeln!(md);
+    }
+    if !plot_titles.is_empty() {
+        let _ = writeln!(md, "## Plots\n");
+        for (k, t) in plot_titles.iter().enumerate() {
+            let _ = writeln!(md, "![{t}](plot{k}.svg)\n");
+        }
+    }
+    let _ = writeln!(md, "## Provenance\n");
+    let _ = writeln!(md, "| | |\n|---|---|");
+    let _ = writeln!(md, "| data | `{}` |", p.data_path);
+    let _ = writeln!(md, "| split | {} |", p.split);
+    let _ = writeln!(md, "| seed | {} |", p.seed);
+    let _ = writeln!(md, "| orders | {} |", p.order_config);
+    let _ = writeln!(md, "| environment | {} |", p.env_config);
+    let _ = writeln!(md, "| reward | {} |", p.reward);
+    let _ = writeln!(
+        md,
+        "| serl | {} (commit {}) |",
+        p.serl_version, p.git_commit
+    );
+    let _ = writeln!(md, "| created | {} |", p.created);
+    md
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Markdown to HTML for the subset the report uses: headings, tables,
+/// paragraphs, bold and code spans, and image lines (replaced by the SVG).
+fn html(md: &str, svgs: &[(String, String)]) -> String {
+    let inline = |s: &str| -> String {
+        let mut out = String::new();
+        let mut bold = false;
+        let mut code = false;
+        let esc = html_escape(s);
+        let mut chars = esc.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '*' && chars.peek() == Some(&'*') {
+                chars.next();
+                out.push_str(if bold { "</b>" } else { "<b>" });
+                bold = !bold;
+            } else if c == '`' {
+                out.push_str(if code { "</code>" } else { "<code>" });
+                code = !code;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    let mut body = String::new();
+    let mut in_table = false;
+    let mut plot = 0;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            if line.starts_with("|---") {
+                continue;
+            }
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            if !in_table {
+                body.push_str("<table><tr>");
+                for c in &cells {
+                    let _ = write!(body, "<th>{}</th>", inline(c));
+                }
+                body.push_str("</tr>\n");
+                in_table = true;
+            } else {
+                body.push_str("<tr>");
+                for c in &cells {
+                    let _ = write!(body, "<td>{}</td>", inline(c));
+                }
+                body.push_str("</tr>\n");
+            }
+            continue;
+        }
+        if in_table {
+            body.push_str("</table>\n");
+            in_table = false;
+        }
+        if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(body, "<h2>{}</h2>", inline(h));
+        } else if let Some(h) = line.strip_prefix("# ") {
+            let _ = writeln!(body, "<h1>{}</h1>", inline(h));
+        } else if line.starts_with("![") {
+            if let Some((title, svg)) = svgs.get(plot) {
+                let _ = writeln!(
+                    body,
+                    "<figure>{svg}<figcaption>{}</figcaption></figure>",
+                    html_escape(title)
+                );
+            }
+            plot += 1;
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(body, "<p>{}</p>", inline(line));
+        }
+    }
+    if in_table {
+        body.push_str("</table>\n");
+    }
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>serl backtest report</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f3f3f3}}td:first-child,td:nth-child(2){{text-align:left}}figure{{margin:1.5em 0}}figcaption{{color:#666;font-size:90%}}code{{background:#f5f5f5;padding:0 3px}}</style></head><body>\n{body}</body></html>\n"
+    )
+}
+
+/// Writes `orders.csv`, `summary.json`, `report.md` (with `plotN.svg`
+/// beside it) and a self-contained `report.html` into `dir`.
+pub fn write_report(dir: &Path, results: &[OrderResult], data: &ReportData) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    write_orders_csv(&dir.join("orders.csv"), results)?;
+    let json = serde_json::to_string_pretty(data).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join("summary.json"), json)?;
+    let svgs = plots(results, data);
+    for (k, (_, svg)) in svgs.iter().enumerate() {
+        std::fs::write(dir.join(format!("plot{k}.svg")), svg)?;
+    }
+    let titles: Vec<String> = svgs.iter().map(|s| s.0.clone()).collect();
+    let md = markdown(data, &titles);
+    std::fs::write(dir.join("report.md"), &md)?;
+    std::fs::write(dir.join("report.html"), html(&md, &svgs))?;
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! The sanity checks every execution study must pass: TWAP pays about its
+//! spread and no more, and perfect foresight is clearly positive.
+
+use std::path::Path;
+
+use serl_data::{load, DataConfig, Split};
+use serl_env::*;
+use serl_eval::*;
+
+fn backtest(path: &Path, split: Split) -> Vec<Summary> {
+    let cfg = DataConfig::default();
+    let ds = load(path, &cfg).unwrap();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, split, &cfg, &OrderConfig::default()).unwrap();
+    let factories: Vec<StrategyFactory> = ["twap", "vwap", "ac", "oracle"]
+        .iter()
+        .map(|s| {
+            let spec = StrategySpec::parse(s).unwrap();
+            StrategyFactory {
+                label: spec.label(),
+                make: Box::new(move || spec.build()),
+            }
+        })
+        .collect();
+    let env = EnvConfig::default();
+    let reward = DefaultReward {
+        inventory_penalty: 2.0,
+        terminal_penalty: 50.0,
+    };
+    let results = run_backtest(
+        &md,
+        &orders,
+        &factories,
+        &[&StaticRunner],
+        &env,
+        &reward,
+        &|_| {},
+    );
+    assert_eq!(results.len(), orders.len() * 4);
+    let prov = Provenance {
+        data_path: path.display().to_string(),
+        split: split.to_string(),
+        seed: 7,
+        orders: orders.len(),
+        order_config: String::new(),
+        env_config: String::new(),
+        reward: reward.describe(),
+        serl_version: "test".into(),
+        git_commit: "test".into(),
+        created: "now".into(),
+    };
+    let data = ReportData::new(&results, prov);
+    let dir = tempfile::tempdir().unwrap();
+    write_report(dir.path(), &results, &data).unwrap();
+    for f in ["orders.csv", "summary.json", "report.md", "report.html"] {
+        assert!(dir.path().join(f).metadata().unwrap().len() > 100, "{f}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("Paired differences"));
+    data.summaries
+}
+
+fn check(summaries: &[Summary]) {
+    let get = |s: &str| summaries.iter().find(|x| x.strategy == s).unwrap();
+    let twap = get("twap");
+    assert!(
+        twap.pa.mean < 0.0 && twap.pa.mean > -5.0,
+        "TWAP pays its spread, a few bps at most: {}",
+        twap.pa
+    );
+    assert_eq!(twap.afi, 0.0);
+    let oracle = get("oracle");
+    assert!(
+        oracle.pa.lo > 10.0,
+        "foresight is clearly positive: {}",
+        oracle.pa
+    );
+    assert_eq!(oracle.wr, 1.0);
+    for s in summaries {
+        assert!(s.pa.mean.is_finite() && s.pa_std.is_finite());
+    }
+}
+
+#[test]
+fn twap_pays_its_spread_and_the_oracle_wins_on_bundled_data() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    check(&backtest(&path, Split::All));
+}
+
+#[test]
+fn twap_pays_its_spread_and_the_oracle_wins_on_us_equities_2018() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/us-equities-1min-2018");
+    if !path.exists() {
+        eprintln!("skipped: {} not present", path.display());
+        return;
+    }
+    check(&backtest(&path, Split::Test));
+}

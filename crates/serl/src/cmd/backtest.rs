@@ -1,0 +1,242 @@
+//! `serl backtest`: strategies over parent orders, with a report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use serl_data::{DataConfig, Split};
+use serl_env::{
+    generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig, Quantity, Reward,
+};
+use serl_eval::{
+    run_backtest, write_report, EpisodeRunner, Provenance, ReportData, StaticRunner,
+    StrategyFactory, StrategySpec,
+};
+
+#[derive(Args)]
+pub struct BacktestArgs {
+    /// Bar data: a file or folder (CSV, CSV.gz, LEAN zips).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Which dates to draw orders from.
+    #[arg(long, default_value = "test")]
+    pub split: Split,
+    /// twap, vwap, pov[:rate], ac[:risk_aversion], oracle, policy:RUN_DIR.
+    /// Repeat for several.
+    #[arg(long = "strategy", required = true)]
+    pub strategies: Vec<String>,
+    #[arg(long, value_enum, default_value = "static")]
+    pub env: EnvChoice,
+    /// A backtest config with [data], [orders] and [env] tables.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// An orders config (the contents of an [orders] table); overrides the
+    /// one in --config.
+    #[arg(long)]
+    pub orders: Option<PathBuf>,
+    /// Order size as a fraction of ADV (overrides the configs).
+    #[arg(long)]
+    pub qty_adv: Option<f64>,
+    /// Order size in shares (overrides the configs).
+    #[arg(long)]
+    pub qty_shares: Option<f64>,
+    /// Only these symbols.
+    #[arg(long = "symbol")]
+    pub symbols: Vec<String>,
+    /// Minutes between decisions (overrides the config).
+    #[arg(long)]
+    pub decision_minutes: Option<u16>,
+    /// Order seed (overrides the config).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvChoice {
+    Static,
+    Dynamic,
+    Both,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BacktestFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The configs a backtest runs with, after every override.
+pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
+    let mut cfg: BacktestFile = match &a.config {
+        Some(p) => read_toml(p)?,
+        None => BacktestFile::default(),
+    };
+    if let Some(p) = &a.orders {
+        cfg.orders = read_toml(p)?;
+    }
+    if let Some(q) = a.qty_adv {
+        cfg.orders.quantity = Quantity::AdvFraction(q);
+    }
+    if let Some(q) = a.qty_shares {
+        cfg.orders.quantity = Quantity::Shares(q);
+    }
+    if !a.symbols.is_empty() {
+        cfg.orders.symbols = a.symbols.clone();
+    }
+    if let Some(s) = a.seed {
+        cfg.orders.seed = s;
+    }
+    if let Some(k) = a.decision_minutes {
+        cfg.env.decision_minutes = k;
+    }
+    cfg.data
+        .validate()
+        .map_err(|m| anyhow::anyhow!("[data] {m}"))?;
+    cfg.env.validate()?;
+    Ok(cfg)
+}
+
+fn strategy_factory(s: &str) -> Result<StrategyFactory> {
+    if let Some(dir) = s.strip_prefix("policy:") {
+        let dir = Path::new(dir);
+        let ckpt = dir.join("checkpoint.json");
+        if !dir.is_dir() {
+            bail!("policy directory {} does not exist", dir.display());
+        }
+        if !ckpt.exists() {
+            bail!(
+                "policy directory {} has no checkpoint ({} is missing); trained policies come from `serl train`, which this build does not have yet",
+                dir.display(),
+                ckpt.display()
+            );
+        }
+        bail!(
+            "{}: loading trained policies needs `serl train`, which this build does not have yet",
+            ckpt.display()
+        );
+    }
+    let spec = StrategySpec::parse(s).map_err(anyhow::Error::msg)?;
+    Ok(StrategyFactory {
+        label: spec.label(),
+        make: Box::new(move || spec.build()),
+    })
+}
+
+pub fn git_commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub fn run(a: BacktestArgs) -> Result<ExitCode> {
+    let cfg = resolve(&a)?;
+    let factories: Vec<StrategyFactory> = a
+        .strategies
+        .iter()
+        .map(|s| strategy_factory(s))
+        .collect::<Result<_>>()?;
+    if a.env != EnvChoice::Static {
+        bail!("--env dynamic needs the multi-agent market simulator (serl-market), which this build does not have yet; use --env static");
+    }
+    let t0 = std::time::Instant::now();
+    let ds = serl_data::load(&a.data, &cfg.data)
+        .with_context(|| format!("loading {}", a.data.display()))?;
+    let orders = generate_orders(&ds, a.split, &cfg.data, &cfg.orders)?;
+    let market = MarketData::new(&ds, &cfg.data);
+    eprintln!(
+        "loaded {} sessions of {} symbols in {:.2}s; {} orders from the {} split",
+        ds.sessions.len(),
+        ds.symbols().len(),
+        t0.elapsed().as_secs_f64(),
+        orders.len(),
+        a.split
+    );
+    let reward = DefaultReward {
+        inventory_penalty: cfg.env.inventory_penalty,
+        terminal_penalty: cfg.env.terminal_penalty,
+    };
+    let envs: Vec<&dyn EpisodeRunner> = vec![&StaticRunner];
+    let bar = ProgressBar::new(orders.len() as u64).with_style(
+        ProgressStyle::with_template(
+            "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let t1 = std::time::Instant::now();
+    let results = run_backtest(
+        &market,
+        &orders,
+        &factories,
+        &envs,
+        &cfg.env,
+        &reward,
+        &|n| bar.inc(n),
+    );
+    bar.finish_and_clear();
+    let secs = t1.elapsed().as_secs_f64();
+    let provenance = Provenance {
+        data_path: a.data.display().to_string(),
+        split: a.split.to_string(),
+        seed: cfg.orders.seed,
+        orders: orders.len(),
+        order_config: serde_json::to_string(&cfg.orders)?,
+        env_config: serde_json::to_string(&cfg.env)?,
+        reward: reward.describe(),
+        serl_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        created: chrono_now(),
+    };
+    let data = ReportData::new(&results, provenance);
+    write_report(&a.out, &results, &data)
+        .with_context(|| format!("writing the report to {}", a.out.display()))?;
+    println!(
+        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
+        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
+    );
+    for s in &data.summaries {
+        println!(
+            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
+            s.env,
+            s.strategy,
+            s.orders,
+            s.pa.to_string(),
+            s.pa_std,
+            s.wr,
+            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
+            s.afi
+        );
+    }
+    println!(
+        "{} episodes in {:.2}s; report: {}",
+        results.len(),
+        secs,
+        a.out.join("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn chrono_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    chrono::DateTime::from_timestamp(secs, 0).map_or_else(|| secs.to_string(), |t| t.to_rfc3339())
+}

@@ -1,0 +1,143 @@
+//! The `serl` binary as a user runs it: the README's commands on the
+//! bundled data, and the errors a user sees for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn serl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the serl binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn data_inspect_prints_the_bundled_catalog() {
+    let o = serl(&["data", "inspect", "data/lean"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("24 over 6 dates") && t.contains("SPY"), "{t}");
+    let o = serl(&["data", "inspect", "data/lean", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["symbols"], 4);
+}
+
+#[test]
+fn data_validate_exits_1_on_broken_files_and_names_them() {
+    let o = serl(&["data", "validate", "crates/serl-data/tests/fixtures"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("BADNUM.csv:5: error in field `close`"), "{t}");
+    assert!(serl(&["data", "validate", "data/lean"]).status.success());
+}
+
+#[test]
+fn backtest_on_bundled_data_writes_a_report() {
+    let out = tempfile::tempdir().unwrap();
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--split",
+        "all",
+        "--strategy",
+        "twap",
+        "--strategy",
+        "vwap",
+        "--strategy",
+        "ac",
+        "--strategy",
+        "oracle",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["orders.csv", "summary.json", "report.md", "report.html"] {
+        assert!(out.path().join(f).exists(), "{f}");
+    }
+    let csv = std::fs::read_to_string(out.path().join("orders.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + 48 * 4,
+        "header + 48 orders x 4 strategies"
+    );
+}
+
+#[test]
+fn bad_backtest_input_is_a_clear_error() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--strategy", "twapp"], "unknown strategy `twapp`"),
+        (
+            &["--strategy", "twap", "--symbol", "MSFT"],
+            "unknown symbol `MSFT`",
+        ),
+        (
+            &["--strategy", "twap", "--qty-shares", "0"],
+            "quantity must be positive",
+        ),
+        (
+            &["--strategy", &format!("policy:{dir}")],
+            "has no checkpoint",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["backtest", "--data", "data/lean", "--out", dir];
+        args.extend_from_slice(extra);
+        let o = serl(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+    }
+    let cfg = out.path().join("window.toml");
+    std::fs::write(&cfg, "[orders]\nstart = \"08:00\"\n").unwrap();
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--strategy",
+        "twap",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        dir,
+    ]);
+    assert!(text(&o).contains("outside the session"), "{}", text(&o));
+    std::fs::write(&cfg, "[env]\ndecision_minuets = 5\n").unwrap();
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--strategy",
+        "twap",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        dir,
+    ]);
+    assert!(
+        text(&o).contains("decision_minuets") && text(&o).contains("window.toml"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn lob_replay_of_a_missing_file_is_a_clear_error() {
+    let o = serl(&["lob", "replay", "nope_message_1.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("nope_orderbook_1.csv"), "{}", text(&o));
+}
