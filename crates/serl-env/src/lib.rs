@@ -15,10 +15,12 @@
 //!   the [`Strategy`] interface that baselines and policies implement, and
 //!   [`run_static`], which plays one episode.
 //!
-//! The dynamic environment (the agent's orders in a simulated market) builds
-//! on the same observation, reward and strategy interfaces.
+//! - [`dynamic_env`]: [`run_dynamic`], the same episode with the agent's
+//!   child orders sent as market orders into a `serl-market` simulation
+//!   calibrated to the session, so they move the price.
 
 pub mod config;
+pub mod dynamic_env;
 mod error;
 pub mod obs;
 pub mod order;
@@ -27,11 +29,13 @@ pub mod static_env;
 pub mod view;
 
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
+pub use dynamic_env::run_dynamic;
 pub use error::EnvError;
 pub use obs::OBS_DIM;
 pub use order::{
     check_window, generate_orders, OrderConfig, OrderSide, ParentOrder, Quantity, Sides,
 };
 pub use reward::{DefaultReward, Reward, StepInfo};
+pub use serl_market::MarketConfig;
 pub use static_env::{run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy};
 pub use view::{MarketData, SessionView};

@@ -43,6 +43,41 @@ impl EpisodeRunner for StaticRunner {
     }
 }
 
+/// The dynamic multi-agent market. Each episode simulates the order's
+/// session with a seed derived from `seed` and the order id, so that every
+/// strategy meets the same simulated day.
+pub struct DynamicRunner {
+    pub market: serl_env::MarketConfig,
+    pub seed: u64,
+}
+
+impl EpisodeRunner for DynamicRunner {
+    fn name(&self) -> &str {
+        "dynamic"
+    }
+    fn run(
+        &self,
+        strategy: &mut dyn Strategy,
+        view: &SessionView,
+        order: &ParentOrder,
+        cfg: &EnvConfig,
+        reward: &dyn Reward,
+        record_path: bool,
+    ) -> ExecutionOutcome {
+        let seed = self.seed ^ order.id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        serl_env::run_dynamic(
+            strategy,
+            view,
+            order,
+            cfg,
+            &self.market,
+            reward,
+            seed,
+            record_path,
+        )
+    }
+}
+
 /// A named way to make fresh strategy instances (one per worker).
 pub struct StrategyFactory {
     pub label: String,

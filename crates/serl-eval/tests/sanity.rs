@@ -97,3 +97,61 @@ fn twap_pays_its_spread_and_the_oracle_wins_on_us_equities_2018() {
     }
     check(&backtest(&path, Split::Test));
 }
+
+/// SE-RL's illusory gain: a 10%-of-ADV TWAP looks better in the static
+/// replay than in the market its own orders move.
+#[test]
+fn a_large_order_shows_an_illusory_gain() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let cfg = DataConfig::default();
+    let ds = load(&path, &cfg).unwrap();
+    let md = MarketData::new(&ds, &cfg);
+    let oc = OrderConfig {
+        quantity: Quantity::AdvFraction(0.1),
+        ..Default::default()
+    };
+    let orders = generate_orders(&ds, Split::All, &cfg, &oc).unwrap();
+    let spec = StrategySpec::Twap;
+    let f = vec![StrategyFactory {
+        label: "twap".into(),
+        make: Box::new(move || spec.build()),
+    }];
+    let dynamic = DynamicRunner {
+        market: MarketConfig::default(),
+        seed: 7,
+    };
+    let env = EnvConfig::default();
+    let reward = DefaultReward {
+        inventory_penalty: 2.0,
+        terminal_penalty: 50.0,
+    };
+    let results = run_backtest(
+        &md,
+        &orders,
+        &f,
+        &[&StaticRunner, &dynamic],
+        &env,
+        &reward,
+        &|_| {},
+    );
+    let prov = Provenance {
+        data_path: String::new(),
+        split: "all".into(),
+        seed: 7,
+        orders: orders.len(),
+        order_config: String::new(),
+        env_config: String::new(),
+        reward: String::new(),
+        serl_version: String::new(),
+        git_commit: String::new(),
+        created: String::new(),
+    };
+    let data = ReportData::new(&results, prov);
+    let g = &data.illusory_gain[0];
+    assert!(
+        g.gain > 0.0,
+        "static {} vs dynamic {}",
+        g.pa_static,
+        g.pa_dynamic
+    );
+}

@@ -12,7 +12,7 @@ use serl_env::{
     generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig, Quantity, Reward,
 };
 use serl_eval::{
-    run_backtest, write_report, EpisodeRunner, Provenance, ReportData, StaticRunner,
+    run_backtest, write_report, DynamicRunner, EpisodeRunner, Provenance, ReportData, StaticRunner,
     StrategyFactory, StrategySpec,
 };
 
@@ -69,6 +69,8 @@ pub struct BacktestFile {
     pub data: DataConfig,
     pub orders: OrderConfig,
     pub env: EnvConfig,
+    /// The dynamic market's population (for --env dynamic|both).
+    pub market: serl_env::MarketConfig,
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
@@ -152,9 +154,6 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         .iter()
         .map(|s| strategy_factory(s))
         .collect::<Result<_>>()?;
-    if a.env != EnvChoice::Static {
-        bail!("--env dynamic needs the multi-agent market simulator (serl-market), which this build does not have yet; use --env static");
-    }
     let t0 = std::time::Instant::now();
     let ds = serl_data::load(&a.data, &cfg.data)
         .with_context(|| format!("loading {}", a.data.display()))?;
@@ -172,7 +171,15 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         inventory_penalty: cfg.env.inventory_penalty,
         terminal_penalty: cfg.env.terminal_penalty,
     };
-    let envs: Vec<&dyn EpisodeRunner> = vec![&StaticRunner];
+    let dynamic = DynamicRunner {
+        market: cfg.market.clone(),
+        seed: cfg.orders.seed,
+    };
+    let envs: Vec<&dyn EpisodeRunner> = match a.env {
+        EnvChoice::Static => vec![&StaticRunner],
+        EnvChoice::Dynamic => vec![&dynamic],
+        EnvChoice::Both => vec![&StaticRunner, &dynamic],
+    };
     let bar = ProgressBar::new(orders.len() as u64).with_style(
         ProgressStyle::with_template(
             "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",

@@ -1,0 +1,83 @@
+//! The simulated market: deterministic, on the real day's path, and moved
+//! by the orders sent into it.
+
+use serl_lob::Side;
+use serl_market::*;
+
+/// A synthetic but realistic day: a U-shaped volume profile and a gentle
+/// random-walk price around $50.
+fn day() -> Calibration {
+    let minutes = 390;
+    let mut p = 50.0;
+    let mut prices = Vec::new();
+    let mut volumes = Vec::new();
+    for m in 0..minutes {
+        p *= 1.0 + 0.0004 * ((m * 7919 % 13) as f64 / 6.0 - 1.0);
+        prices.push(p);
+        let x = m as f64 / (minutes - 1) as f64;
+        volumes.push(4000.0 * (1.0 + 3.0 * (2.0 * x - 1.0).powi(2)));
+    }
+    Calibration {
+        tick: 0.01,
+        minute_price: prices,
+        minute_volume: volumes,
+        spread_bps: 4.0,
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_day() {
+    let cfg = MarketConfig::default();
+    let a = Simulator::new(&day(), &cfg, 42).finish();
+    let b = Simulator::new(&day(), &cfg, 42).finish();
+    assert_eq!(a, b);
+    let c = Simulator::new(&day(), &cfg, 43).finish();
+    assert_ne!(a.mid, c.mid);
+}
+
+#[test]
+fn the_simulated_day_follows_the_real_one() {
+    let cal = day();
+    let s = Simulator::new(&cal, &MarketConfig::default(), 1).finish();
+    // Opening level and path: within 0.5% of the real minute price.
+    for m in [5usize, 100, 200, 385] {
+        let err = (s.mid[m] / cal.minute_price[m] - 1.0).abs();
+        assert!(
+            err < 0.005,
+            "minute {m}: sim {} real {}",
+            s.mid[m],
+            cal.minute_price[m]
+        );
+    }
+    // Daily volume within a factor of two of the calibration target.
+    let (sim, real): (f64, f64) = (s.volume.iter().sum(), cal.minute_volume.iter().sum());
+    assert!(
+        sim > 0.5 * real && sim < 2.0 * real,
+        "volume {sim} vs {real}"
+    );
+}
+
+#[test]
+fn a_large_buy_moves_the_price_up_and_the_move_decays() {
+    let cal = day();
+    let cfg = MarketConfig::default();
+    let t = 60 * 60_000_000;
+    let (mut now, mut later) = (0.0, 0.0);
+    let seeds = 12;
+    for seed in 0..seeds {
+        let mut quiet = Simulator::new(&cal, &cfg, seed);
+        let mut pushed = Simulator::new(&cal, &cfg, seed);
+        quiet.run_until(t);
+        pushed.run_until(t);
+        let before = pushed.mid_price().unwrap();
+        let r = pushed.execute_market(EXECUTION_OWNER, Side::Bid, 12_000);
+        assert!(r.filled > 0);
+        now += (pushed.mid_price().unwrap() / before - 1.0) * 1e4;
+        quiet.run_until(t + 20_000_000);
+        pushed.run_until(t + 20_000_000);
+        later += (pushed.mid_price().unwrap() / quiet.mid_price().unwrap() - 1.0) * 1e4;
+    }
+    let (now, later) = (now / seeds as f64, later / seeds as f64);
+    assert!(now > 0.5, "immediate impact {now:.2} bps");
+    assert!(later < now, "impact decays: {now:.2} -> {later:.2} bps");
+}
