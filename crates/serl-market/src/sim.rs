@@ -142,6 +142,7 @@ pub struct Simulator {
     stats: MinuteStats,
     pv: f64,
     minutes: usize,
+    events: u64,
 }
 
 impl Simulator {
@@ -232,6 +233,7 @@ impl Simulator {
             },
             pv: 0.0,
             minutes,
+            events: 0,
         };
         for a in 0..sim.agents.len() as u32 {
             let t = sim.first_wake(a);
@@ -249,6 +251,16 @@ impl Simulator {
 
     pub fn minutes(&self) -> usize {
         self.minutes
+    }
+
+    /// Agent wake-ups and order messages processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Number of agents (the execution agents excluded).
+    pub fn agents(&self) -> usize {
+        self.agents.len()
     }
 
     /// Simulated time, microseconds since the open.
@@ -308,6 +320,7 @@ impl Simulator {
                 break;
             }
             self.queue.pop();
+            self.events += 1;
             self.advance_clock(when);
             self.wake(a);
             let next = self.next_wake(a, when);
@@ -427,6 +440,7 @@ impl Simulator {
                 let u: f64 = self.rng.random();
                 if u < self.cfg.cancel_share {
                     if let Some(id) = self.agents[a as usize].live.pop_front() {
+                        self.events += 1;
                         let _ = self.book.cancel(id, &mut ());
                     }
                     return;
@@ -480,6 +494,7 @@ impl Simulator {
             }
             AgentKind::MarketMaker => {
                 while let Some(id) = self.agents[a as usize].live.pop_front() {
+                    self.events += 1;
                     let _ = self.book.cancel(id, &mut ());
                 }
                 let mid = 0.7 * self.reference() + 0.3 * fund;

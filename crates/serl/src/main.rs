@@ -30,6 +30,9 @@ enum Command {
     Lob(cmd::lob::LobCommand),
     /// Run execution strategies over parent orders and write a report.
     Backtest(cmd::backtest::BacktestArgs),
+    /// Throughput figures for the environments and the market simulator.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Data(c) => cmd::data::run(c),
         Command::Lob(c) => cmd::lob::run(c),
         Command::Backtest(a) => cmd::backtest::run(a),
+        Command::Bench(c) => cmd::bench::run(c),
     };
     match result {
         Ok(code) => code,

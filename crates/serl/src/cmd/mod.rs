@@ -1,3 +1,4 @@
 pub mod backtest;
+pub mod bench;
 pub mod data;
 pub mod lob;

@@ -1,0 +1,274 @@
+//! `serl bench env` and `serl bench sim`: whole-pipeline throughput figures.
+//! Each figure is the median of several runs on one thread unless it says
+//! otherwise.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serl_data::{DataConfig, Split};
+use serl_env::{
+    generate_orders, run_dynamic, run_static, Decision, DefaultReward, EnvConfig, MarketConfig,
+    MarketData, OrderConfig, Sides, Strategy,
+};
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Static and dynamic environment steps per second, and a full
+    /// TWAP + VWAP + AC backtest's wall time with data loading.
+    Env(BenchArgs),
+    /// One simulated day: CPU time, events per second, memory, and how the
+    /// cost grows with the number of agents.
+    Sim(BenchArgs),
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Bar data (default: the bundled sample).
+    #[arg(long, default_value = "data/lean")]
+    pub data: PathBuf,
+    /// Runs per figure; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct Even;
+impl Strategy for Even {
+    fn name(&self) -> String {
+        "twap".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        d.remaining / d.qty / (d.steps - d.step) as f64
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
+    match cmd {
+        BenchCommand::Env(a) => env(a),
+        BenchCommand::Sim(a) => sim(a),
+    }
+}
+
+#[derive(Serialize)]
+struct EnvFigures {
+    data: String,
+    static_steps_per_second_one_core: f64,
+    static_steps: u64,
+    backtest_orders_per_strategy: usize,
+    backtest_wall_seconds_with_loading: f64,
+    dynamic_steps_per_second_one_core: f64,
+    dynamic_episodes: usize,
+    runs: usize,
+}
+
+fn env(a: BenchArgs) -> Result<ExitCode> {
+    let data_cfg = DataConfig::default();
+    let reward = DefaultReward {
+        inventory_penalty: 2.0,
+        terminal_penalty: 50.0,
+    };
+    let runs = a.runs.max(1);
+
+    // A full baseline backtest, loading included, as the CLI runs it.
+    let mut walls = Vec::new();
+    let mut n_orders = 0;
+    for _ in 0..runs.min(3) {
+        let t = Instant::now();
+        let ds = serl_data::load(&a.data, &data_cfg)
+            .with_context(|| format!("loading {}", a.data.display()))?;
+        let oc = OrderConfig {
+            sides: Sides::Buy,
+            ..Default::default()
+        };
+        let orders = generate_orders(&ds, Split::All, &data_cfg, &oc)?;
+        let md = MarketData::new(&ds, &data_cfg);
+        let factories: Vec<serl_eval::StrategyFactory> = ["twap", "vwap", "ac"]
+            .iter()
+            .map(|s| {
+                let spec = serl_eval::StrategySpec::parse(s).expect("known strategy");
+                serl_eval::StrategyFactory {
+                    label: spec.label(),
+                    make: Box::new(move || spec.build()),
+                }
+            })
+            .collect();
+        let env = EnvConfig::default();
+        let r = serl_eval::run_backtest(
+            &md,
+            &orders,
+            &factories,
+            &[&serl_eval::StaticRunner],
+            &env,
+            &reward,
+            &|_| {},
+        );
+        std::hint::black_box(r.len());
+        n_orders = orders.len();
+        walls.push(t.elapsed().as_secs_f64());
+    }
+
+    let ds = serl_data::load(&a.data, &data_cfg)?;
+    let md = MarketData::new(&ds, &data_cfg);
+    let orders = generate_orders(&ds, Split::All, &data_cfg, &OrderConfig::default())?;
+    let one_minute = EnvConfig {
+        decision_minutes: 1,
+        ..EnvConfig::default()
+    };
+    let mut rates = Vec::new();
+    let mut steps = 0u64;
+    for _ in 0..runs {
+        steps = 0;
+        let t = Instant::now();
+        for o in &orders {
+            let v = md
+                .get(&o.symbol, o.date)
+                .expect("session of a generated order");
+            steps += run_static(&mut Even, v, o, &one_minute, &reward, false).steps as u64;
+        }
+        rates.push(steps as f64 / t.elapsed().as_secs_f64());
+    }
+
+    let market = MarketConfig::default();
+    let five = EnvConfig::default();
+    let sample: Vec<_> = orders.iter().take(8).collect();
+    let mut dyn_rates = Vec::new();
+    for _ in 0..runs.min(3) {
+        let (t, mut n) = (Instant::now(), 0u64);
+        for o in &sample {
+            let v = md
+                .get(&o.symbol, o.date)
+                .expect("session of a generated order");
+            n += run_dynamic(&mut Even, v, o, &five, &market, &reward, o.id, false).steps as u64;
+        }
+        dyn_rates.push(n as f64 / t.elapsed().as_secs_f64());
+    }
+    let f = EnvFigures {
+        data: a.data.display().to_string(),
+        static_steps_per_second_one_core: median(rates),
+        static_steps: steps,
+        backtest_orders_per_strategy: n_orders,
+        backtest_wall_seconds_with_loading: median(walls),
+        dynamic_steps_per_second_one_core: median(dyn_rates),
+        dynamic_episodes: sample.len(),
+        runs,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&f)?);
+    } else {
+        println!("data                                 {}", f.data);
+        println!(
+            "static env, 1-minute steps, 1 core   {:.2} M steps/s ({} steps a run)",
+            f.static_steps_per_second_one_core / 1e6,
+            f.static_steps
+        );
+        println!(
+            "TWAP+VWAP+AC backtest, loading incl. {:.2} s wall ({} orders per strategy, all cores)",
+            f.backtest_wall_seconds_with_loading, f.backtest_orders_per_strategy
+        );
+        println!("dynamic env, 5-minute steps, 1 core  {:.0} steps/s ({} episodes, each a simulated day)", f.dynamic_steps_per_second_one_core, f.dynamic_episodes);
+        println!("medians of {} runs", f.runs);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct SimRow {
+    agents: usize,
+    seconds_per_day: f64,
+    events: u64,
+    events_per_second: f64,
+}
+
+#[derive(Serialize)]
+struct SimFigures {
+    session: String,
+    rows: Vec<SimRow>,
+    peak_rss_mb: Option<f64>,
+    runs: usize,
+}
+
+fn sim(a: BenchArgs) -> Result<ExitCode> {
+    let data_cfg = DataConfig::default();
+    let ds = serl_data::load(&a.data, &data_cfg)
+        .with_context(|| format!("loading {}", a.data.display()))?;
+    let md = MarketData::new(&ds, &data_cfg);
+    let s = ds.sessions.last().context("no session")?;
+    let view = md.get(&s.symbol, s.date).context("no session view")?;
+    let mut rows = Vec::new();
+    // An RMSC04-like population is about 1,000 agents: mostly noise, some
+    // value traders, a couple of market makers.
+    for agents in [250usize, 500, 1000, 2000] {
+        let base = MarketConfig {
+            noise_agents: agents * 9 / 10,
+            value_agents: agents / 10 - 2,
+            market_makers: 2,
+            ..MarketConfig::default()
+        };
+        let (cal, cfg) = serl_env::dynamic_env::calibrate(view, &base);
+        let mut secs = Vec::new();
+        let mut events = 0;
+        for seed in 0..a.runs.max(1) as u64 {
+            let t = Instant::now();
+            let mut sim = serl_market::Simulator::new(&cal, &cfg, seed);
+            sim.run_until(390 * 60_000_000 - 1);
+            events = sim.events();
+            std::hint::black_box(sim.finish());
+            secs.push(t.elapsed().as_secs_f64());
+        }
+        let sec = median(secs);
+        rows.push(SimRow {
+            agents,
+            seconds_per_day: sec,
+            events,
+            events_per_second: events as f64 / sec,
+        });
+    }
+    let f = SimFigures {
+        session: format!("{} {}", s.symbol, s.date),
+        rows,
+        peak_rss_mb: peak_rss_mb(),
+        runs: a.runs.max(1),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&f)?);
+    } else {
+        println!(
+            "one simulated day of {} (09:30-16:00), one thread, median of {} runs",
+            f.session, f.runs
+        );
+        println!(
+            "{:>7} {:>12} {:>10} {:>14}",
+            "agents", "s per day", "events", "M events/s"
+        );
+        for r in &f.rows {
+            println!(
+                "{:>7} {:>12.3} {:>10} {:>14.2}",
+                r.agents,
+                r.seconds_per_day,
+                r.events,
+                r.events_per_second / 1e6
+            );
+        }
+        if let Some(m) = f.peak_rss_mb {
+            println!("peak memory of this process: {m:.0} MB (data loading included)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
