@@ -148,6 +148,45 @@ pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result
     std::fs::write(path, s)
 }
 
+/// Per-order results as Parquet (the same columns as the CSV).
+pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Result<()> {
+    use polars::prelude::*;
+    let col_f = |f: &dyn Fn(&OrderResult) -> f64| results.iter().map(f).collect::<Vec<f64>>();
+    let col_s = |f: &dyn Fn(&OrderResult) -> String| results.iter().map(f).collect::<Vec<String>>();
+    let df = DataFrame::new_infer_height(vec![
+        Column::new("env".into(), col_s(&|r| r.env.clone())),
+        Column::new("strategy".into(), col_s(&|r| r.strategy.clone())),
+        Column::new(
+            "order_id".into(),
+            results.iter().map(|r| r.order_id).collect::<Vec<u64>>(),
+        ),
+        Column::new("symbol".into(), col_s(&|r| r.symbol.clone())),
+        Column::new("date".into(), col_s(&|r| r.date.to_string())),
+        Column::new("side".into(), col_s(&|r| r.side.to_string())),
+        Column::new("qty".into(), col_f(&|r| r.qty)),
+        Column::new("filled".into(), col_f(&|r| r.filled)),
+        Column::new(
+            "avg_price".into(),
+            results
+                .iter()
+                .map(|r| r.avg_price)
+                .collect::<Vec<Option<f64>>>(),
+        ),
+        Column::new("bench_price".into(), col_f(&|r| r.bench_price)),
+        Column::new("arrival_price".into(), col_f(&|r| r.arrival_price)),
+        Column::new("pa_bps".into(), col_f(&|r| r.pa_bps)),
+        Column::new("is_bps".into(), col_f(&|r| r.is_bps)),
+        Column::new("unfilled".into(), col_f(&|r| r.unfilled)),
+        Column::new("reward".into(), col_f(&|r| r.reward)),
+    ]);
+    let mut df = df.map_err(std::io::Error::other)?;
+    let file = std::fs::File::create(path)?;
+    ParquetWriter::new(file)
+        .finish(&mut df)
+        .map_err(std::io::Error::other)?;
+    Ok(())
+}
+
 const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -159,9 +198,10 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-type PlotResult = Result<(), Box<dyn std::error::Error>>;
+pub type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
-fn lines_chart(
+/// A line (or point) chart as an SVG string; used by every serl report.
+pub fn lines_chart(
     svg: &mut String,
     title: &str,
     x_desc: &str,
@@ -492,9 +532,10 @@ fn html_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Markdown to HTML for the subset the report uses: headings, tables,
-/// paragraphs, bold and code spans, and image lines (replaced by the SVG).
-fn html(md: &str, svgs: &[(String, String)]) -> String {
+/// Markdown to HTML for the subset serl's reports use: headings, tables,
+/// paragraphs, bold and code spans, and image lines (replaced, in order, by
+/// the SVGs given).
+pub fn html(md: &str, svgs: &[(String, String)]) -> String {
     let inline = |s: &str| -> String {
         let mut out = String::new();
         let mut bold = false;
@@ -565,15 +606,16 @@ fn html(md: &str, svgs: &[(String, String)]) -> String {
         body.push_str("</table>\n");
     }
     format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>serl backtest report</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f3f3f3}}td:first-child,td:nth-child(2){{text-align:left}}figure{{margin:1.5em 0}}figcaption{{color:#666;font-size:90%}}code{{background:#f5f5f5;padding:0 3px}}</style></head><body>\n{body}</body></html>\n"
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>serl report</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f3f3f3}}td:first-child,td:nth-child(2){{text-align:left}}figure{{margin:1.5em 0}}figcaption{{color:#666;font-size:90%}}code{{background:#f5f5f5;padding:0 3px}}</style></head><body>\n{body}</body></html>\n"
     )
 }
 
-/// Writes `orders.csv`, `summary.json`, `report.md` (with `plotN.svg`
+/// Writes `orders.csv`, `orders.parquet`, `summary.json`, `report.md` (with `plotN.svg`
 /// beside it) and a self-contained `report.html` into `dir`.
 pub fn write_report(dir: &Path, results: &[OrderResult], data: &ReportData) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     write_orders_csv(&dir.join("orders.csv"), results)?;
+    write_orders_parquet(&dir.join("orders.parquet"), results)?;
     let json = serde_json::to_string_pretty(data).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("summary.json"), json)?;
     let svgs = plots(results, data);

@@ -19,6 +19,7 @@
 //! price path, minute volumes, spread); [`Scenario`] overrides it for
 //! imagined days (volatility and liquidity multipliers, drift, jumps).
 
+pub mod facts;
 mod sim;
 
 pub use sim::{

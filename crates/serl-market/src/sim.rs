@@ -120,6 +120,11 @@ pub struct MinuteStats {
     pub mid: Vec<f64>,
     /// Volume-weighted trade price per minute (the mid when no trade).
     pub vwap: Vec<f64>,
+    /// Quoted spread at the end of each minute, dollars.
+    pub spread: Vec<f64>,
+    /// Mean resting size per level (1..=5, both sides averaged) at minute
+    /// ends over the day.
+    pub depth: [f64; 5],
 }
 
 pub struct Simulator {
@@ -230,6 +235,8 @@ impl Simulator {
                 volume: vec![0.0; minutes],
                 mid: vec![0.0; minutes],
                 vwap: vec![0.0; minutes],
+                spread: vec![0.0; minutes],
+                depth: [0.0; 5],
             },
             pv: 0.0,
             minutes,
@@ -349,6 +356,13 @@ impl Simulator {
         } else {
             mid
         };
+        self.stats.spread[m] = self.book.spread().map_or(0.0, |s| s as f64 * self.tick);
+        let n = self.minutes as f64;
+        for side in [Side::Bid, Side::Ask] {
+            for (k, l) in self.book.levels(side).take(5).enumerate() {
+                self.stats.depth[k] += l.qty as f64 / (2.0 * n);
+            }
+        }
         self.pv = 0.0;
     }
 

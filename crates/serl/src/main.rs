@@ -30,6 +30,8 @@ enum Command {
     Lob(cmd::lob::LobCommand),
     /// Run execution strategies over parent orders and write a report.
     Backtest(cmd::backtest::BacktestArgs),
+    /// Simulate a real symbol-day in the multi-agent market and check it.
+    Simulate(cmd::simulate::SimulateArgs),
     /// Throughput figures for the environments and the market simulator.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Lob(c) => cmd::lob::run(c),
         Command::Backtest(a) => cmd::backtest::run(a),
         Command::Bench(c) => cmd::bench::run(c),
+        Command::Simulate(a) => cmd::simulate::run(a),
     };
     match result {
         Ok(code) => code,

@@ -141,3 +141,46 @@ fn lob_replay_of_a_missing_file_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("nope_orderbook_1.csv"), "{}", text(&o));
 }
+
+#[test]
+fn simulate_writes_a_checked_report_for_a_bundled_day() {
+    let out = tempfile::tempdir().unwrap();
+    let o = serl(&[
+        "simulate",
+        "--data",
+        "data/lean",
+        "--symbol",
+        "spy",
+        "--date",
+        "2013-10-08",
+        "--seeds",
+        "3",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let checks: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("checks.json")).unwrap())
+            .unwrap();
+    assert_eq!(checks["calibration"].as_array().unwrap().len(), 5);
+    assert_eq!(checks["stylized_facts"].as_array().unwrap().len(), 6);
+    // The simulated day opens where the real one did.
+    assert_eq!(checks["calibration"][0]["pass"], true);
+    assert!(out.path().join("report.html").exists() && out.path().join("minutes.csv").exists());
+    let o = serl(&[
+        "simulate",
+        "--data",
+        "data/lean",
+        "--symbol",
+        "SPY",
+        "--date",
+        "2013-10-12",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o).contains("no session of SPY on 2013-10-12; it has 2013-10-04"),
+        "{}",
+        text(&o)
+    );
+}

@@ -2,3 +2,4 @@ pub mod backtest;
 pub mod bench;
 pub mod data;
 pub mod lob;
+pub mod simulate;
