@@ -58,6 +58,234 @@ pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, Marke
     )
 }
 
+/// One episode in the dynamic market, stepped by the caller: the same
+/// interface as [`crate::StaticEnv`].
+pub struct DynamicEnv<'a> {
+    sim: Simulator,
+    cal: Calibration,
+    view: &'a SessionView,
+    order: &'a ParentOrder,
+    cfg: &'a EnvConfig,
+    steps: usize,
+    step: usize,
+    remaining: f64,
+    filled: f64,
+    notional: f64,
+    arrival: f64,
+    last_step_volume: f64,
+    mids: Vec<f64>,
+}
+
+impl<'a> DynamicEnv<'a> {
+    /// Builds the session's market, deterministic in `seed`, and runs it to
+    /// the start of the order's window.
+    pub fn new(
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+        market: &MarketConfig,
+        seed: u64,
+    ) -> Self {
+        let (cal, mcfg) = calibrate(view, market);
+        let mut sim = Simulator::new(&cal, &mcfg, seed);
+        sim.run_until(Self::minute_us(view, order.start_minute));
+        let arrival = sim.mid_price().unwrap_or(cal.minute_price[0]);
+        let k = cfg.decision_minutes.max(1);
+        DynamicEnv {
+            sim,
+            view,
+            order,
+            cfg,
+            steps: (order.end_minute - order.start_minute).div_ceil(k) as usize,
+            step: 0,
+            remaining: order.qty,
+            filled: 0.0,
+            notional: 0.0,
+            arrival,
+            last_step_volume: 0.0,
+            mids: Vec::new(),
+            cal,
+        }
+    }
+
+    fn minute_us(view: &SessionView, m: u16) -> u64 {
+        m.saturating_sub(view.open_minute) as u64 * US_PER_MIN
+    }
+
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    pub fn done(&self) -> bool {
+        self.step >= self.steps
+    }
+
+    fn step_minutes(&self, j: usize) -> (u16, u16) {
+        let k = self.cfg.decision_minutes.max(1);
+        let from = self.order.start_minute + j as u16 * k;
+        (from, (from + k).min(self.order.end_minute))
+    }
+
+    pub fn observe(&self, out: &mut [f32]) {
+        let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
+        observe(
+            &self.sim,
+            self.view,
+            from,
+            self.view.open_minute,
+            self.step,
+            self.steps,
+            self.remaining / self.order.qty,
+            out,
+        );
+    }
+
+    pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
+        let (from, to) = self.step_minutes(self.step);
+        Decision {
+            obs,
+            step: self.step,
+            steps: self.steps,
+            qty: self.order.qty,
+            remaining: self.remaining,
+            from_minute: from,
+            to_minute: to,
+            last_step_volume: self.last_step_volume,
+            view: self.view,
+            order: self.order,
+        }
+    }
+
+    /// Sends this step's child orders and runs the market through the step.
+    pub fn step(&mut self, action: f64) -> StepInfo {
+        let (from, to) = self.step_minutes(self.step);
+        let open = self.view.open_minute;
+        let side = match self.order.side {
+            OrderSide::Buy => Side::Bid,
+            OrderSide::Sell => Side::Ask,
+        };
+        let sign = self.order.side.sign();
+        let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);
+        let (mut got, mut cost, mut vol, mut bench) = (0.0, 0.0, 0.0, 0.0);
+        let n = (to - from) as f64;
+        for (i, m) in (from..to).enumerate() {
+            self.sim.run_until(Self::minute_us(self.view, m));
+            let mi = (m - open) as usize;
+            let cap =
+                self.cfg.participation_cap * self.cal.minute_volume.get(mi).copied().unwrap_or(0.0);
+            let q = ((want - got) / (n - i as f64)).min(cap).floor();
+            if q >= 1.0 {
+                let r = self.sim.execute_market(EXECUTION_OWNER, side, q as u64);
+                got += r.filled as f64;
+                cost += r.notional as f64 * self.sim.tick();
+            }
+            self.sim.run_until(Self::minute_us(self.view, m + 1) - 1);
+            vol += self.sim.stats().volume.get(mi).copied().unwrap_or(0.0);
+            let last = self.cal.minute_price.len() - 1;
+            let mid = self
+                .sim
+                .mid_price()
+                .unwrap_or(self.cal.minute_price[mi.min(last)]);
+            self.mids.push(mid);
+            bench += mid;
+        }
+        self.step += 1;
+        let done = self.step >= self.steps;
+        if done
+            && self.cfg.terminal == crate::Terminal::ForceLiquidate
+            && self.remaining - got >= 1.0
+        {
+            let r = self.sim.execute_market(
+                EXECUTION_OWNER,
+                side,
+                (self.remaining - got).round() as u64,
+            );
+            got += r.filled as f64;
+            cost += r.notional as f64 * self.sim.tick();
+        }
+        self.remaining = (self.remaining - got).max(0.0);
+        self.filled += got;
+        self.notional += cost;
+        self.last_step_volume = vol;
+        let step_bench = if n > 0.0 { bench / n } else { self.arrival };
+        let fill_price = if got > 0.0 { cost / got } else { 0.0 };
+        let fill_frac = got / self.order.qty;
+        StepInfo {
+            fill_frac,
+            fill_price,
+            step_bench,
+            step_pa: if got > 0.0 {
+                -sign * (fill_price / step_bench - 1.0) * 1e4 * fill_frac
+            } else {
+                0.0
+            },
+            spread_bps: self.view.spread_bps,
+            time_left: 1.0 - self.step as f64 / self.steps.max(1) as f64,
+            inventory_left: self.remaining / self.order.qty,
+            volatility_bps: self.view.minute_vol_bps,
+            volume: vol / (self.view.avg_minute_volume.max(1.0) * n.max(1.0)),
+            steps: self.steps,
+            done,
+        }
+    }
+
+    pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
+        let bench_price = if self.mids.is_empty() {
+            self.arrival
+        } else {
+            self.mids.iter().sum::<f64>() / self.mids.len() as f64
+        };
+        ExecutionOutcome {
+            order_id: self.order.id,
+            filled: self.filled,
+            notional: self.notional,
+            bench_price,
+            arrival_price: self.arrival,
+            reward,
+            steps: self.steps,
+            inventory_path,
+        }
+    }
+}
+
+/// N dynamic episodes stepped together, in parallel across cores: the
+/// vectorised form a trainer collects rollouts with.
+pub struct VecDynamicEnv<'a> {
+    pub envs: Vec<DynamicEnv<'a>>,
+}
+
+impl VecDynamicEnv<'_> {
+    pub fn len(&self) -> usize {
+        self.envs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.envs.is_empty()
+    }
+
+    /// Observations of every episode, row after row (`len() * OBS_DIM`).
+    pub fn observe_all(&self, out: &mut [f32]) {
+        for (env, row) in self.envs.iter().zip(out.chunks_mut(OBS_DIM)) {
+            env.observe(row);
+        }
+    }
+
+    /// Steps every episode that is not done with its action; finished ones
+    /// return `None`.
+    pub fn step_all(&mut self, actions: &[f64]) -> Vec<Option<StepInfo>> {
+        use rayon::prelude::*;
+        self.envs
+            .par_iter_mut()
+            .zip(actions.par_iter())
+            .map(|(e, &a)| (!e.done()).then(|| e.step(a)))
+            .collect()
+    }
+
+    pub fn all_done(&self) -> bool {
+        self.envs.iter().all(DynamicEnv::done)
+    }
+}
+
 /// Runs one episode of `strategy` in the dynamic market.
 #[allow(clippy::too_many_arguments)]
 pub fn run_dynamic(
@@ -71,128 +299,19 @@ pub fn run_dynamic(
     record_path: bool,
 ) -> ExecutionOutcome {
     strategy.reset(view, order, cfg);
-    let (cal, mcfg) = calibrate(view, market);
-    let mut sim = Simulator::new(&cal, &mcfg, seed);
-    let open = view.open_minute;
-    let k = cfg.decision_minutes.max(1);
-    let span = order.end_minute - order.start_minute;
-    let steps = span.div_ceil(k) as usize;
-    let side = match order.side {
-        OrderSide::Buy => Side::Bid,
-        OrderSide::Sell => Side::Ask,
-    };
-    let sign = order.side.sign();
-    let minute_us = |m: u16| (m.saturating_sub(open)) as u64 * US_PER_MIN;
-    sim.run_until(minute_us(order.start_minute));
-    let arrival = sim.mid_price().unwrap_or(cal.minute_price[0]);
-    let (mut remaining, mut filled, mut notional, mut total) = (order.qty, 0.0, 0.0, 0.0);
-    let mut path = Vec::new();
+    let mut env = DynamicEnv::new(view, order, cfg, market, seed);
     let mut obs = [0f32; OBS_DIM];
-    let mut last_step_volume = 0.0;
-    let mut mids: Vec<f64> = Vec::with_capacity(span as usize);
-    for step in 0..steps {
-        let from = order.start_minute + step as u16 * k;
-        let to = (from + k).min(order.end_minute);
-        observe(
-            &sim,
-            view,
-            from,
-            open,
-            step,
-            steps,
-            remaining / order.qty,
-            &mut obs,
-        );
-        let d = Decision {
-            obs: &obs,
-            step,
-            steps,
-            qty: order.qty,
-            remaining,
-            from_minute: from,
-            to_minute: to,
-            last_step_volume,
-            view,
-            order,
-        };
-        let want = (cfg.fraction(strategy.act(&d)) * order.qty).min(remaining);
-        let (mut got, mut cost, mut vol, mut bench) = (0.0, 0.0, 0.0, 0.0);
-        let n = (to - from) as f64;
-        for (i, m) in (from..to).enumerate() {
-            sim.run_until(minute_us(m));
-            let mi = (m - open) as usize;
-            let cap = cfg.participation_cap * cal.minute_volume.get(mi).copied().unwrap_or(0.0);
-            let q = ((want - got) / (n - i as f64)).min(cap).floor();
-            if q >= 1.0 {
-                let r = sim.execute_market(EXECUTION_OWNER, side, q as u64);
-                got += r.filled as f64;
-                cost += r.notional as f64 * sim.tick();
-            }
-            let before = sim.stats().volume.get(mi).copied().unwrap_or(0.0);
-            sim.run_until(minute_us(m + 1) - 1);
-            vol += sim
-                .stats()
-                .volume
-                .get(mi)
-                .copied()
-                .unwrap_or(0.0)
-                .max(before);
-            let mid = sim
-                .mid_price()
-                .unwrap_or(cal.minute_price[mi.min(cal.minute_price.len() - 1)]);
-            mids.push(mid);
-            bench += mid;
-        }
-        let done = step + 1 == steps;
-        if done && cfg.terminal == crate::Terminal::ForceLiquidate && remaining - got >= 1.0 {
-            let r = sim.execute_market(EXECUTION_OWNER, side, (remaining - got).round() as u64);
-            got += r.filled as f64;
-            cost += r.notional as f64 * sim.tick();
-        }
-        remaining = (remaining - got).max(0.0);
-        filled += got;
-        notional += cost;
-        last_step_volume = vol;
-        let step_bench = if n > 0.0 { bench / n } else { arrival };
-        let fill_price = if got > 0.0 { cost / got } else { 0.0 };
-        let fill_frac = got / order.qty;
-        let info = StepInfo {
-            fill_frac,
-            fill_price,
-            step_bench,
-            step_pa: if got > 0.0 {
-                -sign * (fill_price / step_bench - 1.0) * 1e4 * fill_frac
-            } else {
-                0.0
-            },
-            spread_bps: view.spread_bps,
-            time_left: 1.0 - (step + 1) as f64 / steps as f64,
-            inventory_left: remaining / order.qty,
-            volatility_bps: view.minute_vol_bps,
-            volume: vol / (view.avg_minute_volume.max(1.0) * n.max(1.0)),
-            steps,
-            done,
-        };
+    let (mut total, mut path) = (0.0, Vec::new());
+    while !env.done() {
+        env.observe(&mut obs);
+        let a = strategy.act(&env.decision(&obs));
+        let info = env.step(a);
         total += reward.reward(&info);
         if record_path {
             path.push(info.inventory_left as f32);
         }
     }
-    let bench_price = if mids.is_empty() {
-        arrival
-    } else {
-        mids.iter().sum::<f64>() / mids.len() as f64
-    };
-    ExecutionOutcome {
-        order_id: order.id,
-        filled,
-        notional,
-        bench_price,
-        arrival_price: arrival,
-        reward: total,
-        steps,
-        inventory_path: path,
-    }
+    env.outcome(total, path)
 }
 
 #[allow(clippy::too_many_arguments)]
