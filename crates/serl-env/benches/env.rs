@@ -7,16 +7,6 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serl_data::{load, DataConfig, Split};
 use serl_env::*;
 
-struct Even;
-impl Strategy for Even {
-    fn name(&self) -> String {
-        "even".into()
-    }
-    fn act(&mut self, d: &Decision) -> f64 {
-        d.remaining / d.qty / (d.steps - d.step) as f64
-    }
-}
-
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
     let data = DataConfig::default();
@@ -41,7 +31,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for o in &orders {
                 let v = md.get(&o.symbol, o.date).unwrap();
-                run_static(&mut Even, v, o, &cfg, &reward, false);
+                run_static(&mut Twap, v, o, &cfg, &reward, false);
             }
         })
     });

@@ -121,9 +121,7 @@ impl<'a> DynamicEnv<'a> {
     }
 
     fn step_minutes(&self, j: usize) -> (u16, u16) {
-        let k = self.cfg.decision_minutes.max(1);
-        let from = self.order.start_minute + j as u16 * k;
-        (from, (from + k).min(self.order.end_minute))
+        crate::static_env::step_minutes(self.order, self.cfg, j)
     }
 
     pub fn observe(&self, out: &mut [f32]) {

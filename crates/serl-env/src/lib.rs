@@ -37,5 +37,7 @@ pub use order::{
 };
 pub use reward::{DefaultReward, Reward, StepInfo};
 pub use serl_market::MarketConfig;
-pub use static_env::{run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy};
+pub use static_env::{
+    run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
+};
 pub use view::{MarketData, SessionView};

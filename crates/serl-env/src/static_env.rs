@@ -41,6 +41,28 @@ pub trait Strategy: Send {
     fn act(&mut self, d: &Decision) -> f64;
 }
 
+/// Time-weighted execution: the same share of what is left in every
+/// remaining step. The reference schedule every other strategy is compared
+/// with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Twap;
+
+impl Strategy for Twap {
+    fn name(&self) -> String {
+        "twap".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        d.remaining / d.qty / (d.steps - d.step) as f64
+    }
+}
+
+/// Minutes `[from, to)` of decision step `j` of an order.
+pub(crate) fn step_minutes(order: &ParentOrder, cfg: &EnvConfig, j: usize) -> (u16, u16) {
+    let k = cfg.decision_minutes.max(1);
+    let from = order.start_minute + j as u16 * k;
+    (from, (from + k).min(order.end_minute))
+}
+
 /// How an episode ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutionOutcome {
@@ -132,9 +154,7 @@ impl<'a> StaticEnv<'a> {
 
     /// Minutes of step `j`.
     pub fn step_minutes(&self, j: usize) -> (u16, u16) {
-        let k = self.cfg.decision_minutes.max(1);
-        let from = self.order.start_minute + j as u16 * k;
-        (from, (from + k).min(self.order.end_minute))
+        step_minutes(self.order, self.cfg, j)
     }
 
     /// The book features at a bar: quotes where the session has them, else

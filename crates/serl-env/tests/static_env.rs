@@ -16,17 +16,6 @@ fn sample() -> (serl_data::Dataset, DataConfig) {
     (ds, cfg)
 }
 
-/// What is left, spread over the steps left.
-struct Even;
-impl Strategy for Even {
-    fn name(&self) -> String {
-        "even".into()
-    }
-    fn act(&mut self, d: &Decision) -> f64 {
-        d.remaining / d.qty / (d.steps - d.step) as f64
-    }
-}
-
 struct Fixed(f64);
 impl Strategy for Fixed {
     fn name(&self) -> String {
@@ -166,7 +155,7 @@ fn decision_intervals_of_1_5_and_30_minutes_fill_a_small_order() {
             env_ep.observe(&mut obs);
             assert_eq!((obs[0], obs[1]), (1.0, 1.0), "all time and inventory left");
             assert!(obs.iter().all(|x| x.is_finite()));
-            let out = run_static(&mut Even, v, o, &env, &reward(), false);
+            let out = run_static(&mut Twap, v, o, &env, &reward(), false);
             assert!(
                 (out.filled - o.qty).abs() < 1e-6 * o.qty,
                 "k={k}: filled {} of {}",

@@ -5,17 +5,7 @@ use serde::{Deserialize, Serialize};
 use serl_env::{work_step, Decision, EnvConfig, OrderSide, ParentOrder, SessionView, Strategy};
 
 /// Time-weighted: the same share of what is left in every remaining step.
-#[derive(Debug, Clone, Default)]
-pub struct Twap;
-
-impl Strategy for Twap {
-    fn name(&self) -> String {
-        "twap".into()
-    }
-    fn act(&mut self, d: &Decision) -> f64 {
-        d.remaining / d.qty / (d.steps - d.step) as f64
-    }
-}
+pub use serl_env::Twap;
 
 /// Volume-weighted: follows the average intraday volume profile of the
 /// look-back sessions (never the day itself).

@@ -11,8 +11,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, run_dynamic, run_static, Decision, DefaultReward, EnvConfig, MarketConfig,
-    MarketData, OrderConfig, Sides, Strategy,
+    generate_orders, run_dynamic, run_static, DefaultReward, EnvConfig, MarketConfig, MarketData,
+    OrderConfig, Sides, Twap,
 };
 
 #[derive(Subcommand)]
@@ -35,16 +35,6 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(long)]
     pub json: bool,
-}
-
-struct Even;
-impl Strategy for Even {
-    fn name(&self) -> String {
-        "twap".into()
-    }
-    fn act(&mut self, d: &Decision) -> f64 {
-        d.remaining / d.qty / (d.steps - d.step) as f64
-    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -140,7 +130,7 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
             let v = md
                 .get(&o.symbol, o.date)
                 .expect("session of a generated order");
-            steps += run_static(&mut Even, v, o, &one_minute, &reward, false).steps as u64;
+            steps += run_static(&mut Twap, v, o, &one_minute, &reward, false).steps as u64;
         }
         rates.push(steps as f64 / t.elapsed().as_secs_f64());
     }
@@ -155,7 +145,7 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
             let v = md
                 .get(&o.symbol, o.date)
                 .expect("session of a generated order");
-            n += run_dynamic(&mut Even, v, o, &five, &market, &reward, o.id, false).steps as u64;
+            n += run_dynamic(&mut Twap, v, o, &five, &market, &reward, o.id, false).steps as u64;
         }
         dyn_rates.push(n as f64 / t.elapsed().as_secs_f64());
     }
