@@ -28,19 +28,28 @@ fn matching(c: &mut Criterion) {
 }
 
 fn lobster(c: &mut Criterion) {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/lobster-2012-06-21/LOBSTER_SampleFile_AMZN_2012-06-21_5.zip");
-    if !p.exists() {
-        return;
-    }
-    let input = LobsterInput::open(&p, None).unwrap();
-    let n = replay(&input, &ReplayOptions::default()).unwrap().messages;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/lobster-2012-06-21");
     let mut g = c.benchmark_group("lobster");
-    g.throughput(Throughput::Elements(n as u64));
     g.sample_size(10);
-    g.bench_function("replay_amzn_l5_with_parse", |b| {
-        b.iter(|| replay(&input, &ReplayOptions::default()).unwrap())
-    });
+    for name in [
+        "AAPL_2012-06-21_1",
+        "AMZN_2012-06-21_1",
+        "AMZN_2012-06-21_5",
+        "GOOG_2012-06-21_1",
+        "GOOG_2012-06-21_5",
+        "GOOG_2012-06-21_10",
+    ] {
+        let p = dir.join(format!("LOBSTER_SampleFile_{name}.zip"));
+        if !p.exists() {
+            continue;
+        }
+        let input = LobsterInput::open(&p, None).unwrap();
+        let n = replay(&input, &ReplayOptions::default()).unwrap().messages;
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(format!("replay_with_parse_{name}"), |b| {
+            b.iter(|| replay(&input, &ReplayOptions::default()).unwrap())
+        });
+    }
     g.finish();
 }
 

@@ -340,11 +340,20 @@ impl OrderBook {
         }
     }
 
-    /// Unlinks a node holding `qty` lots, frees it and its id, and drops its
-    /// level when that empties (unless it is mid-match at the best level,
-    /// which [`Self::drop_empty_best`] handles).
+    /// Unlinks a node holding `qty` lots and frees it and its id. The caller
+    /// drops its level if that empties ([`Self::drop_empty_best`] mid-match,
+    /// [`Self::drop_level_if_empty`] elsewhere).
     #[inline]
     fn remove_node(&mut self, oi: u32, qty: Lots) {
+        let id = self.nodes[oi as usize].id;
+        self.index.remove(&id);
+        self.unlink_node(oi, qty);
+    }
+
+    /// [`Self::remove_node`] for a node whose id the caller already took out
+    /// of the index (one hash operation instead of two on a cancel).
+    #[inline]
+    fn unlink_node(&mut self, oi: u32, qty: Lots) {
         let n = self.nodes[oi as usize];
         let li = n.level as usize;
         {
@@ -365,7 +374,6 @@ impl OrderBook {
             self.nodes[n.next as usize].prev = n.prev;
         }
         self.resting[side_ix(n.side)] -= qty;
-        self.index.remove(&n.id);
         self.free_nodes.push(oi);
     }
 
@@ -509,9 +517,9 @@ impl OrderBook {
         reason: CancelReason,
         sink: &mut E,
     ) -> Result<Lots, LobError> {
-        let oi = *self.index.get(&id).ok_or(LobError::UnknownOrder(id))?;
+        let oi = self.index.remove(&id).ok_or(LobError::UnknownOrder(id))?;
         let n = self.nodes[oi as usize];
-        self.remove_node(oi, n.qty);
+        self.unlink_node(oi, n.qty);
         self.drop_level_if_empty(n.side, n.level as usize);
         self.totals.cancelled += n.qty as u128;
         sink.event(Event::Cancelled {
