@@ -7,6 +7,21 @@ use serl_data::{load, DataConfig, Split};
 use serl_env::*;
 use serl_eval::*;
 
+fn provenance(path: &Path, split: Split, orders: usize) -> Provenance {
+    Provenance {
+        data_path: path.display().to_string(),
+        split: split.to_string(),
+        seed: 7,
+        orders,
+        order_config: String::new(),
+        env_config: String::new(),
+        reward: String::new(),
+        serl_version: "test".into(),
+        git_commit: "test".into(),
+        created: "now".into(),
+    }
+}
+
 fn backtest(path: &Path, split: Split) -> Vec<Summary> {
     let cfg = DataConfig::default();
     let ds = load(path, &cfg).unwrap();
@@ -37,19 +52,7 @@ fn backtest(path: &Path, split: Split) -> Vec<Summary> {
         &|_| {},
     );
     assert_eq!(results.len(), orders.len() * 4);
-    let prov = Provenance {
-        data_path: path.display().to_string(),
-        split: split.to_string(),
-        seed: 7,
-        orders: orders.len(),
-        order_config: String::new(),
-        env_config: String::new(),
-        reward: reward.describe(),
-        serl_version: "test".into(),
-        git_commit: "test".into(),
-        created: "now".into(),
-    };
-    let data = ReportData::new(&results, prov);
+    let data = ReportData::new(&results, provenance(path, split, orders.len()));
     let dir = tempfile::tempdir().unwrap();
     write_report(dir.path(), &results, &data).unwrap();
     for f in ["orders.csv", "summary.json", "report.md", "report.html"] {
@@ -134,19 +137,7 @@ fn a_large_order_shows_an_illusory_gain() {
         &reward,
         &|_| {},
     );
-    let prov = Provenance {
-        data_path: String::new(),
-        split: "all".into(),
-        seed: 7,
-        orders: orders.len(),
-        order_config: String::new(),
-        env_config: String::new(),
-        reward: String::new(),
-        serl_version: String::new(),
-        git_commit: String::new(),
-        created: String::new(),
-    };
-    let data = ReportData::new(&results, prov);
+    let data = ReportData::new(&results, provenance(&path, Split::All, orders.len()));
     let g = &data.illusory_gain[0];
     assert!(
         g.gain > 0.0,

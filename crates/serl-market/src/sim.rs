@@ -401,17 +401,25 @@ impl Simulator {
         }
     }
 
-    fn submit(&mut self, a: u32, side: Side, kind: OrderKind, qty: u64) -> Option<ExecReport> {
+    /// Sends an order to the book and records its trades.
+    fn place(
+        &mut self,
+        owner: u32,
+        side: Side,
+        kind: OrderKind,
+        qty: u64,
+    ) -> Option<(OrderId, ExecReport)> {
         if qty == 0 {
             return None;
         }
         let id = self.id();
+        self.events += 1;
         let r = self
             .book
             .submit(
                 NewOrder {
                     id,
-                    owner: a,
+                    owner,
                     side,
                     kind,
                     qty,
@@ -420,6 +428,12 @@ impl Simulator {
             )
             .ok()?;
         self.record(&r);
+        Some((id, r))
+    }
+
+    /// An agent's order, with its inventory and live orders kept.
+    fn submit(&mut self, a: u32, side: Side, kind: OrderKind, qty: u64) -> Option<ExecReport> {
+        let (id, r) = self.place(a, side, kind, qty)?;
         let agent = &mut self.agents[a as usize];
         let signed = if side == Side::Bid {
             r.filled as i64
@@ -537,21 +551,8 @@ impl Simulator {
     /// An external execution agent's market order of `qty` shares now.
     /// Returns the report (filled shares, notional in ticks × shares).
     pub fn execute_market(&mut self, owner: u32, side: Side, qty: u64) -> ExecReport {
-        let id = self.id();
-        let r = self
-            .book
-            .submit(
-                NewOrder {
-                    id,
-                    owner,
-                    side,
-                    kind: OrderKind::Market,
-                    qty,
-                },
-                &mut (),
-            )
-            .unwrap_or_default();
-        self.record(&r);
-        r
+        self.place(owner, side, OrderKind::Market, qty)
+            .map(|(_, r)| r)
+            .unwrap_or_default()
     }
 }
