@@ -16,7 +16,7 @@ use crate::config::EnvConfig;
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
-use crate::static_env::{Decision, ExecutionOutcome, Strategy};
+use crate::static_env::{step_info, Decision, ExecutionOutcome, StepFills, Strategy};
 use crate::view::SessionView;
 
 const US_PER_MIN: u64 = 60_000_000;
@@ -162,7 +162,6 @@ impl<'a> DynamicEnv<'a> {
             OrderSide::Buy => Side::Bid,
             OrderSide::Sell => Side::Ask,
         };
-        let sign = self.order.side.sign();
         let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);
         let (mut got, mut cost, mut vol, mut bench) = (0.0, 0.0, 0.0, 0.0);
         let n = (to - from) as f64;
@@ -205,26 +204,22 @@ impl<'a> DynamicEnv<'a> {
         self.filled += got;
         self.notional += cost;
         self.last_step_volume = vol;
-        let step_bench = if n > 0.0 { bench / n } else { self.arrival };
-        let fill_price = if got > 0.0 { cost / got } else { 0.0 };
-        let fill_frac = got / self.order.qty;
-        StepInfo {
-            fill_frac,
-            fill_price,
-            step_bench,
-            step_pa: if got > 0.0 {
-                -sign * (fill_price / step_bench - 1.0) * 1e4 * fill_frac
-            } else {
-                0.0
-            },
-            spread_bps: self.view.spread_bps,
-            time_left: 1.0 - self.step as f64 / self.steps.max(1) as f64,
-            inventory_left: self.remaining / self.order.qty,
-            volatility_bps: self.view.minute_vol_bps,
-            volume: vol / (self.view.avg_minute_volume.max(1.0) * n.max(1.0)),
-            steps: self.steps,
+        let fills = StepFills {
+            got,
+            cost,
+            bench: if n > 0.0 { bench / n } else { self.arrival },
+            volume: vol,
+            minutes: n.max(1.0),
+        };
+        step_info(
+            self.view,
+            self.order,
+            &fills,
+            self.step,
+            self.steps,
+            self.remaining,
             done,
-        }
+        )
     }
 
     pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {

@@ -63,6 +63,49 @@ pub(crate) fn step_minutes(order: &ParentOrder, cfg: &EnvConfig, j: usize) -> (u
     (from, (from + k).min(order.end_minute))
 }
 
+/// What one decision step filled, for [`step_info`].
+pub(crate) struct StepFills {
+    pub got: f64,
+    pub cost: f64,
+    /// The step's benchmark price.
+    pub bench: f64,
+    /// Market volume during the step.
+    pub volume: f64,
+    pub minutes: f64,
+}
+
+/// The [`StepInfo`] of a step, once the episode's counters (`step` done,
+/// `remaining` after it) are updated; the same in every environment.
+pub(crate) fn step_info(
+    v: &SessionView,
+    order: &ParentOrder,
+    f: &StepFills,
+    step: usize,
+    steps: usize,
+    remaining: f64,
+    done: bool,
+) -> StepInfo {
+    let fill_price = if f.got > 0.0 { f.cost / f.got } else { 0.0 };
+    let fill_frac = f.got / order.qty;
+    StepInfo {
+        fill_frac,
+        fill_price,
+        step_bench: f.bench,
+        step_pa: if f.got > 0.0 {
+            -order.side.sign() * (fill_price / f.bench - 1.0) * 1e4 * fill_frac
+        } else {
+            0.0
+        },
+        spread_bps: v.spread_bps,
+        time_left: 1.0 - step as f64 / steps.max(1) as f64,
+        inventory_left: remaining / order.qty,
+        volatility_bps: v.minute_vol_bps,
+        volume: f.volume / (v.avg_minute_volume.max(1.0) * f.minutes),
+        steps,
+        done,
+    }
+}
+
 /// How an episode ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutionOutcome {
@@ -263,31 +306,26 @@ impl<'a> StaticEnv<'a> {
         self.filled += got;
         self.notional += notional;
         self.last_step_volume = vol;
-        let step_bench = if nbars > 0 {
-            bench_sum / nbars as f64
-        } else {
-            self.bench
+        let fills = StepFills {
+            got,
+            cost: notional,
+            bench: if nbars > 0 {
+                bench_sum / nbars as f64
+            } else {
+                self.bench
+            },
+            volume: vol,
+            minutes: (to - from).max(1) as f64,
         };
-        let fill_price = if got > 0.0 { notional / got } else { 0.0 };
-        let fill_frac = got / self.order.qty;
-        let step_pa = if got > 0.0 {
-            -self.sign * (fill_price / step_bench - 1.0) * 1e4 * fill_frac
-        } else {
-            0.0
-        };
-        StepInfo {
-            fill_frac,
-            fill_price,
-            step_bench,
-            step_pa,
-            spread_bps: v.spread_bps,
-            time_left: 1.0 - self.step as f64 / self.steps.max(1) as f64,
-            inventory_left: self.remaining / self.order.qty,
-            volatility_bps: v.minute_vol_bps,
-            volume: vol / (v.avg_minute_volume.max(1.0) * (to - from).max(1) as f64),
-            steps: self.steps,
+        step_info(
+            v,
+            self.order,
+            &fills,
+            self.step,
+            self.steps,
+            self.remaining,
             done,
-        }
+        )
     }
 
     pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
