@@ -16,7 +16,7 @@ use crate::config::EnvConfig;
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
-use crate::static_env::{step_info, Decision, ExecutionOutcome, StepFills, Strategy};
+use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
 use crate::view::SessionView;
 
 const US_PER_MIN: u64 = 60_000_000;
@@ -139,19 +139,13 @@ impl<'a> DynamicEnv<'a> {
     }
 
     pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
-        let (from, to) = self.step_minutes(self.step);
-        Decision {
-            obs,
+        let p = Progress {
             step: self.step,
             steps: self.steps,
-            qty: self.order.qty,
             remaining: self.remaining,
-            from_minute: from,
-            to_minute: to,
             last_step_volume: self.last_step_volume,
-            view: self.view,
-            order: self.order,
-        }
+        };
+        Decision::new(obs, self.view, self.order, self.cfg, p)
     }
 
     /// Sends this step's child orders and runs the market through the step.

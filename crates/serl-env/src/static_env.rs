@@ -32,6 +32,40 @@ pub struct Decision<'a> {
     pub order: &'a ParentOrder,
 }
 
+/// Where an episode stands before a decision.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Progress {
+    pub step: usize,
+    pub steps: usize,
+    pub remaining: f64,
+    pub last_step_volume: f64,
+}
+
+impl<'a> Decision<'a> {
+    /// The decision at `p` for an order, in any environment.
+    pub(crate) fn new(
+        obs: &'a [f32],
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &EnvConfig,
+        p: Progress,
+    ) -> Self {
+        let (from_minute, to_minute) = step_minutes(order, cfg, p.step);
+        Decision {
+            obs,
+            step: p.step,
+            steps: p.steps,
+            qty: order.qty,
+            remaining: p.remaining,
+            from_minute,
+            to_minute,
+            last_step_volume: p.last_step_volume,
+            view,
+            order,
+        }
+    }
+}
+
 /// An execution strategy: a baseline or a trained policy.
 pub trait Strategy: Send {
     fn name(&self) -> String;
@@ -266,19 +300,13 @@ impl<'a> StaticEnv<'a> {
     }
 
     pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
-        let (from, to) = self.step_minutes(self.step);
-        Decision {
-            obs,
+        let p = Progress {
             step: self.step,
             steps: self.steps,
-            qty: self.order.qty,
             remaining: self.remaining,
-            from_minute: from,
-            to_minute: to,
             last_step_volume: self.last_step_volume,
-            view: self.view,
-            order: self.order,
-        }
+        };
+        Decision::new(obs, self.view, self.order, self.cfg, p)
     }
 
     /// Trades `action` (a fraction of the order, see [`EnvConfig::fraction`])

@@ -84,6 +84,16 @@ pub struct StrategyFactory {
     pub make: Box<dyn Fn() -> Box<dyn Strategy> + Send + Sync>,
 }
 
+impl StrategyFactory {
+    /// Fresh instances of a named baseline.
+    pub fn from_spec(spec: crate::StrategySpec) -> Self {
+        StrategyFactory {
+            label: spec.label(),
+            make: Box::new(move || spec.build()),
+        }
+    }
+}
+
 /// How many of the first orders keep their inventory path for the report.
 pub const EXAMPLE_ORDERS: usize = 4;
 

@@ -29,13 +29,7 @@ fn backtest(path: &Path, split: Split) -> Vec<Summary> {
     let orders = generate_orders(&ds, split, &cfg, &OrderConfig::default()).unwrap();
     let factories: Vec<StrategyFactory> = ["twap", "vwap", "ac", "oracle"]
         .iter()
-        .map(|s| {
-            let spec = StrategySpec::parse(s).unwrap();
-            StrategyFactory {
-                label: spec.label(),
-                make: Box::new(move || spec.build()),
-            }
-        })
+        .map(|s| StrategyFactory::from_spec(StrategySpec::parse(s).unwrap()))
         .collect();
     let env = EnvConfig::default();
     let reward = DefaultReward {
@@ -114,11 +108,7 @@ fn a_large_order_shows_an_illusory_gain() {
         ..Default::default()
     };
     let orders = generate_orders(&ds, Split::All, &cfg, &oc).unwrap();
-    let spec = StrategySpec::Twap;
-    let f = vec![StrategyFactory {
-        label: "twap".into(),
-        make: Box::new(move || spec.build()),
-    }];
+    let f = vec![StrategyFactory::from_spec(StrategySpec::Twap)];
     let dynamic = DynamicRunner {
         market: MarketConfig::default(),
         seed: 7,

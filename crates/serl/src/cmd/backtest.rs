@@ -130,10 +130,7 @@ fn strategy_factory(s: &str) -> Result<StrategyFactory> {
         );
     }
     let spec = StrategySpec::parse(s).map_err(anyhow::Error::msg)?;
-    Ok(StrategyFactory {
-        label: spec.label(),
-        make: Box::new(move || spec.build()),
-    })
+    Ok(StrategyFactory::from_spec(spec))
 }
 
 pub fn git_commit() -> String {

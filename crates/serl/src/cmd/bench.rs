@@ -92,11 +92,9 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
         let factories: Vec<serl_eval::StrategyFactory> = ["twap", "vwap", "ac"]
             .iter()
             .map(|s| {
-                let spec = serl_eval::StrategySpec::parse(s).expect("known strategy");
-                serl_eval::StrategyFactory {
-                    label: spec.label(),
-                    make: Box::new(move || spec.build()),
-                }
+                serl_eval::StrategyFactory::from_spec(
+                    serl_eval::StrategySpec::parse(s).expect("known strategy"),
+                )
             })
             .collect();
         let env = EnvConfig::default();
