@@ -30,6 +30,8 @@ enum Command {
     Lob(cmd::lob::LobCommand),
     /// Run execution strategies over parent orders and write a report.
     Backtest(cmd::backtest::BacktestArgs),
+    /// Train a PPO or DDQN execution policy in the hybrid environment.
+    Train(cmd::train::TrainArgs),
     /// Simulate a real symbol-day in the multi-agent market and check it.
     Simulate(cmd::simulate::SimulateArgs),
     /// Throughput figures for the environments and the market simulator.
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Backtest(a) => cmd::backtest::run(a),
         Command::Bench(c) => cmd::bench::run(c),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Train(a) => cmd::train::run(a),
     };
     match result {
         Ok(code) => code,

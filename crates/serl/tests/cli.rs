@@ -184,3 +184,66 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
         text(&o)
     );
 }
+
+#[test]
+fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let run_s = run.to_str().unwrap();
+    // A short run: 2 updates of 8 environments × 32 decisions, 2 of them
+    // in the dynamic market.
+    let args = |steps: &str| {
+        vec![
+            "train", "--data", "data/lean", "--out", run_s, "--total-steps", steps,
+            "--decision-minutes", "30", "--config", "configs/train.toml",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let o = serl(&args("512").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["train.toml", "config.json", "metrics.jsonl", "checkpoint/state.json", "checkpoint/model.bpk", "checkpoint.json", "report.html"] {
+        assert!(run.join(f).exists(), "{f} is missing");
+    }
+    let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 2);
+    let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert!(first["alpha"].as_f64().is_some() && first["loss_dynamic"].as_f64().is_some(), "{first}");
+
+    // Starting again over a finished run is refused; resuming is how to go on.
+    let o = serl(&args("512").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!o.status.success() && text(&o).contains("--resume"), "{}", text(&o));
+
+    // Resume with a larger budget: the run continues from update 3.
+    let mut cfg = std::fs::read_to_string(run.join("train.toml")).unwrap();
+    cfg = cfg.replace("total_steps = 512", "total_steps = 1024");
+    std::fs::write(run.join("train.toml"), cfg).unwrap();
+    let o = serl(&["train", "--resume", "--out", run_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    let updates: Vec<u64> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["update"].as_u64().unwrap())
+        .collect();
+    assert_eq!(updates, vec![0, 1, 2, 3]);
+
+    let bt = dir.path().join("bt");
+    let o = serl(&[
+        "backtest", "--data", "data/lean", "--split", "test", "--strategy", "twap",
+        "--strategy", &format!("policy:{run_s}"), "--decision-minutes", "30", "--out", bt.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("policy:run"), "{}", text(&o));
+}
+
+#[test]
+fn a_policy_directory_without_a_trained_policy_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = serl(&[
+        "backtest", "--data", "data/lean", "--strategy", &format!("policy:{}", dir.path().display()),
+        "--out", dir.path().join("bt").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("checkpoint.json"), "{}", text(&o));
+}

@@ -112,22 +112,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
 
 fn strategy_factory(s: &str) -> Result<StrategyFactory> {
     if let Some(dir) = s.strip_prefix("policy:") {
-        let dir = Path::new(dir);
-        let ckpt = dir.join("checkpoint.json");
-        if !dir.is_dir() {
-            bail!("policy directory {} does not exist", dir.display());
-        }
-        if !ckpt.exists() {
-            bail!(
-                "policy directory {} has no checkpoint ({} is missing); trained policies come from `serl train`, which this build does not have yet",
-                dir.display(),
-                ckpt.display()
-            );
-        }
-        bail!(
-            "{}: loading trained policies needs `serl train`, which this build does not have yet",
-            ckpt.display()
-        );
+        return super::train::policy_factory(Path::new(dir));
     }
     let spec = StrategySpec::parse(s).map_err(anyhow::Error::msg)?;
     Ok(StrategyFactory::from_spec(spec))

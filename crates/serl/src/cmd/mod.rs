@@ -3,3 +3,4 @@ pub mod bench;
 pub mod data;
 pub mod lob;
 pub mod simulate;
+pub mod train;

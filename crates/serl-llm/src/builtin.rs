@@ -1,0 +1,406 @@
+//! The built-in offline designer: a real, seeded search over modules with
+//! no language model. It draws programs from a grammar of reward terms and
+//! a pool of feature programs, mutates network and scenario specs, and
+//! recombines the best designs the feedback names. It is the default
+//! designer and the "no LLM" ablation, and is named as such everywhere.
+
+use std::collections::HashMap;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use serl_modules::ModuleKind;
+
+use crate::backend::LlmError;
+use crate::designer::{Designer, Reply};
+use crate::prompts::ModuleContext;
+
+/// Reward terms: (template with `{c}`, default coefficient, upper bound).
+const TERMS: [(&str, f64, f64); 7] = [
+    ("- {c} * remaining_inv^2 / steps", 2.0, 20.0),
+    ("- {c} * done * remaining_inv^2", 50.0, 200.0),
+    ("- {c} * abs(remaining_inv - time_left) / steps", 2.0, 20.0),
+    ("- {c} * spread_bps * fill_qty", 0.2, 2.0),
+    ("- {c} * max(fill_qty - 0.3, 0)", 5.0, 50.0),
+    ("+ {c} * tanh(step_pa / 5)", 0.5, 5.0),
+    ("- {c} * volatility * remaining_inv / steps", 0.05, 1.0),
+];
+
+/// Feature programs over the observation.
+const FEATURES: [(&str, &str); 8] = [
+    ("ret_mean_5", "mean(ret_1, 5)"),
+    ("ret_std_10", "std(ret_1, 10)"),
+    ("volume_ema_5", "ema(volume, 5)"),
+    ("spread_ema_5", "ema(spread, 5)"),
+    ("ret_range_10", "max_over(ret_1, 10) - min_over(ret_1, 10)"),
+    ("behind_schedule", "inventory_left - time_left"),
+    ("ret_3", "ret_1 + lag(ret_1, 1) + lag(ret_1, 2)"),
+    ("imbalance", "(bid_size_1 - ask_size_1) / (bid_size_1 + ask_size_1 + 0.001)"),
+];
+
+const INSTRUCTIONS: [&str; 6] = [
+    "Penalise inventory held late in the window more than inventory held early.",
+    "Reward price advantage directly and keep penalties small and smooth.",
+    "Track the time schedule loosely: penalise falling far behind it.",
+    "Discourage trading large child orders that cross a wide spread.",
+    "Use short-horizon return and volume signals to time the trades.",
+    "Keep the network small; prefer robustness across stocks over peak PA.",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+enum Genome {
+    Reward(Vec<(usize, f64)>),
+    State(Vec<usize>),
+    Arch { widths: Vec<usize>, relu: bool, norm: bool },
+    Imagination { scenarios: Vec<[f64; 3]>, share: f64 },
+    Profiling([f64; 4]),
+    Communication { features: Vec<usize>, aggregate: usize },
+}
+
+/// The offline designer.
+pub struct BuiltinDesigner {
+    rng: SmallRng,
+    seed: u64,
+    /// Every design it proposed, by its text, so that feedback naming a
+    /// design can be mapped back to what to mutate.
+    known: HashMap<String, Genome>,
+}
+
+impl BuiltinDesigner {
+    pub fn new(seed: u64) -> Self {
+        BuiltinDesigner {
+            rng: SmallRng::seed_from_u64(seed),
+            seed,
+            known: HashMap::new(),
+        }
+    }
+
+    fn random(&mut self, kind: ModuleKind) -> Genome {
+        let r = &mut self.rng;
+        match kind {
+            ModuleKind::Reward => {
+                let mut terms = vec![(0, TERMS[0].1), (1, TERMS[1].1)];
+                for (i, t) in TERMS.iter().enumerate().skip(2) {
+                    if r.random_bool(0.3) {
+                        terms.push((i, t.1 * r.random_range(0.3..2.0)));
+                    }
+                }
+                Genome::Reward(terms)
+            }
+            ModuleKind::State => {
+                let n = r.random_range(1..=3);
+                let mut f: Vec<usize> = Vec::new();
+                while f.len() < n {
+                    let i = r.random_range(0..FEATURES.len());
+                    if !f.contains(&i) {
+                        f.push(i);
+                    }
+                }
+                f.sort();
+                Genome::State(f)
+            }
+            ModuleKind::Architecture => {
+                let depth = r.random_range(1..=3);
+                Genome::Arch {
+                    widths: (0..depth).map(|_| [32, 64, 128][r.random_range(0..3)]).collect(),
+                    relu: r.random_bool(0.3),
+                    norm: r.random_bool(0.2),
+                }
+            }
+            ModuleKind::Imagination => Genome::Imagination {
+                scenarios: (0..r.random_range(1..=2))
+                    .map(|_| [r.random_range(0.7..1.6), r.random_range(-40.0..40.0), r.random_range(0.5..1.5)])
+                    .collect(),
+                share: r.random_range(0.2..0.6),
+            },
+            ModuleKind::Profiling => Genome::Profiling([
+                r.random_range(20.0..100.0),
+                r.random_range(20.0..100.0),
+                r.random_range(1.0..4.0),
+                r.random_range(0.1..0.4),
+            ]),
+            ModuleKind::Communication => Genome::Communication {
+                features: vec![r.random_range(0..FEATURES.len())],
+                aggregate: r.random_range(0..3),
+            },
+        }
+    }
+
+    fn mutate(&mut self, g: &Genome) -> Genome {
+        let r = &mut self.rng;
+        let jitter = Normal::new(0.0, 0.35).expect("valid normal");
+        match g {
+            Genome::Reward(terms) => {
+                let mut t = terms.clone();
+                for (i, c) in t.iter_mut() {
+                    if *i != 0 && r.random_bool(0.6) {
+                        *c = (*c * jitter.sample(r).exp()).min(TERMS[*i].2);
+                    }
+                }
+                if r.random_bool(0.3) {
+                    let i = r.random_range(2..TERMS.len());
+                    match t.iter().position(|(j, _)| *j == i) {
+                        Some(p) => {
+                            t.remove(p);
+                        }
+                        None => t.push((i, TERMS[i].1)),
+                    }
+                }
+                t.sort_by_key(|x| x.0);
+                Genome::Reward(t)
+            }
+            Genome::State(f) => {
+                let mut f = f.clone();
+                let i = r.random_range(0..FEATURES.len());
+                match f.iter().position(|j| *j == i) {
+                    Some(p) if f.len() > 1 => {
+                        f.remove(p);
+                    }
+                    Some(_) => {}
+                    None if f.len() < 5 => f.push(i),
+                    None => f[0] = i,
+                }
+                f.sort();
+                Genome::State(f)
+            }
+            Genome::Arch { widths, relu, norm } => {
+                let mut w = widths.clone();
+                match r.random_range(0..4) {
+                    0 if w.len() < 3 => w.push(64),
+                    1 if w.len() > 1 => {
+                        w.pop();
+                    }
+                    _ => {
+                        let k = r.random_range(0..w.len());
+                        w[k] = [32, 64, 128][r.random_range(0..3)];
+                    }
+                }
+                Genome::Arch {
+                    widths: w,
+                    relu: if r.random_bool(0.2) { !relu } else { *relu },
+                    norm: if r.random_bool(0.2) { !norm } else { *norm },
+                }
+            }
+            Genome::Imagination { scenarios, share } => Genome::Imagination {
+                scenarios: scenarios
+                    .iter()
+                    .map(|s| {
+                        [
+                            (s[0] * jitter.sample(r).exp()).clamp(0.3, 3.0),
+                            (s[1] + 15.0 * jitter.sample(r)).clamp(-200.0, 200.0),
+                            (s[2] * jitter.sample(r).exp()).clamp(0.2, 3.0),
+                        ]
+                    })
+                    .collect(),
+                share: (share + 0.1 * jitter.sample(r)).clamp(0.0, 1.0),
+            },
+            Genome::Profiling(p) => Genome::Profiling([
+                (p[0] * jitter.sample(r).exp()).clamp(5.0, 400.0),
+                (p[1] * jitter.sample(r).exp()).clamp(5.0, 400.0),
+                (p[2] + jitter.sample(r)).clamp(1.0, 8.0),
+                (p[3] * jitter.sample(r).exp()).clamp(0.02, 0.8),
+            ]),
+            Genome::Communication { features, aggregate } => {
+                let mut f = features.clone();
+                let i = r.random_range(0..FEATURES.len());
+                if !f.contains(&i) && f.len() < 4 {
+                    f.push(i);
+                }
+                Genome::Communication {
+                    features: f,
+                    aggregate: if r.random_bool(0.3) { r.random_range(0..3) } else { *aggregate },
+                }
+            }
+        }
+    }
+
+    /// Uniform crossover of two parents of the same kind.
+    fn recombine(&mut self, a: &Genome, b: &Genome) -> Genome {
+        let r = &mut self.rng;
+        match (a, b) {
+            (Genome::Reward(x), Genome::Reward(y)) => {
+                let mut t: Vec<(usize, f64)> = Vec::new();
+                for i in 0..TERMS.len() {
+                    let pick = if r.random_bool(0.5) { x } else { y };
+                    if let Some(&(j, c)) = pick.iter().find(|(j, _)| *j == i) {
+                        t.push((j, c));
+                    }
+                }
+                if !t.iter().any(|(i, _)| *i == 0) {
+                    t.insert(0, (0, TERMS[0].1));
+                }
+                Genome::Reward(t)
+            }
+            (Genome::State(x), Genome::State(y)) => {
+                let mut f: Vec<usize> = x.iter().chain(y).copied().filter(|_| r.random_bool(0.6)).collect();
+                f.sort();
+                f.dedup();
+                if f.is_empty() {
+                    f = x.clone();
+                }
+                f.truncate(5);
+                Genome::State(f)
+            }
+            _ => {
+                if r.random_bool(0.5) {
+                    a.clone()
+                } else {
+                    b.clone()
+                }
+            }
+        }
+    }
+
+    fn render(g: &Genome) -> String {
+        match g {
+            Genome::Reward(terms) => {
+                let mut s = String::from("step_pa");
+                for &(i, c) in terms {
+                    if i == 0 || c <= 0.0 {
+                        continue;
+                    }
+                    s.push(' ');
+                    s.push_str(&TERMS[i].0.replace("{c}", &format!("{:.4}", c)));
+                }
+                s
+            }
+            Genome::State(f) => {
+                let feats: Vec<serde_json::Value> = f
+                    .iter()
+                    .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
+                    .collect();
+                serde_json::json!({ "features": feats }).to_string()
+            }
+            Genome::Arch { widths, relu, norm } => {
+                let act = if *relu { "relu" } else { "tanh" };
+                let mut blocks = Vec::new();
+                if *norm {
+                    blocks.push(serde_json::json!({"kind": "layer_norm"}));
+                }
+                for w in widths {
+                    blocks.push(serde_json::json!({"kind": "dense", "width": w, "activation": act}));
+                }
+                serde_json::json!({"window": 1, "blocks": blocks}).to_string()
+            }
+            Genome::Imagination { scenarios, share } => {
+                let sc: Vec<serde_json::Value> = scenarios
+                    .iter()
+                    .map(|s| serde_json::json!({"volatility_mult": round(s[0]), "drift_bps": round(s[1]), "liquidity_mult": round(s[2]), "jumps": []}))
+                    .collect();
+                serde_json::json!({"scenarios": sc, "share": round(*share)}).to_string()
+            }
+            Genome::Profiling(p) => {
+                let mut m = serde_json::to_value(serl_market::MarketConfig::default()).unwrap_or_default();
+                m["noise_agents"] = serde_json::json!(p[0].round() as usize);
+                m["value_agents"] = serde_json::json!(p[1].round() as usize);
+                m["market_makers"] = serde_json::json!(p[2].round().max(1.0) as usize);
+                m["market_order_share"] = serde_json::json!(round(p[3]));
+                serde_json::json!({ "market": m }).to_string()
+            }
+            Genome::Communication { features, aggregate } => {
+                let b: Vec<serde_json::Value> = features
+                    .iter()
+                    .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
+                    .collect();
+                serde_json::json!({"broadcast": b, "aggregate": ["mean", "sum", "attention"][*aggregate % 3]}).to_string()
+            }
+        }
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+impl Designer for BuiltinDesigner {
+    fn name(&self) -> String {
+        format!("builtin offline search (no LLM), seed {}", self.seed)
+    }
+
+    fn is_llm(&self) -> bool {
+        false
+    }
+
+    fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
+        // Parents: the best examples it recognises, best first.
+        let mut parents: Vec<(Genome, f64)> = ctx
+            .examples
+            .iter()
+            .filter_map(|e| self.known.get(&e.source).map(|g| (g.clone(), e.score)))
+            .collect();
+        parents.sort_by(|a, b| b.1.total_cmp(&a.1));
+        // A rejection means the last proposal was bad: start afresh.
+        let g = if ctx.error.is_some() || parents.is_empty() {
+            if parents.is_empty() && self.known.is_empty() && kind == ModuleKind::Reward {
+                // The first reward is the environment's default: the
+                // search starts from plain PPO and must improve on it.
+                Genome::Reward(vec![(0, 1.0), (1, 2.0), (2, 50.0)])
+            } else {
+                self.random(kind)
+            }
+        } else {
+            let roll: f64 = self.rng.random();
+            if parents.len() >= 2 && roll < 0.3 {
+                let (a, b) = (parents[0].0.clone(), parents[1].0.clone());
+                let child = self.recombine(&a, &b);
+                self.mutate(&child)
+            } else if roll < 0.85 {
+                let k = if parents.len() > 1 && self.rng.random_bool(0.3) { 1 } else { 0 };
+                let p = parents[k].0.clone();
+                self.mutate(&p)
+            } else {
+                self.random(kind)
+            }
+        };
+        let text = Self::render(&g);
+        self.known.insert(text.clone(), g);
+        Ok(Reply {
+            text,
+            ..Default::default()
+        })
+    }
+
+    fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
+        // Keep the best past instruction with probability 1/2 (replay),
+        // else try another from the pool (diversify).
+        let best = ctx
+            .history
+            .iter()
+            .filter_map(|h| Some((h["instruction"].as_str()?.to_string(), h["score"].as_f64()?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let text = match best {
+            Some((i, _)) if self.rng.random_bool(0.5) => i,
+            _ => INSTRUCTIONS[self.rng.random_range(0..INSTRUCTIONS.len())].to_string(),
+        };
+        Ok(Reply {
+            text,
+            ..Default::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::{Example, TaskInfo};
+    use serl_modules::Module;
+
+    #[test]
+    fn every_module_it_proposes_is_valid_and_seeds_reproduce() {
+        let mut a = BuiltinDesigner::new(3);
+        let mut b = BuiltinDesigner::new(3);
+        for kind in ModuleKind::ALL {
+            let mut ctx = ModuleContext::new(kind, TaskInfo::default(), "m", "m");
+            for round in 0..20 {
+                let ra = a.propose(kind, &ctx).unwrap();
+                let rb = b.propose(kind, &ctx).unwrap();
+                assert_eq!(ra.text, rb.text);
+                Module::parse(kind, &ra.text).unwrap_or_else(|e| panic!("{kind:?} round {round}: {e}\n{}", ra.text));
+                ctx.examples = vec![Example {
+                    source: ra.text,
+                    score: round as f64,
+                }];
+            }
+        }
+    }
+}

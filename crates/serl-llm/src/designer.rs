@@ -1,0 +1,190 @@
+//! Designers propose modules; [`generate`] validates what they propose and
+//! retries with the error until a module passes or the attempts run out.
+
+use serde::Serialize;
+use serl_modules::{extract, Module, ModuleKind};
+
+use crate::backend::{Backend, ChatRequest, LlmError};
+use crate::prompts::{ModuleContext, Prompts};
+
+/// What a designer answered.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Reply {
+    pub text: String,
+    /// The rendered prompt (empty for the builtin designer, which reads
+    /// the context directly).
+    pub prompt: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Something that writes modules: an LLM behind prompts, or the builtin
+/// search.
+pub trait Designer: Send {
+    /// How it is named in logs and reports.
+    fn name(&self) -> String;
+    fn is_llm(&self) -> bool;
+    /// A module of `ctx.module`'s kind; `ctx.error` holds the last
+    /// rejection when retrying.
+    fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError>;
+    /// A rewritten micro instruction for `ctx.module`, from
+    /// `ctx.history` (high-level DEK).
+    fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError>;
+}
+
+/// An LLM designer: renders the module's template and asks the backend.
+pub struct LlmDesigner {
+    pub prompts: Prompts,
+    pub backend: Box<dyn Backend>,
+    pub temperature: f64,
+    pub seed: u64,
+    /// Send the expression grammar to servers that constrain decoding.
+    pub constrained: bool,
+    calls: u64,
+}
+
+impl LlmDesigner {
+    pub fn new(prompts: Prompts, backend: Box<dyn Backend>, seed: u64) -> Self {
+        LlmDesigner {
+            prompts,
+            backend,
+            temperature: 0.7,
+            seed,
+            constrained: false,
+            calls: 0,
+        }
+    }
+
+    fn ask(&mut self, template: &str, ctx: &ModuleContext, json: bool, grammar: Option<String>) -> Result<Reply, LlmError> {
+        let prompt = self.prompts.render(template, &ctx.to_value())?;
+        let mut req = ChatRequest::new(prompt.clone());
+        req.temperature = self.temperature;
+        // Each call gets its own seed so that retries differ, yet a rerun
+        // or a replay asks exactly the same questions.
+        req.seed = Some(self.seed.wrapping_add(self.calls));
+        req.json = json;
+        req.grammar = grammar;
+        self.calls += 1;
+        let r = self.backend.chat(&req)?;
+        Ok(Reply {
+            text: r.content,
+            prompt,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+        })
+    }
+}
+
+impl Designer for LlmDesigner {
+    fn name(&self) -> String {
+        format!("LLM: {}", self.backend.name())
+    }
+    fn is_llm(&self) -> bool {
+        true
+    }
+    fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
+        let grammar = (self.constrained && kind == ModuleKind::Reward).then(|| ctx.grammar.clone());
+        self.ask(kind.name(), ctx, kind.is_json(), grammar)
+    }
+    fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
+        self.ask("refine", ctx, false, None)
+    }
+}
+
+/// One try at a module.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub reply: String,
+    /// Why it was rejected (`None` for the accepted one).
+    pub error: Option<String>,
+}
+
+/// The outcome of generating one module.
+#[derive(Debug, Clone, Serialize)]
+pub struct Generated {
+    pub kind: ModuleKind,
+    pub module: Option<Module>,
+    pub attempts: Vec<Attempt>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Generated {
+    /// 1 / attempts when a module was accepted, else 0 (as in the paper).
+    pub fn success_rate(&self) -> f64 {
+        if self.module.is_some() {
+            1.0 / self.attempts.len().max(1) as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Asks `designer` for a `kind` module until one is extracted, parses,
+/// validates and passes `check` (a smoke test), at most `max_attempts`
+/// times; each rejection goes back to the designer as `ctx.error`.
+pub fn generate(
+    designer: &mut dyn Designer,
+    kind: ModuleKind,
+    ctx: &ModuleContext,
+    max_attempts: usize,
+    check: &dyn Fn(&Module) -> Result<(), String>,
+) -> Generated {
+    let mut ctx = ctx.clone();
+    ctx.error = None;
+    let mut g = Generated {
+        kind,
+        module: None,
+        attempts: Vec::new(),
+        prompt_tokens: 0,
+        completion_tokens: 0,
+    };
+    for _ in 0..max_attempts.max(1) {
+        let reply = match designer.propose(kind, &ctx) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = e.to_string();
+                g.attempts.push(Attempt {
+                    reply: String::new(),
+                    error: Some(msg),
+                });
+                // A server that cannot be reached will not be reached by
+                // asking again at once; the backend already retried.
+                if matches!(e, LlmError::Connect { .. } | LlmError::MissingKey(_) | LlmError::Template { .. } | LlmError::NotRecorded { .. }) {
+                    break;
+                }
+                continue;
+            }
+        };
+        g.prompt_tokens += reply.prompt_tokens;
+        g.completion_tokens += reply.completion_tokens;
+        let result = match extract(kind, &reply.text) {
+            None => Err(if reply.text.trim().is_empty() {
+                "the reply was empty".to_string()
+            } else if kind.is_json() {
+                "no JSON object found in the reply".to_string()
+            } else {
+                "no expression found in the reply".to_string()
+            }),
+            Some(text) => Module::parse(kind, &text).map_err(|e| e.to_string()).and_then(|m| check(&m).map(|_| m)),
+        };
+        match result {
+            Ok(m) => {
+                g.attempts.push(Attempt {
+                    reply: reply.text,
+                    error: None,
+                });
+                g.module = Some(m);
+                break;
+            }
+            Err(e) => {
+                ctx.error = Some(e.clone());
+                g.attempts.push(Attempt {
+                    reply: reply.text,
+                    error: Some(e),
+                });
+            }
+        }
+    }
+    g
+}

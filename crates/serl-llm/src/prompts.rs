@@ -1,0 +1,278 @@
+//! Prompt templates: minijinja files in a directory (`prompts/` by
+//! default), rendered with the documented context of [`ModuleContext`].
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use serde_json::{json, Value};
+use serl_modules::ModuleKind;
+
+use crate::backend::LlmError;
+
+/// Templates every prompt directory must have.
+pub const REQUIRED: [&str; 9] = [
+    "system", "feedback", "refine", "reward", "state", "architecture", "imagination", "profiling", "communication",
+];
+
+pub struct Prompts {
+    env: Environment<'static>,
+    dir: PathBuf,
+    names: Vec<String>,
+}
+
+fn template_err(file: &str, e: &minijinja::Error) -> LlmError {
+    LlmError::Template {
+        file: e.name().unwrap_or(file).to_string(),
+        line: e.line().unwrap_or(0),
+        message: match e.detail() {
+            Some(d) => format!("{}: {d}", e.kind()),
+            None => e.kind().to_string(),
+        },
+    }
+}
+
+impl Prompts {
+    /// Loads every `*.j2` file of `dir`; a syntax error names the file and
+    /// line.
+    pub fn load(dir: &Path) -> Result<Self, LlmError> {
+        let rd = std::fs::read_dir(dir).map_err(|e| LlmError::File {
+            path: dir.display().to_string(),
+            message: format!("cannot read the prompt directory: {e}"),
+        })?;
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let mut names = Vec::new();
+        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "j2")).collect();
+        files.sort();
+        for path in files {
+            let file = path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+            let source = std::fs::read_to_string(&path).map_err(|e| LlmError::File {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            env.add_template_owned(file.clone(), source).map_err(|e| template_err(&file, &e))?;
+            names.push(file.trim_end_matches(".j2").to_string());
+        }
+        Ok(Prompts {
+            env,
+            dir: dir.to_path_buf(),
+            names,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Template names (without `.j2`).
+    pub fn list(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn render(&self, name: &str, ctx: &Value) -> Result<String, LlmError> {
+        let file = format!("{name}.j2");
+        let t = self.env.get_template(&file).map_err(|_| LlmError::Template {
+            file: self.dir.join(&file).display().to_string(),
+            line: 0,
+            message: format!("no template `{name}` (have: {})", self.names.join(", ")),
+        })?;
+        t.render(ctx).map_err(|e| template_err(&file, &e))
+    }
+
+    /// Renders every module template and `refine` against the sample
+    /// contexts; returns every problem found.
+    pub fn check(&self) -> Vec<LlmError> {
+        let mut problems = Vec::new();
+        for r in REQUIRED {
+            if !self.names.iter().any(|n| n == r) {
+                problems.push(LlmError::Template {
+                    file: self.dir.join(format!("{r}.j2")).display().to_string(),
+                    line: 0,
+                    message: "missing".into(),
+                });
+            }
+        }
+        for kind in ModuleKind::ALL {
+            for ctx in [sample_context(kind, false), sample_context(kind, true)] {
+                if let Err(e) = self.render(kind.name(), &ctx) {
+                    problems.push(e);
+                    break;
+                }
+            }
+        }
+        if let Err(e) = self.render("refine", &sample_context(ModuleKind::Reward, true)) {
+            problems.push(e);
+        }
+        problems
+    }
+}
+
+/// One past design shown to the designer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Example {
+    pub source: String,
+    pub score: f64,
+}
+
+/// One candidate's results in the feedback block.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CandidateFeedback {
+    pub name: String,
+    pub score: f64,
+    pub pa: f64,
+    pub wr: f64,
+    pub glr: f64,
+    pub afi: f64,
+    pub illusory_gain: f64,
+    pub repaired: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Feedback {
+    pub candidates: Vec<CandidateFeedback>,
+    pub reward_stats: Option<Value>,
+    pub errors: Vec<String>,
+}
+
+/// The task as the prompts describe it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskInfo {
+    pub description: String,
+    pub steps: usize,
+    pub decision_minutes: u16,
+    pub benchmark: String,
+}
+
+impl Default for TaskInfo {
+    fn default() -> Self {
+        TaskInfo {
+            description: "Execute a parent order of Q shares (buy or sell) within one US equity trading session, \
+                at a better average price than the session's TWAP."
+                .into(),
+            steps: 13,
+            decision_minutes: 30,
+            benchmark: "TWAP".into(),
+        }
+    }
+}
+
+/// Everything a module template may use (see `docs/prompts.md`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleContext {
+    pub module: String,
+    pub task: TaskInfo,
+    pub macro_instruction: String,
+    pub micro_instruction: String,
+    /// `{name, doc}` of each variable the module may read.
+    pub variables: Vec<Value>,
+    pub grammar: String,
+    pub obs_dim: usize,
+    pub max_params: usize,
+    pub examples: Vec<Example>,
+    pub feedback: Option<Feedback>,
+    /// The previous reply's rejection, when retrying.
+    pub error: Option<String>,
+    /// ⟨instruction, score⟩ history, for `refine`.
+    pub history: Vec<Value>,
+}
+
+impl ModuleContext {
+    pub fn new(kind: ModuleKind, task: TaskInfo, macro_instruction: &str, micro_instruction: &str) -> Self {
+        let (variables, grammar) = match kind {
+            ModuleKind::Reward => (
+                serl_modules::reward_vars_doc(),
+                serl_expr::grammar::gbnf(&serl_modules::reward_vars()),
+            ),
+            _ => {
+                let names = serl_env::obs::feature_names();
+                let vars = serl_expr::VarSet::from_names(names.clone());
+                (
+                    names.into_iter().map(|n| json!({"name": n, "doc": "observation feature"})).collect(),
+                    serl_expr::grammar::gbnf(&vars),
+                )
+            }
+        };
+        ModuleContext {
+            module: kind.name().into(),
+            task,
+            macro_instruction: macro_instruction.into(),
+            micro_instruction: micro_instruction.into(),
+            variables,
+            grammar,
+            obs_dim: serl_env::OBS_DIM,
+            max_params: serl_train::spec::MAX_PARAMS,
+            examples: Vec::new(),
+            feedback: None,
+            error: None,
+            history: Vec::new(),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// A filled-in context for `kind`, with or without feedback, examples
+/// and a retry error: what `serl prompts check` renders.
+pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
+    let mut c = ModuleContext::new(kind, TaskInfo::default(), "beat TWAP robustly across stocks", "keep the design simple");
+    if full {
+        c.examples = vec![Example {
+            source: serl_modules::Design::baseline().reward.program,
+            score: 0.42,
+        }];
+        c.feedback = Some(Feedback {
+            candidates: vec![CandidateFeedback {
+                name: "c1".into(),
+                score: 0.42,
+                pa: 0.6,
+                wr: 0.55,
+                glr: 1.1,
+                afi: 0.001,
+                illusory_gain: 0.3,
+                repaired: 2,
+            }],
+            reward_stats: Some(json!({"mean": 0.1, "min": -3.0, "max": 2.0})),
+            errors: vec!["reward module: line 1, column 3: unknown name `pa`; did you mean `step_pa`?".into()],
+        });
+        c.error = Some("invalid JSON at line 1 column 2".into());
+        c.history = vec![json!({"instruction": "penalise inventory late in the day", "score": 0.42})];
+    }
+    c.to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts")
+    }
+
+    #[test]
+    fn the_shipped_prompts_pass_the_check() {
+        let p = Prompts::load(&shipped()).unwrap();
+        let problems = p.check();
+        assert!(problems.is_empty(), "{problems:?}");
+        let text = p.render("reward", &sample_context(ModuleKind::Reward, true)).unwrap();
+        assert!(text.contains("remaining_inv") && text.contains("did you mean"), "{text}");
+    }
+
+    #[test]
+    fn an_undefined_variable_and_a_syntax_error_name_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in std::fs::read_dir(shipped()).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
+        }
+        std::fs::write(dir.path().join("reward.j2"), "line one\n{{ task.descripton }}\n").unwrap();
+        let p = Prompts::load(dir.path()).unwrap();
+        let e = p.check().into_iter().next().unwrap().to_string();
+        assert!(e.contains("reward.j2") && e.contains("line 2") && e.contains("undefined"), "{e}");
+        std::fs::write(dir.path().join("state.j2"), "ok\n{% if x %}\nno end").unwrap();
+        let e = Prompts::load(dir.path()).err().unwrap().to_string();
+        assert!(e.contains("state.j2") && e.contains("syntax"), "{e}");
+    }
+}

@@ -1,0 +1,85 @@
+//! Finding the module in a reply: models wrap it in prose and markdown
+//! fences, and JSON modules in both.
+
+use crate::module::ModuleKind;
+
+/// The module text inside `reply`, or `None` when there is nothing that
+/// could be one. Programs: the first fenced block, else the reply itself
+/// (a leading `reward =` or similar label is dropped). JSON modules: the
+/// first balanced `{...}` or `[...]`, fenced or not.
+pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
+    let body = fenced(reply).unwrap_or(reply);
+    let text = if kind.is_json() {
+        balanced(body).or_else(|| balanced(reply))?
+    } else {
+        let t = body.trim();
+        // "reward = <program>" or "reward: <program>" on one line.
+        let t = t
+            .strip_prefix(kind.name())
+            .map(|r| r.trim_start().trim_start_matches(['=', ':']).trim())
+            .unwrap_or(t);
+        t.to_string()
+    };
+    let text = text.trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The contents of the first ``` fence (its language tag dropped).
+fn fenced(s: &str) -> Option<&str> {
+    let start = s.find("```")?;
+    let rest = &s[start + 3..];
+    let body_start = rest.find('\n').map_or(0, |i| i + 1);
+    let rest = &rest[body_start..];
+    let end = rest.find("```").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The first balanced JSON object or array, strings respected.
+fn balanced(s: &str) -> Option<String> {
+    let start = s.find(['{', '['])?;
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (i, c) in s[start..].char_indices() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, '\\') => esc = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(s[start..start + i + 1].to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_come_out_of_fences_and_labels() {
+        let r = "Here is my reward:\n```serl\nstep_pa - 2 * remaining_inv^2\n```\nIt penalises inventory.";
+        assert_eq!(extract(ModuleKind::Reward, r).unwrap(), "step_pa - 2 * remaining_inv^2");
+        assert_eq!(extract(ModuleKind::Reward, "reward = step_pa").unwrap(), "step_pa");
+        assert_eq!(extract(ModuleKind::Reward, "  \n "), None);
+    }
+
+    #[test]
+    fn json_comes_out_of_prose_with_braces_in_strings() {
+        let r = "Sure! {\"window\": 1, \"blocks\": [{\"kind\": \"dense\", \"width\": 8, \"note\": \"}\"}]} done";
+        let j = extract(ModuleKind::Architecture, r).unwrap();
+        assert!(j.ends_with("}]}"), "{j}");
+        assert_eq!(extract(ModuleKind::Architecture, "no json here"), None);
+    }
+}

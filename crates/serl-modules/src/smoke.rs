@@ -1,0 +1,97 @@
+//! A design's smoke test: its reward and state features on a short real
+//! episode, before any training is spent on it.
+
+use serde::Serialize;
+use serl_env::{EnvConfig, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
+use serl_train::features::FeatureSet;
+
+use crate::module::{ModuleError, ModuleKind, ProgramReward, RewardModule, StateModule};
+
+/// What the smoke episode showed; part of the designer's feedback.
+#[derive(Debug, Clone, Serialize)]
+pub struct SmokeReport {
+    pub steps: usize,
+    pub reward_min: f64,
+    pub reward_max: f64,
+    pub reward_mean: f64,
+    /// NaN, ±∞ and division-by-zero values the programs produced.
+    pub repaired: u64,
+    /// (name, min, max) of each designed feature.
+    pub features: Vec<(String, f64, f64)>,
+}
+
+/// Largest per-step reward or feature magnitude a sane design produces.
+const SANE: f64 = 1e4;
+
+/// Plays one TWAP episode of `order` in the static environment, scoring
+/// each step with the reward and computing the features.
+pub fn smoke_test(
+    reward: &RewardModule,
+    state: &StateModule,
+    view: &SessionView,
+    order: &ParentOrder,
+    cfg: &EnvConfig,
+) -> Result<SmokeReport, ModuleError> {
+    let r = ProgramReward::new(reward)?;
+    let fs = FeatureSet::compile(&state.features, &serl_env::obs::feature_names()).map_err(|e| ModuleError {
+        kind: ModuleKind::State.name(),
+        message: e.to_string(),
+    })?;
+    let mut states = fs.states();
+    let mut env = StaticEnv::new(view, order, cfg);
+    let mut obs = [0f32; OBS_DIM];
+    let mut ext = vec![0f32; OBS_DIM + fs.len()];
+    let mut ranges: Vec<(f64, f64)> = vec![(f64::INFINITY, f64::NEG_INFINITY); fs.len()];
+    let (mut lo, mut hi, mut sum, mut n) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
+    while !env.done() {
+        env.observe(&mut obs);
+        fs.extend(&mut states, &obs, &mut ext);
+        for (k, rg) in ranges.iter_mut().enumerate() {
+            let v = ext[OBS_DIM + k] as f64;
+            rg.0 = rg.0.min(v);
+            rg.1 = rg.1.max(v);
+        }
+        let steps = env.steps();
+        let info = env.step(1.0 / steps as f64);
+        let v = r.reward(&info);
+        lo = lo.min(v);
+        hi = hi.max(v);
+        sum += v;
+        n += 1;
+    }
+    let report = SmokeReport {
+        steps: n,
+        reward_min: lo,
+        reward_max: hi,
+        reward_mean: sum / n.max(1) as f64,
+        repaired: r.repaired() + FeatureSet::repaired(&states),
+        features: fs.defs.iter().zip(&ranges).map(|(d, r)| (d.name.clone(), r.0, r.1)).collect(),
+    };
+    if n == 0 {
+        return Err(ModuleError {
+            kind: "smoke test",
+            message: "the episode had no steps".into(),
+        });
+    }
+    if !(lo.abs() <= SANE && hi.abs() <= SANE) {
+        return Err(ModuleError {
+            kind: ModuleKind::Reward.name(),
+            message: format!("rewards ranged over [{lo:.3e}, {hi:.3e}] on a TWAP episode; keep them within ±{SANE:e} (bps-scale)"),
+        });
+    }
+    if r.repaired() as usize > n / 2 {
+        return Err(ModuleError {
+            kind: ModuleKind::Reward.name(),
+            message: format!("{} of {n} steps produced NaN, infinity or a division by zero", r.repaired()),
+        });
+    }
+    for (name, a, b) in &report.features {
+        if !(a.abs() <= SANE * 100.0 && b.abs() <= SANE * 100.0) {
+            return Err(ModuleError {
+                kind: ModuleKind::State.name(),
+                message: format!("feature `{name}` ranged over [{a:.3e}, {b:.3e}]; scale it to within ±1e6"),
+            });
+        }
+    }
+    Ok(report)
+}

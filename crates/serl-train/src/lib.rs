@@ -1,0 +1,76 @@
+//! # serl-train: PPO and DDQN execution agents on burn
+//!
+//! The inner loop of SE-RL: train an execution policy in the static replay
+//! and the dynamic market at once, re-weighting their losses adaptively.
+//!
+//! - [`spec`]: [`NetworkSpec`], a policy network as data (MLP blocks,
+//!   layer norm, residuals, a GRU over an observation window, attention
+//!   over the book levels), validated before it is built.
+//! - [`net`]: the burn modules built from a spec.
+//! - [`task`]: [`TrainEnv`], the interface rollouts step; real orders in
+//!   either environment ([`ExecutionEnv`]) and a synthetic task with a
+//!   closed-form optimum ([`DriftTask`]).
+//! - [`features`]: designed state features (expression programs over the
+//!   observation) and [`features::WithFeatures`], which appends them.
+//! - [`rollout`]: N environments stepped in parallel with one batched
+//!   network call per step, and GAE.
+//! - [`ppo`] and [`ddqn`]: the two learners, both with the hybrid loss
+//!   L = α·L_static + β·L_dynamic of [`hybrid`].
+//! - [`policy`]: a trained policy at inference, saved and loaded as a
+//!   burnpack file plus JSON, and [`PolicyStrategy`], which plays it in
+//!   `serl-eval` backtests.
+//! - [`run`]: [`TrainConfig`], the training loop, run directories with
+//!   checkpoints and resume, metrics JSONL and the training report.
+//!
+//! The backend is chosen at run time by the device: NdArray on the CPU by
+//! default, wgpu with the `wgpu` cargo feature.
+
+pub mod ddqn;
+pub mod features;
+pub mod hybrid;
+pub mod net;
+pub mod normalize;
+pub mod policy;
+pub mod report;
+pub mod ppo;
+pub mod rollout;
+pub mod run;
+pub mod spec;
+pub mod task;
+pub mod validate;
+
+use std::path::Path;
+
+pub use burn;
+pub use hybrid::{HybridConfig, HybridMode, LossWeights};
+pub use policy::{Algo, Policy, PolicyStrategy, Squash};
+pub use run::{train, DeviceChoice, TrainConfig, TrainOutcome, TrainSetup};
+pub use spec::{NetworkSpec, SpecError};
+pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, Venue};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("train config, {field}: {message}")]
+    Config { field: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is damaged: {message}")]
+    Corrupt { path: String, message: String },
+    #[error("device {0} is not available in this build (rebuild with `--features wgpu`)")]
+    Device(String),
+}
+
+impl TrainError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        TrainError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

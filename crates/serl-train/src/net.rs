@@ -1,0 +1,248 @@
+//! The burn modules built from a [`NetworkSpec`]: the shared trunk, the
+//! actor-critic of PPO and the Q-network of DDQN.
+//!
+//! Every network takes a batch of observation windows `[batch, window *
+//! obs_dim]`, the newest observation last, so that rollouts and replay
+//! buffers store plain rows whatever the architecture.
+
+use burn::module::{Module, Param};
+use burn::nn::attention::{MhaInput, MultiHeadAttention, MultiHeadAttentionConfig};
+use burn::nn::gru::{Gru, GruConfig};
+use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::tensor::{activation, Device, Tensor};
+
+use crate::spec::{book_index, Activation, BlockSpec, NetworkSpec, SpecError, BOOK_LEVELS, BOOK_TOKEN};
+
+fn act(a: Activation, x: Tensor<2>) -> Tensor<2> {
+    match a {
+        Activation::Relu => activation::relu(x),
+        Activation::Tanh => activation::tanh(x),
+        Activation::Gelu => activation::gelu(x),
+        Activation::Sigmoid => activation::sigmoid(x),
+        Activation::Identity => x,
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct Dense {
+    linear: Linear,
+    #[module(skip)]
+    activation: Activation,
+}
+
+#[derive(Module, Debug)]
+pub struct Residual {
+    first: Linear,
+    second: Linear,
+    #[module(skip)]
+    activation: Activation,
+}
+
+#[derive(Module, Debug)]
+pub struct WindowGru {
+    gru: Gru,
+    #[module(skip)]
+    window: usize,
+    #[module(skip)]
+    obs_dim: usize,
+}
+
+#[derive(Module, Debug)]
+pub struct BookAttention {
+    embed: Linear,
+    attention: MultiHeadAttention,
+    /// Columns of the flattened window that are not book levels of the
+    /// newest observation.
+    #[module(skip)]
+    rest: Vec<usize>,
+    #[module(skip)]
+    book: Vec<usize>,
+}
+
+#[derive(Module, Debug)]
+pub enum Block {
+    Dense(Dense),
+    Norm(LayerNorm),
+    Residual(Residual),
+    Gru(WindowGru),
+    Attention(BookAttention),
+}
+
+impl Block {
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        match self {
+            Block::Dense(d) => act(d.activation, d.linear.forward(x)),
+            Block::Norm(n) => n.forward(x),
+            Block::Residual(r) => {
+                let h = act(r.activation, r.first.forward(x.clone()));
+                x + r.second.forward(h)
+            }
+            Block::Gru(g) => {
+                let [b, _] = x.dims();
+                let seq = x.reshape([b, g.window, g.obs_dim]);
+                let out = g.gru.forward(seq, None);
+                let d = out.dims()[2];
+                out.slice([0..b, g.window - 1..g.window, 0..d]).reshape([b, d])
+            }
+            Block::Attention(a) => {
+                let [b, _] = x.dims();
+                let device = x.device();
+                let pick = |cols: &[usize]| {
+                    let idx = Tensor::<1, burn::tensor::Int>::from_ints(
+                        cols.iter().map(|&c| c as i64).collect::<Vec<_>>().as_slice(),
+                        &device,
+                    );
+                    x.clone().select(1, idx)
+                };
+                let tokens = pick(&a.book).reshape([b, BOOK_LEVELS, BOOK_TOKEN]);
+                let emb = a.embed.forward(tokens);
+                let ctx = a.attention.forward(MhaInput::self_attn(emb)).context;
+                let d = ctx.dims()[2];
+                let pooled = ctx.mean_dim(1).reshape([b, d]);
+                Tensor::cat(vec![pooled, pick(&a.rest)], 1)
+            }
+        }
+    }
+}
+
+/// The blocks of a spec, in order.
+#[derive(Module, Debug)]
+pub struct Trunk {
+    blocks: Vec<Block>,
+}
+
+impl Trunk {
+    /// Builds the trunk for `obs_dim` features; returns it and the width
+    /// of its output.
+    pub fn new(spec: &NetworkSpec, obs_dim: usize, device: &Device) -> Result<(Self, usize), SpecError> {
+        let shape = spec.validate(obs_dim)?;
+        let mut width = obs_dim * spec.window;
+        let mut blocks = Vec::with_capacity(spec.blocks.len());
+        for b in &spec.blocks {
+            let block = match *b {
+                BlockSpec::Dense { width: w, activation } => {
+                    let linear = LinearConfig::new(width, w).init(device);
+                    width = w;
+                    Block::Dense(Dense { linear, activation })
+                }
+                BlockSpec::LayerNorm => Block::Norm(LayerNormConfig::new(width).init(device)),
+                BlockSpec::Residual { activation } => Block::Residual(Residual {
+                    first: LinearConfig::new(width, width).init(device),
+                    second: LinearConfig::new(width, width).init(device),
+                    activation,
+                }),
+                BlockSpec::Gru { hidden } => {
+                    width = hidden;
+                    Block::Gru(WindowGru {
+                        gru: GruConfig::new(obs_dim, hidden, true).init(device),
+                        window: spec.window,
+                        obs_dim,
+                    })
+                }
+                BlockSpec::BookAttention { d_model, heads } => {
+                    let newest = (spec.window - 1) * obs_dim;
+                    let mut book = Vec::new();
+                    for level in 0..BOOK_LEVELS {
+                        for part in 0..BOOK_TOKEN {
+                            book.push(newest + book_index(level, part));
+                        }
+                    }
+                    let rest: Vec<usize> = (0..width).filter(|c| !book.contains(c)).collect();
+                    width = d_model + rest.len();
+                    Block::Attention(BookAttention {
+                        embed: LinearConfig::new(BOOK_TOKEN, d_model).init(device),
+                        attention: MultiHeadAttentionConfig::new(d_model, heads)
+                            .with_dropout(0.0)
+                            .init(device),
+                        rest,
+                        book,
+                    })
+                }
+            };
+            blocks.push(block);
+        }
+        debug_assert_eq!(width, shape.features);
+        Ok((Trunk { blocks }, width))
+    }
+
+    pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {
+        for b in &self.blocks {
+            x = b.forward(x);
+        }
+        x
+    }
+}
+
+/// What the policy head outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Head {
+    /// A squashed Gaussian over [0, 1]: mean of the pre-squash variable and
+    /// a learned, state-independent log standard deviation.
+    Gaussian,
+    /// Logits over `n` discrete actions.
+    Categorical(usize),
+}
+
+/// PPO's actor-critic: separate trunks for the policy and the value, as in
+/// the reference MlpPolicy.
+#[derive(Module, Debug)]
+pub struct ActorCritic {
+    pub actor: Trunk,
+    pub critic: Trunk,
+    pub policy_head: Linear,
+    pub value_head: Linear,
+    pub log_std: Param<Tensor<1>>,
+}
+
+impl ActorCritic {
+    pub fn new(spec: &NetworkSpec, obs_dim: usize, head: Head, device: &Device) -> Result<Self, SpecError> {
+        let (actor, w) = Trunk::new(spec, obs_dim, device)?;
+        let (critic, _) = Trunk::new(spec, obs_dim, device)?;
+        let outputs = match head {
+            Head::Gaussian => 1,
+            Head::Categorical(n) => n,
+        };
+        let small = burn::nn::Initializer::Uniform { min: -0.01, max: 0.01 };
+        Ok(ActorCritic {
+            actor,
+            critic,
+            policy_head: LinearConfig::new(w, outputs).with_initializer(small).init(device),
+            value_head: LinearConfig::new(w, 1).init(device),
+            log_std: Param::from_tensor(Tensor::full([1], -0.5, device)),
+        })
+    }
+
+    /// Policy output (`[batch, outputs]`: the Gaussian mean or the logits).
+    pub fn policy(&self, x: Tensor<2>) -> Tensor<2> {
+        self.policy_head.forward(self.actor.forward(x))
+    }
+
+    /// State values, `[batch]`.
+    pub fn value(&self, x: Tensor<2>) -> Tensor<1> {
+        let v = self.value_head.forward(self.critic.forward(x));
+        let b = v.dims()[0];
+        v.reshape([b])
+    }
+}
+
+/// DDQN's Q-network: one Q value per discrete action.
+#[derive(Module, Debug)]
+pub struct QNetwork {
+    pub trunk: Trunk,
+    pub head: Linear,
+}
+
+impl QNetwork {
+    pub fn new(spec: &NetworkSpec, obs_dim: usize, actions: usize, device: &Device) -> Result<Self, SpecError> {
+        let (trunk, w) = Trunk::new(spec, obs_dim, device)?;
+        Ok(QNetwork {
+            trunk,
+            head: LinearConfig::new(w, actions).init(device),
+        })
+    }
+
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.head.forward(self.trunk.forward(x))
+    }
+}

@@ -1,0 +1,377 @@
+//! A trained policy at inference: the network, its observation
+//! normalisation and window, and how its outputs become actions. Rollouts
+//! sample from it; [`PolicyStrategy`] plays it in backtests.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use burn::module::Module;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use rand::rngs::SmallRng;
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+use serl_env::{Decision, EnvConfig, ParentOrder, SessionView, Strategy};
+
+use crate::net::{ActorCritic, Head, QNetwork};
+use crate::normalize::RunningNorm;
+use crate::spec::NetworkSpec;
+use crate::TrainError;
+
+/// How a Gaussian policy's sample becomes a fraction in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Squash {
+    /// Clip to [0, 1] (as Stable-Baselines3 does for box actions): 0 and 1
+    /// are reachable exactly.
+    #[default]
+    Clip,
+    /// The logistic function.
+    Sigmoid,
+}
+
+/// Which learner produced the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algo {
+    Ppo,
+    Ddqn,
+}
+
+/// Everything but the weights: enough to rebuild the network and use it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyMeta {
+    pub algo: Algo,
+    pub spec: NetworkSpec,
+    pub obs_dim: usize,
+    pub head: Head,
+    pub squash: Squash,
+    /// The fraction of each discrete action (empty for continuous ones).
+    pub discrete: Vec<f64>,
+    pub norm: RunningNorm,
+    /// Designed features appended to the environment's observation
+    /// (`obs_dim` counts them).
+    #[serde(default)]
+    pub features: Vec<crate::features::FeatureDef>,
+}
+
+#[derive(Module, Debug)]
+pub enum Model {
+    Ppo(ActorCritic),
+    Ddqn(QNetwork),
+}
+
+impl Model {
+    pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
+        Ok(match meta.algo {
+            Algo::Ppo => Model::Ppo(ActorCritic::new(&meta.spec, meta.obs_dim, meta.head, device)?),
+            Algo::Ddqn => {
+                let Head::Categorical(n) = meta.head else {
+                    return Err(TrainError::Config {
+                        field: "ddqn".into(),
+                        message: "DDQN needs a discrete action set".into(),
+                    });
+                };
+                Model::Ddqn(QNetwork::new(&meta.spec, meta.obs_dim, n, device)?)
+            }
+        })
+    }
+}
+
+/// One sampled decision.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sampled {
+    /// What the environment receives: a fraction of the order (discrete
+    /// actions are mapped through their fraction table).
+    pub env_action: f64,
+    /// What the learner stores: the pre-squash Gaussian sample or the index.
+    pub raw: f32,
+    pub log_prob: f32,
+    pub value: f32,
+}
+
+/// A policy ready to act (no gradients).
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub meta: PolicyMeta,
+    pub model: Model,
+    pub device: Device,
+}
+
+pub(crate) fn matrix(rows: &[f32], n: usize, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(rows.to_vec(), [n, rows.len() / n.max(1)]), device)
+}
+
+pub(crate) fn floats(t: Tensor<2>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap_or_default()
+}
+
+pub(crate) fn floats1(t: Tensor<1>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap_or_default()
+}
+
+pub(crate) fn squash(s: Squash, u: f64) -> f64 {
+    match s {
+        Squash::Clip => u.clamp(0.0, 1.0),
+        Squash::Sigmoid => 1.0 / (1.0 + (-u).exp()),
+    }
+}
+
+impl Policy {
+    /// The fraction of the order discrete action `a` trades.
+    pub fn fraction(&self, a: usize) -> f64 {
+        self.meta.discrete.get(a).copied().unwrap_or(0.0)
+    }
+
+    pub fn width(&self) -> usize {
+        self.meta.obs_dim * self.meta.spec.window
+    }
+
+    /// Decisions for `n` rows of normalised observation windows. With
+    /// `explore`, a PPO policy samples and a DDQN policy is ε-greedy
+    /// (`epsilon`); without it both act greedily.
+    pub fn act(
+        &self,
+        rows: &[f32],
+        n: usize,
+        explore: bool,
+        epsilon: f64,
+        rng: &mut SmallRng,
+    ) -> Vec<Sampled> {
+        let x = matrix(rows, n, &self.device);
+        match &self.model {
+            Model::Ppo(m) => {
+                let out = floats(m.policy(x.clone()));
+                let values = floats1(m.value(x));
+                match self.meta.head {
+                    Head::Gaussian => {
+                        let log_std = floats1(m.log_std.val())[0] as f64;
+                        let std = log_std.exp();
+                        (0..n)
+                            .map(|i| {
+                                let mean = out[i] as f64;
+                                let z: f64 = if explore { StandardNormal.sample(rng) } else { 0.0 };
+                                let u = mean + std * z;
+                                Sampled {
+                                    env_action: squash(self.meta.squash, u),
+                                    raw: u as f32,
+                                    log_prob: (-0.5 * z * z - log_std - 0.5 * (2.0 * std::f64::consts::PI).ln()) as f32,
+                                    value: values[i],
+                                }
+                            })
+                            .collect()
+                    }
+                    Head::Categorical(k) => (0..n)
+                        .map(|i| {
+                            let logits = &out[i * k..(i + 1) * k];
+                            let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                            let exps: Vec<f64> = logits.iter().map(|l| ((l - max) as f64).exp()).collect();
+                            let total: f64 = exps.iter().sum();
+                            let a = if explore {
+                                let mut r = rng.random::<f64>() * total;
+                                let mut pick = k - 1;
+                                for (j, e) in exps.iter().enumerate() {
+                                    if r < *e {
+                                        pick = j;
+                                        break;
+                                    }
+                                    r -= e;
+                                }
+                                pick
+                            } else {
+                                argmax(logits)
+                            };
+                            Sampled {
+                                env_action: self.fraction(a),
+                                raw: a as f32,
+                                log_prob: (exps[a] / total).ln() as f32,
+                                value: values[i],
+                            }
+                        })
+                        .collect(),
+                }
+            }
+            Model::Ddqn(q) => {
+                let Head::Categorical(k) = self.meta.head else {
+                    unreachable!("a DDQN policy is built with a categorical head")
+                };
+                let qs = floats(q.forward(x));
+                (0..n)
+                    .map(|i| {
+                        let row = &qs[i * k..(i + 1) * k];
+                        let a = if explore && rng.random::<f64>() < epsilon {
+                            rng.random_range(0..k)
+                        } else {
+                            argmax(row)
+                        };
+                        Sampled {
+                            env_action: self.fraction(a),
+                            raw: a as f32,
+                            log_prob: 0.0,
+                            value: row[a],
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Writes the policy (meta as JSON, weights as burnpack) into `dir`.
+    pub fn save(&self, dir: &Path, name: &str) -> Result<(), TrainError> {
+        std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
+        let meta = dir.join(format!("{name}.json"));
+        let text = serde_json::to_string_pretty(&self.meta).map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
+        crate::run::write_atomic(&meta, text.as_bytes())?;
+        let weights = dir.join(format!("{name}.bpk"));
+        let tmp = dir.join(format!("{name}.bpk.tmp"));
+        self.model
+            .clone()
+            .save_file(&tmp)
+            .map_err(|e| TrainError::io(&weights, std::io::Error::other(format!("{e:?}"))))?;
+        std::fs::rename(&tmp, &weights).map_err(|e| TrainError::io(&weights, e))
+    }
+
+    /// Loads a policy saved by [`Policy::save`].
+    pub fn load(dir: &Path, name: &str, device: &Device) -> Result<Self, TrainError> {
+        let meta_path = dir.join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&meta_path).map_err(|e| TrainError::io(&meta_path, e))?;
+        let meta: PolicyMeta = serde_json::from_str(&text).map_err(|e| TrainError::Corrupt {
+            path: meta_path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let weights = dir.join(format!("{name}.bpk"));
+        let model = Model::build(&meta, device)?
+            .try_load_file(&weights)
+            .map_err(|e| TrainError::Corrupt {
+                path: weights.display().to_string(),
+                message: format!("{e:?}"),
+            })?;
+        Ok(Policy {
+            meta,
+            model,
+            device: device.clone(),
+        })
+    }
+}
+
+pub(crate) fn argmax(v: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// The last `window` normalised observations of one episode, oldest first,
+/// zero before the episode began.
+#[derive(Debug, Clone)]
+pub struct History {
+    window: usize,
+    obs_dim: usize,
+    rows: VecDeque<Vec<f32>>,
+}
+
+impl History {
+    pub fn new(window: usize, obs_dim: usize) -> Self {
+        let mut h = History {
+            window,
+            obs_dim,
+            rows: VecDeque::with_capacity(window),
+        };
+        h.clear();
+        h
+    }
+
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        for _ in 0..self.window {
+            self.rows.push_back(vec![0.0; self.obs_dim]);
+        }
+    }
+
+    pub fn push(&mut self, obs: &[f32]) {
+        if self.rows.len() == self.window {
+            self.rows.pop_front();
+        }
+        self.rows.push_back(obs.to_vec());
+    }
+
+    pub fn write(&self, out: &mut Vec<f32>) {
+        for r in &self.rows {
+            out.extend_from_slice(r);
+        }
+    }
+}
+
+/// A trained policy as a backtest strategy: greedy (the Gaussian's mean,
+/// the most likely or highest-valued action).
+pub struct PolicyStrategy {
+    policy: Policy,
+    features: Option<(crate::features::FeatureSet, Vec<serl_expr::State>)>,
+    label: String,
+    history: History,
+    rng: SmallRng,
+    row: Vec<f32>,
+}
+
+impl PolicyStrategy {
+    pub fn new(policy: Policy, label: String) -> Self {
+        use rand::SeedableRng;
+        let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);
+        // A saved policy's features compiled when it was trained.
+        let features = (!policy.meta.features.is_empty())
+            .then(|| crate::features::FeatureSet::compile(&policy.meta.features, &serl_env::obs::feature_names()).ok())
+            .flatten()
+            .map(|f| {
+                let s = f.states();
+                (f, s)
+            });
+        PolicyStrategy {
+            policy,
+            features,
+            label,
+            history,
+            rng: SmallRng::seed_from_u64(0),
+            row: Vec::new(),
+        }
+    }
+}
+
+impl Strategy for PolicyStrategy {
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+
+    fn reset(&mut self, _view: &SessionView, _order: &ParentOrder, _env: &EnvConfig) {
+        self.history.clear();
+        if let Some((f, s)) = &mut self.features {
+            *s = f.states();
+        }
+    }
+
+    fn act(&mut self, d: &Decision) -> f64 {
+        let dim = self.policy.meta.obs_dim;
+        let mut obs = vec![0f32; dim];
+        match &mut self.features {
+            Some((f, s)) => f.extend(s, d.obs, &mut obs),
+            None => {
+                let n = dim.min(d.obs.len());
+                obs[..n].copy_from_slice(&d.obs[..n]);
+            }
+        }
+        self.policy.meta.norm.apply(&mut obs);
+        self.history.push(&obs);
+        self.row.clear();
+        self.history.write(&mut self.row);
+        let s = self.policy.act(&self.row, 1, false, 0.0, &mut self.rng);
+        s[0].env_action
+    }
+}
+
+/// A tensor of action indices.
+pub(crate) fn indices(v: &[f32], device: &Device) -> Tensor<2, Int> {
+    let ints: Vec<i64> = v.iter().map(|&a| a as i64).collect();
+    Tensor::<1, Int>::from_data(TensorData::new(ints, [v.len()]), device).reshape([v.len(), 1])
+}

@@ -1,0 +1,229 @@
+//! [`NetworkSpec`]: a policy network described as data, so that the
+//! agent-architecture module (and a user's config) can design it.
+//!
+//! A spec is a list of blocks applied in order to the observation. The
+//! input is a window of the last `window` observations; the first block
+//! decides how the window is read (an MLP block flattens it, a GRU runs
+//! over it, attention reads the book levels of the newest observation).
+//!
+//! ```json
+//! {"window": 1, "blocks": [
+//!   {"kind": "dense", "width": 64, "activation": "tanh"},
+//!   {"kind": "dense", "width": 64, "activation": "tanh"}]}
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Activation functions a block may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    Relu,
+    Tanh,
+    Gelu,
+    Sigmoid,
+    Identity,
+}
+
+/// One layer or group of layers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BlockSpec {
+    /// A fully connected layer and its activation.
+    Dense {
+        width: usize,
+        #[serde(default = "default_activation")]
+        activation: Activation,
+    },
+    /// Layer normalisation over the features.
+    LayerNorm,
+    /// `x + f(x)`: two dense layers of the input's width around a skip.
+    Residual {
+        #[serde(default = "default_activation")]
+        activation: Activation,
+    },
+    /// A GRU over the observation window; its last hidden state goes on.
+    /// Must be the first block.
+    Gru { hidden: usize },
+    /// Self-attention over the 5 book levels of the newest observation
+    /// (each level a token of bid/ask price and size), mean-pooled and
+    /// concatenated with the other features. Must be the first block.
+    BookAttention { d_model: usize, heads: usize },
+}
+
+fn default_activation() -> Activation {
+    Activation::Tanh
+}
+
+/// A policy network: its input window and its blocks. The heads (action
+/// and value) are added by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// Observations the network sees at once (1 = the current one).
+    #[serde(default = "one")]
+    pub window: usize,
+    pub blocks: Vec<BlockSpec>,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl Default for NetworkSpec {
+    /// The MLP [64, 64] with tanh of the reference PPO setups.
+    fn default() -> Self {
+        NetworkSpec::mlp(&[64, 64])
+    }
+}
+
+/// Largest network a spec may describe: big enough for any sensible
+/// execution policy, small enough that a designed one cannot exhaust memory.
+pub const MAX_PARAMS: usize = 2_000_000;
+pub const MAX_WIDTH: usize = 4096;
+pub const MAX_BLOCKS: usize = 32;
+pub const MAX_WINDOW: usize = 64;
+
+/// Why a spec cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("network spec, {field}: {message}")]
+pub struct SpecError {
+    /// Where: `blocks[2].width`, `window`, ...
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> SpecError {
+    SpecError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Observation features that [`BlockSpec::BookAttention`] reads as tokens:
+/// for level k, (bid price, bid size, ask price, ask size) at these offsets.
+pub const BOOK_LEVELS: usize = 5;
+pub const BOOK_TOKEN: usize = 4;
+pub(crate) fn book_index(level: usize, part: usize) -> usize {
+    2 + part * BOOK_LEVELS + level
+}
+
+impl NetworkSpec {
+    pub fn mlp(widths: &[usize]) -> Self {
+        NetworkSpec {
+            window: 1,
+            blocks: widths
+                .iter()
+                .map(|&w| BlockSpec::Dense {
+                    width: w,
+                    activation: Activation::Tanh,
+                })
+                .collect(),
+        }
+    }
+
+    /// Parses a spec from JSON, naming the field that is wrong.
+    pub fn from_json(text: &str) -> Result<Self, SpecError> {
+        serde_json::from_str(text).map_err(|e| err(format!("line {} column {}", e.line(), e.column()), e.to_string()))
+    }
+
+    /// Checks the spec for an observation of `obs_dim` features and returns
+    /// the width of the features it produces and its parameter count
+    /// (without the heads).
+    pub fn validate(&self, obs_dim: usize) -> Result<Shape, SpecError> {
+        if self.window == 0 || self.window > MAX_WINDOW {
+            return Err(err("window", format!("{} is not in 1..={MAX_WINDOW}", self.window)));
+        }
+        if self.blocks.len() > MAX_BLOCKS {
+            return Err(err("blocks", format!("{} blocks; at most {MAX_BLOCKS}", self.blocks.len())));
+        }
+        let mut width = obs_dim * self.window;
+        let mut params = 0usize;
+        for (i, b) in self.blocks.iter().enumerate() {
+            let at = |f: &str| format!("blocks[{i}].{f}");
+            let check_width = |w: usize, f: &str| {
+                if w == 0 || w > MAX_WIDTH {
+                    Err(err(at(f), format!("{w} is not in 1..={MAX_WIDTH}")))
+                } else {
+                    Ok(())
+                }
+            };
+            match *b {
+                BlockSpec::Dense { width: w, .. } => {
+                    check_width(w, "width")?;
+                    params = params.saturating_add(width.saturating_mul(w) + w);
+                    width = w;
+                }
+                BlockSpec::LayerNorm => params += 2 * width,
+                BlockSpec::Residual { .. } => {
+                    params = params.saturating_add(2 * (width.saturating_mul(width) + width));
+                }
+                BlockSpec::Gru { hidden } => {
+                    if i != 0 {
+                        return Err(err(at("kind"), "a GRU reads the observation window, so it must be the first block"));
+                    }
+                    check_width(hidden, "hidden")?;
+                    params = params.saturating_add(3 * (obs_dim * hidden + hidden * hidden + 2 * hidden));
+                    width = hidden;
+                }
+                BlockSpec::BookAttention { d_model, heads } => {
+                    if i != 0 {
+                        return Err(err(at("kind"), "book attention reads the raw observation, so it must be the first block"));
+                    }
+                    if obs_dim < 2 + BOOK_TOKEN * BOOK_LEVELS {
+                        return Err(err(at("kind"), format!("the observation has {obs_dim} features, too few for 5 book levels")));
+                    }
+                    check_width(d_model, "d_model")?;
+                    if heads == 0 || d_model % heads != 0 {
+                        return Err(err(at("heads"), format!("{heads} heads do not divide d_model = {d_model}")));
+                    }
+                    // Token embedding and the four attention projections.
+                    params = params.saturating_add(BOOK_TOKEN * d_model + d_model + 4 * (d_model * d_model + d_model));
+                    width = d_model + obs_dim * self.window - BOOK_TOKEN * BOOK_LEVELS;
+                }
+            }
+            if params > MAX_PARAMS {
+                return Err(err(format!("blocks[{i}]"), format!("the network reaches {params} parameters here; at most {MAX_PARAMS}")));
+            }
+        }
+        Ok(Shape { features: width, params })
+    }
+}
+
+/// What a valid spec produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Width of the last block's output (the heads' input).
+    pub features: usize,
+    pub params: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_a_64_64_mlp() {
+        let s = NetworkSpec::default().validate(29).unwrap();
+        assert_eq!(s.features, 64);
+        assert_eq!(s.params, 29 * 64 + 64 + 64 * 64 + 64);
+    }
+
+    #[test]
+    fn a_billion_parameter_network_is_refused_with_the_block_named() {
+        let spec = NetworkSpec::mlp(&[4096, 4096, 4096]);
+        let e = spec.validate(29).unwrap_err();
+        assert_eq!(e.field, "blocks[1]");
+        assert!(e.message.contains("parameters"), "{e}");
+    }
+
+    #[test]
+    fn unknown_layer_kinds_and_misplaced_grus_are_clear_errors() {
+        let e = NetworkSpec::from_json(r#"{"blocks":[{"kind":"conv3d","width":3}]}"#).unwrap_err();
+        assert!(e.message.contains("conv3d"), "{e}");
+        let spec = NetworkSpec::from_json(r#"{"window":4,"blocks":[{"kind":"dense","width":8},{"kind":"gru","hidden":8}]}"#).unwrap();
+        assert_eq!(spec.validate(29).unwrap_err().field, "blocks[1].kind");
+        let spec = NetworkSpec::from_json(r#"{"blocks":[{"kind":"book_attention","d_model":10,"heads":3}]}"#).unwrap();
+        assert_eq!(spec.validate(29).unwrap_err().field, "blocks[0].heads");
+    }
+}

@@ -1,0 +1,293 @@
+//! `serl train`: PPO or DDQN on the train split, selected on the
+//! validation split, in the hybrid static + dynamic environment.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+use serl_data::{DataConfig, Split};
+use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
+use serl_train::features::{FeatureSet, WithFeatures};
+use serl_train::run::{load_run_policy, UpdateRecord};
+use serl_train::validate::static_pa;
+use serl_train::{train, Algo, DeviceChoice, ExecutionEnv, HybridMode, TrainConfig, TrainEnv, TrainSetup, Venue};
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// A train config: [data], [orders], [env], [market], [train] tables.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Bar data: a file or folder (CSV, CSV.gz, LEAN zips). With --resume,
+    /// defaults to the run's.
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The run directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Continue the run in --out from its last checkpoint, with its config.
+    #[arg(long)]
+    pub resume: bool,
+    #[arg(long, value_enum)]
+    pub algo: Option<AlgoChoice>,
+    /// Environment steps to train for (overrides the config).
+    #[arg(long)]
+    pub total_steps: Option<usize>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Minutes between decisions (overrides the config).
+    #[arg(long)]
+    pub decision_minutes: Option<u16>,
+    /// Hybrid weighting, or a single environment for ablations.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeChoice>,
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceArg>,
+    /// Order size as a fraction of ADV (overrides the configs).
+    #[arg(long)]
+    pub qty_adv: Option<f64>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum AlgoChoice {
+    Ppo,
+    Ddqn,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeChoice {
+    Adaptive,
+    Fixed,
+    StaticOnly,
+    DynamicOnly,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DeviceArg {
+    Cpu,
+    Wgpu,
+}
+
+/// Validation settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidationConfig {
+    /// Validation orders scored each time (spread evenly over the split).
+    pub max_orders: usize,
+}
+
+impl Default for ValidationConfig {
+    fn default() -> Self {
+        ValidationConfig { max_orders: 300 }
+    }
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+    pub market: MarketConfig,
+    pub train: TrainConfig,
+    pub validation: ValidationConfig,
+    /// Where the bars came from (filled in by `serl train`).
+    pub data_path: Option<PathBuf>,
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn resolve(a: &TrainArgs) -> Result<TrainFile> {
+    let saved = a.out.join("train.toml");
+    let mut cfg: TrainFile = if a.resume {
+        if !saved.exists() {
+            bail!("{} has no train.toml: it is not a run directory of `serl train`", a.out.display());
+        }
+        read_toml(&saved)?
+    } else {
+        match &a.config {
+            Some(p) => read_toml(p)?,
+            None => TrainFile::default(),
+        }
+    };
+    if let Some(d) = &a.data {
+        cfg.data_path = Some(d.clone());
+    }
+    if a.resume {
+        return Ok(cfg);
+    }
+    if let Some(x) = a.algo {
+        cfg.train.algo = match x {
+            AlgoChoice::Ppo => Algo::Ppo,
+            AlgoChoice::Ddqn => Algo::Ddqn,
+        };
+    }
+    if let Some(n) = a.total_steps {
+        cfg.train.total_steps = n;
+    }
+    if let Some(s) = a.seed {
+        cfg.train.seed = s;
+    }
+    if let Some(k) = a.decision_minutes {
+        cfg.env.decision_minutes = k;
+    }
+    if let Some(q) = a.qty_adv {
+        cfg.orders.quantity = serl_env::Quantity::AdvFraction(q);
+    }
+    if let Some(m) = a.mode {
+        cfg.train.hybrid.mode = match m {
+            ModeChoice::Adaptive => HybridMode::Adaptive,
+            ModeChoice::Fixed => HybridMode::Fixed,
+            ModeChoice::StaticOnly => HybridMode::StaticOnly,
+            ModeChoice::DynamicOnly => HybridMode::DynamicOnly,
+        };
+    }
+    if let Some(d) = a.device {
+        cfg.train.device = match d {
+            DeviceArg::Cpu => DeviceChoice::Cpu,
+            DeviceArg::Wgpu => DeviceChoice::Wgpu,
+        };
+    }
+    cfg.data.validate().map_err(|m| anyhow::anyhow!("[data] {m}"))?;
+    cfg.env.validate()?;
+    if let serl_env::ActionSpace::Discrete(_) = cfg.env.action {
+        bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
+    }
+    Ok(cfg)
+}
+
+/// Every `step`-th order, so that a capped validation set spans the split.
+fn spread(orders: Vec<ParentOrder>, max: usize) -> Vec<ParentOrder> {
+    if orders.len() <= max || max == 0 {
+        return orders;
+    }
+    let step = orders.len() as f64 / max as f64;
+    (0..max).map(|i| orders[(i as f64 * step) as usize].clone()).collect()
+}
+
+pub fn run(a: TrainArgs) -> Result<ExitCode> {
+    let cfg = resolve(&a)?;
+    let Some(data_path) = cfg.data_path.clone() else {
+        bail!("--data is required (the bars to train on)");
+    };
+    if !a.resume && a.out.join("checkpoint").join("state.json").exists() {
+        bail!(
+            "{} already holds a training run; continue it with `serl train --resume --out {}` or choose another --out",
+            a.out.display(),
+            a.out.display()
+        );
+    }
+    let ds = serl_data::load(&data_path, &cfg.data).with_context(|| format!("loading {}", data_path.display()))?;
+    let train_orders = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
+    let val_orders = spread(generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?, cfg.validation.max_orders);
+    if train_orders.is_empty() {
+        bail!("the train split of {} has no orders", data_path.display());
+    }
+    let market = MarketData::new(&ds, &cfg.data);
+    eprintln!(
+        "{} train orders, {} validation orders over {} symbols; {} environments ({} dynamic)",
+        train_orders.len(),
+        val_orders.len(),
+        ds.symbols().len(),
+        cfg.train.n_envs,
+        cfg.train.dynamic_envs()
+    );
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    if !a.resume {
+        std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
+            .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
+    }
+    let reward: Arc<dyn serl_env::Reward> = Arc::new(DefaultReward {
+        inventory_penalty: cfg.env.inventory_penalty,
+        terminal_penalty: cfg.env.terminal_penalty,
+    });
+    let n_dyn = cfg.train.dynamic_envs();
+    let markets: Vec<MarketConfig> = (0..n_dyn).map(|j| cfg.train.dynamic_market(&cfg.market, j)).collect();
+    let features = if cfg.train.features.is_empty() {
+        None
+    } else {
+        Some(FeatureSet::compile(&cfg.train.features, &serl_env::obs::feature_names())?)
+    };
+    let mut envs: Vec<Box<dyn TrainEnv + '_>> = Vec::new();
+    for i in 0..cfg.train.n_envs {
+        let venue = if i < cfg.train.n_envs - n_dyn {
+            Venue::Static
+        } else {
+            Venue::Dynamic(markets[i - (cfg.train.n_envs - n_dyn)].clone())
+        };
+        let env = ExecutionEnv::new(&market, &train_orders, &cfg.env, reward.clone(), venue);
+        match &features {
+            Some(f) => envs.push(Box::new(WithFeatures::new(env, f.clone()))),
+            None => envs.push(Box::new(env)),
+        }
+    }
+    let validate: Option<Box<dyn Fn(&serl_train::Policy) -> f64 + '_>> = if val_orders.is_empty() {
+        None
+    } else {
+        Some(Box::new(|p: &serl_train::Policy| static_pa(p, &market, &val_orders, &cfg.env)))
+    };
+    let out = train(TrainSetup {
+        config: cfg.train.clone(),
+        envs,
+        validate,
+        run_dir: Some(a.out.clone()),
+        resume: a.resume,
+        progress: true,
+    })?;
+    print_summary(&out.records);
+    println!(
+        "{} environment steps in {:.1}s; best validation PA {}; report: {}",
+        out.env_steps,
+        out.secs,
+        out.best_val.map_or("-".into(), |v| format!("{v:.3} bps")),
+        a.out.join("report.html").display()
+    );
+    println!(
+        "backtest it: serl backtest --data {} --split test --strategy twap --strategy policy:{} --out {}/backtest",
+        data_path.display(),
+        a.out.display(),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(records: &[UpdateRecord]) {
+    let stride = (records.len() / 10).max(1);
+    println!("{:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>8}", "update", "steps", "loss", "α", "β", "ep PA", "val PA", "steps/s");
+    for (i, r) in records.iter().enumerate() {
+        if i % stride != 0 && i + 1 != records.len() {
+            continue;
+        }
+        println!(
+            "{:>7} {:>9} {:>9.4} {:>6.3} {:>6.3} {:>9} {:>9} {:>8.0}",
+            r.update + 1,
+            r.env_steps,
+            r.loss,
+            r.alpha,
+            r.beta,
+            r.episode_pa.map_or("-".into(), |v| format!("{v:.2}")),
+            r.val_pa.map_or("-".into(), |v| format!("{v:.2}")),
+            r.steps_per_sec
+        );
+    }
+}
+
+/// A trained policy from a run directory, for `serl backtest`.
+pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
+    if !dir.is_dir() {
+        bail!("policy directory {} does not exist", dir.display());
+    }
+    let policy = load_run_policy(dir, &serl_train::burn::tensor::Device::ndarray())
+        .with_context(|| format!("loading the policy in {} (trained policies come from `serl train`)", dir.display()))?;
+    let name = dir.file_name().map_or("policy".into(), |n| n.to_string_lossy().to_string());
+    let label = format!("policy:{name}");
+    Ok(serl_eval::StrategyFactory {
+        label: label.clone(),
+        make: Box::new(move || Box::new(serl_train::PolicyStrategy::new(policy.clone(), label.clone()))),
+    })
+}
