@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summary};
 
 /// Where the orders and data came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct Provenance {
     pub data_path: String,
     pub split: String,

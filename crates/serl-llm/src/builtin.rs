@@ -128,7 +128,7 @@ impl BuiltinDesigner {
 
     fn mutate(&mut self, g: &Genome) -> Genome {
         let r = &mut self.rng;
-        let jitter = Normal::new(0.0, 0.35).expect("valid normal");
+        let jitter: Normal<f64> = Normal::new(0.0, 0.35).expect("valid normal");
         match g {
             Genome::Reward(terms) => {
                 let mut t = terms.clone();
@@ -302,7 +302,8 @@ impl BuiltinDesigner {
                     .iter()
                     .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
                     .collect();
-                serde_json::json!({"broadcast": b, "aggregate": ["mean", "sum", "attention"][*aggregate % 3]}).to_string()
+                let aggregate = ["mean", "sum", "attention"][*aggregate % 3];
+                serde_json::json!({"broadcast": b, "aggregate": aggregate}).to_string()
             }
         }
     }

@@ -107,6 +107,10 @@ pub struct Generated {
     pub attempts: Vec<Attempt>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Set when the designer itself failed in a way retrying cannot fix
+    /// (an unreachable server, a missing key, a broken template, a replay
+    /// without the answer): the loop should stop and say so.
+    pub fatal: Option<String>,
 }
 
 impl Generated {
@@ -138,6 +142,7 @@ pub fn generate(
         attempts: Vec::new(),
         prompt_tokens: 0,
         completion_tokens: 0,
+        fatal: None,
     };
     for _ in 0..max_attempts.max(1) {
         let reply = match designer.propose(kind, &ctx) {
@@ -151,6 +156,7 @@ pub fn generate(
                 // A server that cannot be reached will not be reached by
                 // asking again at once; the backend already retried.
                 if matches!(e, LlmError::Connect { .. } | LlmError::MissingKey(_) | LlmError::Template { .. } | LlmError::NotRecorded { .. }) {
+                    g.fatal = Some(e.to_string());
                     break;
                 }
                 continue;

@@ -77,7 +77,7 @@ impl Prompts {
             line: 0,
             message: format!("no template `{name}` (have: {})", self.names.join(", ")),
         })?;
-        t.render(ctx).map_err(|e| template_err(&file, &e))
+        t.render(minijinja::value::Serde(ctx)).map_err(|e| template_err(&file, &e))
     }
 
     /// Renders every module template and `refine` against the sample

@@ -293,3 +293,39 @@ mod tests {
         assert!(t.episode_pa().abs() < 1e-9);
     }
 }
+
+/// The environments a [`crate::TrainConfig`] asks for over real orders:
+/// `n_envs − dynamic_envs()` static ones and the rest dynamic (the first
+/// `imagination.share` of those on imagined days), each carrying the
+/// config's designed features.
+pub fn execution_envs<'a>(
+    cfg: &crate::TrainConfig,
+    market: &'a MarketData,
+    orders: &'a [ParentOrder],
+    env: &'a EnvConfig,
+    reward: Arc<dyn Reward>,
+    base_market: &MarketConfig,
+) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
+    use crate::features::{FeatureSet, WithFeatures};
+    let features = if cfg.features.is_empty() {
+        None
+    } else {
+        Some(FeatureSet::compile(&cfg.features, &serl_env::obs::feature_names())?)
+    };
+    let n_dyn = cfg.dynamic_envs();
+    let n_static = cfg.n_envs - n_dyn;
+    let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
+    for i in 0..cfg.n_envs {
+        let venue = if i < n_static {
+            Venue::Static
+        } else {
+            Venue::Dynamic(cfg.dynamic_market(base_market, i - n_static))
+        };
+        let e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
+        match &features {
+            Some(f) => envs.push(Box::new(WithFeatures::new(e, f.clone()))),
+            None => envs.push(Box::new(e)),
+        }
+    }
+    Ok(envs)
+}

@@ -30,6 +30,12 @@ enum Command {
     Lob(cmd::lob::LobCommand),
     /// Run execution strategies over parent orders and write a report.
     Backtest(cmd::backtest::BacktestArgs),
+    /// The SE-RL outer loop: design, train and evaluate execution agents,
+    /// improve the designer, and test the best once.
+    Evolve(cmd::evolve::EvolveArgs),
+    /// The designer's prompt templates: list, render, check.
+    #[command(subcommand)]
+    Prompts(cmd::prompts::PromptsCommand),
     /// Train a PPO or DDQN execution policy in the hybrid environment.
     Train(cmd::train::TrainArgs),
     /// Simulate a real symbol-day in the multi-agent market and check it.
@@ -55,6 +61,8 @@ fn main() -> ExitCode {
         Command::Bench(c) => cmd::bench::run(c),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Train(a) => cmd::train::run(a),
+        Command::Evolve(a) => cmd::evolve::run(a),
+        Command::Prompts(c) => cmd::prompts::run(c),
     };
     match result {
         Ok(code) => code,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
@@ -191,7 +191,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         reward: reward.describe(),
         serl_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: git_commit(),
-        created: chrono_now(),
+        created: now(),
     };
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)
@@ -222,7 +222,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn chrono_now() -> String {
+pub fn now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

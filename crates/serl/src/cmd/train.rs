@@ -10,10 +10,10 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
-use serl_train::features::{FeatureSet, WithFeatures};
 use serl_train::run::{load_run_policy, UpdateRecord};
 use serl_train::validate::static_pa;
-use serl_train::{train, Algo, DeviceChoice, ExecutionEnv, HybridMode, TrainConfig, TrainEnv, TrainSetup, Venue};
+use serl_train::task::execution_envs;
+use serl_train::{train, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSetup};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -206,26 +206,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         inventory_penalty: cfg.env.inventory_penalty,
         terminal_penalty: cfg.env.terminal_penalty,
     });
-    let n_dyn = cfg.train.dynamic_envs();
-    let markets: Vec<MarketConfig> = (0..n_dyn).map(|j| cfg.train.dynamic_market(&cfg.market, j)).collect();
-    let features = if cfg.train.features.is_empty() {
-        None
-    } else {
-        Some(FeatureSet::compile(&cfg.train.features, &serl_env::obs::feature_names())?)
-    };
-    let mut envs: Vec<Box<dyn TrainEnv + '_>> = Vec::new();
-    for i in 0..cfg.train.n_envs {
-        let venue = if i < cfg.train.n_envs - n_dyn {
-            Venue::Static
-        } else {
-            Venue::Dynamic(markets[i - (cfg.train.n_envs - n_dyn)].clone())
-        };
-        let env = ExecutionEnv::new(&market, &train_orders, &cfg.env, reward.clone(), venue);
-        match &features {
-            Some(f) => envs.push(Box::new(WithFeatures::new(env, f.clone()))),
-            None => envs.push(Box::new(env)),
-        }
-    }
+    let envs = execution_envs(&cfg.train, &market, &train_orders, &cfg.env, reward, &cfg.market)?;
     let validate: Option<Box<dyn Fn(&serl_train::Policy) -> f64 + '_>> = if val_orders.is_empty() {
         None
     } else {
@@ -282,7 +263,7 @@ pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
     if !dir.is_dir() {
         bail!("policy directory {} does not exist", dir.display());
     }
-    let policy = load_run_policy(dir, &serl_train::burn::tensor::Device::ndarray())
+    let policy = load_run_policy(dir, &serl_train::DeviceChoice::Cpu.device()?)
         .with_context(|| format!("loading the policy in {} (trained policies come from `serl train`)", dir.display()))?;
     let name = dir.file_name().map_or("policy".into(), |n| n.to_string_lossy().to_string());
     let label = format!("policy:{name}");

@@ -1,0 +1,139 @@
+//! `[evolve]`: the outer loop's settings.
+
+use serde::{Deserialize, Serialize};
+use serl_modules::ModuleKind;
+use serl_train::TrainConfig;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvolveConfig {
+    pub seed: u64,
+    /// Iterations J (at most; convergence may stop earlier).
+    pub iterations: usize,
+    /// Candidates K per iteration.
+    pub candidates: usize,
+    /// Modules the designer writes for each candidate.
+    pub modules: Vec<ModuleKind>,
+    /// Attempts per module before the candidate is dropped.
+    pub max_attempts: usize,
+    /// In-context examples: the top-k designs of the performance buffer.
+    pub top_k: usize,
+    /// The user's research instruction.
+    pub macro_instruction: String,
+    /// The training of every candidate (its budget is `train.total_steps`).
+    pub train: TrainConfig,
+    /// Environment steps for the final retraining of the best design (and
+    /// of the PPO and DDQN baselines it is compared with).
+    pub final_steps: usize,
+    /// Validation orders scored per candidate.
+    pub validation_orders: usize,
+    /// Validation orders replayed in the dynamic market for the illusory gain.
+    pub dynamic_validation_orders: usize,
+    pub high_level: bool,
+    pub low_level: LowLevelConfig,
+    pub convergence: ConvergenceConfig,
+}
+
+/// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
+/// candidate's reward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LowLevelConfig {
+    pub enabled: bool,
+    pub generations: usize,
+    pub lambda: usize,
+    /// Log-normal step size on each constant.
+    pub sigma: f64,
+}
+
+impl Default for LowLevelConfig {
+    fn default() -> Self {
+        LowLevelConfig {
+            enabled: true,
+            generations: 1,
+            lambda: 2,
+            sigma: 0.3,
+        }
+    }
+}
+
+/// Stop when the EMA of the best validation PA moves by less than
+/// `epsilon` bps for `window` iterations in a row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConvergenceConfig {
+    pub ema: f64,
+    pub epsilon: f64,
+    pub window: usize,
+}
+
+impl Default for ConvergenceConfig {
+    fn default() -> Self {
+        ConvergenceConfig {
+            ema: 0.5,
+            epsilon: 0.01,
+            window: 2,
+        }
+    }
+}
+
+impl Default for EvolveConfig {
+    fn default() -> Self {
+        let mut train = TrainConfig {
+            total_steps: 2048,
+            n_envs: 8,
+            eval_every: 1_000_000,
+            ..Default::default()
+        };
+        train.ppo.n_steps = 64;
+        train.ppo.batch_size = 128;
+        train.ppo.learning_rate = 1e-3;
+        train.hybrid.dynamic_envs = 1;
+        EvolveConfig {
+            seed: 7,
+            iterations: 3,
+            candidates: 3,
+            modules: vec![ModuleKind::Reward, ModuleKind::State, ModuleKind::Architecture, ModuleKind::Imagination],
+            max_attempts: 3,
+            top_k: 3,
+            macro_instruction: "Design an execution agent that beats TWAP robustly across stocks, in the static and the dynamic market.".into(),
+            train,
+            final_steps: 8192,
+            validation_orders: 200,
+            dynamic_validation_orders: 8,
+            high_level: true,
+            low_level: LowLevelConfig::default(),
+            convergence: ConvergenceConfig::default(),
+        }
+    }
+}
+
+impl EvolveConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.iterations == 0 || self.candidates == 0 {
+            return Err("evolve.iterations and evolve.candidates must be at least 1".into());
+        }
+        if !self.modules.contains(&ModuleKind::Reward) {
+            return Err("evolve.modules must include reward".into());
+        }
+        if self.max_attempts == 0 {
+            return Err("evolve.max_attempts must be at least 1".into());
+        }
+        if self.final_steps == 0 {
+            return Err("evolve.final_steps must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The default micro instruction of a module.
+    pub fn micro(kind: ModuleKind) -> &'static str {
+        match kind {
+            ModuleKind::Reward => "Reward price advantage; penalise unfilled inventory, most of all at the end.",
+            ModuleKind::State => "Add a few features that predict short-term price moves or liquidity.",
+            ModuleKind::Architecture => "Keep the network small and stable to train.",
+            ModuleKind::Imagination => "Add days a little more volatile or trending than the real one.",
+            ModuleKind::Profiling => "Keep the population close to the calibrated market.",
+            ModuleKind::Communication => "Share what helps the other agents avoid trading at the same time.",
+        }
+    }
+}

@@ -1,0 +1,637 @@
+//! The loop. Every finished candidate is written to
+//! `candidates/<key>.json`; a resumed run replays the loop from the start
+//! (the designer is deterministic by seed, and an LLM's answers come from
+//! the transcript cache), loading each finished candidate instead of
+//! training it again, so at most the candidate in flight is lost.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder};
+use serl_eval::{run_backtest, summarize, DynamicRunner, EpisodeRunner, OrderResult, StaticRunner, StrategyFactory};
+use serl_llm::prompts::{CandidateFeedback, Example, Feedback, ModuleContext, Prompts, TaskInfo};
+use serl_llm::{generate, Designer};
+use serl_modules::{smoke_test, Design, Module, ModuleKind, ProgramReward, RewardModule, StateModule};
+use serl_train::task::execution_envs;
+use serl_train::{train, Algo, Policy, PolicyStrategy, TrainSetup};
+
+use crate::config::EvolveConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvolveError {
+    #[error("evolve config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Train(#[from] serl_train::TrainError),
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    #[error("the designer failed: {0}")]
+    Designer(String),
+    #[error("no candidate was valid in {0} iterations; see the attempts in the run directory")]
+    NoValidDesign(usize),
+}
+
+fn file_err(path: &Path, e: impl std::fmt::Display) -> EvolveError {
+    EvolveError::File {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvolveError> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| file_err(d, e))?;
+    }
+    let text = serde_json::to_string_pretty(v).map_err(|e| file_err(path, e))?;
+    serl_train::run::write_atomic(path, text.as_bytes()).map_err(|e| file_err(path, e))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Validation metrics of a trained candidate.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Validation {
+    pub pa: f64,
+    pub pa_std: f64,
+    pub wr: f64,
+    pub glr: f64,
+    pub afi: f64,
+    /// Static minus dynamic PA on the dynamic subset.
+    pub illusory_gain: f64,
+    pub pa_dynamic: f64,
+}
+
+/// One module's generation, as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModuleRecord {
+    pub kind: ModuleKind,
+    pub text: Option<String>,
+    pub attempts: usize,
+    pub errors: Vec<String>,
+    pub prompt: String,
+    pub replies: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CandidateResult {
+    pub key: String,
+    pub iteration: usize,
+    pub design: Option<Design>,
+    pub modules: Vec<ModuleRecord>,
+    /// Mean over modules of 1/attempts (0 when a module failed).
+    pub success_rate: f64,
+    pub validation: Option<Validation>,
+    /// PA × success rate (the paper's score); `None` for invalid designs.
+    pub score: Option<f64>,
+    pub repaired: u64,
+    pub train_secs: f64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// What the loop needs.
+pub struct EvolveInputs<'a> {
+    pub cfg: EvolveConfig,
+    pub env_cfg: EnvConfig,
+    pub market_cfg: MarketConfig,
+    pub market: &'a MarketData,
+    pub train_orders: &'a [ParentOrder],
+    pub val_orders: &'a [ParentOrder],
+    pub test_orders: &'a [ParentOrder],
+    pub designer: Box<dyn Designer + 'a>,
+    /// Rendered into the fine-tuning dataset (and for the builtin
+    /// designer, which reads contexts directly).
+    pub prompts: Option<Prompts>,
+    pub run_dir: PathBuf,
+    pub progress: bool,
+}
+
+pub struct EvolveOutcome {
+    pub candidates: Vec<CandidateResult>,
+    pub best: CandidateResult,
+    pub test: Vec<OrderResult>,
+    pub stages: Vec<(String, f64)>,
+    pub iterations_run: usize,
+}
+
+fn task(env: &EnvConfig) -> TaskInfo {
+    TaskInfo {
+        steps: (390 / env.decision_minutes.max(1) as usize).max(1),
+        decision_minutes: env.decision_minutes,
+        benchmark: format!("{:?}", env.benchmark).to_uppercase(),
+        ..TaskInfo::default()
+    }
+}
+
+struct Stage {
+    name: &'static str,
+    secs: f64,
+}
+
+/// Runs the loop in `inputs.run_dir`, resuming whatever it finds there.
+pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
+    let cfg = inputs.cfg.clone();
+    cfg.validate().map_err(EvolveError::Config)?;
+    let dir = inputs.run_dir.clone();
+    std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
+    let task = task(&inputs.env_cfg);
+    let mut stages: HashMap<&'static str, f64> = HashMap::new();
+    let add = |s: Stage, stages: &mut HashMap<&'static str, f64>| *stages.entry(s.name).or_default() += s.secs;
+
+    let bar = if inputs.progress {
+        ProgressBar::new((cfg.iterations * cfg.candidates) as u64)
+    } else {
+        ProgressBar::with_draw_target(Some((cfg.iterations * cfg.candidates) as u64), ProgressDrawTarget::hidden())
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+
+    let mut micro: HashMap<ModuleKind, String> = cfg.modules.iter().map(|k| (*k, EvolveConfig::micro(*k).to_string())).collect();
+    let mut micro_history: HashMap<ModuleKind, Vec<(String, f64)>> = HashMap::new();
+    let mut all: Vec<CandidateResult> = Vec::new();
+    let mut feedback: Option<Feedback> = None;
+    let mut ema: Option<f64> = None;
+    let mut still = 0usize;
+    let mut iterations_run = 0;
+    let smoke_order = inputs.train_orders.first().cloned();
+
+    for j in 0..cfg.iterations {
+        iterations_run = j + 1;
+        let mut round: Vec<CandidateResult> = Vec::new();
+        for k in 0..cfg.candidates {
+            let key = format!("i{j}_c{k}");
+            bar.set_message(format!("iteration {}/{} candidate {}", j + 1, cfg.iterations, k + 1));
+            let t = Instant::now();
+            let mut modules = Vec::new();
+            let mut parts: HashMap<ModuleKind, Module> = HashMap::new();
+            let (mut pt, mut ct) = (0, 0);
+            for &kind in &cfg.modules {
+                let mut ctx = ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
+                ctx.examples = top_examples(&all, kind, cfg.top_k);
+                ctx.feedback = feedback.clone();
+                let market = inputs.market;
+                let env_cfg = inputs.env_cfg.clone();
+                let order = smoke_order.clone();
+                let check = move |m: &Module| -> Result<(), String> {
+                    let (Some(o), Module::Reward(r)) = (&order, m) else {
+                        return match (&order, m) {
+                            (Some(o), Module::State(s)) => smoke(market, o, &env_cfg, &Design::baseline().reward, s),
+                            _ => Ok(()),
+                        };
+                    };
+                    smoke(market, o, &env_cfg, r, &StateModule { features: Vec::new() })
+                };
+                let g = generate(inputs.designer.as_mut(), kind, &ctx, cfg.max_attempts, &check);
+                if let Some(f) = g.fatal {
+                    return Err(EvolveError::Designer(f));
+                }
+                pt += g.prompt_tokens;
+                ct += g.completion_tokens;
+                let prompt = match &inputs.prompts {
+                    Some(p) => p.render(kind.name(), &ctx.to_value()).unwrap_or_default(),
+                    None => String::new(),
+                };
+                modules.push(ModuleRecord {
+                    kind,
+                    text: g.module.as_ref().map(Module::text),
+                    attempts: g.attempts.len(),
+                    errors: g.attempts.iter().filter_map(|a| a.error.clone()).collect(),
+                    prompt,
+                    replies: g.attempts.iter().map(|a| a.reply.clone()).collect(),
+                });
+                if let Some(m) = g.module {
+                    parts.insert(kind, m);
+                }
+            }
+            add(Stage { name: "design", secs: t.elapsed().as_secs_f64() }, &mut stages);
+            let path = dir.join("candidates").join(format!("{key}.json"));
+            let result = match read_json::<CandidateResult>(&path) {
+                Some(r) => r,
+                None => {
+                    let success_rate = modules
+                        .iter()
+                        .map(|m| if m.text.is_some() { 1.0 / m.attempts.max(1) as f64 } else { 0.0 })
+                        .sum::<f64>()
+                        / modules.len().max(1) as f64;
+                    let design = assemble(&parts, cfg.modules.len());
+                    let mut r = CandidateResult {
+                        key: key.clone(),
+                        iteration: j,
+                        design: design.clone(),
+                        modules,
+                        success_rate,
+                        validation: None,
+                        score: None,
+                        repaired: 0,
+                        train_secs: 0.0,
+                        prompt_tokens: pt,
+                        completion_tokens: ct,
+                    };
+                    if let Some(d) = &design {
+                        let seed = cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                        let t = Instant::now();
+                        let (policy, repaired) = train_design(&inputs, d, Algo::Ppo, cfg.train.total_steps, seed, None)?;
+                        r.train_secs = t.elapsed().as_secs_f64();
+                        add(Stage { name: "train", secs: r.train_secs }, &mut stages);
+                        let t = Instant::now();
+                        let v = validate(&inputs, &policy);
+                        add(Stage { name: "evaluate", secs: t.elapsed().as_secs_f64() }, &mut stages);
+                        r.score = Some(v.pa * success_rate);
+                        r.validation = Some(v);
+                        r.repaired = repaired;
+                    }
+                    write_json(&path, &r)?;
+                    r
+                }
+            };
+            bar.inc(1);
+            round.push(result);
+        }
+        all.extend(round.iter().cloned());
+
+        // Low-level DEK: tune the best design's reward constants.
+        if cfg.low_level.enabled {
+            if let Some(best) = best_of(&all).cloned() {
+                let t = Instant::now();
+                let tuned = tune_constants(&inputs, &best, j, &dir)?;
+                add(Stage { name: "low-level DEK", secs: t.elapsed().as_secs_f64() }, &mut stages);
+                all.extend(tuned);
+            }
+        }
+
+        // Feedback for the next round, and the iteration's summary.
+        let scored: Vec<&CandidateResult> = all.iter().filter(|c| c.iteration == j && c.score.is_some()).collect();
+        let best_round = scored.iter().filter_map(|c| c.score).fold(f64::NEG_INFINITY, f64::max);
+        feedback = Some(Feedback {
+            candidates: scored
+                .iter()
+                .map(|c| {
+                    let v = c.validation.clone().unwrap_or_default();
+                    CandidateFeedback {
+                        name: c.key.clone(),
+                        score: c.score.unwrap_or(0.0),
+                        pa: v.pa,
+                        wr: v.wr,
+                        glr: v.glr,
+                        afi: v.afi,
+                        illusory_gain: v.illusory_gain,
+                        repaired: c.repaired,
+                    }
+                })
+                .collect(),
+            reward_stats: None,
+            errors: all
+                .iter()
+                .filter(|c| c.iteration == j)
+                .flat_map(|c| c.modules.iter().flat_map(|m| m.errors.iter().cloned()))
+                .take(5)
+                .collect(),
+        });
+        let best_pa = best_of(&all).and_then(|c| c.validation.as_ref()).map_or(0.0, |v| v.pa);
+        if inputs.progress {
+            bar.println(format!(
+                "iteration {}: {} valid of {}, best score {}, best validation PA so far {:.3} bps",
+                j + 1,
+                scored.len(),
+                cfg.candidates,
+                if best_round.is_finite() { format!("{best_round:.3}") } else { "-".into() },
+                best_pa
+            ));
+        }
+
+        // High-level DEK: instruction history, then a rewritten instruction.
+        if cfg.high_level {
+            let t = Instant::now();
+            for &kind in &cfg.modules {
+                let score = if best_round.is_finite() { best_round } else { 0.0 };
+                micro_history.entry(kind).or_default().push((micro[&kind].clone(), score));
+                let mut ctx = ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
+                ctx.history = micro_history[&kind]
+                    .iter()
+                    .map(|(i, s)| serde_json::json!({"instruction": i, "score": s}))
+                    .collect();
+                ctx.feedback = feedback.clone();
+                if let Ok(r) = inputs.designer.refine(&ctx) {
+                    let text = r.text.trim();
+                    if !text.is_empty() && text.len() <= 600 {
+                        micro.insert(kind, text.to_string());
+                    }
+                }
+            }
+            add(Stage { name: "high-level DEK", secs: t.elapsed().as_secs_f64() }, &mut stages);
+        }
+        write_json(&dir.join("instructions.json"), &micro_history)?;
+
+        // Convergence on the EMA of the best validation PA.
+        let c = &cfg.convergence;
+        let next = match ema {
+            None => best_pa,
+            Some(e) => e + c.ema * (best_pa - e),
+        };
+        if ema.is_some_and(|e| (next - e).abs() < c.epsilon) {
+            still += 1;
+        } else {
+            still = 0;
+        }
+        ema = Some(next);
+        if still >= c.window {
+            if inputs.progress {
+                bar.println(format!("converged after {} iterations", j + 1));
+            }
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    let best = best_of(&all).cloned().ok_or(EvolveError::NoValidDesign(iterations_run))?;
+
+    // The final test: retrain with the full budget, test once.
+    let t = Instant::now();
+    let design = best.design.clone().expect("scored candidates have designs");
+    let plain = Design::baseline();
+    let finals = [
+        ("serl-best", &design, Algo::Ppo),
+        ("ppo-default", &plain, Algo::Ppo),
+        ("ddqn-default", &plain, Algo::Ddqn),
+    ];
+    let mut factories = Vec::new();
+    for (name, d, algo) in finals {
+        let fdir = dir.join("final").join(name);
+        let policy = if fdir.join("final.bpk").exists() {
+            Policy::load(&fdir, "final", &serl_train::DeviceChoice::Cpu.device()?)?
+        } else {
+            let seed = cfg.seed ^ 0xF1AA;
+            train_design(&inputs, d, algo, cfg.final_steps, seed, Some(&fdir))?.0
+        };
+        let label = name.to_string();
+        factories.push(StrategyFactory {
+            label: label.clone(),
+            make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
+        });
+    }
+    add(Stage { name: "final training", secs: t.elapsed().as_secs_f64() }, &mut stages);
+    let t = Instant::now();
+    for spec in ["twap", "vwap", "ac"] {
+        factories.insert(factories.len() - 3, StrategyFactory::from_spec(serl_eval::StrategySpec::parse(spec).map_err(EvolveError::Config)?));
+    }
+    let reward = DefaultReward {
+        inventory_penalty: inputs.env_cfg.inventory_penalty,
+        terminal_penalty: inputs.env_cfg.terminal_penalty,
+    };
+    let dynamic = DynamicRunner {
+        market: inputs.market_cfg.clone(),
+        seed: cfg.seed,
+    };
+    let mut test = run_backtest(inputs.market, inputs.test_orders, &factories, &[&StaticRunner as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
+    let n_dyn = cfg.dynamic_validation_orders.min(inputs.test_orders.len());
+    test.extend(run_backtest(inputs.market, &inputs.test_orders[..n_dyn], &factories, &[&dynamic as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {}));
+    add(Stage { name: "test", secs: t.elapsed().as_secs_f64() }, &mut stages);
+
+    let mut stage_list: Vec<(String, f64)> = stages.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    stage_list.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(EvolveOutcome {
+        candidates: all,
+        best,
+        test,
+        stages: stage_list,
+        iterations_run,
+    })
+}
+
+fn smoke(market: &MarketData, o: &ParentOrder, env: &EnvConfig, r: &RewardModule, s: &StateModule) -> Result<(), String> {
+    let view = market.get(&o.symbol, o.date).ok_or("no session for the smoke order")?;
+    smoke_test(r, s, view, o, env).map(|_| ()).map_err(|e| format!("smoke test: {e}"))
+}
+
+/// A design from the generated modules; modules not designed keep the
+/// baseline's. `None` when any designed module failed.
+fn assemble(parts: &HashMap<ModuleKind, Module>, wanted: usize) -> Option<Design> {
+    if parts.len() < wanted {
+        return None;
+    }
+    let mut d = Design::baseline();
+    for m in parts.values() {
+        match m {
+            Module::Reward(r) => d.reward = r.clone(),
+            Module::State(s) => d.state = s.clone(),
+            Module::Architecture(a) => d.architecture = a.clone(),
+            Module::Imagination(i) => d.imagination = i.clone(),
+            Module::Profiling(p) => d.profiling = Some(p.clone()),
+            Module::Communication(c) => d.communication = Some(c.clone()),
+        }
+    }
+    Some(d)
+}
+
+fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
+    let m = match kind {
+        ModuleKind::Reward => Module::Reward(d.reward.clone()),
+        ModuleKind::State => Module::State(d.state.clone()),
+        ModuleKind::Architecture => Module::Architecture(d.architecture.clone()),
+        ModuleKind::Imagination => Module::Imagination(d.imagination.clone()),
+        ModuleKind::Profiling => Module::Profiling(d.profiling.clone()?),
+        ModuleKind::Communication => Module::Communication(d.communication.clone()?),
+    };
+    Some(m.text())
+}
+
+fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) -> Vec<Example> {
+    let mut scored: Vec<(&CandidateResult, f64)> = all.iter().filter_map(|c| c.score.map(|s| (c, s))).collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut seen = std::collections::HashSet::new();
+    scored
+        .into_iter()
+        .filter_map(|(c, s)| {
+            let text = module_text(c.design.as_ref()?, kind)?;
+            seen.insert(text.clone()).then_some(Example { source: text, score: s })
+        })
+        .take(k)
+        .collect()
+}
+
+pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
+    all.iter().filter(|c| c.score.is_some()).max_by(|a, b| a.score.unwrap_or(f64::MIN).total_cmp(&b.score.unwrap_or(f64::MIN)))
+}
+
+/// Trains `design` and returns its final policy and the values its
+/// programs repaired.
+fn train_design(inputs: &EvolveInputs, d: &Design, algo: Algo, steps: usize, seed: u64, dir: Option<&Path>) -> Result<(Policy, u64), EvolveError> {
+    let reward = Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
+    let mut tc = inputs.cfg.train.clone();
+    tc.algo = algo;
+    tc.total_steps = steps;
+    tc.seed = seed;
+    tc.network = d.architecture.clone();
+    tc.features = d.state.features.clone();
+    tc.imagination = serl_train::run::ImaginationConfig {
+        share: if d.imagination.scenarios.is_empty() { 0.0 } else { d.imagination.share },
+        scenarios: d.imagination.scenarios.clone(),
+    };
+    let market_cfg = d.profiling.as_ref().map_or(inputs.market_cfg.clone(), |p| p.market.clone());
+    let envs = execution_envs(&tc, inputs.market, inputs.train_orders, &inputs.env_cfg, reward.clone(), &market_cfg)?;
+    let out = train(TrainSetup {
+        config: tc,
+        envs,
+        validate: None,
+        run_dir: dir.map(Path::to_path_buf),
+        resume: false,
+        progress: false,
+    })?;
+    Ok((out.final_policy, reward.repaired()))
+}
+
+fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
+    let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
+    let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
+    let orders: Vec<ParentOrder> = (0..n).map(|i| inputs.val_orders[(i as f64 * step) as usize].clone()).collect();
+    let p = policy.clone();
+    let f = [StrategyFactory {
+        label: "candidate".into(),
+        make: Box::new(move || Box::new(PolicyStrategy::new(p.clone(), "candidate".into()))),
+    }];
+    let reward = DefaultReward {
+        inventory_penalty: inputs.env_cfg.inventory_penalty,
+        terminal_penalty: inputs.env_cfg.terminal_penalty,
+    };
+    let rows = run_backtest(inputs.market, &orders, &f, &[&StaticRunner as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
+    let refs: Vec<&OrderResult> = rows.iter().collect();
+    let s = summarize("candidate", "static", &refs, inputs.cfg.seed);
+    let nd = inputs.cfg.dynamic_validation_orders.min(orders.len());
+    let dynamic = DynamicRunner {
+        market: inputs.market_cfg.clone(),
+        seed: inputs.cfg.seed,
+    };
+    let drows = run_backtest(inputs.market, &orders[..nd], &f, &[&dynamic as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
+    let mean = |v: &[OrderResult]| if v.is_empty() { 0.0 } else { v.iter().map(|r| r.pa_bps).sum::<f64>() / v.len() as f64 };
+    let pa_dynamic = mean(&drows);
+    let static_subset = mean(&rows.iter().filter(|r| drows.iter().any(|d| d.order_id == r.order_id)).cloned().collect::<Vec<_>>());
+    Validation {
+        pa: s.pa.mean,
+        pa_std: s.pa_std,
+        wr: s.wr,
+        glr: s.glr.unwrap_or(0.0),
+        afi: s.afi,
+        illusory_gain: static_subset - pa_dynamic,
+        pa_dynamic,
+    }
+}
+
+/// (1+λ)-ES on the reward's numeric constants: each generation tries λ
+/// log-normal perturbations of the incumbent and keeps the best if it
+/// scores higher. Each trial is a candidate of its own in the run
+/// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
+fn tune_constants(inputs: &EvolveInputs, best: &CandidateResult, j: usize, dir: &Path) -> Result<Vec<CandidateResult>, EvolveError> {
+    let cfg = &inputs.cfg.low_level;
+    let Some(design) = best.design.clone() else { return Ok(Vec::new()) };
+    let reward = ProgramReward::new(&design.reward).map_err(|e| EvolveError::Config(e.to_string()))?;
+    let constants = reward.program().constants();
+    if constants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut rng = SmallRng::seed_from_u64(inputs.cfg.seed ^ (j as u64 + 0xDE4));
+    let noise = Normal::new(0.0, cfg.sigma).map_err(|e| EvolveError::Config(e.to_string()))?;
+    let mut incumbent = (design, best.score.unwrap_or(f64::MIN), constants);
+    let mut out = Vec::new();
+    for g in 0..cfg.generations {
+        let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
+        for m in 0..cfg.lambda {
+            let c: Vec<f64> = incumbent.2.iter().map(|v| v * noise.sample(&mut rng).exp()).collect();
+            let key = format!("ll{j}_g{g}_m{m}");
+            let path = dir.join("candidates").join(format!("{key}.json"));
+            let r = match read_json::<CandidateResult>(&path) {
+                Some(r) => r,
+                None => {
+                    let program = reward.program().with_constants(&c);
+                    let mut d = incumbent.0.clone();
+                    d.reward = RewardModule {
+                        program: render_constants(d.reward.program.as_str(), &c).unwrap_or_else(|| program.source().to_string()),
+                    };
+                    let seed = inputs.cfg.seed ^ ((j * 1000 + 500 + g * 10 + m) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    let t = Instant::now();
+                    let (policy, repaired) = train_design(inputs, &d, Algo::Ppo, inputs.cfg.train.total_steps, seed, None)?;
+                    let train_secs = t.elapsed().as_secs_f64();
+                    let v = validate(inputs, &policy);
+                    let r = CandidateResult {
+                        key: key.clone(),
+                        iteration: j,
+                        design: Some(d.clone()),
+                        modules: Vec::new(),
+                        success_rate: best.success_rate,
+                        score: Some(v.pa * best.success_rate),
+                        validation: Some(v),
+                        repaired,
+                        train_secs,
+                        prompt_tokens: 0,
+                        completion_tokens: 0,
+                    };
+                    write_json(&path, &r)?;
+                    r
+                }
+            };
+            if let (Some(d), Some(s)) = (r.design.clone(), r.score) {
+                if gen_best.as_ref().is_none_or(|b| s > b.1) {
+                    gen_best = Some((d, s, c.clone()));
+                }
+            }
+            out.push(r);
+        }
+        if let Some(b) = gen_best {
+            if b.1 > incumbent.1 {
+                incumbent = b;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites the numeric literals of `source` with `values`, in order,
+/// keeping the rest of the text as written.
+fn render_constants(source: &str, values: &[f64]) -> Option<String> {
+    let mut out = String::new();
+    let mut it = values.iter();
+    let b = source.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let starts_number = (c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
+        if starts_number {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.' || b[i] == b'e' || b[i] == b'E' || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E'))) {
+                i += 1;
+            }
+            let _ = &source[s..i];
+            out.push_str(&format!("{:.6}", it.next()?));
+        } else {
+            out.push(c as char);
+            i += 1;
+        }
+    }
+    it.next().is_none().then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_rewritten_in_place() {
+        let s = "step_pa - 2 * remaining_inv^2 / steps - 50.5 * done";
+        assert_eq!(
+            render_constants(s, &[3.0, 2.0, 1.0]).unwrap(),
+            "step_pa - 3.000000 * remaining_inv^2.000000 / steps - 1.000000 * done"
+        );
+        assert_eq!(render_constants(s, &[1.0]), None);
+    }
+}

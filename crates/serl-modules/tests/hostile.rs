@@ -1,0 +1,134 @@
+//! Hostile and broken designer replies: every one is rejected with a
+//! precise message, and none panics or hangs.
+
+use std::time::{Duration, Instant};
+
+use serl_modules::{extract, Module, ModuleKind};
+
+use ModuleKind::*;
+
+fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
+    let deep = format!("{}step_pa{}", "(".repeat(200), ")".repeat(200));
+    let huge = vec!["step_pa"; 2000].join(" + ");
+    let long_num = "9".repeat(5000);
+    let nested_json = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let many_features = format!(
+        "{{\"features\": [{}]}}",
+        (0..40).map(|i| format!("{{\"name\": \"f{i}\", \"program\": \"time_left\"}}")).collect::<Vec<_>>().join(",")
+    );
+    vec![
+        // Empty and prose.
+        (Reward, "".into(), "empty"),
+        (Reward, "   \n\t ".into(), "empty"),
+        (State, "".into(), "empty"),
+        (Architecture, "I think a deep network would work well here.".into(), "no JSON"),
+        (Imagination, "Let me think step by step about volatility.".into(), "no JSON"),
+        (Profiling, "Sorry, I cannot help with that.".into(), "no JSON"),
+        (Communication, "The agents should share their inventory.".into(), "no JSON"),
+        (Reward, "The reward should penalise inventory.".into(), "expected the end"),
+        // A wrong language.
+        (Reward, "```python\ndef reward(s):\n    return s.pa\n```".into(), "unknown name `def`"),
+        (Reward, "```python\nimport os\nos.system('rm -rf /')\n```".into(), "unknown name `import`"),
+        (Reward, "lambda s: s['step_pa']".into(), "unknown name `lambda`"),
+        (Reward, "fn reward(x: f64) -> f64 { x }".into(), "unknown name `fn`"),
+        (Reward, "for i in range(10): total += i".into(), "no loops"),
+        (Reward, "while true do step_pa".into(), "unknown name `while`"),
+        (Reward, "step_pa; remaining_inv".into(), "expected the end"),
+        (Reward, "x = step_pa\nreturn x".into(), "unknown name `x`"),
+        (Reward, "step_pa if done else 0".into(), "expected the end"),
+        (Reward, "done ? 1 : 0".into(), "if c then a else b"),
+        (Reward, "[step_pa, 1]".into(), "no lists"),
+        (Reward, "{\"reward\": \"step_pa\"}".into(), "no lists"),
+        // Unknown variables and functions.
+        (Reward, "step_pa - remaining_inventory".into(), "did you mean `remaining_inv`"),
+        (Reward, "pa - 2 * inventory".into(), "unknown name `pa`"),
+        (Reward, "step_pa - penalty(remaining_inv)".into(), "unknown function `penalty`"),
+        (Reward, "step_pa - sqr(remaining_inv)".into(), "did you mean `sqrt`"),
+        (Reward, "reward_prev + step_pa".into(), "unknown name `reward_prev`"),
+        (State, r#"{"features": [{"name": "a", "program": "mean(price, 5)"}]}"#.into(), "unknown name `price`"),
+        (Communication, r#"{"broadcast": [{"name": "a", "program": "my_inventory"}], "aggregate": "mean"}"#.into(), "unknown name `my_inventory`"),
+        // Type errors.
+        (Reward, "if remaining_inv then 1 else 0".into(), "must be a condition"),
+        (Reward, "step_pa > 0".into(), "must give a number"),
+        (Reward, "(step_pa > 0) + 1".into(), "must be a number"),
+        // Huge expressions and deep nesting.
+        (Reward, deep, "deeper"),
+        (Reward, huge, "bytes"),
+        (Reward, long_num, "bytes"),
+        (Reward, format!("{}step_pa", "-".repeat(300)), "deeper"),
+        (Architecture, nested_json, "invalid JSON"),
+        (State, many_features, "at most 32"),
+        // NaN-producing and ill-formed numeric designs.
+        (Reward, "mean(step_pa, 5)".into(), "window functions belong in state features"),
+        (Reward, "clip(step_pa, 1)".into(), "takes 3 arguments"),
+        (State, r#"{"features": [{"name": "a", "program": "mean(volume, 0)"}]}"#.into(), "whole number from 1 to 64"),
+        (State, r#"{"features": [{"name": "a", "program": "ema(volume + 1, 3)"}]}"#.into(), "must be a variable name"),
+        // Invalid JSON specs.
+        (Architecture, "{\"window\": 1, \"blocks\": [".into(), "no JSON"),
+        (Architecture, "{\"window\": 1, \"blocks\": [{\"kind\": \"dense\", \"width\": 64,}]}".into(), "invalid JSON"),
+        (Architecture, r#"{"window": 1, "blocks": [{"kind": "transformer_xl", "width": 64}]}"#.into(), "transformer_xl"),
+        (Architecture, r#"{"window": 1, "blocks": [{"kind": "dense", "width": -5}]}"#.into(), "invalid JSON"),
+        (Architecture, r#"{"window": 0, "blocks": []}"#.into(), "window"),
+        (Architecture, r#"{"blocks": [{"kind": "dense", "width": 0}]}"#.into(), "blocks[0].width"),
+        (Architecture, r#"{"window": 4, "blocks": [{"kind": "dense", "width": 8}, {"kind": "gru", "hidden": 8}]}"#.into(), "first block"),
+        (Imagination, r#"{"scenarios": []}"#.into(), "1 to 8 scenarios"),
+        (Imagination, r#"{"scenarios": [{"volatility_mult": 1e9, "drift_bps": 0, "liquidity_mult": 1, "jumps": []}]}"#.into(), "volatility_mult"),
+        (Imagination, r#"{"scenarios": [{"volatility_mult": 1, "drift_bps": 0, "liquidity_mult": 1, "jumps": [[900, 5]]}]}"#.into(), "minute"),
+        (Imagination, r#"{"scenarios": [{"volatility": 2}]}"#.into(), "unknown field `volatility`"),
+        (Profiling, r#"{"market": {"noise_agents": 1000000}}"#.into(), "agents"),
+        (Profiling, r#"{"market": {"market_makers": 0}}"#.into(), "market_makers = 0"),
+        (Profiling, r#"{"market": {"cancel_share": 3.0}}"#.into(), "cancel_share"),
+        (Communication, r#"{"broadcast": [], "aggregate": "mean"}"#.into(), "1 to 8"),
+        (Communication, r#"{"broadcast": [{"name": "a", "program": "time_left"}], "aggregate": "median"}"#.into(), "median"),
+        // Networks with 10^9 parameters.
+        (Architecture, r#"{"blocks": [{"kind": "dense", "width": 4096}, {"kind": "dense", "width": 4096}, {"kind": "dense", "width": 4096}]}"#.into(), "parameters"),
+        (Architecture, r#"{"blocks": [{"kind": "dense", "width": 1000000000}]}"#.into(), "blocks[0].width"),
+        (Architecture, r#"{"window": 64, "blocks": [{"kind": "dense", "width": 4096}, {"kind": "residual"}, {"kind": "residual"}]}"#.into(), "parameters"),
+        // Attempted file paths and I/O.
+        (Reward, "open('/etc/passwd')".into(), "no strings"),
+        (Reward, "include(\"../../secrets\")".into(), "no strings"),
+        (Reward, "/etc/passwd".into(), "expected a number"),
+        (Reward, "read_file(step_pa)".into(), "unknown function `read_file`"),
+        (State, r#"{"features": [{"name": "../../etc/passwd", "program": "time_left"}]}"#.into(), "letters, digits or underscores"),
+        (Architecture, r#"{"window": 1, "blocks": [], "checkpoint": "/root/.ssh/id_rsa"}"#.into(), "unknown field `checkpoint`"),
+        (Profiling, r#"{"market": {}, "load": "file:///etc/shadow"}"#.into(), "unknown field `load`"),
+        (State, r#"{"features": [{"name": "a", "program": "time_left"}, {"name": "a", "program": "time_left"}]}"#.into(), "defined twice"),
+    ]
+}
+
+#[test]
+fn every_hostile_reply_is_rejected_with_a_precise_message() {
+    let cases = corpus();
+    assert!(cases.len() >= 50, "{} cases", cases.len());
+    for (kind, reply, needle) in cases {
+        let t = Instant::now();
+        let result = match extract(kind, &reply) {
+            None if reply.trim().is_empty() => Err("the reply was empty".to_string()),
+            None => Err("no JSON object found in the reply".to_string()),
+            Some(text) => Module::parse(kind, &text).map_err(|e| e.to_string()),
+        };
+        let shown: String = reply.chars().take(60).collect();
+        match result {
+            Ok(m) => panic!("{kind:?} accepted `{shown}`: {m:?}"),
+            Err(e) => assert!(e.contains(needle), "{kind:?} `{shown}`: expected `{needle}` in: {e}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(1), "{kind:?} `{shown}` took {:?}", t.elapsed());
+    }
+}
+
+#[test]
+fn good_replies_in_prose_and_fences_are_accepted() {
+    let cases = [
+        (Reward, "Here you go:\n```serl\nstep_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2\n```"),
+        (State, "```json\n{\"features\": [{\"name\": \"vol5\", \"program\": \"std(ret_1, 5)\"}]}\n```"),
+        (Architecture, "{\"window\": 4, \"blocks\": [{\"kind\": \"gru\", \"hidden\": 32}, {\"kind\": \"dense\", \"width\": 32}]}"),
+        (Architecture, "{\"blocks\": [{\"kind\": \"book_attention\", \"d_model\": 16, \"heads\": 2}, {\"kind\": \"residual\"}, {\"kind\": \"layer_norm\"}]}"),
+        (Imagination, "Scenarios: {\"scenarios\": [{\"volatility_mult\": 1.5, \"drift_bps\": -20, \"liquidity_mult\": 0.8, \"jumps\": [[60, -10]]}], \"share\": 0.5}"),
+        (Profiling, "{\"market\": {\"noise_agents\": 80, \"market_makers\": 3}}"),
+        (Communication, "{\"broadcast\": [{\"name\": \"inv\", \"program\": \"inventory_left\"}], \"aggregate\": \"attention\"}"),
+    ];
+    for (kind, reply) in cases {
+        let text = extract(kind, reply).unwrap();
+        Module::parse(kind, &text).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    }
+}

@@ -1,0 +1,249 @@
+//! `serl evolve`: the SE-RL outer loop, end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+use serl_data::{DataConfig, Split};
+use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig};
+use serl_eval::Provenance;
+use serl_evolve::{evolve, EvolveConfig, EvolveInputs};
+use serl_llm::record::{Recorder, Replay};
+use serl_llm::{BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts};
+
+#[derive(Args)]
+pub struct EvolveArgs {
+    /// An evolve config: [data], [orders], [env], [market], [evolve], [llm].
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Bar data (default: the config's `data_path`, else the bundled sample).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The designer: the builtin offline search, an OpenAI-compatible
+    /// server, Ollama, or a replay of a recorded transcript.
+    #[arg(long, value_enum)]
+    pub llm: Option<LlmChoice>,
+    /// The transcript to replay (default: the run directory's).
+    #[arg(long)]
+    pub replay_from: Option<PathBuf>,
+    /// The prompt templates (default: prompts/).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// Continue the run in this directory with its saved config.
+    #[arg(long, conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
+    /// The run directory.
+    #[arg(long, required_unless_present = "resume")]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum, Debug, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmChoice {
+    #[default]
+    Builtin,
+    Openai,
+    Ollama,
+    Replay,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSection {
+    pub backend: LlmChoice,
+    pub http: HttpConfig,
+    pub temperature: f64,
+    /// Send the expression grammar (GBNF) to servers that support it.
+    pub constrained: bool,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        LlmSection {
+            backend: LlmChoice::Builtin,
+            http: HttpConfig::default(),
+            temperature: 0.7,
+            constrained: false,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvolveFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+    pub market: MarketConfig,
+    pub evolve: EvolveConfig,
+    pub llm: LlmSection,
+    pub data_path: Option<PathBuf>,
+    pub prompts: Option<PathBuf>,
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let p = e?.path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn run(a: EvolveArgs) -> Result<ExitCode> {
+    let (out, mut cfg) = match &a.resume {
+        Some(dir) => {
+            let saved = dir.join("evolve.toml");
+            if !saved.exists() {
+                bail!("{} has no evolve.toml: it is not a run directory of `serl evolve`", dir.display());
+            }
+            (dir.clone(), read_toml::<EvolveFile>(&saved)?)
+        }
+        None => {
+            let out = a.out.clone().expect("clap requires --out without --resume");
+            let cfg = match &a.config {
+                Some(p) => read_toml(p)?,
+                None => EvolveFile::default(),
+            };
+            (out, cfg)
+        }
+    };
+    if a.resume.is_none() {
+        if out.join("evolve.toml").exists() {
+            bail!("{} already holds an evolve run; continue it with `serl evolve --resume {}`", out.display(), out.display());
+        }
+        if let Some(d) = &a.data {
+            cfg.data_path = Some(d.clone());
+        }
+        if let Some(l) = a.llm {
+            cfg.llm.backend = l;
+        }
+        if let Some(p) = &a.prompts {
+            cfg.prompts = Some(p.clone());
+        }
+        if let Some(s) = a.seed {
+            cfg.evolve.seed = s;
+        }
+    } else if let Some(l) = a.llm {
+        // A resumed LLM run may be finished by replaying its transcript.
+        cfg.llm.backend = l;
+    }
+    cfg.data.validate().map_err(|m| anyhow::anyhow!("[data] {m}"))?;
+    cfg.env.validate()?;
+    cfg.evolve.validate().map_err(|m| anyhow::anyhow!("[evolve] {m}"))?;
+    let data_path = cfg.data_path.clone().unwrap_or_else(|| PathBuf::from("data/lean"));
+    let prompt_dir = cfg.prompts.clone().unwrap_or_else(|| PathBuf::from("prompts"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    if a.resume.is_none() {
+        std::fs::write(out.join("evolve.toml"), toml::to_string(&cfg)?).with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
+        if prompt_dir.is_dir() {
+            copy_dir(&prompt_dir, &out.join("prompts")).with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
+        }
+    }
+    // The run's own copy of the prompts, so a resumed or replayed run asks
+    // exactly what the original asked.
+    let prompts_used = if out.join("prompts").is_dir() { out.join("prompts") } else { prompt_dir.clone() };
+    let prompts = Prompts::load(&prompts_used).with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
+
+    let t0 = std::time::Instant::now();
+    let ds = serl_data::load(&data_path, &cfg.data).with_context(|| format!("loading {}", data_path.display()))?;
+    let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
+    let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
+    let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
+    if train.is_empty() || val.is_empty() || test.is_empty() {
+        bail!("{}: the train, validation and test splits need orders ({} / {} / {})", data_path.display(), train.len(), val.len(), test.len());
+    }
+    let market = MarketData::new(&ds, &cfg.data);
+    let transcript = out.join("transcript.jsonl");
+    let designer: Box<dyn Designer> = match cfg.llm.backend {
+        LlmChoice::Builtin => Box::new(BuiltinDesigner::new(cfg.evolve.seed)),
+        LlmChoice::Openai | LlmChoice::Ollama => {
+            let mut http = cfg.llm.http.clone();
+            if cfg.llm.backend == LlmChoice::Ollama {
+                http.flavor = Flavor::Ollama;
+            }
+            let backend = Recorder::new(HttpBackend::new(http)?, &transcript)?;
+            let mut d = LlmDesigner::new(Prompts::load(&prompts_used)?, Box::new(backend), cfg.evolve.seed);
+            d.temperature = cfg.llm.temperature;
+            d.constrained = cfg.llm.constrained;
+            Box::new(d)
+        }
+        LlmChoice::Replay => {
+            let from = a.replay_from.clone().unwrap_or(transcript.clone());
+            let mut d = LlmDesigner::new(Prompts::load(&prompts_used)?, Box::new(Replay::open(&from)?), cfg.evolve.seed);
+            d.temperature = cfg.llm.temperature;
+            d.constrained = cfg.llm.constrained;
+            Box::new(d)
+        }
+    };
+    let designer_name = designer.name();
+    eprintln!(
+        "designer: {designer_name}; {} / {} / {} train / validation / test orders over {} symbols; run directory {}",
+        train.len(),
+        val.len(),
+        test.len(),
+        ds.symbols().len(),
+        out.display()
+    );
+    let modules = cfg.evolve.modules.clone();
+    let outcome = evolve(EvolveInputs {
+        cfg: cfg.evolve.clone(),
+        env_cfg: cfg.env.clone(),
+        market_cfg: cfg.market.clone(),
+        market: &market,
+        train_orders: &train,
+        val_orders: &val,
+        test_orders: &test,
+        designer,
+        prompts: Some(prompts),
+        run_dir: out.clone(),
+        progress: true,
+    })?;
+    let provenance = Provenance {
+        data_path: data_path.display().to_string(),
+        split: "test".into(),
+        seed: cfg.evolve.seed,
+        orders: test.len(),
+        order_config: serde_json::to_string(&cfg.orders)?,
+        env_config: serde_json::to_string(&cfg.env)?,
+        reward: format!("best design: {}", outcome.best.design.as_ref().map_or("-".into(), |d| d.reward.program.clone())),
+        serl_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: super::backtest::git_commit(),
+        created: super::backtest::now(),
+    };
+    serl_evolve::report::write(&out, &outcome, &modules, &designer_name, provenance)?;
+    let data = serl_eval::ReportData::new(&outcome.test, serl_eval::Provenance::default());
+    println!("{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}", "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI");
+    for s in &data.summaries {
+        println!(
+            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
+            s.env,
+            s.strategy,
+            s.orders,
+            s.pa.to_string(),
+            s.pa_std,
+            s.wr,
+            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
+            s.afi
+        );
+    }
+    println!(
+        "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
+        outcome.best.key,
+        outcome.best.score.unwrap_or(0.0),
+        t0.elapsed().as_secs_f64(),
+        out.join("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,203 @@
+//! `serl evolve` end to end on the bundled data: the builtin designer, an
+//! OpenAI-compatible server on loopback, replay, and resume after kill -9.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn serl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_serl")).args(args).current_dir(repo()).output().expect("the serl binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
+fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
+    let base = std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap();
+    let cfg = base
+        .replace("iterations = 3", "iterations = 2")
+        .replace("candidates = 3", "candidates = 2")
+        .replace("final_steps = 8192", "final_steps = 512")
+        .replace("total_steps = 2048", "total_steps = 512")
+        .replace("validation_orders = 200", "validation_orders = 16")
+        .replace("dynamic_validation_orders = 8", "dynamic_validation_orders = 2")
+        .replace("lambda = 2", "lambda = 1")
+        + extra;
+    let p = dir.join("evolve.toml");
+    std::fs::write(&p, cfg).unwrap();
+    p
+}
+
+fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
+    let mut v: Vec<(String, Option<f64>)> = std::fs::read_dir(run.join("candidates"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (j["key"].as_str().unwrap().to_string(), j["score"].as_f64())
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[test]
+fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), "");
+    let run = dir.path().join("run");
+    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    for s in ["twap", "vwap", "ac:", "serl-best", "ppo-default", "ddqn-default"] {
+        assert!(t.contains(s), "{s} missing from the test table:\n{t}");
+    }
+    for f in ["report.md", "report.html", "test/report.html", "finetune/sft.jsonl", "finetune/dpo.jsonl", "prompts/reward.j2", "instructions.json"] {
+        assert!(run.join(f).exists(), "{f} is missing");
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("builtin offline search (no LLM)") && report.contains("Paired difference"), "{report}");
+    assert!(std::fs::read_to_string(run.join("finetune/sft.jsonl")).unwrap().lines().count() >= 1);
+
+    // Resuming a finished run trains nothing again and gives the same table.
+    let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
+    assert!(o2.status.success(), "{}", text(&o2));
+
+    let again = dir.path().join("again");
+    let o3 = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    assert!(o3.status.success(), "{}", text(&o3));
+    assert_eq!(scores(&run), scores(&again));
+}
+
+#[test]
+fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), "");
+    let run = dir.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(["evolve", "--config", cfg.to_str().unwrap(), "--out", run.to_str().unwrap()])
+        .current_dir(repo())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = run.join("candidates/i0_c0.json");
+    let t = Instant::now();
+    while !first.exists() && t.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(first.exists(), "the first candidate never finished");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let kept = std::fs::read_to_string(&first).unwrap();
+    let o = serl(&["evolve", "--resume", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&first).unwrap(), kept, "a finished candidate was trained again");
+    assert!(run.join("report.html").exists());
+}
+
+/// An OpenAI-compatible server that answers each module's prompt with a
+/// valid module (and the first reward prompt with a broken one, to
+/// exercise the retry).
+fn scripted_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut first_reward = true;
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let prompt = req["messages"][0]["content"].as_str().unwrap_or("").to_string();
+            let seed = req["seed"].as_u64().unwrap_or(0);
+            let content = if prompt.contains("# Module: reward") {
+                if first_reward {
+                    first_reward = false;
+                    "I would use `step_pa - remaining_inventory`".to_string()
+                } else {
+                    format!("```serl\nstep_pa - {}.5 * remaining_inv^2 / steps - 50 * done * remaining_inv^2\n```", seed % 4)
+                }
+            } else if prompt.contains("# Module: state space") {
+                r#"{"features": [{"name": "ret_mean_5", "program": "mean(ret_1, 5)"}]}"#.to_string()
+            } else if prompt.contains("# Module: agent architecture") {
+                r#"Here: {"window": 1, "blocks": [{"kind": "dense", "width": 32, "activation": "tanh"}]}"#.to_string()
+            } else if prompt.contains("# Module: imagination") {
+                r#"{"scenarios": [{"volatility_mult": 1.2, "drift_bps": -10, "liquidity_mult": 0.9, "jumps": []}], "share": 0.5}"#.to_string()
+            } else {
+                "Penalise inventory late in the day.".to_string()
+            };
+            let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 20}}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+        }
+    });
+    url
+}
+
+#[test]
+fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = scripted_server();
+    let extra = format!("\n[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n");
+    let base = tiny_config(dir.path(), "");
+    // Drop the shipped [llm.http] table and use the scripted server's.
+    let text_cfg = std::fs::read_to_string(&base).unwrap();
+    let cut = text_cfg.find("[llm.http]").unwrap();
+    let cfg = dir.path().join("llm.toml");
+    std::fs::write(&cfg, format!("{}{}", &text_cfg[..cut], extra)).unwrap();
+    let run = dir.path().join("run");
+    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--llm", "openai", "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let transcript = std::fs::read_to_string(run.join("transcript.jsonl")).unwrap();
+    assert!(transcript.lines().count() >= 8, "{transcript}");
+    let c0: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap()).unwrap();
+    let reward = c0["modules"].as_array().unwrap().iter().find(|m| m["kind"] == "reward").unwrap();
+    assert_eq!(reward["attempts"], 2, "the broken first reply was retried: {reward}");
+    assert!(reward["errors"][0].as_str().unwrap().contains("did you mean `remaining_inv`"), "{reward}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("LLM: openai scripted"), "{}", &report[..300.min(report.len())]);
+
+    let replay = dir.path().join("replay");
+    let o = serl(&[
+        "evolve", "--config", cfg.to_str().unwrap(), "--llm", "replay", "--replay-from",
+        run.join("transcript.jsonl").to_str().unwrap(), "--out", replay.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(scores(&run), scores(&replay));
+}
+
+#[test]
+fn an_unreachable_server_is_a_clear_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base = tiny_config(dir.path(), "");
+    let text_cfg = std::fs::read_to_string(&base).unwrap();
+    let cut = text_cfg.find("[llm.http]").unwrap();
+    let cfg = dir.path().join("llm.toml");
+    std::fs::write(&cfg, format!("{}[llm.http]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 0\n", &text_cfg[..cut])).unwrap();
+    let t = Instant::now();
+    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--llm", "openai", "--out", dir.path().join("run").to_str().unwrap()]);
+    assert!(!o.status.success());
+    let t2 = text(&o);
+    assert!(t2.contains(&format!("127.0.0.1:{port}")) && t2.contains("cannot connect"), "{t2}");
+    assert!(t.elapsed() < Duration::from_secs(60));
+}
