@@ -37,9 +37,12 @@ fn serve(script: Vec<Answer>) -> Server {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let seen = bodies.clone();
     std::thread::spawn(move || {
+        // One thread per connection, so that a slow answer does not hold
+        // up the retry behind it.
         for answer in script {
             let Ok((stream, _)) = listener.accept() else { return };
-            handle(stream, answer, &seen);
+            let seen = seen.clone();
+            std::thread::spawn(move || handle(stream, answer, &seen));
         }
     });
     Server { url, bodies }

@@ -8,7 +8,10 @@ use crate::module::ModuleKind;
 /// (a leading `reward =` or similar label is dropped). JSON modules: the
 /// first balanced `{...}` or `[...]`, fenced or not.
 pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
-    let body = fenced(reply).unwrap_or(reply);
+    // Programs: a fence, else an inline `code span` inside prose.
+    let body = fenced(reply)
+        .or_else(|| (!kind.is_json()).then(|| inline_code(reply)).flatten())
+        .unwrap_or(reply);
     let text = if kind.is_json() {
         balanced(body).or_else(|| balanced(reply))?
     } else {
@@ -32,6 +35,13 @@ fn fenced(s: &str) -> Option<&str> {
     let rest = &rest[body_start..];
     let end = rest.find("```").unwrap_or(rest.len());
     Some(&rest[..end])
+}
+
+/// The first `inline code span` of a line that has prose around it.
+fn inline_code(s: &str) -> Option<&str> {
+    let start = s.find('`')? + 1;
+    let len = s[start..].find('`')?;
+    (len > 0).then(|| &s[start..start + len])
 }
 
 /// The first balanced JSON object or array, strings respected.

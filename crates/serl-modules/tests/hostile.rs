@@ -25,9 +25,10 @@ fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
         (Imagination, "Let me think step by step about volatility.".into(), "no JSON"),
         (Profiling, "Sorry, I cannot help with that.".into(), "no JSON"),
         (Communication, "The agents should share their inventory.".into(), "no JSON"),
-        (Reward, "The reward should penalise inventory.".into(), "expected the end"),
+        (Reward, "The reward should penalise inventory.".into(), "unexpected character `.`"),
+        (Reward, "The reward should penalise inventory".into(), "expected the end of the program, found `reward`"),
         // A wrong language.
-        (Reward, "```python\ndef reward(s):\n    return s.pa\n```".into(), "unknown name `def`"),
+        (Reward, "```python\ndef reward(s):\n    return s.pa\n```".into(), "no loops or blocks"),
         (Reward, "```python\nimport os\nos.system('rm -rf /')\n```".into(), "unknown name `import`"),
         (Reward, "lambda s: s['step_pa']".into(), "unknown name `lambda`"),
         (Reward, "fn reward(x: f64) -> f64 { x }".into(), "unknown name `fn`"),

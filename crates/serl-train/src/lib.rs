@@ -55,11 +55,7 @@ pub enum TrainError {
     #[error("train config, {field}: {message}")]
     Config { field: String, message: String },
     #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("{path} is damaged: {message}")]
     Corrupt { path: String, message: String },
     #[error("device {0} is not available in this build (rebuild with `--features wgpu`)")]

@@ -295,6 +295,29 @@ impl Learner {
     }
 }
 
+/// The policy `train` would start from: the config's network at its seeded
+/// initialisation, before any experience (a random policy).
+pub fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, TrainError> {
+    cfg.validate(obs_dim)?;
+    let device = cfg.device.device()?;
+    device.seed(cfg.seed);
+    let meta = PolicyMeta {
+        algo: cfg.algo,
+        spec: cfg.network.clone(),
+        obs_dim,
+        head: cfg.head(),
+        squash: cfg.ppo.squash,
+        discrete: match cfg.algo {
+            Algo::Ppo => cfg.ppo.discrete.clone(),
+            Algo::Ddqn => cfg.ddqn.actions.clone(),
+        },
+        norm: RunningNorm::new(obs_dim),
+        features: cfg.features.clone(),
+    };
+    let model = Model::build(&meta, &device)?;
+    Ok(Policy { meta, model, device })
+}
+
 /// Trains a policy. With a run directory, writes metrics, checkpoints and
 /// the report there; with `resume`, continues from its checkpoint.
 pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
@@ -310,6 +333,10 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
     let ad = device.clone().autodiff();
+    // Weight initialisation draws from the backend's generator: seed it so
+    // that the same config gives the same network.
+    device.seed(cfg.seed);
+    ad.seed(cfg.seed);
     let mut meta = PolicyMeta {
         algo: cfg.algo,
         spec: cfg.network.clone(),

@@ -92,7 +92,7 @@ fn bad_backtest_input_is_a_clear_error() {
         ),
         (
             &["--strategy", &format!("policy:{dir}")],
-            "has no checkpoint",
+            "checkpoint.json",
         ),
     ];
     for (extra, want) in cases {
@@ -190,18 +190,18 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let run_s = run.to_str().unwrap();
-    // A short run: 2 updates of 8 environments × 32 decisions, 2 of them
+    // A short run: 2 updates of 8 environments × 256 decisions, 2 of them
     // in the dynamic market.
     let args = |steps: &str| {
         vec![
             "train", "--data", "data/lean", "--out", run_s, "--total-steps", steps,
-            "--decision-minutes", "30", "--config", "configs/train.toml",
+            "--decision-minutes", "30",
         ]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>()
     };
-    let o = serl(&args("512").iter().map(String::as_str).collect::<Vec<_>>());
+    let o = serl(&args("4096").iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
     for f in ["train.toml", "config.json", "metrics.jsonl", "checkpoint/state.json", "checkpoint/model.bpk", "checkpoint.json", "report.html"] {
         assert!(run.join(f).exists(), "{f} is missing");
@@ -212,12 +212,12 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     assert!(first["alpha"].as_f64().is_some() && first["loss_dynamic"].as_f64().is_some(), "{first}");
 
     // Starting again over a finished run is refused; resuming is how to go on.
-    let o = serl(&args("512").iter().map(String::as_str).collect::<Vec<_>>());
+    let o = serl(&args("4096").iter().map(String::as_str).collect::<Vec<_>>());
     assert!(!o.status.success() && text(&o).contains("--resume"), "{}", text(&o));
 
     // Resume with a larger budget: the run continues from update 3.
     let mut cfg = std::fs::read_to_string(run.join("train.toml")).unwrap();
-    cfg = cfg.replace("total_steps = 512", "total_steps = 1024");
+    cfg = cfg.replace("total_steps = 4096", "total_steps = 8192");
     std::fs::write(run.join("train.toml"), cfg).unwrap();
     let o = serl(&["train", "--resume", "--out", run_s]);
     assert!(o.status.success(), "{}", text(&o));
