@@ -19,7 +19,9 @@ pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
         // "reward = <program>" or "reward: <program>" on one line.
         let t = t
             .strip_prefix(kind.name())
-            .map(|r| r.trim_start().trim_start_matches(['=', ':']).trim())
+            .map(str::trim_start)
+            .filter(|r| r.starts_with(['=', ':']))
+            .map(|r| r[1..].trim())
             .unwrap_or(t);
         t.to_string()
     };

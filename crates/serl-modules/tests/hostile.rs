@@ -29,13 +29,13 @@ fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
         (Reward, "The reward should penalise inventory".into(), "expected the end of the program, found `reward`"),
         // A wrong language.
         (Reward, "```python\ndef reward(s):\n    return s.pa\n```".into(), "no loops or blocks"),
-        (Reward, "```python\nimport os\nos.system('rm -rf /')\n```".into(), "unknown name `import`"),
-        (Reward, "lambda s: s['step_pa']".into(), "unknown name `lambda`"),
-        (Reward, "fn reward(x: f64) -> f64 { x }".into(), "unknown name `fn`"),
+        (Reward, "```python\nimport os\nos.system('rm -rf /')\n```".into(), "unexpected character `.`"),
+        (Reward, "lambda s: s['step_pa']".into(), "no loops or blocks"),
+        (Reward, "fn reward(x: f64) -> f64 { x }".into(), "no loops or blocks"),
         (Reward, "for i in range(10): total += i".into(), "no loops"),
-        (Reward, "while true do step_pa".into(), "unknown name `while`"),
+        (Reward, "while true do step_pa".into(), "expected the end of the program, found `true`"),
         (Reward, "step_pa; remaining_inv".into(), "expected the end"),
-        (Reward, "x = step_pa\nreturn x".into(), "unknown name `x`"),
+        (Reward, "x = step_pa\nreturn x".into(), "expected the end of the program, found `=`"),
         (Reward, "step_pa if done else 0".into(), "expected the end"),
         (Reward, "done ? 1 : 0".into(), "if c then a else b"),
         (Reward, "[step_pa, 1]".into(), "no lists"),
@@ -101,6 +101,7 @@ fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
 fn every_hostile_reply_is_rejected_with_a_precise_message() {
     let cases = corpus();
     assert!(cases.len() >= 50, "{} cases", cases.len());
+    let mut wrong = Vec::new();
     for (kind, reply, needle) in cases {
         let t = Instant::now();
         let result = match extract(kind, &reply) {
@@ -111,10 +112,15 @@ fn every_hostile_reply_is_rejected_with_a_precise_message() {
         let shown: String = reply.chars().take(60).collect();
         match result {
             Ok(m) => panic!("{kind:?} accepted `{shown}`: {m:?}"),
-            Err(e) => assert!(e.contains(needle), "{kind:?} `{shown}`: expected `{needle}` in: {e}"),
+            Err(e) => {
+                if !e.contains(needle) {
+                    wrong.push(format!("{kind:?} `{shown}`: expected `{needle}` in: {e}"));
+                }
+            }
         }
         assert!(t.elapsed() < Duration::from_secs(1), "{kind:?} `{shown}` took {:?}", t.elapsed());
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
