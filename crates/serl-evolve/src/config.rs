@@ -128,12 +128,20 @@ impl EvolveConfig {
     /// The default micro instruction of a module.
     pub fn micro(kind: ModuleKind) -> &'static str {
         match kind {
-            ModuleKind::Reward => "Reward price advantage; penalise unfilled inventory, most of all at the end.",
-            ModuleKind::State => "Add a few features that predict short-term price moves or liquidity.",
+            ModuleKind::Reward => {
+                "Reward price advantage; penalise unfilled inventory, most of all at the end."
+            }
+            ModuleKind::State => {
+                "Add a few features that predict short-term price moves or liquidity."
+            }
             ModuleKind::Architecture => "Keep the network small and stable to train.",
-            ModuleKind::Imagination => "Add days a little more volatile or trending than the real one.",
+            ModuleKind::Imagination => {
+                "Add days a little more volatile or trending than the real one."
+            }
             ModuleKind::Profiling => "Keep the population close to the calibrated market.",
-            ModuleKind::Communication => "Share what helps the other agents avoid trading at the same time.",
+            ModuleKind::Communication => {
+                "Share what helps the other agents avoid trading at the same time."
+            }
         }
     }
 }

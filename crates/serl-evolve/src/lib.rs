@@ -10,7 +10,7 @@
 //! best design is retrained with the full budget and tested once against
 //! TWAP, VWAP, AC, plain PPO and DDQN on identical orders.
 //!
-//! - [`config`]: `[evolve]`.
+//! - [`config`]: the `[evolve]` table.
 //! - [`run`]: the loop ([`evolve`]), its run directory and resume.
 //! - [`report`]: the research report and the fine-tuning dataset.
 

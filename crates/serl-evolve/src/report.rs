@@ -39,7 +39,9 @@ fn diff(a: &str, b: &str) -> String {
 }
 
 fn module_source(c: &CandidateResult, kind: ModuleKind) -> String {
-    let Some(d) = &c.design else { return String::new() };
+    let Some(d) = &c.design else {
+        return String::new();
+    };
     let pretty = |v: serde_json::Result<String>| v.unwrap_or_default();
     match kind {
         ModuleKind::Reward => d.reward.program.clone(),
@@ -53,9 +55,20 @@ fn module_source(c: &CandidateResult, kind: ModuleKind) -> String {
 
 /// Writes `report.md`, `report.html`, `test/` (the backtest report of the
 /// final test) and `finetune/` into `dir`.
-pub fn write(dir: &Path, out: &EvolveOutcome, modules: &[ModuleKind], designer: &str, provenance: Provenance) -> Result<(), EvolveError> {
+pub fn write(
+    dir: &Path,
+    out: &EvolveOutcome,
+    modules: &[ModuleKind],
+    designer: &str,
+    provenance: Provenance,
+) -> Result<(), EvolveError> {
     let mut md = String::from("# SE-RL evolve report\n\n");
-    let _ = writeln!(md, "Designer: **{designer}**. {} iterations, {} candidates trained.\n", out.iterations_run, out.candidates.len());
+    let _ = writeln!(
+        md,
+        "Designer: **{designer}**. {} iterations, {} candidates trained.\n",
+        out.iterations_run,
+        out.candidates.len()
+    );
 
     // Scores per iteration.
     let iters = out.iterations_run;
@@ -64,7 +77,8 @@ pub fn write(dir: &Path, out: &EvolveOutcome, modules: &[ModuleKind], designer: 
     let mut best_so_far = f64::NEG_INFINITY;
     md.push_str("## Iterations\n\n| iteration | candidates | valid | best score | mean score | best validation PA | success rate |\n|---|---|---|---|---|---|---|\n");
     for j in 0..iters {
-        let cs: Vec<&CandidateResult> = out.candidates.iter().filter(|c| c.iteration == j).collect();
+        let cs: Vec<&CandidateResult> =
+            out.candidates.iter().filter(|c| c.iteration == j).collect();
         let scores: Vec<f64> = cs.iter().filter_map(|c| c.score).collect();
         for s in &scores {
             points.push(((j + 1) as f64, *s));
@@ -74,22 +88,72 @@ pub fn write(dir: &Path, out: &EvolveOutcome, modules: &[ModuleKind], designer: 
         if best_so_far.is_finite() {
             best_line.push(((j + 1) as f64, best_so_far));
         }
-        let best_pa = cs.iter().filter_map(|c| c.validation.as_ref().map(|v| v.pa)).fold(f64::NEG_INFINITY, f64::max);
-        let sr = cs.iter().filter(|c| !c.modules.is_empty()).map(|c| c.success_rate).sum::<f64>() / cs.iter().filter(|c| !c.modules.is_empty()).count().max(1) as f64;
-        let fmt = |v: f64| if v.is_finite() { format!("{v:.3}") } else { "-".into() };
-        let mean = if scores.is_empty() { f64::NAN } else { scores.iter().sum::<f64>() / scores.len() as f64 };
-        let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} | {:.2} |", j + 1, cs.len(), scores.len(), fmt(best), fmt(mean), fmt(best_pa), sr);
+        let best_pa = cs
+            .iter()
+            .filter_map(|c| c.validation.as_ref().map(|v| v.pa))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let sr = cs
+            .iter()
+            .filter(|c| !c.modules.is_empty())
+            .map(|c| c.success_rate)
+            .sum::<f64>()
+            / cs.iter().filter(|c| !c.modules.is_empty()).count().max(1) as f64;
+        let fmt = |v: f64| {
+            if v.is_finite() {
+                format!("{v:.3}")
+            } else {
+                "-".into()
+            }
+        };
+        let mean = if scores.is_empty() {
+            f64::NAN
+        } else {
+            scores.iter().sum::<f64>() / scores.len() as f64
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {:.2} |",
+            j + 1,
+            cs.len(),
+            scores.len(),
+            fmt(best),
+            fmt(mean),
+            fmt(best_pa),
+            sr
+        );
     }
     md.push('\n');
     let mut svgs = Vec::new();
     let mut svg = String::new();
-    let series = vec![("best so far".to_string(), best_line), ("candidates".to_string(), points.clone())];
-    if lines_chart(&mut svg, "Score per iteration (PA × success rate)", "iteration", "score", &series[..1], false).is_ok() {
+    let series = [
+        ("best so far".to_string(), best_line),
+        ("candidates".to_string(), points.clone()),
+    ];
+    if lines_chart(
+        &mut svg,
+        "Score per iteration (PA × success rate)",
+        "iteration",
+        "score",
+        &series[..1],
+        false,
+    )
+    .is_ok()
+    {
         md.push_str("![Best score per iteration](evolve0.svg)\n\n");
         svgs.push(("Best score per iteration".to_string(), svg));
     }
     let mut svg = String::new();
-    if !points.is_empty() && lines_chart(&mut svg, "Candidate scores", "iteration", "score", &series[1..], true).is_ok() {
+    if !points.is_empty()
+        && lines_chart(
+            &mut svg,
+            "Candidate scores",
+            "iteration",
+            "score",
+            &series[1..],
+            true,
+        )
+        .is_ok()
+    {
         md.push_str("![Candidate score distribution](evolve1.svg)\n\n");
         svgs.push(("Candidate score distribution".to_string(), svg));
     }
@@ -105,39 +169,83 @@ pub fn write(dir: &Path, out: &EvolveOutcome, modules: &[ModuleKind], designer: 
     }
     let mut bests: Vec<&CandidateResult> = Vec::new();
     for j in 0..iters {
-        if let Some(b) = out.candidates.iter().filter(|c| c.iteration == j && c.score.is_some()).max_by(|a, b| a.score.unwrap_or(0.0).total_cmp(&b.score.unwrap_or(0.0))) {
+        if let Some(b) = out
+            .candidates
+            .iter()
+            .filter(|c| c.iteration == j && c.score.is_some())
+            .max_by(|a, b| a.score.unwrap_or(0.0).total_cmp(&b.score.unwrap_or(0.0)))
+        {
             bests.push(b);
         }
     }
     for &kind in modules {
-        let _ = writeln!(md, "### {}\n\n```\n{}\n```\n", kind.name(), module_source(&out.best, kind));
+        let _ = writeln!(
+            md,
+            "### {}\n\n```\n{}\n```\n",
+            kind.name(),
+            module_source(&out.best, kind)
+        );
         for w in bests.windows(2) {
             let (a, b) = (module_source(w[0], kind), module_source(w[1], kind));
             if a != b {
-                let _ = writeln!(md, "Iteration {} → {} (best of each):\n\n```\n{}```\n", w[0].iteration + 1, w[1].iteration + 1, diff(&a, &b));
+                let _ = writeln!(
+                    md,
+                    "Iteration {} → {} (best of each):\n\n```\n{}```\n",
+                    w[0].iteration + 1,
+                    w[1].iteration + 1,
+                    diff(&a, &b)
+                );
             }
         }
     }
 
     // The final test.
     let data = ReportData::new(&out.test, provenance);
-    serl_eval::write_report(&dir.join("test"), &out.test, &data).map_err(|e| err(&dir.join("test"), e))?;
+    serl_eval::write_report(&dir.join("test"), &out.test, &data)
+        .map_err(|e| err(&dir.join("test"), e))?;
     md.push_str("## Test split (once), identical orders\n\n| env | strategy | orders | PA bps [95% CI] | PA-std | WR | GLR | AFI |\n|---|---|---|---|---|---|---|---|\n");
     for s in &data.summaries {
-        let _ = writeln!(md, "| {} | {} | {} | {} | {:.2} | {:.3} | {} | {:.4} |", s.env, s.strategy, s.orders, s.pa, s.pa_std, s.wr, s.glr.map_or("-".into(), |g| format!("{g:.2}")), s.afi);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.2} | {:.3} | {} | {:.4} |",
+            s.env,
+            s.strategy,
+            s.orders,
+            s.pa,
+            s.pa_std,
+            s.wr,
+            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
+            s.afi
+        );
     }
     md.push_str("\n### Paired difference against TWAP (same orders)\n\n| env | strategy | orders | PA − PA(TWAP), bps [95% CI] | significant |\n|---|---|---|---|---|\n");
     for p in &data.paired_vs_twap {
-        let _ = writeln!(md, "| {} | {} | {} | {} | {} |", p.env, p.strategy, p.orders, p.diff, if p.diff.significant() { "yes" } else { "no" });
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            p.env,
+            p.strategy,
+            p.orders,
+            p.diff,
+            if p.diff.significant() { "yes" } else { "no" }
+        );
     }
     md.push_str("\n### Illusory gain (static − dynamic PA on the same orders)\n\n| strategy | static PA | dynamic PA | illusory gain |\n|---|---|---|---|\n");
     for g in &data.illusory_gain {
-        let _ = writeln!(md, "| {} | {:.3} | {:.3} | {:.3} |", g.strategy, g.pa_static, g.pa_dynamic, g.gain);
+        let _ = writeln!(
+            md,
+            "| {} | {:.3} | {:.3} | {:.3} |",
+            g.strategy, g.pa_static, g.pa_dynamic, g.gain
+        );
     }
-    md.push_str("\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n");
+    md.push_str(
+        "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
+    );
 
     // Cost.
-    let (pt, ct): (u64, u64) = out.candidates.iter().fold((0, 0), |a, c| (a.0 + c.prompt_tokens, a.1 + c.completion_tokens));
+    let (pt, ct): (u64, u64) = out.candidates.iter().fold((0, 0), |a, c| {
+        (a.0 + c.prompt_tokens, a.1 + c.completion_tokens)
+    });
     md.push_str("## Cost\n\n| stage | wall s |\n|---|---|\n");
     for (name, secs) in &out.stages {
         let _ = writeln!(md, "| {name} | {secs:.1} |");
@@ -157,17 +265,38 @@ fn write_finetune(dir: &Path, all: &[CandidateResult]) -> Result<(), EvolveError
     let (mut sft, mut dpo) = (String::new(), String::new());
     let iters = all.iter().map(|c| c.iteration + 1).max().unwrap_or(0);
     for j in 0..iters {
-        let mut cs: Vec<&CandidateResult> = all.iter().filter(|c| c.iteration == j && !c.modules.is_empty()).collect();
-        cs.sort_by(|a, b| b.score.unwrap_or(f64::MIN).total_cmp(&a.score.unwrap_or(f64::MIN)));
-        let Some(win) = cs.first().filter(|c| c.score.is_some()) else { continue };
+        let mut cs: Vec<&CandidateResult> = all
+            .iter()
+            .filter(|c| c.iteration == j && !c.modules.is_empty())
+            .collect();
+        cs.sort_by(|a, b| {
+            b.score
+                .unwrap_or(f64::MIN)
+                .total_cmp(&a.score.unwrap_or(f64::MIN))
+        });
+        let Some(win) = cs.first().filter(|c| c.score.is_some()) else {
+            continue;
+        };
         for m in &win.modules {
             let Some(text) = &m.text else { continue };
-            let _ = writeln!(sft, "{}", json!({"messages": [{"role": "user", "content": m.prompt}, {"role": "assistant", "content": text}], "score": win.score}));
+            let _ = writeln!(
+                sft,
+                "{}",
+                json!({"messages": [{"role": "user", "content": m.prompt}, {"role": "assistant", "content": text}], "score": win.score})
+            );
             for lose in cs.iter().skip(1) {
                 if let Some(lm) = lose.modules.iter().find(|x| x.kind == m.kind) {
-                    let rejected = lm.text.clone().or_else(|| lm.replies.last().cloned()).unwrap_or_default();
+                    let rejected = lm
+                        .text
+                        .clone()
+                        .or_else(|| lm.replies.last().cloned())
+                        .unwrap_or_default();
                     if rejected != *text && lm.prompt == m.prompt {
-                        let _ = writeln!(dpo, "{}", json!({"prompt": m.prompt, "chosen": text, "rejected": rejected, "score_chosen": win.score, "score_rejected": lose.score}));
+                        let _ = writeln!(
+                            dpo,
+                            "{}",
+                            json!({"prompt": m.prompt, "chosen": text, "rejected": rejected, "score_chosen": win.score, "score_rejected": lose.score})
+                        );
                     }
                 }
             }
@@ -175,9 +304,12 @@ fn write_finetune(dir: &Path, all: &[CandidateResult]) -> Result<(), EvolveError
     }
     std::fs::write(fdir.join("sft.jsonl"), sft).map_err(|e| err(&fdir, e))?;
     std::fs::write(fdir.join("dpo.jsonl"), dpo).map_err(|e| err(&fdir, e))?;
-    write_json(&fdir.join("README.json"), &json!({
-        "sft.jsonl": "chat-format SFT records: the winning module of each iteration with its prompt",
-        "dpo.jsonl": "preference pairs {prompt, chosen, rejected} on the same prompt, for DPO/ORPO trainers",
-        "howto": "see docs/evolve.md, section Fine-tuning your own model"
-    }))
+    write_json(
+        &fdir.join("README.json"),
+        &json!({
+            "sft.jsonl": "chat-format SFT records: the winning module of each iteration with its prompt",
+            "dpo.jsonl": "preference pairs {prompt, chosen, rejected} on the same prompt, for DPO/ORPO trainers",
+            "howto": "see docs/evolve.md, section Fine-tuning your own model"
+        }),
+    )
 }

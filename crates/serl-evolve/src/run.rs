@@ -15,10 +15,15 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder};
-use serl_eval::{run_backtest, summarize, DynamicRunner, EpisodeRunner, OrderResult, StaticRunner, StrategyFactory};
+use serl_eval::{
+    run_backtest, summarize, DynamicRunner, EpisodeRunner, OrderResult, StaticRunner,
+    StrategyFactory,
+};
 use serl_llm::prompts::{CandidateFeedback, Example, Feedback, ModuleContext, Prompts, TaskInfo};
 use serl_llm::{generate, Designer};
-use serl_modules::{smoke_test, Design, Module, ModuleKind, ProgramReward, RewardModule, StateModule};
+use serl_modules::{
+    smoke_test, Design, Module, ModuleKind, ProgramReward, RewardModule, StateModule,
+};
 use serl_train::task::execution_envs;
 use serl_train::{train, Algo, Policy, PolicyStrategy, TrainSetup};
 
@@ -145,20 +150,31 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
     let task = task(&inputs.env_cfg);
     let mut stages: HashMap<&'static str, f64> = HashMap::new();
-    let add = |s: Stage, stages: &mut HashMap<&'static str, f64>| *stages.entry(s.name).or_default() += s.secs;
+    let add = |s: Stage, stages: &mut HashMap<&'static str, f64>| {
+        *stages.entry(s.name).or_default() += s.secs
+    };
 
     let bar = if inputs.progress {
         ProgressBar::new((cfg.iterations * cfg.candidates) as u64)
     } else {
-        ProgressBar::with_draw_target(Some((cfg.iterations * cfg.candidates) as u64), ProgressDrawTarget::hidden())
+        ProgressBar::with_draw_target(
+            Some((cfg.iterations * cfg.candidates) as u64),
+            ProgressDrawTarget::hidden(),
+        )
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
 
-    let mut micro: HashMap<ModuleKind, String> = cfg.modules.iter().map(|k| (*k, EvolveConfig::micro(*k).to_string())).collect();
+    let mut micro: HashMap<ModuleKind, String> = cfg
+        .modules
+        .iter()
+        .map(|k| (*k, EvolveConfig::micro(*k).to_string()))
+        .collect();
     let mut micro_history: HashMap<ModuleKind, Vec<(String, f64)>> = HashMap::new();
     let mut all: Vec<CandidateResult> = Vec::new();
     let mut feedback: Option<Feedback> = None;
@@ -172,13 +188,19 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         let mut round: Vec<CandidateResult> = Vec::new();
         for k in 0..cfg.candidates {
             let key = format!("i{j}_c{k}");
-            bar.set_message(format!("iteration {}/{} candidate {}", j + 1, cfg.iterations, k + 1));
+            bar.set_message(format!(
+                "iteration {}/{} candidate {}",
+                j + 1,
+                cfg.iterations,
+                k + 1
+            ));
             let t = Instant::now();
             let mut modules = Vec::new();
             let mut parts: HashMap<ModuleKind, Module> = HashMap::new();
             let (mut pt, mut ct) = (0, 0);
             for &kind in &cfg.modules {
-                let mut ctx = ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
+                let mut ctx =
+                    ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
                 ctx.examples = top_examples(&all, kind, cfg.top_k);
                 ctx.feedback = feedback.clone();
                 let market = inputs.market;
@@ -187,13 +209,29 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 let check = move |m: &Module| -> Result<(), String> {
                     let (Some(o), Module::Reward(r)) = (&order, m) else {
                         return match (&order, m) {
-                            (Some(o), Module::State(s)) => smoke(market, o, &env_cfg, &Design::baseline().reward, s),
+                            (Some(o), Module::State(s)) => {
+                                smoke(market, o, &env_cfg, &Design::baseline().reward, s)
+                            }
                             _ => Ok(()),
                         };
                     };
-                    smoke(market, o, &env_cfg, r, &StateModule { features: Vec::new() })
+                    smoke(
+                        market,
+                        o,
+                        &env_cfg,
+                        r,
+                        &StateModule {
+                            features: Vec::new(),
+                        },
+                    )
                 };
-                let g = generate(inputs.designer.as_mut(), kind, &ctx, cfg.max_attempts, &check);
+                let g = generate(
+                    inputs.designer.as_mut(),
+                    kind,
+                    &ctx,
+                    cfg.max_attempts,
+                    &check,
+                );
                 if let Some(f) = g.fatal {
                     return Err(EvolveError::Designer(f));
                 }
@@ -215,14 +253,26 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                     parts.insert(kind, m);
                 }
             }
-            add(Stage { name: "design", secs: t.elapsed().as_secs_f64() }, &mut stages);
+            add(
+                Stage {
+                    name: "design",
+                    secs: t.elapsed().as_secs_f64(),
+                },
+                &mut stages,
+            );
             let path = dir.join("candidates").join(format!("{key}.json"));
             let result = match read_json::<CandidateResult>(&path) {
                 Some(r) => r,
                 None => {
                     let success_rate = modules
                         .iter()
-                        .map(|m| if m.text.is_some() { 1.0 / m.attempts.max(1) as f64 } else { 0.0 })
+                        .map(|m| {
+                            if m.text.is_some() {
+                                1.0 / m.attempts.max(1) as f64
+                            } else {
+                                0.0
+                            }
+                        })
                         .sum::<f64>()
                         / modules.len().max(1) as f64;
                     let design = assemble(&parts, cfg.modules.len());
@@ -240,14 +290,28 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                         completion_tokens: ct,
                     };
                     if let Some(d) = &design {
-                        let seed = cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                        let seed =
+                            cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                         let t = Instant::now();
-                        let (policy, repaired) = train_design(&inputs, d, Algo::Ppo, cfg.train.total_steps, seed, None)?;
+                        let (policy, repaired) =
+                            train_design(&inputs, d, Algo::Ppo, cfg.train.total_steps, seed, None)?;
                         r.train_secs = t.elapsed().as_secs_f64();
-                        add(Stage { name: "train", secs: r.train_secs }, &mut stages);
+                        add(
+                            Stage {
+                                name: "train",
+                                secs: r.train_secs,
+                            },
+                            &mut stages,
+                        );
                         let t = Instant::now();
                         let v = validate(&inputs, &policy);
-                        add(Stage { name: "evaluate", secs: t.elapsed().as_secs_f64() }, &mut stages);
+                        add(
+                            Stage {
+                                name: "evaluate",
+                                secs: t.elapsed().as_secs_f64(),
+                            },
+                            &mut stages,
+                        );
                         r.score = Some(v.pa * success_rate);
                         r.validation = Some(v);
                         r.repaired = repaired;
@@ -266,14 +330,26 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             if let Some(best) = best_of(&all).cloned() {
                 let t = Instant::now();
                 let tuned = tune_constants(&inputs, &best, j, &dir)?;
-                add(Stage { name: "low-level DEK", secs: t.elapsed().as_secs_f64() }, &mut stages);
+                add(
+                    Stage {
+                        name: "low-level DEK",
+                        secs: t.elapsed().as_secs_f64(),
+                    },
+                    &mut stages,
+                );
                 all.extend(tuned);
             }
         }
 
         // Feedback for the next round, and the iteration's summary.
-        let scored: Vec<&CandidateResult> = all.iter().filter(|c| c.iteration == j && c.score.is_some()).collect();
-        let best_round = scored.iter().filter_map(|c| c.score).fold(f64::NEG_INFINITY, f64::max);
+        let scored: Vec<&CandidateResult> = all
+            .iter()
+            .filter(|c| c.iteration == j && c.score.is_some())
+            .collect();
+        let best_round = scored
+            .iter()
+            .filter_map(|c| c.score)
+            .fold(f64::NEG_INFINITY, f64::max);
         feedback = Some(Feedback {
             candidates: scored
                 .iter()
@@ -299,14 +375,20 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 .take(5)
                 .collect(),
         });
-        let best_pa = best_of(&all).and_then(|c| c.validation.as_ref()).map_or(0.0, |v| v.pa);
+        let best_pa = best_of(&all)
+            .and_then(|c| c.validation.as_ref())
+            .map_or(0.0, |v| v.pa);
         if inputs.progress {
             bar.println(format!(
                 "iteration {}: {} valid of {}, best score {}, best validation PA so far {:.3} bps",
                 j + 1,
                 scored.len(),
                 cfg.candidates,
-                if best_round.is_finite() { format!("{best_round:.3}") } else { "-".into() },
+                if best_round.is_finite() {
+                    format!("{best_round:.3}")
+                } else {
+                    "-".into()
+                },
                 best_pa
             ));
         }
@@ -315,9 +397,17 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         if cfg.high_level {
             let t = Instant::now();
             for &kind in &cfg.modules {
-                let score = if best_round.is_finite() { best_round } else { 0.0 };
-                micro_history.entry(kind).or_default().push((micro[&kind].clone(), score));
-                let mut ctx = ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
+                let score = if best_round.is_finite() {
+                    best_round
+                } else {
+                    0.0
+                };
+                micro_history
+                    .entry(kind)
+                    .or_default()
+                    .push((micro[&kind].clone(), score));
+                let mut ctx =
+                    ModuleContext::new(kind, task.clone(), &cfg.macro_instruction, &micro[&kind]);
                 ctx.history = micro_history[&kind]
                     .iter()
                     .map(|(i, s)| serde_json::json!({"instruction": i, "score": s}))
@@ -330,7 +420,13 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                     }
                 }
             }
-            add(Stage { name: "high-level DEK", secs: t.elapsed().as_secs_f64() }, &mut stages);
+            add(
+                Stage {
+                    name: "high-level DEK",
+                    secs: t.elapsed().as_secs_f64(),
+                },
+                &mut stages,
+            );
         }
         write_json(&dir.join("instructions.json"), &micro_history)?;
 
@@ -354,7 +450,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         }
     }
     bar.finish_and_clear();
-    let best = best_of(&all).cloned().ok_or(EvolveError::NoValidDesign(iterations_run))?;
+    let best = best_of(&all)
+        .cloned()
+        .ok_or(EvolveError::NoValidDesign(iterations_run))?;
 
     // The final test: retrain with the full budget, test once.
     let t = Instant::now();
@@ -380,10 +478,21 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
         });
     }
-    add(Stage { name: "final training", secs: t.elapsed().as_secs_f64() }, &mut stages);
+    add(
+        Stage {
+            name: "final training",
+            secs: t.elapsed().as_secs_f64(),
+        },
+        &mut stages,
+    );
     let t = Instant::now();
     for spec in ["twap", "vwap", "ac"] {
-        factories.insert(factories.len() - 3, StrategyFactory::from_spec(serl_eval::StrategySpec::parse(spec).map_err(EvolveError::Config)?));
+        factories.insert(
+            factories.len() - 3,
+            StrategyFactory::from_spec(
+                serl_eval::StrategySpec::parse(spec).map_err(EvolveError::Config)?,
+            ),
+        );
     }
     let reward = DefaultReward {
         inventory_penalty: inputs.env_cfg.inventory_penalty,
@@ -393,12 +502,37 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         market: inputs.market_cfg.clone(),
         seed: cfg.seed,
     };
-    let mut test = run_backtest(inputs.market, inputs.test_orders, &factories, &[&StaticRunner as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
+    let mut test = run_backtest(
+        inputs.market,
+        inputs.test_orders,
+        &factories,
+        &[&StaticRunner as &dyn EpisodeRunner],
+        &inputs.env_cfg,
+        &reward,
+        &|_| {},
+    );
     let n_dyn = cfg.dynamic_validation_orders.min(inputs.test_orders.len());
-    test.extend(run_backtest(inputs.market, &inputs.test_orders[..n_dyn], &factories, &[&dynamic as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {}));
-    add(Stage { name: "test", secs: t.elapsed().as_secs_f64() }, &mut stages);
+    test.extend(run_backtest(
+        inputs.market,
+        &inputs.test_orders[..n_dyn],
+        &factories,
+        &[&dynamic as &dyn EpisodeRunner],
+        &inputs.env_cfg,
+        &reward,
+        &|_| {},
+    ));
+    add(
+        Stage {
+            name: "test",
+            secs: t.elapsed().as_secs_f64(),
+        },
+        &mut stages,
+    );
 
-    let mut stage_list: Vec<(String, f64)> = stages.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut stage_list: Vec<(String, f64)> = stages
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     stage_list.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(EvolveOutcome {
         candidates: all,
@@ -409,9 +543,19 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     })
 }
 
-fn smoke(market: &MarketData, o: &ParentOrder, env: &EnvConfig, r: &RewardModule, s: &StateModule) -> Result<(), String> {
-    let view = market.get(&o.symbol, o.date).ok_or("no session for the smoke order")?;
-    smoke_test(r, s, view, o, env).map(|_| ()).map_err(|e| format!("smoke test: {e}"))
+fn smoke(
+    market: &MarketData,
+    o: &ParentOrder,
+    env: &EnvConfig,
+    r: &RewardModule,
+    s: &StateModule,
+) -> Result<(), String> {
+    let view = market
+        .get(&o.symbol, o.date)
+        .ok_or("no session for the smoke order")?;
+    smoke_test(r, s, view, o, env)
+        .map(|_| ())
+        .map_err(|e| format!("smoke test: {e}"))
 }
 
 /// A design from the generated modules; modules not designed keep the
@@ -447,27 +591,43 @@ fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
 }
 
 fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) -> Vec<Example> {
-    let mut scored: Vec<(&CandidateResult, f64)> = all.iter().filter_map(|c| c.score.map(|s| (c, s))).collect();
+    let mut scored: Vec<(&CandidateResult, f64)> =
+        all.iter().filter_map(|c| c.score.map(|s| (c, s))).collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut seen = std::collections::HashSet::new();
     scored
         .into_iter()
         .filter_map(|(c, s)| {
             let text = module_text(c.design.as_ref()?, kind)?;
-            seen.insert(text.clone()).then_some(Example { source: text, score: s })
+            seen.insert(text.clone()).then_some(Example {
+                source: text,
+                score: s,
+            })
         })
         .take(k)
         .collect()
 }
 
 pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
-    all.iter().filter(|c| c.score.is_some()).max_by(|a, b| a.score.unwrap_or(f64::MIN).total_cmp(&b.score.unwrap_or(f64::MIN)))
+    all.iter().filter(|c| c.score.is_some()).max_by(|a, b| {
+        a.score
+            .unwrap_or(f64::MIN)
+            .total_cmp(&b.score.unwrap_or(f64::MIN))
+    })
 }
 
 /// Trains `design` and returns its final policy and the values its
 /// programs repaired.
-fn train_design(inputs: &EvolveInputs, d: &Design, algo: Algo, steps: usize, seed: u64, dir: Option<&Path>) -> Result<(Policy, u64), EvolveError> {
-    let reward = Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
+fn train_design(
+    inputs: &EvolveInputs,
+    d: &Design,
+    algo: Algo,
+    steps: usize,
+    seed: u64,
+    dir: Option<&Path>,
+) -> Result<(Policy, u64), EvolveError> {
+    let reward =
+        Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
     let mut tc = inputs.cfg.train.clone();
     tc.algo = algo;
     tc.total_steps = steps;
@@ -475,11 +635,25 @@ fn train_design(inputs: &EvolveInputs, d: &Design, algo: Algo, steps: usize, see
     tc.network = d.architecture.clone();
     tc.features = d.state.features.clone();
     tc.imagination = serl_train::run::ImaginationConfig {
-        share: if d.imagination.scenarios.is_empty() { 0.0 } else { d.imagination.share },
+        share: if d.imagination.scenarios.is_empty() {
+            0.0
+        } else {
+            d.imagination.share
+        },
         scenarios: d.imagination.scenarios.clone(),
     };
-    let market_cfg = d.profiling.as_ref().map_or(inputs.market_cfg.clone(), |p| p.market.clone());
-    let envs = execution_envs(&tc, inputs.market, inputs.train_orders, &inputs.env_cfg, reward.clone(), &market_cfg)?;
+    let market_cfg = d
+        .profiling
+        .as_ref()
+        .map_or(inputs.market_cfg.clone(), |p| p.market.clone());
+    let envs = execution_envs(
+        &tc,
+        inputs.market,
+        inputs.train_orders,
+        &inputs.env_cfg,
+        reward.clone(),
+        &market_cfg,
+    )?;
     let out = train(TrainSetup {
         config: tc,
         envs,
@@ -494,7 +668,9 @@ fn train_design(inputs: &EvolveInputs, d: &Design, algo: Algo, steps: usize, see
 fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
     let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
     let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
-    let orders: Vec<ParentOrder> = (0..n).map(|i| inputs.val_orders[(i as f64 * step) as usize].clone()).collect();
+    let orders: Vec<ParentOrder> = (0..n)
+        .map(|i| inputs.val_orders[(i as f64 * step) as usize].clone())
+        .collect();
     let p = policy.clone();
     let f = [StrategyFactory {
         label: "candidate".into(),
@@ -504,7 +680,15 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
         inventory_penalty: inputs.env_cfg.inventory_penalty,
         terminal_penalty: inputs.env_cfg.terminal_penalty,
     };
-    let rows = run_backtest(inputs.market, &orders, &f, &[&StaticRunner as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
+    let rows = run_backtest(
+        inputs.market,
+        &orders,
+        &f,
+        &[&StaticRunner as &dyn EpisodeRunner],
+        &inputs.env_cfg,
+        &reward,
+        &|_| {},
+    );
     let refs: Vec<&OrderResult> = rows.iter().collect();
     let s = summarize("candidate", "static", &refs, inputs.cfg.seed);
     let nd = inputs.cfg.dynamic_validation_orders.min(orders.len());
@@ -512,10 +696,30 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
         market: inputs.market_cfg.clone(),
         seed: inputs.cfg.seed,
     };
-    let drows = run_backtest(inputs.market, &orders[..nd], &f, &[&dynamic as &dyn EpisodeRunner], &inputs.env_cfg, &reward, &|_| {});
-    let mean = |v: &[OrderResult]| if v.is_empty() { 0.0 } else { v.iter().map(|r| r.pa_bps).sum::<f64>() / v.len() as f64 };
+    let drows = run_backtest(
+        inputs.market,
+        &orders[..nd],
+        &f,
+        &[&dynamic as &dyn EpisodeRunner],
+        &inputs.env_cfg,
+        &reward,
+        &|_| {},
+    );
+    let mean = |v: &[OrderResult]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().map(|r| r.pa_bps).sum::<f64>() / v.len() as f64
+        }
+    };
     let pa_dynamic = mean(&drows);
-    let static_subset = mean(&rows.iter().filter(|r| drows.iter().any(|d| d.order_id == r.order_id)).cloned().collect::<Vec<_>>());
+    let static_subset = mean(
+        &rows
+            .iter()
+            .filter(|r| drows.iter().any(|d| d.order_id == r.order_id))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     Validation {
         pa: s.pa.mean,
         pa_std: s.pa_std,
@@ -531,10 +735,18 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
 /// log-normal perturbations of the incumbent and keeps the best if it
 /// scores higher. Each trial is a candidate of its own in the run
 /// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
-fn tune_constants(inputs: &EvolveInputs, best: &CandidateResult, j: usize, dir: &Path) -> Result<Vec<CandidateResult>, EvolveError> {
+fn tune_constants(
+    inputs: &EvolveInputs,
+    best: &CandidateResult,
+    j: usize,
+    dir: &Path,
+) -> Result<Vec<CandidateResult>, EvolveError> {
     let cfg = &inputs.cfg.low_level;
-    let Some(design) = best.design.clone() else { return Ok(Vec::new()) };
-    let reward = ProgramReward::new(&design.reward).map_err(|e| EvolveError::Config(e.to_string()))?;
+    let Some(design) = best.design.clone() else {
+        return Ok(Vec::new());
+    };
+    let reward =
+        ProgramReward::new(&design.reward).map_err(|e| EvolveError::Config(e.to_string()))?;
     let constants = reward.program().constants();
     if constants.is_empty() {
         return Ok(Vec::new());
@@ -546,7 +758,11 @@ fn tune_constants(inputs: &EvolveInputs, best: &CandidateResult, j: usize, dir: 
     for g in 0..cfg.generations {
         let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
         for m in 0..cfg.lambda {
-            let c: Vec<f64> = incumbent.2.iter().map(|v| v * noise.sample(&mut rng).exp()).collect();
+            let c: Vec<f64> = incumbent
+                .2
+                .iter()
+                .map(|v| v * noise.sample(&mut rng).exp())
+                .collect();
             let key = format!("ll{j}_g{g}_m{m}");
             let path = dir.join("candidates").join(format!("{key}.json"));
             let r = match read_json::<CandidateResult>(&path) {
@@ -555,11 +771,21 @@ fn tune_constants(inputs: &EvolveInputs, best: &CandidateResult, j: usize, dir: 
                     let program = reward.program().with_constants(&c);
                     let mut d = incumbent.0.clone();
                     d.reward = RewardModule {
-                        program: render_constants(d.reward.program.as_str(), &c).unwrap_or_else(|| program.source().to_string()),
+                        program: render_constants(d.reward.program.as_str(), &c)
+                            .unwrap_or_else(|| program.source().to_string()),
                     };
-                    let seed = inputs.cfg.seed ^ ((j * 1000 + 500 + g * 10 + m) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    let seed = inputs.cfg.seed
+                        ^ ((j * 1000 + 500 + g * 10 + m) as u64)
+                            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
                     let t = Instant::now();
-                    let (policy, repaired) = train_design(inputs, &d, Algo::Ppo, inputs.cfg.train.total_steps, seed, None)?;
+                    let (policy, repaired) = train_design(
+                        inputs,
+                        &d,
+                        Algo::Ppo,
+                        inputs.cfg.train.total_steps,
+                        seed,
+                        None,
+                    )?;
                     let train_secs = t.elapsed().as_secs_f64();
                     let v = validate(inputs, &policy);
                     let r = CandidateResult {
@@ -604,11 +830,18 @@ fn render_constants(source: &str, values: &[f64]) -> Option<String> {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        let starts_number = (c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
+        let starts_number = (c.is_ascii_digit()
+            || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
             && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
         if starts_number {
             let s = i;
-            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.' || b[i] == b'e' || b[i] == b'E' || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E'))) {
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || b[i] == b'.'
+                    || b[i] == b'e'
+                    || b[i] == b'E'
+                    || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E')))
+            {
                 i += 1;
             }
             let _ = &source[s..i];

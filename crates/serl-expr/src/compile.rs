@@ -137,7 +137,8 @@ impl Ring {
     }
     /// The value `back` steps before the newest (0 = newest).
     fn back(&self, back: usize) -> Option<f64> {
-        (back < self.len).then(|| self.buf[(self.next + self.buf.len() - 1 - back) % self.buf.len()])
+        (back < self.len)
+            .then(|| self.buf[(self.next + self.buf.len() - 1 - back) % self.buf.len()])
     }
     fn values(&self) -> impl Iterator<Item = f64> + '_ {
         (0..self.len).filter_map(|b| self.back(b))
@@ -185,7 +186,10 @@ impl Checker<'_> {
         let mut e = CompileError::at(pos, format!("unknown name `{name}`"));
         e.suggestion = suggest(name, locals.chain(vars).chain(funcs));
         if e.suggestion.is_none() {
-            e.message.push_str(&format!(" (the variables are: {})", self.vars.names().join(", ")));
+            e.message.push_str(&format!(
+                " (the variables are: {})",
+                self.vars.names().join(", ")
+            ));
         }
         e
     }
@@ -194,7 +198,10 @@ impl Checker<'_> {
         if got == want {
             Ok(())
         } else {
-            Err(CompileError::at(e.pos, format!("{what} must be {}, not {}", want.name(), got.name())))
+            Err(CompileError::at(
+                e.pos,
+                format!("{what} must be {}, not {}", want.name(), got.name()),
+            ))
         }
     }
 
@@ -218,9 +225,10 @@ impl Checker<'_> {
                         self.push(Op::Var(i as u16), 1);
                         Ok(Ty::Num)
                     }
-                    None if function_names().contains(&n.as_str()) => {
-                        Err(CompileError::at(e.pos, format!("`{n}` is a function: call it as `{n}(...)`")))
-                    }
+                    None if function_names().contains(&n.as_str()) => Err(CompileError::at(
+                        e.pos,
+                        format!("`{n}` is a function: call it as `{n}(...)`"),
+                    )),
                     None => Err(self.unknown(n, e.pos)),
                 }
             }
@@ -268,7 +276,11 @@ impl Checker<'_> {
                 if ta != tb {
                     return Err(CompileError::at(
                         b.pos,
-                        format!("the branches of `if` differ: `then` gives {}, `else` gives {}", ta.name(), tb.name()),
+                        format!(
+                            "the branches of `if` differ: `then` gives {}, `else` gives {}",
+                            ta.name(),
+                            tb.name()
+                        ),
                     ));
                 }
                 self.push(Op::Select, -2);
@@ -296,7 +308,14 @@ impl Checker<'_> {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(CompileError::at(pos, format!("`{f}` takes {n} argument{}, not {}", if n == 1 { "" } else { "s" }, args.len())))
+                Err(CompileError::at(
+                    pos,
+                    format!(
+                        "`{f}` takes {n} argument{}, not {}",
+                        if n == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                ))
             }
         };
         if let Some(&(_, kind)) = WINDOW_FNS.iter().find(|w| w.0 == f) {
@@ -317,16 +336,27 @@ impl Checker<'_> {
                 }
             };
             let k = match args[1].node {
-                Node::Num(v) if v.fract() == 0.0 && v >= 1.0 && v <= self.limits.max_window as f64 => v as usize,
+                Node::Num(v)
+                    if v.fract() == 0.0 && v >= 1.0 && v <= self.limits.max_window as f64 =>
+                {
+                    v as usize
+                }
                 _ => {
                     return Err(CompileError::at(
                         args[1].pos,
-                        format!("the window of `{f}` must be a whole number from 1 to {}", self.limits.max_window),
+                        format!(
+                            "the window of `{f}` must be a whole number from 1 to {}",
+                            self.limits.max_window
+                        ),
                     ))
                 }
             };
             let slot = self.windows.len() as u16;
-            self.windows.push(WindowSlot { var: var as u16, kind, k });
+            self.windows.push(WindowSlot {
+                var: var as u16,
+                kind,
+                k,
+            });
             self.push(Op::Window(slot), 1);
             return Ok(Ty::Num);
         }
@@ -344,7 +374,10 @@ impl Checker<'_> {
                 let mut e = CompileError::at(pos, format!("unknown function `{f}`"));
                 e.suggestion = suggest(f, function_names().into_iter());
                 if e.suggestion.is_none() {
-                    e.message.push_str(&format!(" (the functions are: {})", function_names().join(", ")));
+                    e.message.push_str(&format!(
+                        " (the functions are: {})",
+                        function_names().join(", ")
+                    ));
                 }
                 return Err(e);
             }
@@ -383,12 +416,26 @@ impl Program {
         Self::compile_with(source, vars, Limits::default())
     }
 
-    pub fn compile_with(source: &str, vars: &VarSet, limits: Limits) -> Result<Program, CompileError> {
+    pub fn compile_with(
+        source: &str,
+        vars: &VarSet,
+        limits: Limits,
+    ) -> Result<Program, CompileError> {
         if source.len() > limits.max_source {
-            return Err(CompileError::at(Pos { line: 1, col: 1 }, format!("the program is {} bytes long; at most {}", source.len(), limits.max_source)));
+            return Err(CompileError::at(
+                Pos { line: 1, col: 1 },
+                format!(
+                    "the program is {} bytes long; at most {}",
+                    source.len(),
+                    limits.max_source
+                ),
+            ));
         }
         if source.trim().is_empty() {
-            return Err(CompileError::at(Pos { line: 1, col: 1 }, "the program is empty"));
+            return Err(CompileError::at(
+                Pos { line: 1, col: 1 },
+                "the program is empty",
+            ));
         }
         let toks = lex(source)?;
         let mut parser = Parser::new(toks, &limits);
@@ -434,7 +481,16 @@ impl Program {
 
     /// Every numeric literal, in source order: what low-level tuning adjusts.
     pub fn constants(&self) -> Vec<f64> {
-        self.code.iter().filter_map(|op| if let Op::Const(v) = op { Some(*v) } else { None }).collect()
+        self.code
+            .iter()
+            .filter_map(|op| {
+                if let Op::Const(v) = op {
+                    Some(*v)
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 
     pub fn new_state(&self) -> State {
@@ -442,7 +498,13 @@ impl Program {
             history: self
                 .windows
                 .iter()
-                .map(|w| Ring::new(if w.kind == WindowKind::Lag { w.k + 1 } else { w.k }))
+                .map(|w| {
+                    Ring::new(if w.kind == WindowKind::Lag {
+                        w.k + 1
+                    } else {
+                        w.k
+                    })
+                })
                 .collect(),
             ema: vec![None; self.windows.len()],
             stack: vec![0.0; self.stack + 1],
@@ -466,7 +528,13 @@ impl Program {
                 });
             }
         }
-        let State { stack, locals, repaired, history, ema } = st;
+        let State {
+            stack,
+            locals,
+            repaired,
+            history,
+            ema,
+        } = st;
         let mut sp = 0usize;
         macro_rules! pop {
             () => {{
@@ -502,12 +570,22 @@ impl Program {
                 Op::SetLocal(i) => locals[i as usize] = pop!(),
                 Op::Window(i) => {
                     let w = self.windows[i as usize];
-                    push!(window_value(w, &history[i as usize], ema[i as usize], repaired))
+                    push!(window_value(
+                        w,
+                        &history[i as usize],
+                        ema[i as usize],
+                        repaired
+                    ))
                 }
                 Op::Add => bin!(|a, b| a + b),
                 Op::Sub => bin!(|a, b| a - b),
                 Op::Mul => bin!(|a, b| a * b),
-                Op::Div => bin!(|a: f64, b: f64| if b == 0.0 { *repaired += 1; 0.0 } else { repair(a / b, repaired) }),
+                Op::Div => bin!(|a: f64, b: f64| if b == 0.0 {
+                    *repaired += 1;
+                    0.0
+                } else {
+                    repair(a / b, repaired)
+                }),
                 Op::Pow => bin!(|a: f64, b: f64| repair(a.powf(b), repaired)),
                 Op::Neg => un!(|a: f64| -a),
                 Op::Not => un!(|a: f64| 1.0 - a),
@@ -524,14 +602,24 @@ impl Program {
                 Op::Log => un!(|a: f64| repair(a.ln(), repaired)),
                 Op::Exp => un!(|a: f64| repair(a.exp(), repaired)),
                 Op::Tanh => un!(f64::tanh),
-                Op::Sign => un!(|a: f64| if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 }),
+                Op::Sign => un!(|a: f64| if a > 0.0 {
+                    1.0
+                } else if a < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }),
                 Op::Min => bin!(f64::min),
                 Op::Max => bin!(f64::max),
                 Op::Clip => {
                     let hi = pop!();
                     let lo = pop!();
                     let x = pop!();
-                    push!(if lo <= hi { x.clamp(lo, hi) } else { x.clamp(hi, lo) })
+                    push!(if lo <= hi {
+                        x.clamp(lo, hi)
+                    } else {
+                        x.clamp(hi, lo)
+                    })
                 }
                 Op::Select => {
                     let e = pop!();
@@ -547,6 +635,8 @@ impl Program {
     /// Evaluates every row of `columns` (one column per variable, in
     /// [`VarSet`] order) into `out`; returns how many values were repaired.
     /// Programs with windows are evaluated in row (time) order.
+    // The select and clip loops read three stack rows at the same index.
+    #[allow(clippy::needless_range_loop)]
     pub fn eval_columns(&self, columns: &[&[f64]], out: &mut [f64]) -> u64 {
         let n = out.len();
         if self.has_windows() {
@@ -611,7 +701,16 @@ impl Program {
                     Op::Mul => bin!(|a, b| a * b),
                     Op::Div => bin!(|a: f64, b: f64| {
                         let q = a / b;
-                        if q.is_finite() { q } else { repaired += 1; if b == 0.0 || q.is_nan() { 0.0 } else { q.clamp(-BIG, BIG) } }
+                        if q.is_finite() {
+                            q
+                        } else {
+                            repaired += 1;
+                            if b == 0.0 || q.is_nan() {
+                                0.0
+                            } else {
+                                q.clamp(-BIG, BIG)
+                            }
+                        }
                     }),
                     Op::Pow => bin!(|a: f64, b: f64| repair(a.powf(b), &mut repaired)),
                     Op::Neg => un!(|a: f64| -a),
@@ -629,7 +728,13 @@ impl Program {
                     Op::Log => un!(|a: f64| repair(a.ln(), &mut repaired)),
                     Op::Exp => un!(|a: f64| repair(a.exp(), &mut repaired)),
                     Op::Tanh => un!(f64::tanh),
-                    Op::Sign => un!(|a: f64| if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 }),
+                    Op::Sign => un!(|a: f64| if a > 0.0 {
+                        1.0
+                    } else if a < 0.0 {
+                        -1.0
+                    } else {
+                        0.0
+                    }),
                     Op::Min => bin!(f64::min),
                     Op::Max => bin!(f64::max),
                     Op::Clip => {
@@ -637,14 +742,22 @@ impl Program {
                         for i in 0..len {
                             let (lo, hi) = (stack[sp][i], stack[sp + 1][i]);
                             let x = stack[sp - 1][i];
-                            stack[sp - 1][i] = if lo <= hi { x.clamp(lo, hi) } else { x.clamp(hi, lo) };
+                            stack[sp - 1][i] = if lo <= hi {
+                                x.clamp(lo, hi)
+                            } else {
+                                x.clamp(hi, lo)
+                            };
                         }
                     }
                     Op::Select => {
                         sp -= 2;
                         for i in 0..len {
                             let c = stack[sp - 1][i];
-                            stack[sp - 1][i] = if c != 0.0 { stack[sp][i] } else { stack[sp + 1][i] };
+                            stack[sp - 1][i] = if c != 0.0 {
+                                stack[sp][i]
+                            } else {
+                                stack[sp + 1][i]
+                            };
                         }
                     }
                 }
@@ -681,7 +794,10 @@ fn window_value(w: WindowSlot, h: &Ring, ema: Option<f64>, repaired: &mut u64) -
         WindowKind::Mean => h.values().sum::<f64>() / n,
         WindowKind::Std => {
             let m = h.values().sum::<f64>() / n;
-            repair((h.values().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt(), repaired)
+            repair(
+                (h.values().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt(),
+                repaired,
+            )
         }
         WindowKind::Min => h.values().fold(f64::INFINITY, f64::min).min(BIG),
         WindowKind::Max => h.values().fold(f64::NEG_INFINITY, f64::max).max(-BIG),
@@ -704,16 +820,26 @@ mod tests {
 
     #[test]
     fn arithmetic_follows_the_usual_precedence() {
-        assert_eq!(run("1 + 2 * 3 ^ 2 - -4 / 2", &[[0.0; 3]]), vec![1.0 + 18.0 + 2.0]);
+        assert_eq!(
+            run("1 + 2 * 3 ^ 2 - -4 / 2", &[[0.0; 3]]),
+            vec![1.0 + 18.0 + 2.0]
+        );
         assert_eq!(run("2 ^ 3 ^ 2", &[[0.0; 3]]), vec![512.0]);
         assert_eq!(run("-x ^ 2", &[[3.0, 0.0, 0.0]]), vec![-9.0]);
     }
 
     #[test]
     fn conditions_lets_and_functions() {
-        let src = "let d = x - y in if d > 0 && !(y == 1) then clip(d, 0, 1) else sign(d) * sqrt(abs(d))";
-        assert_eq!(run(src, &[[5.0, 2.0, 0.0], [0.0, 4.0, 0.0]]), vec![1.0, -2.0]);
-        assert_eq!(run("max(min(x, y), tanh(0)) + log(exp(2))", &[[3.0, -1.0, 0.0]]), vec![2.0]);
+        let src =
+            "let d = x - y in if d > 0 && !(y == 1) then clip(d, 0, 1) else sign(d) * sqrt(abs(d))";
+        assert_eq!(
+            run(src, &[[5.0, 2.0, 0.0], [0.0, 4.0, 0.0]]),
+            vec![1.0, -2.0]
+        );
+        assert_eq!(
+            run("max(min(x, y), tanh(0)) + log(exp(2))", &[[3.0, -1.0, 0.0]]),
+            vec![2.0]
+        );
     }
 
     #[test]
@@ -721,7 +847,10 @@ mod tests {
         let rows: Vec<[f64; 3]> = (1..=4).map(|i| [i as f64, 0.0, 0.0]).collect();
         assert_eq!(run("mean(x, 2)", &rows), vec![1.0, 1.5, 2.5, 3.5]);
         assert_eq!(run("lag(x, 1)", &rows), vec![0.0, 1.0, 2.0, 3.0]);
-        assert_eq!(run("max_over(x, 3) - min_over(x, 3)", &rows), vec![0.0, 1.0, 2.0, 2.0]);
+        assert_eq!(
+            run("max_over(x, 3) - min_over(x, 3)", &rows),
+            vec![0.0, 1.0, 2.0, 2.0]
+        );
         assert_eq!(run("std(x, 2)", &rows), vec![0.0, 0.5, 0.5, 0.5]);
         let ema = run("ema(x, 3)", &rows);
         assert_eq!(ema[0], 1.0);
@@ -744,7 +873,10 @@ mod tests {
         let e = Program::compile("meen(x, 3)", &vars()).unwrap_err();
         assert_eq!(e.suggestion.as_deref(), Some("mean"));
         for (src, needle) in [
-            ("if x then 1 else 0", "condition of `if` must be a condition"),
+            (
+                "if x then 1 else 0",
+                "condition of `if` must be a condition",
+            ),
             ("x > 1", "must give a number"),
             ("if x > 1 then 1", "needs an `else`"),
             ("mean(x + 1, 3)", "must be a variable name"),
@@ -769,18 +901,28 @@ mod tests {
     #[test]
     fn size_node_and_depth_bounds_hold() {
         let deep = format!("{}x{}", "(".repeat(100), ")".repeat(100));
-        assert!(Program::compile(&deep, &vars()).unwrap_err().message.contains("deeper"));
+        assert!(Program::compile(&deep, &vars())
+            .unwrap_err()
+            .message
+            .contains("deeper"));
         let long = vec!["x"; 300].join(" + ");
-        assert!(Program::compile(&long, &vars()).unwrap_err().message.contains("nodes"));
+        assert!(Program::compile(&long, &vars())
+            .unwrap_err()
+            .message
+            .contains("nodes"));
         let huge = "1".repeat(5000);
-        assert!(Program::compile(&huge, &vars()).unwrap_err().message.contains("bytes"));
+        assert!(Program::compile(&huge, &vars())
+            .unwrap_err()
+            .message
+            .contains("bytes"));
         let negs = format!("{}x", "-".repeat(100));
         assert!(Program::compile(&negs, &vars()).is_err());
     }
 
     #[test]
     fn column_evaluation_matches_step_evaluation() {
-        let src = "let d = x - y in if d > 0 then d / remaining_inv else clip(d * 2, -1, 1) + x ^ 0.5";
+        let src =
+            "let d = x - y in if d > 0 then d / remaining_inv else clip(d * 2, -1, 1) + x ^ 0.5";
         let p = Program::compile(src, &vars()).unwrap();
         let n = 1000;
         let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin() * 3.0).collect();

@@ -5,7 +5,11 @@ use super::compile::function_names;
 use super::VarSet;
 
 fn alternatives(names: &[&str]) -> String {
-    names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" | ")
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// The grammar as GBNF, with `vars` as the only names a program may read.

@@ -25,7 +25,8 @@ pub enum Tok {
 }
 
 const SYMBOLS: [&str; 19] = [
-    "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!", "(", ")", ",", "=", ";",
+    "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!", "(", ")", ",", "=",
+    ";",
 ];
 
 pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, CompileError> {
@@ -99,11 +100,16 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, CompileError> {
         let hint = match ch {
             '"' | '\'' => " (the language has no strings)",
             '[' | ']' | '{' | '}' => " (the language has no lists, blocks or loops)",
-            ':' => " (the language has no loops or blocks; for a choice write `if c then a else b`)",
+            ':' => {
+                " (the language has no loops or blocks; for a choice write `if c then a else b`)"
+            }
             '?' => " (write `if c then a else b`)",
             _ => "",
         };
-        return Err(CompileError::at(pos, format!("unexpected character `{ch}`{hint}")));
+        return Err(CompileError::at(
+            pos,
+            format!("unexpected character `{ch}`{hint}"),
+        ));
     }
     out.push((Tok::End, Pos { line, col }));
     Ok(out)
@@ -204,7 +210,10 @@ impl<'a> Parser<'a> {
             self.bump();
             Ok(())
         } else {
-            Err(CompileError::at(self.pos(), format!("expected `{s}` {context}, found {}", describe(self.peek()))))
+            Err(CompileError::at(
+                self.pos(),
+                format!("expected `{s}` {context}, found {}", describe(self.peek())),
+            ))
         }
     }
 
@@ -213,14 +222,20 @@ impl<'a> Parser<'a> {
             self.bump();
             Ok(())
         } else {
-            Err(CompileError::at(self.pos(), format!("expected `{k}` {context}, found {}", describe(self.peek()))))
+            Err(CompileError::at(
+                self.pos(),
+                format!("expected `{k}` {context}, found {}", describe(self.peek())),
+            ))
         }
     }
 
     fn node(&mut self, node: Node, pos: Pos) -> Result<Expr, CompileError> {
         self.nodes += 1;
         if self.nodes > self.limits.max_nodes {
-            return Err(CompileError::at(pos, format!("the program has more than {} nodes", self.limits.max_nodes)));
+            return Err(CompileError::at(
+                pos,
+                format!("the program has more than {} nodes", self.limits.max_nodes),
+            ));
         }
         Ok(Expr { node, pos })
     }
@@ -230,7 +245,10 @@ impl<'a> Parser<'a> {
         if !matches!(self.peek(), Tok::End) {
             return Err(CompileError::at(
                 self.pos(),
-                format!("expected the end of the program, found {} (a program is one expression)", describe(self.peek())),
+                format!(
+                    "expected the end of the program, found {} (a program is one expression)",
+                    describe(self.peek())
+                ),
             ));
         }
         Ok(e)
@@ -239,21 +257,35 @@ impl<'a> Parser<'a> {
     fn expr(&mut self) -> Result<Expr, CompileError> {
         self.depth += 1;
         if self.depth > self.limits.max_depth {
-            return Err(CompileError::at(self.pos(), format!("the program nests deeper than {} levels", self.limits.max_depth)));
+            return Err(CompileError::at(
+                self.pos(),
+                format!(
+                    "the program nests deeper than {} levels",
+                    self.limits.max_depth
+                ),
+            ));
         }
         let pos = self.pos();
         let r = if self.is_kw("let") {
             self.bump();
             let name = match self.bump() {
                 (Tok::Name(n), _) if !KEYWORDS.contains(&n.as_str()) => n,
-                (t, p) => return Err(CompileError::at(p, format!("expected a name after `let`, found {}", describe(&t)))),
+                (t, p) => {
+                    return Err(CompileError::at(
+                        p,
+                        format!("expected a name after `let`, found {}", describe(&t)),
+                    ))
+                }
             };
             self.expect_sym("=", "after the name in `let`")?;
             let value = self.expr()?;
             if self.is_sym(";") {
                 self.bump();
             } else {
-                self.expect_kw("in", "after the value of `let` (write `let x = value in body`)")?;
+                self.expect_kw(
+                    "in",
+                    "after the value of `let` (write `let x = value in body`)",
+                )?;
             }
             let body = self.expr()?;
             self.node(Node::Let(name, Box::new(value), Box::new(body)), pos)
@@ -303,7 +335,14 @@ impl<'a> Parser<'a> {
 
     fn cmp(&mut self) -> Result<Expr, CompileError> {
         self.binary(
-            &[("<=", BinOp::Le), (">=", BinOp::Ge), ("==", BinOp::Eq), ("!=", BinOp::Ne), ("<", BinOp::Lt), (">", BinOp::Gt)],
+            &[
+                ("<=", BinOp::Le),
+                (">=", BinOp::Ge),
+                ("==", BinOp::Eq),
+                ("!=", BinOp::Ne),
+                ("<", BinOp::Lt),
+                (">", BinOp::Gt),
+            ],
             Self::sum,
             false,
         )
@@ -324,11 +363,21 @@ impl<'a> Parser<'a> {
             self.bump();
             self.depth += 1;
             if self.depth > self.limits.max_depth {
-                return Err(CompileError::at(pos, format!("the program nests deeper than {} levels", self.limits.max_depth)));
+                return Err(CompileError::at(
+                    pos,
+                    format!(
+                        "the program nests deeper than {} levels",
+                        self.limits.max_depth
+                    ),
+                ));
             }
             let e = self.unary()?;
             self.depth -= 1;
-            let node = if neg { Node::Neg(Box::new(e)) } else { Node::Not(Box::new(e)) };
+            let node = if neg {
+                Node::Neg(Box::new(e))
+            } else {
+                Node::Not(Box::new(e))
+            };
             return self.node(node, pos);
         }
         self.power()
@@ -350,7 +399,10 @@ impl<'a> Parser<'a> {
         match t {
             Tok::Num(v) => self.node(Node::Num(v), pos),
             Tok::Name(n) if n == "true" || n == "false" => self.node(Node::Bool(n == "true"), pos),
-            Tok::Name(n) if KEYWORDS.contains(&n.as_str()) => Err(CompileError::at(pos, format!("`{n}` cannot start an expression here"))),
+            Tok::Name(n) if KEYWORDS.contains(&n.as_str()) => Err(CompileError::at(
+                pos,
+                format!("`{n}` cannot start an expression here"),
+            )),
             Tok::Name(n) => {
                 if self.is_sym("(") {
                     self.bump();
@@ -376,7 +428,10 @@ impl<'a> Parser<'a> {
                 self.expect_sym(")", "to close `(`")?;
                 Ok(e)
             }
-            t => Err(CompileError::at(pos, format!("expected a number, a name or `(`, found {}", describe(&t)))),
+            t => Err(CompileError::at(
+                pos,
+                format!("expected a number, a name or `(`, found {}", describe(&t)),
+            )),
         }
     }
 }

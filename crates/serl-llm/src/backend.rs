@@ -70,11 +70,19 @@ pub enum LlmError {
     #[error("{url}: no response within {secs} s")]
     Timeout { url: String, secs: f64 },
     #[error("{url}: HTTP {status}: {body}")]
-    Status { url: String, status: u16, body: String },
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
     #[error("{url}: the reply is not a chat completion: {message}")]
     BadReply { url: String, message: String },
     #[error("{url}: gave up after {attempts} attempts; last error: {last}")]
-    GaveUp { url: String, attempts: u32, last: String },
+    GaveUp {
+        url: String,
+        attempts: u32,
+        last: String,
+    },
     #[error("the API key variable {0} is not set")]
     MissingKey(String),
     #[error("replay: no recorded response for request {key} in {path}")]
@@ -82,7 +90,11 @@ pub enum LlmError {
     #[error("{path}: {message}")]
     File { path: String, message: String },
     #[error("prompt template {file}, line {line}: {message}")]
-    Template { file: String, line: usize, message: String },
+    Template {
+        file: String,
+        line: usize,
+        message: String,
+    },
 }
 
 /// A chat model.

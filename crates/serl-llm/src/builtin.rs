@@ -35,7 +35,10 @@ const FEATURES: [(&str, &str); 8] = [
     ("ret_range_10", "max_over(ret_1, 10) - min_over(ret_1, 10)"),
     ("behind_schedule", "inventory_left - time_left"),
     ("ret_3", "ret_1 + lag(ret_1, 1) + lag(ret_1, 2)"),
-    ("imbalance", "(bid_size_1 - ask_size_1) / (bid_size_1 + ask_size_1 + 0.001)"),
+    (
+        "imbalance",
+        "(bid_size_1 - ask_size_1) / (bid_size_1 + ask_size_1 + 0.001)",
+    ),
 ];
 
 const INSTRUCTIONS: [&str; 6] = [
@@ -51,10 +54,20 @@ const INSTRUCTIONS: [&str; 6] = [
 enum Genome {
     Reward(Vec<(usize, f64)>),
     State(Vec<usize>),
-    Arch { widths: Vec<usize>, relu: bool, norm: bool },
-    Imagination { scenarios: Vec<[f64; 3]>, share: f64 },
+    Arch {
+        widths: Vec<usize>,
+        relu: bool,
+        norm: bool,
+    },
+    Imagination {
+        scenarios: Vec<[f64; 3]>,
+        share: f64,
+    },
     Profiling([f64; 4]),
-    Communication { features: Vec<usize>, aggregate: usize },
+    Communication {
+        features: Vec<usize>,
+        aggregate: usize,
+    },
 }
 
 /// The offline designer.
@@ -102,14 +115,22 @@ impl BuiltinDesigner {
             ModuleKind::Architecture => {
                 let depth = r.random_range(1..=3);
                 Genome::Arch {
-                    widths: (0..depth).map(|_| [32, 64, 128][r.random_range(0..3)]).collect(),
+                    widths: (0..depth)
+                        .map(|_| [32, 64, 128][r.random_range(0..3)])
+                        .collect(),
                     relu: r.random_bool(0.3),
                     norm: r.random_bool(0.2),
                 }
             }
             ModuleKind::Imagination => Genome::Imagination {
                 scenarios: (0..r.random_range(1..=2))
-                    .map(|_| [r.random_range(0.7..1.6), r.random_range(-40.0..40.0), r.random_range(0.5..1.5)])
+                    .map(|_| {
+                        [
+                            r.random_range(0.7..1.6),
+                            r.random_range(-40.0..40.0),
+                            r.random_range(0.5..1.5),
+                        ]
+                    })
                     .collect(),
                 share: r.random_range(0.2..0.6),
             },
@@ -200,7 +221,10 @@ impl BuiltinDesigner {
                 (p[2] + jitter.sample(r)).clamp(1.0, 8.0),
                 (p[3] * jitter.sample(r).exp()).clamp(0.02, 0.8),
             ]),
-            Genome::Communication { features, aggregate } => {
+            Genome::Communication {
+                features,
+                aggregate,
+            } => {
                 let mut f = features.clone();
                 let i = r.random_range(0..FEATURES.len());
                 if !f.contains(&i) && f.len() < 4 {
@@ -208,7 +232,11 @@ impl BuiltinDesigner {
                 }
                 Genome::Communication {
                     features: f,
-                    aggregate: if r.random_bool(0.3) { r.random_range(0..3) } else { *aggregate },
+                    aggregate: if r.random_bool(0.3) {
+                        r.random_range(0..3)
+                    } else {
+                        *aggregate
+                    },
                 }
             }
         }
@@ -232,7 +260,12 @@ impl BuiltinDesigner {
                 Genome::Reward(t)
             }
             (Genome::State(x), Genome::State(y)) => {
-                let mut f: Vec<usize> = x.iter().chain(y).copied().filter(|_| r.random_bool(0.6)).collect();
+                let mut f: Vec<usize> = x
+                    .iter()
+                    .chain(y)
+                    .copied()
+                    .filter(|_| r.random_bool(0.6))
+                    .collect();
                 f.sort();
                 f.dedup();
                 if f.is_empty() {
@@ -278,7 +311,8 @@ impl BuiltinDesigner {
                     blocks.push(serde_json::json!({"kind": "layer_norm"}));
                 }
                 for w in widths {
-                    blocks.push(serde_json::json!({"kind": "dense", "width": w, "activation": act}));
+                    blocks
+                        .push(serde_json::json!({"kind": "dense", "width": w, "activation": act}));
                 }
                 serde_json::json!({"window": 1, "blocks": blocks}).to_string()
             }
@@ -290,14 +324,18 @@ impl BuiltinDesigner {
                 serde_json::json!({"scenarios": sc, "share": round(*share)}).to_string()
             }
             Genome::Profiling(p) => {
-                let mut m = serde_json::to_value(serl_market::MarketConfig::default()).unwrap_or_default();
+                let mut m =
+                    serde_json::to_value(serl_market::MarketConfig::default()).unwrap_or_default();
                 m["noise_agents"] = serde_json::json!(p[0].round() as usize);
                 m["value_agents"] = serde_json::json!(p[1].round() as usize);
                 m["market_makers"] = serde_json::json!(p[2].round().max(1.0) as usize);
                 m["market_order_share"] = serde_json::json!(round(p[3]));
                 serde_json::json!({ "market": m }).to_string()
             }
-            Genome::Communication { features, aggregate } => {
+            Genome::Communication {
+                features,
+                aggregate,
+            } => {
                 let b: Vec<serde_json::Value> = features
                     .iter()
                     .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
@@ -346,7 +384,11 @@ impl Designer for BuiltinDesigner {
                 let child = self.recombine(&a, &b);
                 self.mutate(&child)
             } else if roll < 0.85 {
-                let k = if parents.len() > 1 && self.rng.random_bool(0.3) { 1 } else { 0 };
+                let k = if parents.len() > 1 && self.rng.random_bool(0.3) {
+                    1
+                } else {
+                    0
+                };
                 let p = parents[k].0.clone();
                 self.mutate(&p)
             } else {
@@ -396,7 +438,8 @@ mod tests {
                 let ra = a.propose(kind, &ctx).unwrap();
                 let rb = b.propose(kind, &ctx).unwrap();
                 assert_eq!(ra.text, rb.text);
-                Module::parse(kind, &ra.text).unwrap_or_else(|e| panic!("{kind:?} round {round}: {e}\n{}", ra.text));
+                Module::parse(kind, &ra.text)
+                    .unwrap_or_else(|e| panic!("{kind:?} round {round}: {e}\n{}", ra.text));
                 ctx.examples = vec![Example {
                     source: ra.text,
                     score: round as f64,

@@ -55,7 +55,13 @@ impl LlmDesigner {
         }
     }
 
-    fn ask(&mut self, template: &str, ctx: &ModuleContext, json: bool, grammar: Option<String>) -> Result<Reply, LlmError> {
+    fn ask(
+        &mut self,
+        template: &str,
+        ctx: &ModuleContext,
+        json: bool,
+        grammar: Option<String>,
+    ) -> Result<Reply, LlmError> {
         let prompt = self.prompts.render(template, &ctx.to_value())?;
         let mut req = ChatRequest::new(prompt.clone());
         req.temperature = self.temperature;
@@ -155,7 +161,13 @@ pub fn generate(
                 });
                 // A server that cannot be reached will not be reached by
                 // asking again at once; the backend already retried.
-                if matches!(e, LlmError::Connect { .. } | LlmError::MissingKey(_) | LlmError::Template { .. } | LlmError::NotRecorded { .. }) {
+                if matches!(
+                    e,
+                    LlmError::Connect { .. }
+                        | LlmError::MissingKey(_)
+                        | LlmError::Template { .. }
+                        | LlmError::NotRecorded { .. }
+                ) {
                     g.fatal = Some(e.to_string());
                     break;
                 }
@@ -172,7 +184,9 @@ pub fn generate(
             } else {
                 "no expression found in the reply".to_string()
             }),
-            Some(text) => Module::parse(kind, &text).map_err(|e| e.to_string()).and_then(|m| check(&m).map(|_| m)),
+            Some(text) => Module::parse(kind, &text)
+                .map_err(|e| e.to_string())
+                .and_then(|m| check(&m).map(|_| m)),
         };
         match result {
             Ok(m) => {

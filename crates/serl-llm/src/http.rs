@@ -69,7 +69,9 @@ impl HttpBackend {
             // error for a remote https endpoint.
             Some(var) => match std::env::var(var) {
                 Ok(k) if !k.is_empty() => Some(k),
-                _ if cfg.base_url.starts_with("https://") => return Err(LlmError::MissingKey(var.clone())),
+                _ if cfg.base_url.starts_with("https://") => {
+                    return Err(LlmError::MissingKey(var.clone()))
+                }
                 _ => None,
             },
             None => None,
@@ -127,7 +129,8 @@ impl HttpBackend {
                 b
             }
             Flavor::Ollama => {
-                let mut options = json!({"temperature": req.temperature, "num_predict": req.max_tokens});
+                let mut options =
+                    json!({"temperature": req.temperature, "num_predict": req.max_tokens});
                 if let Some(s) = req.seed {
                     options["seed"] = json!(s);
                 }
@@ -155,7 +158,10 @@ impl HttpBackend {
                 completion_tokens: v["usage"]["completion_tokens"].as_u64().unwrap_or(0),
             }),
             Flavor::Ollama => Ok(ChatResponse {
-                content: v["message"]["content"].as_str().ok_or_else(|| bad("no message.content"))?.to_string(),
+                content: v["message"]["content"]
+                    .as_str()
+                    .ok_or_else(|| bad("no message.content"))?
+                    .to_string(),
                 prompt_tokens: v["prompt_eval_count"].as_u64().unwrap_or(0),
                 completion_tokens: v["eval_count"].as_u64().unwrap_or(0),
             }),
@@ -177,7 +183,11 @@ impl HttpBackend {
 
 impl Backend for HttpBackend {
     fn name(&self) -> String {
-        format!("{:?} {} at {}", self.cfg.flavor, self.cfg.model, self.cfg.base_url).to_lowercase()
+        format!(
+            "{:?} {} at {}",
+            self.cfg.flavor, self.cfg.model, self.cfg.base_url
+        )
+        .to_lowercase()
     }
 
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -185,10 +195,14 @@ impl Backend for HttpBackend {
         let body = self.body(req);
         let seed = u64::from_str_radix(&req.key(), 16).unwrap_or(0);
         self.rt.block_on(async {
-            let _permit = self.permits.acquire().await.map_err(|e| LlmError::Connect {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
+            let _permit = self
+                .permits
+                .acquire()
+                .await
+                .map_err(|e| LlmError::Connect {
+                    url: url.clone(),
+                    message: e.to_string(),
+                })?;
             let mut last = String::new();
             for attempt in 0..=self.cfg.max_retries {
                 let mut rb = self.client.post(&url).json(&body);
@@ -207,28 +221,49 @@ impl Backend for HttpBackend {
                             let text = match resp.text().await {
                                 Ok(t) => t,
                                 Err(e) if e.is_timeout() => {
-                                    last = format!("timed out reading the body after {} s", self.cfg.timeout_secs);
+                                    last = format!(
+                                        "timed out reading the body after {} s",
+                                        self.cfg.timeout_secs
+                                    );
                                     tokio::time::sleep(self.backoff(attempt, seed)).await;
                                     continue;
                                 }
-                                Err(e) => return Err(LlmError::BadReply { url, message: e.to_string() }),
+                                Err(e) => {
+                                    return Err(LlmError::BadReply {
+                                        url,
+                                        message: e.to_string(),
+                                    })
+                                }
                             };
-                            let v: Value = serde_json::from_str(&text).map_err(|e| LlmError::BadReply {
-                                url: url.clone(),
-                                message: format!("invalid JSON ({e}): {}", text.chars().take(200).collect::<String>()),
-                            })?;
+                            let v: Value =
+                                serde_json::from_str(&text).map_err(|e| LlmError::BadReply {
+                                    url: url.clone(),
+                                    message: format!(
+                                        "invalid JSON ({e}): {}",
+                                        text.chars().take(200).collect::<String>()
+                                    ),
+                                })?;
                             return self.parse(&url, &v);
                         }
                         let code = status.as_u16();
                         let text = resp.text().await.unwrap_or_default();
-                        last = format!("HTTP {code}: {}", text.chars().take(200).collect::<String>());
+                        last = format!(
+                            "HTTP {code}: {}",
+                            text.chars().take(200).collect::<String>()
+                        );
                         if code == 429 || status.is_server_error() {
                             match retry_after {
-                                Some(s) if code == 429 => Duration::from_secs_f64(s.clamp(0.0, 300.0)),
+                                Some(s) if code == 429 => {
+                                    Duration::from_secs_f64(s.clamp(0.0, 300.0))
+                                }
                                 _ => self.backoff(attempt, seed),
                             }
                         } else {
-                            return Err(LlmError::Status { url, status: code, body: text.chars().take(500).collect() });
+                            return Err(LlmError::Status {
+                                url,
+                                status: code,
+                                body: text.chars().take(500).collect(),
+                            });
                         }
                     }
                     Err(e) if e.is_timeout() => {
@@ -238,11 +273,19 @@ impl Backend for HttpBackend {
                     Err(e) if e.is_connect() => {
                         last = format!("cannot connect: {e}");
                         if attempt == self.cfg.max_retries {
-                            return Err(LlmError::Connect { url, message: e.to_string() });
+                            return Err(LlmError::Connect {
+                                url,
+                                message: e.to_string(),
+                            });
                         }
                         self.backoff(attempt, seed)
                     }
-                    Err(e) => return Err(LlmError::Connect { url, message: e.to_string() }),
+                    Err(e) => {
+                        return Err(LlmError::Connect {
+                            url,
+                            message: e.to_string(),
+                        })
+                    }
                 };
                 if attempt < self.cfg.max_retries {
                     tracing::warn!("{url}: {last}; retrying in {:.2} s", wait.as_secs_f64());
@@ -250,9 +293,16 @@ impl Backend for HttpBackend {
                 }
             }
             if last.starts_with("no response") {
-                return Err(LlmError::Timeout { url, secs: self.cfg.timeout_secs });
+                return Err(LlmError::Timeout {
+                    url,
+                    secs: self.cfg.timeout_secs,
+                });
             }
-            Err(LlmError::GaveUp { url, attempts: self.cfg.max_retries + 1, last })
+            Err(LlmError::GaveUp {
+                url,
+                attempts: self.cfg.max_retries + 1,
+                last,
+            })
         })
     }
 }

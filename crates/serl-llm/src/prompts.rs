@@ -12,7 +12,15 @@ use crate::backend::LlmError;
 
 /// Templates every prompt directory must have.
 pub const REQUIRED: [&str; 9] = [
-    "system", "feedback", "refine", "reward", "state", "architecture", "imagination", "profiling", "communication",
+    "system",
+    "feedback",
+    "refine",
+    "reward",
+    "state",
+    "architecture",
+    "imagination",
+    "profiling",
+    "communication",
 ];
 
 pub struct Prompts {
@@ -43,15 +51,22 @@ impl Prompts {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         let mut names = Vec::new();
-        let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "j2")).collect();
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "j2"))
+            .collect();
         files.sort();
         for path in files {
-            let file = path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+            let file = path
+                .file_name()
+                .map(|f| f.to_string_lossy().to_string())
+                .unwrap_or_default();
             let source = std::fs::read_to_string(&path).map_err(|e| LlmError::File {
                 path: path.display().to_string(),
                 message: e.to_string(),
             })?;
-            env.add_template_owned(file.clone(), source).map_err(|e| template_err(&file, &e))?;
+            env.add_template_owned(file.clone(), source)
+                .map_err(|e| template_err(&file, &e))?;
             names.push(file.trim_end_matches(".j2").to_string());
         }
         Ok(Prompts {
@@ -72,12 +87,16 @@ impl Prompts {
 
     pub fn render(&self, name: &str, ctx: &Value) -> Result<String, LlmError> {
         let file = format!("{name}.j2");
-        let t = self.env.get_template(&file).map_err(|_| LlmError::Template {
-            file: self.dir.join(&file).display().to_string(),
-            line: 0,
-            message: format!("no template `{name}` (have: {})", self.names.join(", ")),
-        })?;
-        t.render(minijinja::value::Serde(ctx)).map_err(|e| template_err(&file, &e))
+        let t = self
+            .env
+            .get_template(&file)
+            .map_err(|_| LlmError::Template {
+                file: self.dir.join(&file).display().to_string(),
+                line: 0,
+                message: format!("no template `{name}` (have: {})", self.names.join(", ")),
+            })?;
+        t.render(minijinja::value::Serde(ctx))
+            .map_err(|e| template_err(&file, &e))
     }
 
     /// Renders every module template and `refine` against the sample
@@ -178,7 +197,12 @@ pub struct ModuleContext {
 }
 
 impl ModuleContext {
-    pub fn new(kind: ModuleKind, task: TaskInfo, macro_instruction: &str, micro_instruction: &str) -> Self {
+    pub fn new(
+        kind: ModuleKind,
+        task: TaskInfo,
+        macro_instruction: &str,
+        micro_instruction: &str,
+    ) -> Self {
         let (variables, grammar) = match kind {
             ModuleKind::Reward => (
                 serl_modules::reward_vars_doc(),
@@ -188,7 +212,10 @@ impl ModuleContext {
                 let names = serl_env::obs::feature_names();
                 let vars = serl_expr::VarSet::from_names(names.clone());
                 (
-                    names.into_iter().map(|n| json!({"name": n, "doc": "observation feature"})).collect(),
+                    names
+                        .into_iter()
+                        .map(|n| json!({"name": n, "doc": "observation feature"}))
+                        .collect(),
                     serl_expr::grammar::gbnf(&vars),
                 )
             }
@@ -217,7 +244,12 @@ impl ModuleContext {
 /// A filled-in context for `kind`, with or without feedback, examples
 /// and a retry error: what `serl prompts check` renders.
 pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
-    let mut c = ModuleContext::new(kind, TaskInfo::default(), "beat TWAP robustly across stocks", "keep the design simple");
+    let mut c = ModuleContext::new(
+        kind,
+        TaskInfo::default(),
+        "beat TWAP robustly across stocks",
+        "keep the design simple",
+    );
     if full {
         c.examples = vec![Example {
             source: serl_modules::Design::baseline().reward.program,
@@ -235,10 +267,14 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
                 repaired: 2,
             }],
             reward_stats: Some(json!({"mean": 0.1, "min": -3.0, "max": 2.0})),
-            errors: vec!["reward module: line 1, column 3: unknown name `pa`; did you mean `step_pa`?".into()],
+            errors: vec![
+                "reward module: line 1, column 3: unknown name `pa`; did you mean `step_pa`?"
+                    .into(),
+            ],
         });
         c.error = Some("invalid JSON at line 1 column 2".into());
-        c.history = vec![json!({"instruction": "penalise inventory late in the day", "score": 0.42})];
+        c.history =
+            vec![json!({"instruction": "penalise inventory late in the day", "score": 0.42})];
     }
     c.to_value()
 }
@@ -256,8 +292,13 @@ mod tests {
         let p = Prompts::load(&shipped()).unwrap();
         let problems = p.check();
         assert!(problems.is_empty(), "{problems:?}");
-        let text = p.render("reward", &sample_context(ModuleKind::Reward, true)).unwrap();
-        assert!(text.contains("remaining_inv") && text.contains("did you mean"), "{text}");
+        let text = p
+            .render("reward", &sample_context(ModuleKind::Reward, true))
+            .unwrap();
+        assert!(
+            text.contains("remaining_inv") && text.contains("did you mean"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -267,10 +308,17 @@ mod tests {
             let f = f.unwrap().path();
             std::fs::copy(&f, dir.path().join(f.file_name().unwrap())).unwrap();
         }
-        std::fs::write(dir.path().join("reward.j2"), "line one\n{{ task.descripton }}\n").unwrap();
+        std::fs::write(
+            dir.path().join("reward.j2"),
+            "line one\n{{ task.descripton }}\n",
+        )
+        .unwrap();
         let p = Prompts::load(dir.path()).unwrap();
         let e = p.check().into_iter().next().unwrap().to_string();
-        assert!(e.contains("reward.j2") && e.contains("line 2") && e.contains("undefined"), "{e}");
+        assert!(
+            e.contains("reward.j2") && e.contains("line 2") && e.contains("undefined"),
+            "{e}"
+        );
         std::fs::write(dir.path().join("state.j2"), "ok\n{% if x %}\nno end").unwrap();
         let e = Prompts::load(dir.path()).err().unwrap().to_string();
         assert!(e.contains("state.j2") && e.contains("syntax"), "{e}");

@@ -57,7 +57,10 @@ pub struct Recorder<B> {
 
 impl<B: Backend> Recorder<B> {
     pub fn new(inner: B, path: &Path) -> Result<Self, LlmError> {
-        let cache = read_transcript(path)?.into_iter().map(|x| (x.key, x.response)).collect();
+        let cache = read_transcript(path)?
+            .into_iter()
+            .map(|x| (x.key, x.response))
+            .collect();
         Ok(Recorder {
             inner,
             path: path.to_path_buf(),
@@ -126,9 +129,12 @@ impl Backend for Replay {
 
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let key = req.key();
-        self.answers.get(&key).cloned().ok_or_else(|| LlmError::NotRecorded {
-            key,
-            path: self.path.display().to_string(),
-        })
+        self.answers
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| LlmError::NotRecorded {
+                key,
+                path: self.path.display().to_string(),
+            })
     }
 }

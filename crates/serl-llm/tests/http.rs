@@ -40,7 +40,9 @@ fn serve(script: Vec<Answer>) -> Server {
         // One thread per connection, so that a slow answer does not hold
         // up the retry behind it.
         for answer in script {
-            let Ok((stream, _)) = listener.accept() else { return };
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
             let seen = seen.clone();
             std::thread::spawn(move || handle(stream, answer, &seen));
         }
@@ -73,7 +75,13 @@ fn handle(mut stream: TcpStream, answer: Answer, seen: &Mutex<Vec<serde_json::Va
     };
     let text = match answer {
         Answer::Ok(b) => reply(200, "", &b),
-        Answer::Status(code, retry) => reply(code, &retry.map(|r| format!("retry-after: {r}\r\n")).unwrap_or_default(), "{\"error\":\"busy\"}"),
+        Answer::Status(code, retry) => reply(
+            code,
+            &retry
+                .map(|r| format!("retry-after: {r}\r\n"))
+                .unwrap_or_default(),
+            "{\"error\":\"busy\"}",
+        ),
         Answer::Slow(d, b) => {
             std::thread::sleep(d);
             reply(200, "", &b)
@@ -120,19 +128,37 @@ fn a_completion_comes_back_with_its_token_counts_and_the_request_carries_the_set
 
 #[test]
 fn a_429_is_retried_after_the_servers_retry_after() {
-    let s = serve(vec![Answer::Status(429, Some("1")), Answer::Ok(completion("ok"))]);
+    let s = serve(vec![
+        Answer::Status(429, Some("1")),
+        Answer::Ok(completion("ok")),
+    ]);
     let t = Instant::now();
     let r = backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap();
     assert_eq!(r.content, "ok");
-    assert!(t.elapsed() >= Duration::from_millis(900), "waited {:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "waited {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
 fn server_errors_are_retried_then_reported() {
-    let s = serve(vec![Answer::Status(500, None), Answer::Ok(completion("ok"))]);
-    assert_eq!(backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap().content, "ok");
+    let s = serve(vec![
+        Answer::Status(500, None),
+        Answer::Ok(completion("ok")),
+    ]);
+    assert_eq!(
+        backend(&s.url, 5.0)
+            .chat(&ChatRequest::new("x"))
+            .unwrap()
+            .content,
+        "ok"
+    );
     let s = serve(vec![Answer::Status(503, None); 3]);
-    let e = backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap_err();
+    let e = backend(&s.url, 5.0)
+        .chat(&ChatRequest::new("x"))
+        .unwrap_err();
     assert!(matches!(e, LlmError::GaveUp { attempts: 3, .. }), "{e}");
     assert!(e.to_string().contains("HTTP 503"), "{e}");
 }
@@ -140,13 +166,18 @@ fn server_errors_are_retried_then_reported() {
 #[test]
 fn a_client_error_is_not_retried() {
     let s = serve(vec![Answer::Status(401, None)]);
-    let e = backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap_err();
+    let e = backend(&s.url, 5.0)
+        .chat(&ChatRequest::new("x"))
+        .unwrap_err();
     assert!(matches!(e, LlmError::Status { status: 401, .. }), "{e}");
 }
 
 #[test]
 fn a_slow_server_times_out_and_the_retry_succeeds() {
-    let s = serve(vec![Answer::Slow(Duration::from_millis(1500), completion("late")), Answer::Ok(completion("ok"))]);
+    let s = serve(vec![
+        Answer::Slow(Duration::from_millis(1500), completion("late")),
+        Answer::Ok(completion("ok")),
+    ]);
     let t = Instant::now();
     let r = backend(&s.url, 0.5).chat(&ChatRequest::new("x")).unwrap();
     assert_eq!(r.content, "ok");
@@ -156,7 +187,9 @@ fn a_slow_server_times_out_and_the_retry_succeeds() {
 #[test]
 fn truncated_json_is_a_clear_error() {
     let s = serve(vec![Answer::Truncated]);
-    let e = backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap_err();
+    let e = backend(&s.url, 5.0)
+        .chat(&ChatRequest::new("x"))
+        .unwrap_err();
     assert!(matches!(e, LlmError::BadReply { .. }), "{e}");
     assert!(e.to_string().contains("not a chat completion"), "{e}");
 }
@@ -164,12 +197,19 @@ fn truncated_json_is_a_clear_error() {
 #[test]
 fn a_refused_connection_names_the_url() {
     // Bind and drop: the port is then closed.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}");
     let t = Instant::now();
     let e = backend(&url, 2.0).chat(&ChatRequest::new("x")).unwrap_err();
     assert!(matches!(e, LlmError::Connect { .. }), "{e}");
-    assert!(e.to_string().contains(&url) && e.to_string().contains("is the server running"), "{e}");
+    assert!(
+        e.to_string().contains(&url) && e.to_string().contains("is the server running"),
+        "{e}"
+    );
     assert!(t.elapsed() < Duration::from_secs(3));
 }
 

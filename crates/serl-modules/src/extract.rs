@@ -82,8 +82,14 @@ mod tests {
     #[test]
     fn programs_come_out_of_fences_and_labels() {
         let r = "Here is my reward:\n```serl\nstep_pa - 2 * remaining_inv^2\n```\nIt penalises inventory.";
-        assert_eq!(extract(ModuleKind::Reward, r).unwrap(), "step_pa - 2 * remaining_inv^2");
-        assert_eq!(extract(ModuleKind::Reward, "reward = step_pa").unwrap(), "step_pa");
+        assert_eq!(
+            extract(ModuleKind::Reward, r).unwrap(),
+            "step_pa - 2 * remaining_inv^2"
+        );
+        assert_eq!(
+            extract(ModuleKind::Reward, "reward = step_pa").unwrap(),
+            "step_pa"
+        );
         assert_eq!(extract(ModuleKind::Reward, "  \n "), None);
     }
 

@@ -23,7 +23,7 @@ mod smoke;
 
 pub use extract::extract;
 pub use module::{
-    reward_vars, reward_vars_doc, Aggregate, Communication, Design, ImaginationModule, Module, ModuleError,
-    ModuleKind, ProfilingModule, ProgramReward, RewardModule, StateModule,
+    reward_vars, reward_vars_doc, Aggregate, Communication, Design, ImaginationModule, Module,
+    ModuleError, ModuleKind, ProfilingModule, ProgramReward, RewardModule, StateModule,
 };
 pub use smoke::{smoke_test, SmokeReport};

@@ -71,22 +71,43 @@ fn err(kind: ModuleKind, message: impl Into<String>) -> ModuleError {
 /// The per-step variables a reward program may read, documented for the
 /// prompts, in the order [`ProgramReward`] passes them.
 pub const REWARD_VARS: [(&str, &str); 11] = [
-    ("step_pa", "this step's price advantage against the step benchmark, bps, weighted by the share filled"),
-    ("fill_qty", "shares filled this step, as a fraction of the order"),
-    ("fill_price", "average fill price this step (0 when nothing filled)"),
+    (
+        "step_pa",
+        "this step's price advantage against the step benchmark, bps, weighted by the share filled",
+    ),
+    (
+        "fill_qty",
+        "shares filled this step, as a fraction of the order",
+    ),
+    (
+        "fill_price",
+        "average fill price this step (0 when nothing filled)",
+    ),
     ("bench_price", "mean market price over the step"),
     ("spread_bps", "quoted spread, bps"),
-    ("time_left", "share of the window left after this step, 1 to 0"),
-    ("remaining_inv", "share of the order still to trade after this step, 1 to 0"),
+    (
+        "time_left",
+        "share of the window left after this step, 1 to 0",
+    ),
+    (
+        "remaining_inv",
+        "share of the order still to trade after this step, 1 to 0",
+    ),
     ("volatility", "1-minute volatility, bps"),
-    ("volume", "market volume this step relative to an average step"),
+    (
+        "volume",
+        "market volume this step relative to an average step",
+    ),
     ("steps", "decision steps in the episode"),
     ("done", "1 on the last step, else 0"),
 ];
 
 /// `{name, doc}` of each reward variable, for the prompts.
 pub fn reward_vars_doc() -> Vec<serde_json::Value> {
-    REWARD_VARS.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect()
+    REWARD_VARS
+        .iter()
+        .map(|(n, d)| serde_json::json!({"name": n, "doc": d}))
+        .collect()
 }
 
 pub fn reward_vars() -> VarSet {
@@ -125,7 +146,8 @@ pub struct ProgramReward {
 
 impl ProgramReward {
     pub fn new(m: &RewardModule) -> Result<Self, ModuleError> {
-        let program = Program::compile(&m.program, &reward_vars()).map_err(|e| err(ModuleKind::Reward, e.to_string()))?;
+        let program = Program::compile(&m.program, &reward_vars())
+            .map_err(|e| err(ModuleKind::Reward, e.to_string()))?;
         if program.has_windows() {
             return Err(err(ModuleKind::Reward, "a reward reads only this step's variables; window functions belong in state features"));
         }
@@ -211,7 +233,12 @@ impl Communication {
     /// The combined message agent `me` receives from the others.
     pub fn aggregate(&self, messages: &[Vec<f64>], me: usize) -> Vec<f64> {
         let dim = self.broadcast.len();
-        let others: Vec<&Vec<f64>> = messages.iter().enumerate().filter(|(i, _)| *i != me).map(|(_, m)| m).collect();
+        let others: Vec<&Vec<f64>> = messages
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != me)
+            .map(|(_, m)| m)
+            .collect();
         let mut out = vec![0.0; dim];
         if others.is_empty() {
             return out;
@@ -221,7 +248,13 @@ impl Communication {
             Aggregate::Mean => vec![1.0 / others.len() as f64; others.len()],
             Aggregate::Attention => {
                 let own = &messages[me];
-                let scores: Vec<f64> = others.iter().map(|m| m.iter().zip(own).map(|(a, b)| a * b).sum::<f64>() / (dim.max(1) as f64).sqrt()).collect();
+                let scores: Vec<f64> = others
+                    .iter()
+                    .map(|m| {
+                        m.iter().zip(own).map(|(a, b)| a * b).sum::<f64>()
+                            / (dim.max(1) as f64).sqrt()
+                    })
+                    .collect();
                 let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
                 let z: f64 = e.iter().sum();
@@ -253,7 +286,16 @@ const MAX_SCENARIOS: usize = 8;
 const MAX_AGENTS: usize = 2_000;
 
 fn json<T: for<'de> Deserialize<'de>>(kind: ModuleKind, text: &str) -> Result<T, ModuleError> {
-    serde_json::from_str(text).map_err(|e| err(kind, format!("invalid JSON at line {} column {}: {e}", e.line(), e.column())))
+    serde_json::from_str(text).map_err(|e| {
+        err(
+            kind,
+            format!(
+                "invalid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
 }
 
 fn in_range(kind: ModuleKind, field: &str, v: f64, lo: f64, hi: f64) -> Result<(), ModuleError> {
@@ -280,7 +322,9 @@ impl Module {
     /// reply), with a message precise enough to send back to the designer.
     pub fn parse(kind: ModuleKind, text: &str) -> Result<Module, ModuleError> {
         let m = match kind {
-            ModuleKind::Reward => Module::Reward(RewardModule { program: text.trim().to_string() }),
+            ModuleKind::Reward => Module::Reward(RewardModule {
+                program: text.trim().to_string(),
+            }),
             ModuleKind::State => Module::State(json(kind, text)?),
             ModuleKind::Architecture => Module::Architecture(json(kind, text)?),
             ModuleKind::Imagination => Module::Imagination(json(kind, text)?),
@@ -297,7 +341,10 @@ impl Module {
             Module::Reward(r) => ProgramReward::new(r).map(|_| ()),
             Module::State(s) => {
                 if s.features.is_empty() {
-                    return Err(err(kind, "no features; give at least one {\"name\", \"program\"}"));
+                    return Err(err(
+                        kind,
+                        "no features; give at least one {\"name\", \"program\"}",
+                    ));
                 }
                 features(kind, &s.features)
             }
@@ -307,19 +354,55 @@ impl Module {
                 .map_err(|e| err(kind, e.to_string())),
             Module::Imagination(m) => {
                 if m.scenarios.is_empty() || m.scenarios.len() > MAX_SCENARIOS {
-                    return Err(err(kind, format!("give 1 to {MAX_SCENARIOS} scenarios, not {}", m.scenarios.len())));
+                    return Err(err(
+                        kind,
+                        format!(
+                            "give 1 to {MAX_SCENARIOS} scenarios, not {}",
+                            m.scenarios.len()
+                        ),
+                    ));
                 }
                 in_range(kind, "share", m.share, 0.0, 1.0)?;
                 for (i, s) in m.scenarios.iter().enumerate() {
-                    in_range(kind, &format!("scenarios[{i}].volatility_mult"), s.volatility_mult, 0.1, 5.0)?;
-                    in_range(kind, &format!("scenarios[{i}].drift_bps"), s.drift_bps, -500.0, 500.0)?;
-                    in_range(kind, &format!("scenarios[{i}].liquidity_mult"), s.liquidity_mult, 0.05, 10.0)?;
+                    in_range(
+                        kind,
+                        &format!("scenarios[{i}].volatility_mult"),
+                        s.volatility_mult,
+                        0.1,
+                        5.0,
+                    )?;
+                    in_range(
+                        kind,
+                        &format!("scenarios[{i}].drift_bps"),
+                        s.drift_bps,
+                        -500.0,
+                        500.0,
+                    )?;
+                    in_range(
+                        kind,
+                        &format!("scenarios[{i}].liquidity_mult"),
+                        s.liquidity_mult,
+                        0.05,
+                        10.0,
+                    )?;
                     if s.jumps.len() > 10 {
                         return Err(err(kind, format!("scenarios[{i}].jumps: at most 10")));
                     }
                     for (j, (minute, size)) in s.jumps.iter().enumerate() {
-                        in_range(kind, &format!("scenarios[{i}].jumps[{j}] minute"), *minute as f64, 0.0, 390.0)?;
-                        in_range(kind, &format!("scenarios[{i}].jumps[{j}] size"), *size, -1000.0, 1000.0)?;
+                        in_range(
+                            kind,
+                            &format!("scenarios[{i}].jumps[{j}] minute"),
+                            *minute as f64,
+                            0.0,
+                            390.0,
+                        )?;
+                        in_range(
+                            kind,
+                            &format!("scenarios[{i}].jumps[{j}] size"),
+                            *size,
+                            -1000.0,
+                            1000.0,
+                        )?;
                     }
                 }
                 Ok(())
@@ -328,18 +411,42 @@ impl Module {
                 let m = &p.market;
                 let agents = m.noise_agents + m.value_agents + m.market_makers;
                 if agents == 0 || agents > MAX_AGENTS {
-                    return Err(err(kind, format!("{agents} agents; give 1 to {MAX_AGENTS}")));
+                    return Err(err(
+                        kind,
+                        format!("{agents} agents; give 1 to {MAX_AGENTS}"),
+                    ));
                 }
                 if m.market_makers == 0 {
-                    return Err(err(kind, "market_makers = 0 leaves the book without liquidity; give at least 1"));
+                    return Err(err(
+                        kind,
+                        "market_makers = 0 leaves the book without liquidity; give at least 1",
+                    ));
                 }
-                in_range(kind, "market.market_order_share", m.market_order_share, 0.0, 1.0)?;
+                in_range(
+                    kind,
+                    "market.market_order_share",
+                    m.market_order_share,
+                    0.0,
+                    1.0,
+                )?;
                 in_range(kind, "market.cancel_share", m.cancel_share, 0.0, 1.0)?;
                 in_range(kind, "market.order_size", m.order_size, 1.0, 1e6)?;
                 in_range(kind, "market.mm_levels", m.mm_levels as f64, 1.0, 20.0)?;
-                in_range(kind, "market.mm_interval_ms", m.mm_interval_ms as f64, 10.0, 600_000.0)?;
+                in_range(
+                    kind,
+                    "market.mm_interval_ms",
+                    m.mm_interval_ms as f64,
+                    10.0,
+                    600_000.0,
+                )?;
                 in_range(kind, "market.mm_depth_share", m.mm_depth_share, 0.0, 1.0)?;
-                in_range(kind, "market.value_rate_per_min", m.value_rate_per_min, 0.0, 60.0)?;
+                in_range(
+                    kind,
+                    "market.value_rate_per_min",
+                    m.value_rate_per_min,
+                    0.0,
+                    60.0,
+                )?;
                 in_range(kind, "market.latency_us", m.latency_us as f64, 0.0, 1e7)?;
                 Module::Imagination(ImaginationModule {
                     scenarios: vec![m.scenario.clone()],
@@ -350,7 +457,10 @@ impl Module {
             }
             Module::Communication(c) => {
                 if c.broadcast.is_empty() || c.broadcast.len() > 8 {
-                    return Err(err(kind, format!("broadcast 1 to 8 values, not {}", c.broadcast.len())));
+                    return Err(err(
+                        kind,
+                        format!("broadcast 1 to 8 values, not {}", c.broadcast.len()),
+                    ));
                 }
                 features(kind, &c.broadcast)
             }
@@ -373,13 +483,26 @@ impl Module {
 
 fn features(kind: ModuleKind, defs: &[FeatureDef]) -> Result<(), ModuleError> {
     if defs.len() > MAX_FEATURES {
-        return Err(err(kind, format!("{} features; at most {MAX_FEATURES}", defs.len())));
+        return Err(err(
+            kind,
+            format!("{} features; at most {MAX_FEATURES}", defs.len()),
+        ));
     }
     let mut seen = std::collections::HashSet::new();
     for d in defs {
-        let ok = !d.name.is_empty() && d.name.len() <= 40 && d.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let ok = !d.name.is_empty()
+            && d.name.len() <= 40
+            && d.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok {
-            return Err(err(kind, format!("feature name `{}` must be 1 to 40 letters, digits or underscores", d.name)));
+            return Err(err(
+                kind,
+                format!(
+                    "feature name `{}` must be 1 to 40 letters, digits or underscores",
+                    d.name
+                ),
+            ));
         }
         if !seen.insert(&d.name) {
             return Err(err(kind, format!("feature `{}` is defined twice", d.name)));
@@ -409,9 +532,12 @@ impl Design {
     pub fn baseline() -> Self {
         Design {
             reward: RewardModule {
-                program: "step_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2".into(),
+                program: "step_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2"
+                    .into(),
             },
-            state: StateModule { features: Vec::new() },
+            state: StateModule {
+                features: Vec::new(),
+            },
             architecture: NetworkSpec::default(),
             imagination: ImaginationModule {
                 scenarios: Vec::new(),
@@ -449,13 +575,19 @@ mod tests {
     #[test]
     fn attention_weighs_similar_messages_more() {
         let c = Communication {
-            broadcast: vec![FeatureDef { name: "a".into(), program: "time_left".into() }],
+            broadcast: vec![FeatureDef {
+                name: "a".into(),
+                program: "time_left".into(),
+            }],
             aggregate: Aggregate::Attention,
         };
         let msgs = vec![vec![2.0], vec![2.0], vec![-2.0]];
         let got = c.aggregate(&msgs, 0);
         assert!(got[0] > 1.9, "{got:?}");
-        let mean = Communication { aggregate: Aggregate::Mean, ..c };
+        let mean = Communication {
+            aggregate: Aggregate::Mean,
+            ..c
+        };
         assert_eq!(mean.aggregate(&msgs, 0), vec![0.0]);
     }
 }

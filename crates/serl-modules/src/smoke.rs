@@ -33,10 +33,13 @@ pub fn smoke_test(
     cfg: &EnvConfig,
 ) -> Result<SmokeReport, ModuleError> {
     let r = ProgramReward::new(reward)?;
-    let fs = FeatureSet::compile(&state.features, &serl_env::obs::feature_names()).map_err(|e| ModuleError {
-        kind: ModuleKind::State.name(),
-        message: e.to_string(),
-    })?;
+    let fs =
+        FeatureSet::compile(&state.features, &serl_env::obs::feature_names()).map_err(|e| {
+            ModuleError {
+                kind: ModuleKind::State.name(),
+                message: e.to_string(),
+            }
+        })?;
     let mut states = fs.states();
     let mut env = StaticEnv::new(view, order, cfg);
     let mut obs = [0f32; OBS_DIM];
@@ -65,7 +68,12 @@ pub fn smoke_test(
         reward_max: hi,
         reward_mean: sum / n.max(1) as f64,
         repaired: r.repaired() + FeatureSet::repaired(&states),
-        features: fs.defs.iter().zip(&ranges).map(|(d, r)| (d.name.clone(), r.0, r.1)).collect(),
+        features: fs
+            .defs
+            .iter()
+            .zip(&ranges)
+            .map(|(d, r)| (d.name.clone(), r.0, r.1))
+            .collect(),
     };
     if n == 0 {
         return Err(ModuleError {
@@ -82,14 +90,19 @@ pub fn smoke_test(
     if r.repaired() as usize > n / 2 {
         return Err(ModuleError {
             kind: ModuleKind::Reward.name(),
-            message: format!("{} of {n} steps produced NaN, infinity or a division by zero", r.repaired()),
+            message: format!(
+                "{} of {n} steps produced NaN, infinity or a division by zero",
+                r.repaired()
+            ),
         });
     }
     for (name, a, b) in &report.features {
         if !(a.abs() <= SANE * 100.0 && b.abs() <= SANE * 100.0) {
             return Err(ModuleError {
                 kind: ModuleKind::State.name(),
-                message: format!("feature `{name}` ranged over [{a:.3e}, {b:.3e}]; scale it to within ±1e6"),
+                message: format!(
+                    "feature `{name}` ranged over [{a:.3e}, {b:.3e}]; scale it to within ±1e6"
+                ),
             });
         }
     }

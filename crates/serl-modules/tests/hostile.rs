@@ -14,7 +14,10 @@ fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
     let nested_json = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     let many_features = format!(
         "{{\"features\": [{}]}}",
-        (0..40).map(|i| format!("{{\"name\": \"f{i}\", \"program\": \"time_left\"}}")).collect::<Vec<_>>().join(",")
+        (0..40)
+            .map(|i| format!("{{\"name\": \"f{i}\", \"program\": \"time_left\"}}"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     vec![
         // Empty and prose.
@@ -118,7 +121,11 @@ fn every_hostile_reply_is_rejected_with_a_precise_message() {
                 }
             }
         }
-        assert!(t.elapsed() < Duration::from_secs(1), "{kind:?} `{shown}` took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{kind:?} `{shown}` took {:?}",
+            t.elapsed()
+        );
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -110,7 +110,15 @@ impl Replay {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn push(&mut self, obs: &[f32], action: f32, reward: f32, next_obs: &[f32], done: bool, source: Source) {
+    pub fn push(
+        &mut self,
+        obs: &[f32],
+        action: f32,
+        reward: f32,
+        next_obs: &[f32],
+        done: bool,
+        source: Source,
+    ) {
         let i = self.next;
         let w = self.width;
         self.obs[i * w..(i + 1) * w].copy_from_slice(obs);
@@ -156,7 +164,8 @@ pub fn train_step(
     let picks: Vec<usize> = (0..b).map(|_| rng.random_range(0..replay.len())).collect();
     let mut x = Vec::with_capacity(b * w);
     let mut nx = Vec::with_capacity(b * w);
-    let (mut act, mut rew, mut not_done, mut ms, mut md) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut act, mut rew, mut not_done, mut ms, mut md) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for &i in &picks {
         x.extend_from_slice(&replay.obs[i * w..(i + 1) * w]);
         nx.extend_from_slice(&replay.next_obs[i * w..(i + 1) * w]);
@@ -178,14 +187,19 @@ pub fn train_step(
         })
         .collect();
     let xt = Tensor::<2>::from_data(TensorData::new(x, [b, w]), &device);
-    let q = online.forward(xt).gather(1, indices(&act, &device)).reshape([b]);
+    let q = online
+        .forward(xt)
+        .gather(1, indices(&act, &device))
+        .reshape([b]);
     let diff = q.clone() - tensor1(y, &device);
     // Huber loss, δ = 1.
     let abs = diff.clone().abs();
     let quad = abs.clone().clamp_max(1.0);
     let per = quad.clone().powi_scalar(2).mul_scalar(0.5) + (abs - quad);
     let (n_s, n_d) = (ms.iter().sum::<f32>(), md.iter().sum::<f32>());
-    let l_s = (per.clone() * tensor1(ms, &device)).sum().div_scalar(n_s.max(1.0));
+    let l_s = (per.clone() * tensor1(ms, &device))
+        .sum()
+        .div_scalar(n_s.max(1.0));
     let l_d = (per * tensor1(md, &device)).sum().div_scalar(n_d.max(1.0));
     let (wa, wb) = match (n_s > 0.0, n_d > 0.0) {
         (true, true) => (weights.alpha, weights.beta),

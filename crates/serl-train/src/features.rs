@@ -104,7 +104,8 @@ impl<E: TrainEnv> WithFeatures<E> {
 
     fn refresh(&mut self) {
         self.inner.observe(&mut self.base);
-        self.features.extend(&mut self.states, &self.base, &mut self.current);
+        self.features
+            .extend(&mut self.states, &self.base, &mut self.current);
     }
 }
 

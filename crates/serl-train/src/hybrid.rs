@@ -55,8 +55,14 @@ pub struct LossWeights {
 impl LossWeights {
     pub fn new(cfg: &HybridConfig) -> Self {
         match cfg.mode {
-            HybridMode::StaticOnly => LossWeights { alpha: 1.0, beta: 0.0 },
-            HybridMode::DynamicOnly => LossWeights { alpha: 0.0, beta: 1.0 },
+            HybridMode::StaticOnly => LossWeights {
+                alpha: 1.0,
+                beta: 0.0,
+            },
+            HybridMode::DynamicOnly => LossWeights {
+                alpha: 0.0,
+                beta: 1.0,
+            },
             _ => LossWeights {
                 alpha: cfg.alpha,
                 beta: 1.0 - cfg.alpha,
@@ -67,7 +73,12 @@ impl LossWeights {
     /// Moves the weights after an update whose mean losses were
     /// `static_loss` and `dynamic_loss` (`None` where the update had no
     /// samples of that kind).
-    pub fn update(&mut self, cfg: &HybridConfig, static_loss: Option<f64>, dynamic_loss: Option<f64>) {
+    pub fn update(
+        &mut self,
+        cfg: &HybridConfig,
+        static_loss: Option<f64>,
+        dynamic_loss: Option<f64>,
+    ) {
         if cfg.mode != HybridMode::Adaptive {
             return;
         }
@@ -102,17 +113,39 @@ mod tests {
         for _ in 0..100 {
             w.update(&cfg, Some(0.0), Some(5.0));
         }
-        assert!((w.alpha - cfg.floor / (cfg.floor + 1.0)).abs() < 0.02, "{w:?}");
+        assert!(
+            (w.alpha - cfg.floor / (cfg.floor + 1.0)).abs() < 0.02,
+            "{w:?}"
+        );
         assert!((w.alpha + w.beta - 1.0).abs() < 1e-12);
     }
 
     #[test]
     fn fixed_and_single_environment_modes_do_not_move() {
-        let cfg = HybridConfig { mode: HybridMode::Fixed, alpha: 0.3, ..Default::default() };
+        let cfg = HybridConfig {
+            mode: HybridMode::Fixed,
+            alpha: 0.3,
+            ..Default::default()
+        };
         let mut w = LossWeights::new(&cfg);
         w.update(&cfg, Some(9.0), Some(1.0));
-        assert_eq!(w, LossWeights { alpha: 0.3, beta: 0.7 });
-        let cfg = HybridConfig { mode: HybridMode::StaticOnly, ..Default::default() };
-        assert_eq!(LossWeights::new(&cfg), LossWeights { alpha: 1.0, beta: 0.0 });
+        assert_eq!(
+            w,
+            LossWeights {
+                alpha: 0.3,
+                beta: 0.7
+            }
+        );
+        let cfg = HybridConfig {
+            mode: HybridMode::StaticOnly,
+            ..Default::default()
+        };
+        assert_eq!(
+            LossWeights::new(&cfg),
+            LossWeights {
+                alpha: 1.0,
+                beta: 0.0
+            }
+        );
     }
 }

@@ -31,8 +31,8 @@ pub mod hybrid;
 pub mod net;
 pub mod normalize;
 pub mod policy;
-pub mod report;
 pub mod ppo;
+pub mod report;
 pub mod rollout;
 pub mod run;
 pub mod spec;
@@ -55,7 +55,10 @@ pub enum TrainError {
     #[error("train config, {field}: {message}")]
     Config { field: String, message: String },
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is damaged: {message}")]
     Corrupt { path: String, message: String },
     #[error("device {0} is not available in this build (rebuild with `--features wgpu`)")]

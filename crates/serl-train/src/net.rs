@@ -11,7 +11,9 @@ use burn::nn::gru::{Gru, GruConfig};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{activation, Device, Tensor};
 
-use crate::spec::{book_index, Activation, BlockSpec, NetworkSpec, SpecError, BOOK_LEVELS, BOOK_TOKEN};
+use crate::spec::{
+    book_index, Activation, BlockSpec, NetworkSpec, SpecError, BOOK_LEVELS, BOOK_TOKEN,
+};
 
 fn act(a: Activation, x: Tensor<2>) -> Tensor<2> {
     match a {
@@ -59,6 +61,8 @@ pub struct BookAttention {
     book: Vec<usize>,
 }
 
+// Blocks are built once per network and never moved in a hot loop.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Block {
     Dense(Dense),
@@ -82,14 +86,18 @@ impl Block {
                 let seq = x.reshape([b, g.window, g.obs_dim]);
                 let out = g.gru.forward(seq, None);
                 let d = out.dims()[2];
-                out.slice([0..b, g.window - 1..g.window, 0..d]).reshape([b, d])
+                out.slice([0..b, g.window - 1..g.window, 0..d])
+                    .reshape([b, d])
             }
             Block::Attention(a) => {
                 let [b, _] = x.dims();
                 let device = x.device();
                 let pick = |cols: &[usize]| {
                     let idx = Tensor::<1, burn::tensor::Int>::from_ints(
-                        cols.iter().map(|&c| c as i64).collect::<Vec<_>>().as_slice(),
+                        cols.iter()
+                            .map(|&c| c as i64)
+                            .collect::<Vec<_>>()
+                            .as_slice(),
                         &device,
                     );
                     x.clone().select(1, idx)
@@ -114,13 +122,20 @@ pub struct Trunk {
 impl Trunk {
     /// Builds the trunk for `obs_dim` features; returns it and the width
     /// of its output.
-    pub fn new(spec: &NetworkSpec, obs_dim: usize, device: &Device) -> Result<(Self, usize), SpecError> {
+    pub fn new(
+        spec: &NetworkSpec,
+        obs_dim: usize,
+        device: &Device,
+    ) -> Result<(Self, usize), SpecError> {
         let shape = spec.validate(obs_dim)?;
         let mut width = obs_dim * spec.window;
         let mut blocks = Vec::with_capacity(spec.blocks.len());
         for b in &spec.blocks {
             let block = match *b {
-                BlockSpec::Dense { width: w, activation } => {
+                BlockSpec::Dense {
+                    width: w,
+                    activation,
+                } => {
                     let linear = LinearConfig::new(width, w).init(device);
                     width = w;
                     Block::Dense(Dense { linear, activation })
@@ -196,18 +211,28 @@ pub struct ActorCritic {
 }
 
 impl ActorCritic {
-    pub fn new(spec: &NetworkSpec, obs_dim: usize, head: Head, device: &Device) -> Result<Self, SpecError> {
+    pub fn new(
+        spec: &NetworkSpec,
+        obs_dim: usize,
+        head: Head,
+        device: &Device,
+    ) -> Result<Self, SpecError> {
         let (actor, w) = Trunk::new(spec, obs_dim, device)?;
         let (critic, _) = Trunk::new(spec, obs_dim, device)?;
         let outputs = match head {
             Head::Gaussian => 1,
             Head::Categorical(n) => n,
         };
-        let small = burn::nn::Initializer::Uniform { min: -0.01, max: 0.01 };
+        let small = burn::nn::Initializer::Uniform {
+            min: -0.01,
+            max: 0.01,
+        };
         Ok(ActorCritic {
             actor,
             critic,
-            policy_head: LinearConfig::new(w, outputs).with_initializer(small).init(device),
+            policy_head: LinearConfig::new(w, outputs)
+                .with_initializer(small)
+                .init(device),
             value_head: LinearConfig::new(w, 1).init(device),
             log_std: Param::from_tensor(Tensor::full([1], -0.5, device)),
         })
@@ -234,7 +259,12 @@ pub struct QNetwork {
 }
 
 impl QNetwork {
-    pub fn new(spec: &NetworkSpec, obs_dim: usize, actions: usize, device: &Device) -> Result<Self, SpecError> {
+    pub fn new(
+        spec: &NetworkSpec,
+        obs_dim: usize,
+        actions: usize,
+        device: &Device,
+    ) -> Result<Self, SpecError> {
         let (trunk, w) = Trunk::new(spec, obs_dim, device)?;
         Ok(QNetwork {
             trunk,

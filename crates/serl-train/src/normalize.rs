@@ -45,14 +45,22 @@ impl RunningNorm {
             .m2
             .iter()
             .map(|m2| {
-                let var = if self.count > 1.0 { m2 / self.count } else { 1.0 };
+                let var = if self.count > 1.0 {
+                    m2 / self.count
+                } else {
+                    1.0
+                };
                 (var.sqrt() + 1e-8) as f32
             })
             .collect();
         for row in rows.chunks_exact_mut(self.dim()) {
             for (k, x) in row.iter_mut().enumerate() {
                 let z = (*x - self.mean[k] as f32) / std[k];
-                *x = if z.is_finite() { z.clamp(-CLIP, CLIP) } else { 0.0 };
+                *x = if z.is_finite() {
+                    z.clamp(-CLIP, CLIP)
+                } else {
+                    0.0
+                };
             }
         }
     }
@@ -72,7 +80,10 @@ mod tests {
         let col0: Vec<f32> = x.iter().step_by(2).copied().collect();
         let mean = col0.iter().sum::<f32>() / 1000.0;
         let var = col0.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / 1000.0;
-        assert!(mean.abs() < 1e-3 && (var - 1.0).abs() < 1e-2, "{mean} {var}");
+        assert!(
+            mean.abs() < 1e-3 && (var - 1.0).abs() < 1e-2,
+            "{mean} {var}"
+        );
         // A constant feature maps to 0, not to NaN.
         assert!(x.iter().skip(1).step_by(2).all(|v| *v == 0.0));
     }

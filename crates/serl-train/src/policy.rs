@@ -55,6 +55,8 @@ pub struct PolicyMeta {
     pub features: Vec<crate::features::FeatureDef>,
 }
 
+// Built once per policy; the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Model {
     Ppo(ActorCritic),
@@ -64,7 +66,12 @@ pub enum Model {
 impl Model {
     pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
         Ok(match meta.algo {
-            Algo::Ppo => Model::Ppo(ActorCritic::new(&meta.spec, meta.obs_dim, meta.head, device)?),
+            Algo::Ppo => Model::Ppo(ActorCritic::new(
+                &meta.spec,
+                meta.obs_dim,
+                meta.head,
+                device,
+            )?),
             Algo::Ddqn => {
                 let Head::Categorical(n) = meta.head else {
                     return Err(TrainError::Config {
@@ -99,7 +106,10 @@ pub struct Policy {
 }
 
 pub(crate) fn matrix(rows: &[f32], n: usize, device: &Device) -> Tensor<2> {
-    Tensor::from_data(TensorData::new(rows.to_vec(), [n, rows.len() / n.max(1)]), device)
+    Tensor::from_data(
+        TensorData::new(rows.to_vec(), [n, rows.len() / n.max(1)]),
+        device,
+    )
 }
 
 pub(crate) fn floats(t: Tensor<2>) -> Vec<f32> {
@@ -150,12 +160,19 @@ impl Policy {
                         (0..n)
                             .map(|i| {
                                 let mean = out[i] as f64;
-                                let z: f64 = if explore { StandardNormal.sample(rng) } else { 0.0 };
+                                let z: f64 = if explore {
+                                    StandardNormal.sample(rng)
+                                } else {
+                                    0.0
+                                };
                                 let u = mean + std * z;
                                 Sampled {
                                     env_action: squash(self.meta.squash, u),
                                     raw: u as f32,
-                                    log_prob: (-0.5 * z * z - log_std - 0.5 * (2.0 * std::f64::consts::PI).ln()) as f32,
+                                    log_prob: (-0.5 * z * z
+                                        - log_std
+                                        - 0.5 * (2.0 * std::f64::consts::PI).ln())
+                                        as f32,
                                     value: values[i],
                                 }
                             })
@@ -165,7 +182,8 @@ impl Policy {
                         .map(|i| {
                             let logits = &out[i * k..(i + 1) * k];
                             let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-                            let exps: Vec<f64> = logits.iter().map(|l| ((l - max) as f64).exp()).collect();
+                            let exps: Vec<f64> =
+                                logits.iter().map(|l| ((l - max) as f64).exp()).collect();
                             let total: f64 = exps.iter().sum();
                             let a = if explore {
                                 let mut r = rng.random::<f64>() * total;
@@ -220,7 +238,8 @@ impl Policy {
     pub fn save(&self, dir: &Path, name: &str) -> Result<(), TrainError> {
         std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
         let meta = dir.join(format!("{name}.json"));
-        let text = serde_json::to_string_pretty(&self.meta).map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
+        let text = serde_json::to_string_pretty(&self.meta)
+            .map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
         crate::run::write_atomic(&meta, text.as_bytes())?;
         let weights = dir.join(format!("{name}.bpk"));
         let tmp = dir.join(format!("{name}.bpk.tmp"));
@@ -234,7 +253,8 @@ impl Policy {
     /// Loads a policy saved by [`Policy::save`].
     pub fn load(dir: &Path, name: &str, device: &Device) -> Result<Self, TrainError> {
         let meta_path = dir.join(format!("{name}.json"));
-        let text = std::fs::read_to_string(&meta_path).map_err(|e| TrainError::io(&meta_path, e))?;
+        let text =
+            std::fs::read_to_string(&meta_path).map_err(|e| TrainError::io(&meta_path, e))?;
         let meta: PolicyMeta = serde_json::from_str(&text).map_err(|e| TrainError::Corrupt {
             path: meta_path.display().to_string(),
             message: e.to_string(),
@@ -322,7 +342,13 @@ impl PolicyStrategy {
         let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);
         // A saved policy's features compiled when it was trained.
         let features = (!policy.meta.features.is_empty())
-            .then(|| crate::features::FeatureSet::compile(&policy.meta.features, &serl_env::obs::feature_names()).ok())
+            .then(|| {
+                crate::features::FeatureSet::compile(
+                    &policy.meta.features,
+                    &serl_env::obs::feature_names(),
+                )
+                .ok()
+            })
             .flatten()
             .map(|f| {
                 let s = f.states();

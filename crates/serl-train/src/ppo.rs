@@ -3,9 +3,9 @@
 //! loss L = α·L_static + β·L_dynamic.
 
 use burn::module::Module;
+use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{activation, Device, Tensor, TensorData};
-use burn::optim::grad_clipping::GradientClippingConfig;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
@@ -117,8 +117,14 @@ pub fn update(
         for chunk in order.chunks(cfg.batch_size.max(1)) {
             let b = chunk.len();
             let mut x = Vec::with_capacity(b * width);
-            let (mut raw, mut old, mut a, mut r, mut ms, mut md) =
-                (Vec::with_capacity(b), Vec::with_capacity(b), Vec::with_capacity(b), Vec::with_capacity(b), Vec::with_capacity(b), Vec::with_capacity(b));
+            let (mut raw, mut old, mut a, mut r, mut ms, mut md) = (
+                Vec::with_capacity(b),
+                Vec::with_capacity(b),
+                Vec::with_capacity(b),
+                Vec::with_capacity(b),
+                Vec::with_capacity(b),
+                Vec::with_capacity(b),
+            );
             for &i in chunk {
                 x.extend_from_slice(&rollout.obs[i * width..(i + 1) * width]);
                 raw.push(rollout.raw[i]);
@@ -164,7 +170,8 @@ pub fn update(
             let pl = s1.min_pair(s2).neg();
             let value = model.value(xt);
             let vl = (value - ret_t).powi_scalar(2);
-            let per = pl.clone() + vl.clone().mul_scalar(cfg.value_coef) - entropy.clone().mul_scalar(cfg.entropy_coef);
+            let per = pl.clone() + vl.clone().mul_scalar(cfg.value_coef)
+                - entropy.clone().mul_scalar(cfg.entropy_coef);
             let ms_t = column(ms, &device);
             let md_t = column(md, &device);
             let l_s = (per.clone() * ms_t).sum().div_scalar(n_s.max(1.0));
@@ -190,8 +197,17 @@ pub fn update(
                 ld_n += 1;
             }
             let lr = log_ratio.detach();
-            let kl = ((lr.clone().exp() - 1.0) - lr.clone()).mean().into_scalar::<f32>() as f64;
-            let clipped = lr.exp().sub_scalar(1.0).abs().greater_elem(cfg.clip).float().mean().into_scalar::<f32>() as f64;
+            let kl = ((lr.clone().exp() - 1.0) - lr.clone())
+                .mean()
+                .into_scalar::<f32>() as f64;
+            let clipped = lr
+                .exp()
+                .sub_scalar(1.0)
+                .abs()
+                .greater_elem(cfg.clip)
+                .float()
+                .mean()
+                .into_scalar::<f32>() as f64;
             sums[0] += loss.into_scalar::<f32>() as f64;
             sums[1] += pl.detach().mean().into_scalar::<f32>() as f64;
             sums[2] += vl.detach().mean().into_scalar::<f32>() as f64;

@@ -11,12 +11,19 @@ use crate::TrainError;
 
 type Series = (String, Vec<(f64, f64)>);
 
-fn series(name: &str, records: &[UpdateRecord], f: impl Fn(&UpdateRecord) -> Option<f64>) -> Series {
+fn series(
+    name: &str,
+    records: &[UpdateRecord],
+    f: impl Fn(&UpdateRecord) -> Option<f64>,
+) -> Series {
     (
         name.to_string(),
         records
             .iter()
-            .filter_map(|r| f(r).filter(|v| v.is_finite()).map(|v| (r.env_steps as f64, v)))
+            .filter_map(|r| {
+                f(r).filter(|v| v.is_finite())
+                    .map(|v| (r.env_steps as f64, v))
+            })
             .collect(),
     )
 }
@@ -36,7 +43,10 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
         (
             "Hybrid weights",
             "weight",
-            vec![series("α (static)", records, |r| Some(r.alpha)), series("β (dynamic)", records, |r| Some(r.beta))],
+            vec![
+                series("α (static)", records, |r| Some(r.alpha)),
+                series("β (dynamic)", records, |r| Some(r.beta)),
+            ],
         ),
         (
             "Training episodes: PA",
@@ -46,7 +56,11 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
                 series("dynamic", records, |r| r.episode_pa_dynamic),
             ],
         ),
-        ("Validation PA (static, greedy)", "PA, bps", vec![series("validation", records, |r| r.val_pa)]),
+        (
+            "Validation PA (static, greedy)",
+            "PA, bps",
+            vec![series("validation", records, |r| r.val_pa)],
+        ),
     ];
     let mut svgs = Vec::new();
     let mut md = String::from("# Training report\n\n");
@@ -58,8 +72,17 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
         last.map_or(0, |r| r.env_steps),
         last.map_or(0.0, |r| r.secs)
     );
-    if let Some(best) = records.iter().filter_map(|r| r.val_pa.map(|v| (r.update, v))).max_by(|a, b| a.1.total_cmp(&b.1)) {
-        let _ = writeln!(md, "Best validation PA: **{:.3} bps** after update {}.\n", best.1, best.0 + 1);
+    if let Some(best) = records
+        .iter()
+        .filter_map(|r| r.val_pa.map(|v| (r.update, v)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        let _ = writeln!(
+            md,
+            "Best validation PA: **{:.3} bps** after update {}.\n",
+            best.1,
+            best.0 + 1
+        );
     }
     for (title, y, s) in plots {
         let s: Vec<Series> = s.into_iter().filter(|s| !s.1.is_empty()).collect();
@@ -69,14 +92,20 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
         let mut svg = String::new();
         if lines_chart(&mut svg, title, "environment steps", y, &s, false).is_ok() {
             let k = svgs.len();
-            std::fs::write(dir.join(format!("train{k}.svg")), &svg).map_err(|e| TrainError::io(dir, e))?;
+            std::fs::write(dir.join(format!("train{k}.svg")), &svg)
+                .map_err(|e| TrainError::io(dir, e))?;
             let _ = writeln!(md, "![{title}](train{k}.svg)\n");
             svgs.push((title.to_string(), svg));
         }
     }
     md.push_str("| update | steps | loss | α | β | episode PA | validation PA | steps/s |\n|---|---|---|---|---|---|---|---|\n");
     let stride = (records.len() / 20).max(1);
-    for r in records.iter().enumerate().filter(|(i, _)| i % stride == 0 || i + 1 == records.len()).map(|(_, r)| r) {
+    for r in records
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % stride == 0 || i + 1 == records.len())
+        .map(|(_, r)| r)
+    {
         let _ = writeln!(
             md,
             "| {} | {} | {:.4} | {:.3} | {:.3} | {} | {} | {:.0} |",

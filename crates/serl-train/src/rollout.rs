@@ -32,10 +32,18 @@ pub struct VecEnv<'a> {
 impl<'a> VecEnv<'a> {
     /// Starts an episode in every environment. `seed` and the env's index
     /// choose its random stream.
-    pub fn new(mut envs: Vec<Box<dyn TrainEnv + 'a>>, seed: u64, window: usize, norm: &mut RunningNorm, learn: bool) -> Self {
+    pub fn new(
+        mut envs: Vec<Box<dyn TrainEnv + 'a>>,
+        seed: u64,
+        window: usize,
+        norm: &mut RunningNorm,
+        learn: bool,
+    ) -> Self {
         let obs_dim = envs.first().map_or(0, |e| e.obs_dim());
         let mut rngs: Vec<SmallRng> = (0..envs.len()).map(|i| env_rng(seed, i)).collect();
-        envs.par_iter_mut().zip(rngs.par_iter_mut()).for_each(|(e, r)| e.reset(r));
+        envs.par_iter_mut()
+            .zip(rngs.par_iter_mut())
+            .for_each(|(e, r)| e.reset(r));
         let n = envs.len();
         let mut v = VecEnv {
             envs,
@@ -90,7 +98,12 @@ impl<'a> VecEnv<'a> {
 
     /// Steps every environment with its action; finished episodes restart.
     /// Returns the rewards and the done flags.
-    pub fn step(&mut self, actions: &[f64], norm: &mut RunningNorm, learn: bool) -> (Vec<f32>, Vec<bool>) {
+    pub fn step(
+        &mut self,
+        actions: &[f64],
+        norm: &mut RunningNorm,
+        learn: bool,
+    ) -> (Vec<f32>, Vec<bool>) {
         let results: Vec<(f64, bool, Option<EpisodeStat>)> = self
             .envs
             .par_iter_mut()
@@ -232,6 +245,9 @@ mod tests {
         let (adv, ret) = gae(&r, 0.9, 1.0);
         let g0 = 1.0 + 0.9 * 2.0 + 0.81 * 3.0;
         assert!((ret[0] - g0).abs() < 1e-5, "{ret:?}");
-        assert!((adv[2] - 2.5).abs() < 1e-6, "the episode ended: no bootstrap");
+        assert!(
+            (adv[2] - 2.5).abs() < 1e-6,
+            "the episode ended: no bootstrap"
+        );
     }
 }

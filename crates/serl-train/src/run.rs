@@ -140,27 +140,47 @@ impl TrainConfig {
         }
         let p = &self.ppo;
         if p.n_steps == 0 || p.batch_size == 0 || p.epochs == 0 {
-            return Err(bad("ppo", "n_steps, batch_size and epochs must be at least 1"));
+            return Err(bad(
+                "ppo",
+                "n_steps, batch_size and epochs must be at least 1",
+            ));
         }
-        for (f, v) in [("ppo.learning_rate", p.learning_rate), ("ddqn.learning_rate", self.ddqn.learning_rate)] {
+        for (f, v) in [
+            ("ppo.learning_rate", p.learning_rate),
+            ("ddqn.learning_rate", self.ddqn.learning_rate),
+        ] {
             if !(v > 0.0 && v < 1.0) {
                 return Err(bad(f, format!("{v} is not in (0, 1)")));
             }
         }
-        for (f, v) in [("ppo.gamma", p.gamma), ("ppo.gae_lambda", p.gae_lambda), ("ddqn.gamma", self.ddqn.gamma)] {
+        for (f, v) in [
+            ("ppo.gamma", p.gamma),
+            ("ppo.gae_lambda", p.gae_lambda),
+            ("ddqn.gamma", self.ddqn.gamma),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(bad(f, format!("{v} is not in [0, 1]")));
             }
         }
-        if p.discrete.iter().chain(&self.ddqn.actions).any(|a| !(0.0..=1.0).contains(a)) {
+        if p.discrete
+            .iter()
+            .chain(&self.ddqn.actions)
+            .any(|a| !(0.0..=1.0).contains(a))
+        {
             return Err(bad("discrete", "action fractions must be in [0, 1]"));
         }
         if self.algo == Algo::Ddqn && self.ddqn.actions.len() < 2 {
             return Err(bad("ddqn.actions", "needs at least two actions"));
         }
         let h = &self.hybrid;
-        if !(0.0..=1.0).contains(&h.alpha) || !(0.0..0.5).contains(&h.floor) || !(0.0..=1.0).contains(&h.ema) {
-            return Err(bad("hybrid", "alpha and ema must be in [0, 1], floor in [0, 0.5)"));
+        if !(0.0..=1.0).contains(&h.alpha)
+            || !(0.0..0.5).contains(&h.floor)
+            || !(0.0..=1.0).contains(&h.ema)
+        {
+            return Err(bad(
+                "hybrid",
+                "alpha and ema must be in [0, 1], floor in [0, 0.5)",
+            ));
         }
         if !(0.0..=1.0).contains(&self.imagination.share) {
             return Err(bad("imagination.share", "must be in [0, 1]"));
@@ -237,12 +257,15 @@ struct LoopState {
     best_val: Option<f64>,
 }
 
+/// Scores a policy on held-out orders (greedy validation PA, bps).
+pub type Validator<'a> = Box<dyn Fn(&Policy) -> f64 + 'a>;
+
 /// What a training run needs besides its config.
 pub struct TrainSetup<'a> {
     pub config: TrainConfig,
     pub envs: Vec<Box<dyn TrainEnv + 'a>>,
     /// Validation PA of a policy (greedy), if the run selects on it.
-    pub validate: Option<Box<dyn Fn(&Policy) -> f64 + 'a>>,
+    pub validate: Option<Validator<'a>>,
     pub run_dir: Option<PathBuf>,
     /// Continue from `run_dir`'s checkpoint.
     pub resume: bool,
@@ -315,7 +338,11 @@ pub fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, Train
         features: cfg.features.clone(),
     };
     let model = Model::build(&meta, &device)?;
-    Ok(Policy { meta, model, device })
+    Ok(Policy {
+        meta,
+        model,
+        device,
+    })
 }
 
 /// Trains a policy. With a run directory, writes metrics, checkpoints and
@@ -329,7 +356,10 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         resume,
         progress,
     } = setup;
-    let obs_dim = envs.first().map(|e| e.obs_dim()).ok_or_else(|| bad("n_envs", "no environments to train in"))?;
+    let obs_dim = envs
+        .first()
+        .map(|e| e.obs_dim())
+        .ok_or_else(|| bad("n_envs", "no environments to train in"))?;
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
     let ad = device.clone().autodiff();
@@ -367,7 +397,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             optim: ppo::optimizer(&cfg.ppo),
         },
         Algo::Ddqn => {
-            let Head::Categorical(k) = meta.head else { unreachable!() };
+            let Head::Categorical(k) = meta.head else {
+                unreachable!()
+            };
             let online = crate::net::QNetwork::new(&meta.spec, obs_dim, k, &ad)?;
             Learner::Ddqn {
                 target: online.valid(),
@@ -384,7 +416,8 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         if resume {
             let ck = dir.join("checkpoint");
             let st_path = ck.join("state.json");
-            let text = std::fs::read_to_string(&st_path).map_err(|e| TrainError::io(&st_path, e))?;
+            let text =
+                std::fs::read_to_string(&st_path).map_err(|e| TrainError::io(&st_path, e))?;
             state = serde_json::from_str(&text).map_err(|e| TrainError::Corrupt {
                 path: st_path.display().to_string(),
                 message: e.to_string(),
@@ -394,10 +427,11 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             let optim_path = ck.join("optim.bin");
             let bytes = std::fs::read(&optim_path).map_err(|e| TrainError::io(&optim_path, e))?;
             let restore = |o: burn::optim::ModuleOptimizer| {
-                o.from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes.clone())).map_err(|e| TrainError::Corrupt {
-                    path: optim_path.display().to_string(),
-                    message: format!("{e:?}"),
-                })
+                o.from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes.clone()))
+                    .map_err(|e| TrainError::Corrupt {
+                        path: optim_path.display().to_string(),
+                        message: format!("{e:?}"),
+                    })
             };
             learner = match (learner, saved.model) {
                 (Learner::Ppo { optim, .. }, Model::Ppo(m)) => Learner::Ppo {
@@ -431,7 +465,8 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                 .filter(|r| r.update < state.update)
                 .collect();
         } else {
-            let text = serde_json::to_string_pretty(&cfg).map_err(|e| TrainError::io(&cfg_path, std::io::Error::other(e)))?;
+            let text = serde_json::to_string_pretty(&cfg)
+                .map_err(|e| TrainError::io(&cfg_path, std::io::Error::other(e)))?;
             write_atomic(&cfg_path, text.as_bytes())?;
         }
         write_metrics(&dir.join("metrics.jsonl"), &records)?;
@@ -442,12 +477,17 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let bar = if progress {
         ProgressBar::new((total_updates * per_update) as u64)
     } else {
-        ProgressBar::with_draw_target(Some((total_updates * per_update) as u64), ProgressDrawTarget::hidden())
+        ProgressBar::with_draw_target(
+            Some((total_updates * per_update) as u64),
+            ProgressDrawTarget::hidden(),
+        )
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} train [{bar:30}] {pos}/{len} steps  {per_sec}  eta {eta}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{spinner} train [{bar:30}] {pos}/{len} steps  {per_sec}  eta {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_position(state.env_steps as u64);
     let window = meta.spec.window;
@@ -461,7 +501,11 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
 
     for update in state.update..total_updates {
         let t0 = Instant::now();
-        let mut rng = SmallRng::seed_from_u64(cfg.seed.wrapping_add(update as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = SmallRng::seed_from_u64(
+            cfg.seed
+                .wrapping_add(update as u64)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
         meta.norm = norm.clone();
         let mut rec = UpdateRecord {
             update,
@@ -476,7 +520,14 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                     device: device.clone(),
                 };
                 let rollout = collect(&mut venv, &policy, &mut norm, cfg.ppo.n_steps, &mut rng);
-                let (m, stats) = ppo::update(model.clone(), optim, &cfg.ppo, &rollout, state.weights, &mut rng);
+                let (m, stats) = ppo::update(
+                    model.clone(),
+                    optim,
+                    &cfg.ppo,
+                    &rollout,
+                    state.weights,
+                    &mut rng,
+                );
                 *model = m;
                 rec.loss = stats.loss;
                 rec.policy_loss = Some(stats.policy_loss);
@@ -485,11 +536,17 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                 rec.approx_kl = Some(stats.approx_kl);
                 (loss_s, loss_d) = (stats.loss_static, stats.loss_dynamic);
             }
-            Learner::Ddqn { online, target, optim, replay } => {
+            Learner::Ddqn {
+                online,
+                target,
+                optim,
+                replay,
+            } => {
                 let d = &cfg.ddqn;
                 let n = venv.len();
                 let width = obs_dim * window;
-                let (mut ls, mut ld, mut lsum, mut nls, mut nld, mut nl) = (0.0, 0.0, 0.0, 0usize, 0usize, 0usize);
+                let (mut ls, mut ld, mut lsum, mut nls, mut nld, mut nl) =
+                    (0.0, 0.0, 0.0, 0usize, 0usize, 0usize);
                 for _ in 0..cfg.ppo.n_steps {
                     let eps = d.epsilon(state.env_steps);
                     let policy = Policy {
@@ -506,12 +563,27 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                     for i in 0..n {
                         // A finished episode's next window is the new
                         // episode's; `done` masks it out of the target.
-                        replay.push(&obs[i * width..(i + 1) * width], acts[i].raw, rew[i], &next[i * width..(i + 1) * width], done[i], sources[i]);
+                        replay.push(
+                            &obs[i * width..(i + 1) * width],
+                            acts[i].raw,
+                            rew[i],
+                            &next[i * width..(i + 1) * width],
+                            done[i],
+                            sources[i],
+                        );
                     }
                     state.env_steps += n;
                     if replay.len() >= d.learning_starts.max(d.batch_size) {
                         for _ in 0..d.gradient_steps {
-                            let (m, stats) = ddqn::train_step(online.clone(), target, optim, d, replay, state.weights, &mut rng);
+                            let (m, stats) = ddqn::train_step(
+                                online.clone(),
+                                target,
+                                optim,
+                                d,
+                                replay,
+                                state.weights,
+                                &mut rng,
+                            );
                             *online = m;
                             lsum += stats.loss;
                             nl += 1;
@@ -532,7 +604,10 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                 state.env_steps -= n * cfg.ppo.n_steps;
                 rec.loss = if nl > 0 { lsum / nl as f64 } else { 0.0 };
                 rec.epsilon = Some(d.epsilon(state.env_steps));
-                (loss_s, loss_d) = ((nls > 0).then(|| ls / nls as f64), (nld > 0).then(|| ld / nld as f64));
+                (loss_s, loss_d) = (
+                    (nls > 0).then(|| ls / nls as f64),
+                    (nld > 0).then(|| ld / nld as f64),
+                );
             }
         }
         state.env_steps += per_update;
@@ -545,8 +620,16 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         rec.episodes = eps.len();
         rec.episode_reward = mean(eps.iter().map(|e| e.reward));
         rec.episode_pa = mean(eps.iter().map(|e| e.pa));
-        rec.episode_pa_static = mean(eps.iter().filter(|e| e.source == Source::Static).map(|e| e.pa));
-        rec.episode_pa_dynamic = mean(eps.iter().filter(|e| e.source == Source::Dynamic).map(|e| e.pa));
+        rec.episode_pa_static = mean(
+            eps.iter()
+                .filter(|e| e.source == Source::Static)
+                .map(|e| e.pa),
+        );
+        rec.episode_pa_dynamic = mean(
+            eps.iter()
+                .filter(|e| e.source == Source::Dynamic)
+                .map(|e| e.pa),
+        );
         meta.norm = norm.clone();
         let last = update + 1 == total_updates;
         let current = Policy {
@@ -581,7 +664,8 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             rec.alpha,
             rec.beta,
             rec.episode_pa.map_or("-".into(), |p| format!("{p:.2}")),
-            rec.val_pa.map_or(String::new(), |p| format!("  val {p:.2}"))
+            rec.val_pa
+                .map_or(String::new(), |p| format!("  val {p:.2}"))
         ));
         if let Some(dir) = &run_dir {
             append_metrics(&dir.join("metrics.jsonl"), &rec)?;
@@ -619,7 +703,13 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     })
 }
 
-fn save_checkpoint(dir: &Path, current: &Policy, learner: &Learner, state: &LoopState, device: &Device) -> Result<(), TrainError> {
+fn save_checkpoint(
+    dir: &Path,
+    current: &Policy,
+    learner: &Learner,
+    state: &LoopState,
+    device: &Device,
+) -> Result<(), TrainError> {
     std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
     current.save(dir, "model")?;
     let (optim, target) = match learner {
@@ -635,11 +725,14 @@ fn save_checkpoint(dir: &Path, current: &Policy, learner: &Learner, state: &Loop
         .save(dir, "target")?;
     }
     let path = dir.join("optim.bin");
-    let bytes = optim.into_bytes().map_err(|e| TrainError::io(&path, std::io::Error::other(format!("{e:?}"))))?;
+    let bytes = optim
+        .into_bytes()
+        .map_err(|e| TrainError::io(&path, std::io::Error::other(format!("{e:?}"))))?;
     write_atomic(&path, &bytes)?;
     // The state goes last: it names an update only once everything of that
     // update is on disk.
-    let text = serde_json::to_string_pretty(state).map_err(|e| TrainError::io(dir, std::io::Error::other(e)))?;
+    let text = serde_json::to_string_pretty(state)
+        .map_err(|e| TrainError::io(dir, std::io::Error::other(e)))?;
     write_atomic(&dir.join("state.json"), text.as_bytes())
 }
 
@@ -677,7 +770,10 @@ pub fn read_metrics(path: &Path) -> Result<Vec<UpdateRecord>, TrainError> {
         Err(e) => return Err(TrainError::io(path, e)),
     };
     // A line cut short by a kill is dropped; every whole line is kept.
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
 }
 
 fn write_metrics(path: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {

@@ -124,7 +124,12 @@ impl NetworkSpec {
 
     /// Parses a spec from JSON, naming the field that is wrong.
     pub fn from_json(text: &str) -> Result<Self, SpecError> {
-        serde_json::from_str(text).map_err(|e| err(format!("line {} column {}", e.line(), e.column()), e.to_string()))
+        serde_json::from_str(text).map_err(|e| {
+            err(
+                format!("line {} column {}", e.line(), e.column()),
+                e.to_string(),
+            )
+        })
     }
 
     /// Checks the spec for an observation of `obs_dim` features and returns
@@ -132,10 +137,16 @@ impl NetworkSpec {
     /// (without the heads).
     pub fn validate(&self, obs_dim: usize) -> Result<Shape, SpecError> {
         if self.window == 0 || self.window > MAX_WINDOW {
-            return Err(err("window", format!("{} is not in 1..={MAX_WINDOW}", self.window)));
+            return Err(err(
+                "window",
+                format!("{} is not in 1..={MAX_WINDOW}", self.window),
+            ));
         }
         if self.blocks.len() > MAX_BLOCKS {
-            return Err(err("blocks", format!("{} blocks; at most {MAX_BLOCKS}", self.blocks.len())));
+            return Err(err(
+                "blocks",
+                format!("{} blocks; at most {MAX_BLOCKS}", self.blocks.len()),
+            ));
         }
         let mut width = obs_dim * self.window;
         let mut params = 0usize;
@@ -160,10 +171,14 @@ impl NetworkSpec {
                 }
                 BlockSpec::Gru { hidden } => {
                     if i != 0 {
-                        return Err(err(at("kind"), "a GRU reads the observation window, so it must be the first block"));
+                        return Err(err(
+                            at("kind"),
+                            "a GRU reads the observation window, so it must be the first block",
+                        ));
                     }
                     check_width(hidden, "hidden")?;
-                    params = params.saturating_add(3 * (obs_dim * hidden + hidden * hidden + 2 * hidden));
+                    params = params
+                        .saturating_add(3 * (obs_dim * hidden + hidden * hidden + 2 * hidden));
                     width = hidden;
                 }
                 BlockSpec::BookAttention { d_model, heads } => {
@@ -171,22 +186,38 @@ impl NetworkSpec {
                         return Err(err(at("kind"), "book attention reads the raw observation, so it must be the first block"));
                     }
                     if obs_dim < 2 + BOOK_TOKEN * BOOK_LEVELS {
-                        return Err(err(at("kind"), format!("the observation has {obs_dim} features, too few for 5 book levels")));
+                        return Err(err(
+                            at("kind"),
+                            format!(
+                                "the observation has {obs_dim} features, too few for 5 book levels"
+                            ),
+                        ));
                     }
                     check_width(d_model, "d_model")?;
                     if heads == 0 || d_model % heads != 0 {
-                        return Err(err(at("heads"), format!("{heads} heads do not divide d_model = {d_model}")));
+                        return Err(err(
+                            at("heads"),
+                            format!("{heads} heads do not divide d_model = {d_model}"),
+                        ));
                     }
                     // Token embedding and the four attention projections.
-                    params = params.saturating_add(BOOK_TOKEN * d_model + d_model + 4 * (d_model * d_model + d_model));
+                    params = params.saturating_add(
+                        BOOK_TOKEN * d_model + d_model + 4 * (d_model * d_model + d_model),
+                    );
                     width = d_model + obs_dim * self.window - BOOK_TOKEN * BOOK_LEVELS;
                 }
             }
             if params > MAX_PARAMS {
-                return Err(err(format!("blocks[{i}]"), format!("the network reaches {params} parameters here; at most {MAX_PARAMS}")));
+                return Err(err(
+                    format!("blocks[{i}]"),
+                    format!("the network reaches {params} parameters here; at most {MAX_PARAMS}"),
+                ));
             }
         }
-        Ok(Shape { features: width, params })
+        Ok(Shape {
+            features: width,
+            params,
+        })
     }
 }
 
@@ -221,9 +252,15 @@ mod tests {
     fn unknown_layer_kinds_and_misplaced_grus_are_clear_errors() {
         let e = NetworkSpec::from_json(r#"{"blocks":[{"kind":"conv3d","width":3}]}"#).unwrap_err();
         assert!(e.message.contains("conv3d"), "{e}");
-        let spec = NetworkSpec::from_json(r#"{"window":4,"blocks":[{"kind":"dense","width":8},{"kind":"gru","hidden":8}]}"#).unwrap();
+        let spec = NetworkSpec::from_json(
+            r#"{"window":4,"blocks":[{"kind":"dense","width":8},{"kind":"gru","hidden":8}]}"#,
+        )
+        .unwrap();
         assert_eq!(spec.validate(29).unwrap_err().field, "blocks[1].kind");
-        let spec = NetworkSpec::from_json(r#"{"blocks":[{"kind":"book_attention","d_model":10,"heads":3}]}"#).unwrap();
+        let spec = NetworkSpec::from_json(
+            r#"{"blocks":[{"kind":"book_attention","d_model":10,"heads":3}]}"#,
+        )
+        .unwrap();
         assert_eq!(spec.validate(29).unwrap_err().field, "blocks[0].heads");
     }
 }

@@ -107,9 +107,13 @@ impl TrainEnv for ExecutionEnv<'_> {
         self.order = Some(o);
         self.episode = match &self.venue {
             Venue::Static => Episode::Static(StaticEnv::new(view, o, self.cfg)),
-            Venue::Dynamic(m) => {
-                Episode::Dynamic(Box::new(DynamicEnv::new(view, o, self.cfg, m, rng.random())))
-            }
+            Venue::Dynamic(m) => Episode::Dynamic(Box::new(DynamicEnv::new(
+                view,
+                o,
+                self.cfg,
+                m,
+                rng.random(),
+            ))),
         };
     }
 
@@ -236,7 +240,11 @@ impl TrainEnv for DriftTask {
         out[2] = self.direction as f32;
     }
     fn step(&mut self, action: f64) -> (f64, bool) {
-        let frac = if action.is_nan() { 0.0 } else { action.clamp(0.0, 1.0) };
+        let frac = if action.is_nan() {
+            0.0
+        } else {
+            action.clamp(0.0, 1.0)
+        };
         let q = frac.min(self.cap).min(self.remaining);
         let p = self.price(self.step);
         let mut reward = q * (p / self.bench - 1.0) * 1e4;
@@ -261,6 +269,45 @@ impl TrainEnv for DriftTask {
 /// own reproducible stream.
 pub fn env_rng(seed: u64, i: usize) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// The environments a [`crate::TrainConfig`] asks for over real orders:
+/// `n_envs − dynamic_envs()` static ones and the rest dynamic (the first
+/// `imagination.share` of those on imagined days), each carrying the
+/// config's designed features.
+pub fn execution_envs<'a>(
+    cfg: &crate::TrainConfig,
+    market: &'a MarketData,
+    orders: &'a [ParentOrder],
+    env: &'a EnvConfig,
+    reward: Arc<dyn Reward>,
+    base_market: &MarketConfig,
+) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
+    use crate::features::{FeatureSet, WithFeatures};
+    let features = if cfg.features.is_empty() {
+        None
+    } else {
+        Some(FeatureSet::compile(
+            &cfg.features,
+            &serl_env::obs::feature_names(),
+        )?)
+    };
+    let n_dyn = cfg.dynamic_envs();
+    let n_static = cfg.n_envs - n_dyn;
+    let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
+    for i in 0..cfg.n_envs {
+        let venue = if i < n_static {
+            Venue::Static
+        } else {
+            Venue::Dynamic(cfg.dynamic_market(base_market, i - n_static))
+        };
+        let e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
+        match &features {
+            Some(f) => envs.push(Box::new(WithFeatures::new(e, f.clone()))),
+            None => envs.push(Box::new(e)),
+        }
+    }
+    Ok(envs)
 }
 
 #[cfg(test)]
@@ -292,40 +339,4 @@ mod tests {
         }
         assert!(t.episode_pa().abs() < 1e-9);
     }
-}
-
-/// The environments a [`crate::TrainConfig`] asks for over real orders:
-/// `n_envs − dynamic_envs()` static ones and the rest dynamic (the first
-/// `imagination.share` of those on imagined days), each carrying the
-/// config's designed features.
-pub fn execution_envs<'a>(
-    cfg: &crate::TrainConfig,
-    market: &'a MarketData,
-    orders: &'a [ParentOrder],
-    env: &'a EnvConfig,
-    reward: Arc<dyn Reward>,
-    base_market: &MarketConfig,
-) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
-    use crate::features::{FeatureSet, WithFeatures};
-    let features = if cfg.features.is_empty() {
-        None
-    } else {
-        Some(FeatureSet::compile(&cfg.features, &serl_env::obs::feature_names())?)
-    };
-    let n_dyn = cfg.dynamic_envs();
-    let n_static = cfg.n_envs - n_dyn;
-    let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
-    for i in 0..cfg.n_envs {
-        let venue = if i < n_static {
-            Venue::Static
-        } else {
-            Venue::Dynamic(cfg.dynamic_market(base_market, i - n_static))
-        };
-        let e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
-        match &features {
-            Some(f) => envs.push(Box::new(WithFeatures::new(e, f.clone()))),
-            None => envs.push(Box::new(e)),
-        }
-    }
-    Ok(envs)
 }

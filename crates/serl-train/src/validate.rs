@@ -9,7 +9,12 @@ use crate::policy::{Policy, PolicyStrategy};
 
 /// Mean PA (bps) of `policy`, acting greedily, over `orders` in the static
 /// environment.
-pub fn static_pa(policy: &Policy, market: &MarketData, orders: &[ParentOrder], cfg: &EnvConfig) -> f64 {
+pub fn static_pa(
+    policy: &Policy,
+    market: &MarketData,
+    orders: &[ParentOrder],
+    cfg: &EnvConfig,
+) -> f64 {
     let reward = DefaultReward {
         inventory_penalty: cfg.inventory_penalty,
         terminal_penalty: cfg.terminal_penalty,
@@ -36,7 +41,12 @@ pub fn static_pa(policy: &Policy, market: &MarketData, orders: &[ParentOrder], c
 
 /// Mean episode PA of `policy`, acting greedily, over `episodes` episodes
 /// of `env` (episode `i` drawn with seed `seed + i`).
-pub fn greedy_pa(policy: &Policy, env: &mut dyn crate::TrainEnv, episodes: usize, seed: u64) -> f64 {
+pub fn greedy_pa(
+    policy: &Policy,
+    env: &mut dyn crate::TrainEnv,
+    episodes: usize,
+    seed: u64,
+) -> f64 {
     use crate::policy::History;
     let dim = policy.meta.obs_dim;
     let mut rng = crate::task::env_rng(seed, 0);

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serl_data::{DataConfig, Split};
-use serl_env::{generate_orders, run_static, DefaultReward, EnvConfig, MarketData, OrderConfig, Strategy};
+use serl_env::{
+    generate_orders, run_static, DefaultReward, EnvConfig, MarketData, OrderConfig, Strategy,
+};
 use serl_eval::OrderResult;
 use serl_train::validate::static_pa;
 use serl_train::{train, ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, Venue};
@@ -29,19 +31,43 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&data, &data_cfg).unwrap();
-    let orders = OrderConfig { per_session: 4, ..Default::default() };
+    let orders = OrderConfig {
+        per_session: 4,
+        ..Default::default()
+    };
     let train_orders = generate_orders(&ds, Split::Train, &data_cfg, &orders).unwrap();
     let val_orders = generate_orders(&ds, Split::Validation, &data_cfg, &orders).unwrap();
     let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig { decision_minutes: 30, ..Default::default() };
-    let reward = Arc::new(DefaultReward { inventory_penalty: 2.0, terminal_penalty: 50.0 });
+    let env_cfg = EnvConfig {
+        decision_minutes: 30,
+        ..Default::default()
+    };
+    let reward = Arc::new(DefaultReward {
+        inventory_penalty: 2.0,
+        terminal_penalty: 50.0,
+    });
     let envs: Vec<Box<dyn TrainEnv + '_>> = (0..8)
         .map(|i| {
-            let venue = if i < 7 { Venue::Static } else { Venue::Dynamic(Default::default()) };
-            Box::new(ExecutionEnv::new(&market, &train_orders, &env_cfg, reward.clone(), venue)) as Box<dyn TrainEnv + '_>
+            let venue = if i < 7 {
+                Venue::Static
+            } else {
+                Venue::Dynamic(Default::default())
+            };
+            Box::new(ExecutionEnv::new(
+                &market,
+                &train_orders,
+                &env_cfg,
+                reward.clone(),
+                venue,
+            )) as Box<dyn TrainEnv + '_>
         })
         .collect();
-    let mut cfg = TrainConfig { total_steps: 8 * 64 * 12, n_envs: 8, eval_every: 4, ..Default::default() };
+    let mut cfg = TrainConfig {
+        total_steps: 8 * 64 * 12,
+        n_envs: 8,
+        eval_every: 4,
+        ..Default::default()
+    };
     let untrained = serl_train::run::initial_policy(&cfg, serl_env::OBS_DIM).unwrap();
     cfg.ppo.n_steps = 64;
     cfg.ppo.batch_size = 128;
@@ -59,9 +85,16 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
 
     let loss = |r: &serl_train::run::UpdateRecord| r.value_loss.unwrap();
     let first = loss(&out.records[0]);
-    let last = out.records[out.records.len() - 2..].iter().map(loss).sum::<f64>() / 2.0;
+    let last = out.records[out.records.len() - 2..]
+        .iter()
+        .map(loss)
+        .sum::<f64>()
+        / 2.0;
     assert!(last < first, "value loss {first} -> {last}");
-    assert!(out.records.iter().any(|r| r.loss_dynamic.is_some()), "the dynamic environment took part");
+    assert!(
+        out.records.iter().any(|r| r.loss_dynamic.is_some()),
+        "the dynamic environment took part"
+    );
 
     let trained = static_pa(&out.policy, &market, &val_orders, &env_cfg);
     let mut random = RandomPolicy(SmallRng::seed_from_u64(1));
@@ -76,5 +109,8 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
         / val_orders.len() as f64;
     let initial = static_pa(&untrained, &market, &val_orders, &env_cfg);
     eprintln!("validation PA: trained {trained:.3} bps, untrained network {initial:.3}, uniform random actions {random_pa:.3}");
-    assert!(trained > initial, "trained {trained} vs the untrained (random) policy {initial}");
+    assert!(
+        trained > initial,
+        "trained {trained} vs the untrained (random) policy {initial}"
+    );
 }

@@ -7,7 +7,9 @@ use serl_train::validate::greedy_pa;
 use serl_train::{train, Algo, DriftTask, TrainConfig, TrainEnv, TrainSetup};
 
 fn drift_envs(n: usize) -> Vec<Box<dyn TrainEnv>> {
-    (0..n).map(|_| Box::new(DriftTask::new()) as Box<dyn TrainEnv>).collect()
+    (0..n)
+        .map(|_| Box::new(DriftTask::new()) as Box<dyn TrainEnv>)
+        .collect()
 }
 
 fn trained_share_of_optimum(cfg: TrainConfig) -> f64 {
@@ -41,7 +43,11 @@ fn ppo_reaches_ninety_percent_of_the_optimal_pa() {
     cfg.ppo.learning_rate = 3e-3;
     cfg.ppo.gamma = 1.0;
     let share = trained_share_of_optimum(cfg);
-    assert!(share >= 0.9, "PPO reached {:.0}% of the optimum", share * 100.0);
+    assert!(
+        share >= 0.9,
+        "PPO reached {:.0}% of the optimum",
+        share * 100.0
+    );
 }
 
 #[test]
@@ -60,5 +66,9 @@ fn ddqn_reaches_ninety_percent_of_the_optimal_pa() {
     cfg.ddqn.target_every = 400;
     cfg.ddqn.batch_size = 64;
     let share = trained_share_of_optimum(cfg);
-    assert!(share >= 0.9, "DDQN reached {:.0}% of the optimum", share * 100.0);
+    assert!(
+        share >= 0.9,
+        "DDQN reached {:.0}% of the optimum",
+        share * 100.0
+    );
 }

@@ -90,10 +90,7 @@ fn bad_backtest_input_is_a_clear_error() {
             &["--strategy", "twap", "--qty-shares", "0"],
             "quantity must be positive",
         ),
-        (
-            &["--strategy", &format!("policy:{dir}")],
-            "checkpoint.json",
-        ),
+        (&["--strategy", &format!("policy:{dir}")], "checkpoint.json"),
     ];
     for (extra, want) in cases {
         let mut args = vec!["backtest", "--data", "data/lean", "--out", dir];
@@ -194,8 +191,15 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     // in the dynamic market.
     let args = |steps: &str| {
         vec![
-            "train", "--data", "data/lean", "--out", run_s, "--total-steps", steps,
-            "--decision-minutes", "30",
+            "train",
+            "--data",
+            "data/lean",
+            "--out",
+            run_s,
+            "--total-steps",
+            steps,
+            "--decision-minutes",
+            "30",
         ]
         .into_iter()
         .map(String::from)
@@ -203,17 +207,32 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     };
     let o = serl(&args("4096").iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
-    for f in ["train.toml", "config.json", "metrics.jsonl", "checkpoint/state.json", "checkpoint/model.bpk", "checkpoint.json", "report.html"] {
+    for f in [
+        "train.toml",
+        "config.json",
+        "metrics.jsonl",
+        "checkpoint/state.json",
+        "checkpoint/model.bpk",
+        "checkpoint.json",
+        "report.html",
+    ] {
         assert!(run.join(f).exists(), "{f} is missing");
     }
     let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 2);
     let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
-    assert!(first["alpha"].as_f64().is_some() && first["loss_dynamic"].as_f64().is_some(), "{first}");
+    assert!(
+        first["alpha"].as_f64().is_some() && first["loss_dynamic"].as_f64().is_some(),
+        "{first}"
+    );
 
     // Starting again over a finished run is refused; resuming is how to go on.
     let o = serl(&args("4096").iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(!o.status.success() && text(&o).contains("--resume"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("--resume"),
+        "{}",
+        text(&o)
+    );
 
     // Resume with a larger budget: the run continues from update 3.
     let mut cfg = std::fs::read_to_string(run.join("train.toml")).unwrap();
@@ -224,14 +243,29 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     let updates: Vec<u64> = lines
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["update"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["update"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(updates, vec![0, 1, 2, 3]);
 
     let bt = dir.path().join("bt");
     let o = serl(&[
-        "backtest", "--data", "data/lean", "--split", "test", "--strategy", "twap",
-        "--strategy", &format!("policy:{run_s}"), "--decision-minutes", "30", "--out", bt.to_str().unwrap(),
+        "backtest",
+        "--data",
+        "data/lean",
+        "--split",
+        "test",
+        "--strategy",
+        "twap",
+        "--strategy",
+        &format!("policy:{run_s}"),
+        "--decision-minutes",
+        "30",
+        "--out",
+        bt.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("policy:run"), "{}", text(&o));
@@ -241,8 +275,13 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
 fn a_policy_directory_without_a_trained_policy_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let o = serl(&[
-        "backtest", "--data", "data/lean", "--strategy", &format!("policy:{}", dir.path().display()),
-        "--out", dir.path().join("bt").to_str().unwrap(),
+        "backtest",
+        "--data",
+        "data/lean",
+        "--strategy",
+        &format!("policy:{}", dir.path().display()),
+        "--out",
+        dir.path().join("bt").to_str().unwrap(),
     ]);
     assert!(!o.status.success());
     assert!(text(&o).contains("checkpoint.json"), "{}", text(&o));

@@ -12,11 +12,19 @@ fn repo() -> PathBuf {
 }
 
 fn serl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_serl")).args(args).current_dir(repo()).output().expect("the serl binary runs")
+    Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the serl binary runs")
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
@@ -28,7 +36,10 @@ fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
         .replace("final_steps = 8192", "final_steps = 512")
         .replace("total_steps = 2048", "total_steps = 512")
         .replace("validation_orders = 200", "validation_orders = 16")
-        .replace("dynamic_validation_orders = 8", "dynamic_validation_orders = 2")
+        .replace(
+            "dynamic_validation_orders = 8",
+            "dynamic_validation_orders = 2",
+        )
         .replace("lambda = 2", "lambda = 1")
         + extra;
     let p = dir.join("evolve.toml");
@@ -41,7 +52,8 @@ fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
-            let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let j: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
             (j["key"].as_str().unwrap().to_string(), j["score"].as_f64())
         })
         .collect();
@@ -54,25 +66,61 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), "");
     let run = dir.path().join("run");
-    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--out", run.to_str().unwrap()]);
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
-    for s in ["twap", "vwap", "ac:", "serl-best", "ppo-default", "ddqn-default"] {
+    for s in [
+        "twap",
+        "vwap",
+        "ac:",
+        "serl-best",
+        "ppo-default",
+        "ddqn-default",
+    ] {
         assert!(t.contains(s), "{s} missing from the test table:\n{t}");
     }
-    for f in ["report.md", "report.html", "test/report.html", "finetune/sft.jsonl", "finetune/dpo.jsonl", "prompts/reward.j2", "instructions.json"] {
+    for f in [
+        "report.md",
+        "report.html",
+        "test/report.html",
+        "finetune/sft.jsonl",
+        "finetune/dpo.jsonl",
+        "prompts/reward.j2",
+        "instructions.json",
+    ] {
         assert!(run.join(f).exists(), "{f} is missing");
     }
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("builtin offline search (no LLM)") && report.contains("Paired difference"), "{report}");
-    assert!(std::fs::read_to_string(run.join("finetune/sft.jsonl")).unwrap().lines().count() >= 1);
+    assert!(
+        report.contains("builtin offline search (no LLM)") && report.contains("Paired difference"),
+        "{report}"
+    );
+    assert!(
+        std::fs::read_to_string(run.join("finetune/sft.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+            >= 1
+    );
 
     // Resuming a finished run trains nothing again and gives the same table.
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
 
     let again = dir.path().join("again");
-    let o3 = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    let o3 = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
     assert!(o3.status.success(), "{}", text(&o3));
     assert_eq!(scores(&run), scores(&again));
 }
@@ -83,7 +131,13 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
     let cfg = tiny_config(dir.path(), "");
     let run = dir.path().join("run");
     let mut child = Command::new(env!("CARGO_BIN_EXE_serl"))
-        .args(["evolve", "--config", cfg.to_str().unwrap(), "--out", run.to_str().unwrap()])
+        .args([
+            "evolve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+        ])
         .current_dir(repo())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -100,7 +154,11 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
     let kept = std::fs::read_to_string(&first).unwrap();
     let o = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(std::fs::read_to_string(&first).unwrap(), kept, "a finished candidate was trained again");
+    assert_eq!(
+        std::fs::read_to_string(&first).unwrap(),
+        kept,
+        "a finished candidate was trained again"
+    );
     assert!(run.join("report.html").exists());
 }
 
@@ -128,7 +186,10 @@ fn scripted_server() -> String {
             let mut body = vec![0; len];
             let _ = reader.read_exact(&mut body);
             let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let prompt = req["messages"][0]["content"].as_str().unwrap_or("").to_string();
+            let prompt = req["messages"][0]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             let seed = req["seed"].as_u64().unwrap_or(0);
             let content = if prompt.contains("# Module: reward") {
                 if first_reward {
@@ -165,21 +226,56 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     let cfg = dir.path().join("llm.toml");
     std::fs::write(&cfg, format!("{}{}", &text_cfg[..cut], extra)).unwrap();
     let run = dir.path().join("run");
-    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--llm", "openai", "--out", run.to_str().unwrap()]);
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "openai",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let transcript = std::fs::read_to_string(run.join("transcript.jsonl")).unwrap();
     assert!(transcript.lines().count() >= 8, "{transcript}");
-    let c0: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap()).unwrap();
-    let reward = c0["modules"].as_array().unwrap().iter().find(|m| m["kind"] == "reward").unwrap();
-    assert_eq!(reward["attempts"], 2, "the broken first reply was retried: {reward}");
-    assert!(reward["errors"][0].as_str().unwrap().contains("did you mean `remaining_inv`"), "{reward}");
+    let c0: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap())
+            .unwrap();
+    let reward = c0["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "reward")
+        .unwrap();
+    assert_eq!(
+        reward["attempts"], 2,
+        "the broken first reply was retried: {reward}"
+    );
+    assert!(
+        reward["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `remaining_inv`"),
+        "{reward}"
+    );
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(report.contains("LLM: openai scripted"), "{}", &report[..300.min(report.len())]);
+    assert!(
+        report.contains("LLM: openai scripted"),
+        "{}",
+        &report[..300.min(report.len())]
+    );
 
     let replay = dir.path().join("replay");
     let o = serl(&[
-        "evolve", "--config", cfg.to_str().unwrap(), "--llm", "replay", "--replay-from",
-        run.join("transcript.jsonl").to_str().unwrap(), "--out", replay.to_str().unwrap(),
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "replay",
+        "--replay-from",
+        run.join("transcript.jsonl").to_str().unwrap(),
+        "--out",
+        replay.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(scores(&run), scores(&replay));
@@ -188,16 +284,38 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
 #[test]
 fn an_unreachable_server_is_a_clear_error_not_a_hang() {
     let dir = tempfile::tempdir().unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let base = tiny_config(dir.path(), "");
     let text_cfg = std::fs::read_to_string(&base).unwrap();
     let cut = text_cfg.find("[llm.http]").unwrap();
     let cfg = dir.path().join("llm.toml");
-    std::fs::write(&cfg, format!("{}[llm.http]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 0\n", &text_cfg[..cut])).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[llm.http]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 0\n",
+            &text_cfg[..cut]
+        ),
+    )
+    .unwrap();
     let t = Instant::now();
-    let o = serl(&["evolve", "--config", cfg.to_str().unwrap(), "--llm", "openai", "--out", dir.path().join("run").to_str().unwrap()]);
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "openai",
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let t2 = text(&o);
-    assert!(t2.contains(&format!("127.0.0.1:{port}")) && t2.contains("cannot connect"), "{t2}");
+    assert!(
+        t2.contains(&format!("127.0.0.1:{port}")) && t2.contains("cannot connect"),
+        "{t2}"
+    );
     assert!(t.elapsed() < Duration::from_secs(60));
 }

@@ -296,8 +296,13 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
     let make_envs = || -> Vec<Box<dyn TrainEnv + '_>> {
         (0..8)
             .map(|_| {
-                Box::new(ExecutionEnv::new(&market, &orders, &env_cfg, reward.clone(), Venue::Static))
-                    as Box<dyn TrainEnv + '_>
+                Box::new(ExecutionEnv::new(
+                    &market,
+                    &orders,
+                    &env_cfg,
+                    reward.clone(),
+                    Venue::Static,
+                )) as Box<dyn TrainEnv + '_>
             })
             .collect()
     };

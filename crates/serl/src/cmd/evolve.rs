@@ -86,7 +86,8 @@ pub struct EvolveFile {
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -106,7 +107,10 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         Some(dir) => {
             let saved = dir.join("evolve.toml");
             if !saved.exists() {
-                bail!("{} has no evolve.toml: it is not a run directory of `serl evolve`", dir.display());
+                bail!(
+                    "{} has no evolve.toml: it is not a run directory of `serl evolve`",
+                    dir.display()
+                );
             }
             (dir.clone(), read_toml::<EvolveFile>(&saved)?)
         }
@@ -121,7 +125,11 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     };
     if a.resume.is_none() {
         if out.join("evolve.toml").exists() {
-            bail!("{} already holds an evolve run; continue it with `serl evolve --resume {}`", out.display(), out.display());
+            bail!(
+                "{} already holds an evolve run; continue it with `serl evolve --resume {}`",
+                out.display(),
+                out.display()
+            );
         }
         if let Some(d) = &a.data {
             cfg.data_path = Some(d.clone());
@@ -139,30 +147,54 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         // A resumed LLM run may be finished by replaying its transcript.
         cfg.llm.backend = l;
     }
-    cfg.data.validate().map_err(|m| anyhow::anyhow!("[data] {m}"))?;
+    cfg.data
+        .validate()
+        .map_err(|m| anyhow::anyhow!("[data] {m}"))?;
     cfg.env.validate()?;
-    cfg.evolve.validate().map_err(|m| anyhow::anyhow!("[evolve] {m}"))?;
-    let data_path = cfg.data_path.clone().unwrap_or_else(|| PathBuf::from("data/lean"));
-    let prompt_dir = cfg.prompts.clone().unwrap_or_else(|| PathBuf::from("prompts"));
+    cfg.evolve
+        .validate()
+        .map_err(|m| anyhow::anyhow!("[evolve] {m}"))?;
+    let data_path = cfg
+        .data_path
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("data/lean"));
+    let prompt_dir = cfg
+        .prompts
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("prompts"));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     if a.resume.is_none() {
-        std::fs::write(out.join("evolve.toml"), toml::to_string(&cfg)?).with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
+        std::fs::write(out.join("evolve.toml"), toml::to_string(&cfg)?)
+            .with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
         if prompt_dir.is_dir() {
-            copy_dir(&prompt_dir, &out.join("prompts")).with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
+            copy_dir(&prompt_dir, &out.join("prompts"))
+                .with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
         }
     }
     // The run's own copy of the prompts, so a resumed or replayed run asks
     // exactly what the original asked.
-    let prompts_used = if out.join("prompts").is_dir() { out.join("prompts") } else { prompt_dir.clone() };
-    let prompts = Prompts::load(&prompts_used).with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
+    let prompts_used = if out.join("prompts").is_dir() {
+        out.join("prompts")
+    } else {
+        prompt_dir.clone()
+    };
+    let prompts = Prompts::load(&prompts_used)
+        .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
 
     let t0 = std::time::Instant::now();
-    let ds = serl_data::load(&data_path, &cfg.data).with_context(|| format!("loading {}", data_path.display()))?;
+    let ds = serl_data::load(&data_path, &cfg.data)
+        .with_context(|| format!("loading {}", data_path.display()))?;
     let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
     let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
     let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
     if train.is_empty() || val.is_empty() || test.is_empty() {
-        bail!("{}: the train, validation and test splits need orders ({} / {} / {})", data_path.display(), train.len(), val.len(), test.len());
+        bail!(
+            "{}: the train, validation and test splits need orders ({} / {} / {})",
+            data_path.display(),
+            train.len(),
+            val.len(),
+            test.len()
+        );
     }
     let market = MarketData::new(&ds, &cfg.data);
     let transcript = out.join("transcript.jsonl");
@@ -174,14 +206,22 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
                 http.flavor = Flavor::Ollama;
             }
             let backend = Recorder::new(HttpBackend::new(http)?, &transcript)?;
-            let mut d = LlmDesigner::new(Prompts::load(&prompts_used)?, Box::new(backend), cfg.evolve.seed);
+            let mut d = LlmDesigner::new(
+                Prompts::load(&prompts_used)?,
+                Box::new(backend),
+                cfg.evolve.seed,
+            );
             d.temperature = cfg.llm.temperature;
             d.constrained = cfg.llm.constrained;
             Box::new(d)
         }
         LlmChoice::Replay => {
             let from = a.replay_from.clone().unwrap_or(transcript.clone());
-            let mut d = LlmDesigner::new(Prompts::load(&prompts_used)?, Box::new(Replay::open(&from)?), cfg.evolve.seed);
+            let mut d = LlmDesigner::new(
+                Prompts::load(&prompts_used)?,
+                Box::new(Replay::open(&from)?),
+                cfg.evolve.seed,
+            );
             d.temperature = cfg.llm.temperature;
             d.constrained = cfg.llm.constrained;
             Box::new(d)
@@ -217,14 +257,24 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         orders: test.len(),
         order_config: serde_json::to_string(&cfg.orders)?,
         env_config: serde_json::to_string(&cfg.env)?,
-        reward: format!("best design: {}", outcome.best.design.as_ref().map_or("-".into(), |d| d.reward.program.clone())),
+        reward: format!(
+            "best design: {}",
+            outcome
+                .best
+                .design
+                .as_ref()
+                .map_or("-".into(), |d| d.reward.program.clone())
+        ),
         serl_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: super::backtest::git_commit(),
         created: super::backtest::now(),
     };
     serl_evolve::report::write(&out, &outcome, &modules, &designer_name, provenance)?;
     let data = serl_eval::ReportData::new(&outcome.test, serl_eval::Provenance::default());
-    println!("{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}", "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI");
+    println!(
+        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
+        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
+    );
     for s in &data.summaries {
         println!(
             "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",

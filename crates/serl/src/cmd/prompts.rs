@@ -49,7 +49,10 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
         PromptsCommand::List(a) => {
             let p = load(&a.prompts)?;
             for name in p.list() {
-                println!("{name:<14} {}", a.prompts.join(format!("{name}.j2")).display());
+                println!(
+                    "{name:<14} {}",
+                    a.prompts.join(format!("{name}.j2")).display()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -57,8 +60,10 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
             let p = load(&a.prompts)?;
             let ctx = match &a.context {
                 Some(f) => {
-                    let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-                    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", f.display()))?
+                    let text = std::fs::read_to_string(f)
+                        .with_context(|| format!("reading {}", f.display()))?;
+                    serde_json::from_str(&text)
+                        .with_context(|| format!("{} is not JSON", f.display()))?
                 }
                 None => {
                     let kind = if a.module == "refine" {
@@ -82,7 +87,11 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
             let p = load(&a.prompts)?;
             let problems = p.check();
             if problems.is_empty() {
-                println!("{} templates in {} render against the sample contexts", p.list().len(), a.prompts.display());
+                println!(
+                    "{} templates in {} render against the sample contexts",
+                    p.list().len(),
+                    a.prompts.display()
+                );
                 Ok(ExitCode::SUCCESS)
             } else {
                 for e in &problems {

@@ -9,10 +9,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
-use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
+use serl_env::{
+    generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder,
+};
 use serl_train::run::{load_run_policy, UpdateRecord};
-use serl_train::validate::static_pa;
 use serl_train::task::execution_envs;
+use serl_train::validate::static_pa;
 use serl_train::{train, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSetup};
 
 #[derive(Args)]
@@ -98,7 +100,8 @@ pub struct TrainFile {
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -106,7 +109,10 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     let saved = a.out.join("train.toml");
     let mut cfg: TrainFile = if a.resume {
         if !saved.exists() {
-            bail!("{} has no train.toml: it is not a run directory of `serl train`", a.out.display());
+            bail!(
+                "{} has no train.toml: it is not a run directory of `serl train`",
+                a.out.display()
+            );
         }
         read_toml(&saved)?
     } else {
@@ -153,7 +159,9 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
             DeviceArg::Wgpu => DeviceChoice::Wgpu,
         };
     }
-    cfg.data.validate().map_err(|m| anyhow::anyhow!("[data] {m}"))?;
+    cfg.data
+        .validate()
+        .map_err(|m| anyhow::anyhow!("[data] {m}"))?;
     cfg.env.validate()?;
     if let serl_env::ActionSpace::Discrete(_) = cfg.env.action {
         bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
@@ -167,7 +175,9 @@ fn spread(orders: Vec<ParentOrder>, max: usize) -> Vec<ParentOrder> {
         return orders;
     }
     let step = orders.len() as f64 / max as f64;
-    (0..max).map(|i| orders[(i as f64 * step) as usize].clone()).collect()
+    (0..max)
+        .map(|i| orders[(i as f64 * step) as usize].clone())
+        .collect()
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
@@ -182,9 +192,13 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             a.out.display()
         );
     }
-    let ds = serl_data::load(&data_path, &cfg.data).with_context(|| format!("loading {}", data_path.display()))?;
+    let ds = serl_data::load(&data_path, &cfg.data)
+        .with_context(|| format!("loading {}", data_path.display()))?;
     let train_orders = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
-    let val_orders = spread(generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?, cfg.validation.max_orders);
+    let val_orders = spread(
+        generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?,
+        cfg.validation.max_orders,
+    );
     if train_orders.is_empty() {
         bail!("the train split of {} has no orders", data_path.display());
     }
@@ -206,11 +220,20 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         inventory_penalty: cfg.env.inventory_penalty,
         terminal_penalty: cfg.env.terminal_penalty,
     });
-    let envs = execution_envs(&cfg.train, &market, &train_orders, &cfg.env, reward, &cfg.market)?;
-    let validate: Option<Box<dyn Fn(&serl_train::Policy) -> f64 + '_>> = if val_orders.is_empty() {
+    let envs = execution_envs(
+        &cfg.train,
+        &market,
+        &train_orders,
+        &cfg.env,
+        reward,
+        &cfg.market,
+    )?;
+    let validate: Option<serl_train::run::Validator<'_>> = if val_orders.is_empty() {
         None
     } else {
-        Some(Box::new(|p: &serl_train::Policy| static_pa(p, &market, &val_orders, &cfg.env)))
+        Some(Box::new(|p: &serl_train::Policy| {
+            static_pa(p, &market, &val_orders, &cfg.env)
+        }))
     };
     let out = train(TrainSetup {
         config: cfg.train.clone(),
@@ -239,7 +262,10 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 
 fn print_summary(records: &[UpdateRecord]) {
     let stride = (records.len() / 10).max(1);
-    println!("{:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>8}", "update", "steps", "loss", "α", "β", "ep PA", "val PA", "steps/s");
+    println!(
+        "{:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>8}",
+        "update", "steps", "loss", "α", "β", "ep PA", "val PA", "steps/s"
+    );
     for (i, r) in records.iter().enumerate() {
         if i % stride != 0 && i + 1 != records.len() {
             continue;
@@ -263,12 +289,24 @@ pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
     if !dir.is_dir() {
         bail!("policy directory {} does not exist", dir.display());
     }
-    let policy = load_run_policy(dir, &serl_train::DeviceChoice::Cpu.device()?)
-        .with_context(|| format!("loading the policy in {} (trained policies come from `serl train`)", dir.display()))?;
-    let name = dir.file_name().map_or("policy".into(), |n| n.to_string_lossy().to_string());
+    let policy =
+        load_run_policy(dir, &serl_train::DeviceChoice::Cpu.device()?).with_context(|| {
+            format!(
+                "loading the policy in {} (trained policies come from `serl train`)",
+                dir.display()
+            )
+        })?;
+    let name = dir
+        .file_name()
+        .map_or("policy".into(), |n| n.to_string_lossy().to_string());
     let label = format!("policy:{name}");
     Ok(serl_eval::StrategyFactory {
         label: label.clone(),
-        make: Box::new(move || Box::new(serl_train::PolicyStrategy::new(policy.clone(), label.clone()))),
+        make: Box::new(move || {
+            Box::new(serl_train::PolicyStrategy::new(
+                policy.clone(),
+                label.clone(),
+            ))
+        }),
     })
 }
