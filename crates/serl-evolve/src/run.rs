@@ -768,11 +768,12 @@ fn tune_constants(
             let r = match read_json::<CandidateResult>(&path) {
                 Some(r) => r,
                 None => {
-                    let program = reward.program().with_constants(&c);
+                    let Ok(program) = reward.program().with_constants(&c) else {
+                        continue;
+                    };
                     let mut d = incumbent.0.clone();
                     d.reward = RewardModule {
-                        program: render_constants(d.reward.program.as_str(), &c)
-                            .unwrap_or_else(|| program.source().to_string()),
+                        program: program.source().to_string(),
                     };
                     let seed = inputs.cfg.seed
                         ^ ((j * 1000 + 500 + g * 10 + m) as u64)
@@ -819,52 +820,4 @@ fn tune_constants(
         }
     }
     Ok(out)
-}
-
-/// Rewrites the numeric literals of `source` with `values`, in order,
-/// keeping the rest of the text as written.
-fn render_constants(source: &str, values: &[f64]) -> Option<String> {
-    let mut out = String::new();
-    let mut it = values.iter();
-    let b = source.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        let starts_number = (c.is_ascii_digit()
-            || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
-            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
-        if starts_number {
-            let s = i;
-            while i < b.len()
-                && (b[i].is_ascii_digit()
-                    || b[i] == b'.'
-                    || b[i] == b'e'
-                    || b[i] == b'E'
-                    || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E')))
-            {
-                i += 1;
-            }
-            let _ = &source[s..i];
-            out.push_str(&format!("{:.6}", it.next()?));
-        } else {
-            out.push(c as char);
-            i += 1;
-        }
-    }
-    it.next().is_none().then_some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constants_are_rewritten_in_place() {
-        let s = "step_pa - 2 * remaining_inv^2 / steps - 50.5 * done";
-        assert_eq!(
-            render_constants(s, &[3.0, 2.0, 1.0]).unwrap(),
-            "step_pa - 3.000000 * remaining_inv^2.000000 / steps - 1.000000 * done"
-        );
-        assert_eq!(render_constants(s, &[1.0]), None);
-    }
 }

@@ -82,6 +82,8 @@ enum Op {
     Clip,
     /// Pops else, then, condition.
     Select,
+    /// `x ^ n` for a small whole constant n (folded at compile time).
+    Powi(i32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,6 +97,9 @@ struct WindowSlot {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     source: String,
+    var_set: VarSet,
+    /// Byte span and value of every numeric literal, in source order.
+    literals: Vec<(usize, usize, f64)>,
     code: Vec<Op>,
     windows: Vec<WindowSlot>,
     locals: usize,
@@ -109,7 +114,6 @@ pub struct Program {
 pub struct State {
     history: Vec<Ring>,
     ema: Vec<Option<f64>>,
-    stack: Vec<f64>,
     locals: Vec<f64>,
     /// NaN, ±∞ and division-by-zero results replaced so far.
     pub repaired: u64,
@@ -146,6 +150,10 @@ impl Ring {
 }
 
 const BIG: f64 = 1e12;
+
+/// Deepest evaluation stack a program may need; programs that would need
+/// more are refused at compile time.
+const STACK: usize = 64;
 
 #[inline]
 fn repair(x: f64, repaired: &mut u64) -> f64 {
@@ -265,7 +273,15 @@ impl Checker<'_> {
                 let what = format!("each side of `{}`", op_symbol(*op));
                 self.expect(a, ta, want, &what)?;
                 self.expect(b, tb, want, &what)?;
-                self.push(code, -1);
+                match (code, self.code.last()) {
+                    // x ^ 2 and the like: powi, far cheaper than powf.
+                    (Op::Pow, Some(&Op::Const(c))) if c.fract() == 0.0 && c.abs() <= 16.0 => {
+                        self.code.pop();
+                        self.depth -= 1;
+                        self.push(Op::Powi(c as i32), 0);
+                    }
+                    _ => self.push(code, -1),
+                }
                 Ok(out)
             }
             Node::If(c, a, b) => {
@@ -437,7 +453,7 @@ impl Program {
                 "the program is empty",
             ));
         }
-        let toks = lex(source)?;
+        let (toks, literals) = lex(source)?;
         let mut parser = Parser::new(toks, &limits);
         let ast = parser.program()?;
         let mut c = Checker {
@@ -451,11 +467,16 @@ impl Program {
             limits,
         };
         let t = c.expr(&ast)?;
+        if c.max_depth > STACK {
+            return Err(CompileError::at(ast.pos, format!("the program needs an evaluation stack deeper than {STACK}; split it with `let`")));
+        }
         if t != Ty::Num {
             return Err(CompileError::at(ast.pos, "the program must give a number, not a condition (wrap it in `if ... then 1 else 0`)"));
         }
         Ok(Program {
             source: source.to_string(),
+            var_set: vars.clone(),
+            literals,
             code: c.code,
             windows: c.windows,
             locals: c.locals,
@@ -481,16 +502,7 @@ impl Program {
 
     /// Every numeric literal, in source order: what low-level tuning adjusts.
     pub fn constants(&self) -> Vec<f64> {
-        self.code
-            .iter()
-            .filter_map(|op| {
-                if let Op::Const(v) = op {
-                    Some(*v)
-                } else {
-                    None
-                }
-            })
-            .collect()
+        self.literals.iter().map(|l| l.2).collect()
     }
 
     pub fn new_state(&self) -> State {
@@ -507,7 +519,6 @@ impl Program {
                 })
                 .collect(),
             ema: vec![None; self.windows.len()],
-            stack: vec![0.0; self.stack + 1],
             locals: vec![0.0; self.locals],
             repaired: 0,
         }
@@ -529,12 +540,13 @@ impl Program {
             }
         }
         let State {
-            stack,
             locals,
             repaired,
             history,
             ema,
         } = st;
+        // The stack lives on the machine stack: the checker bounds its depth.
+        let mut stack = [0f64; STACK];
         let mut sp = 0usize;
         macro_rules! pop {
             () => {{
@@ -611,6 +623,7 @@ impl Program {
                 }),
                 Op::Min => bin!(f64::min),
                 Op::Max => bin!(f64::max),
+                Op::Powi(n) => un!(|a: f64| repair(a.powi(n), repaired)),
                 Op::Clip => {
                     let hi = pop!();
                     let lo = pop!();
@@ -737,6 +750,7 @@ impl Program {
                     }),
                     Op::Min => bin!(f64::min),
                     Op::Max => bin!(f64::max),
+                    Op::Powi(n) => un!(|a: f64| repair(a.powi(n), &mut repaired)),
                     Op::Clip => {
                         sp -= 2;
                         for i in 0..len {
@@ -771,18 +785,28 @@ impl Program {
     }
 
     /// The same program with its numeric literals replaced, in the order
-    /// [`Program::constants`] lists them.
-    pub fn with_constants(&self, values: &[f64]) -> Program {
-        let mut p = self.clone();
-        let mut it = values.iter();
-        for op in &mut p.code {
-            if let Op::Const(v) = op {
-                if let Some(n) = it.next() {
-                    *v = *n;
-                }
-            }
+    /// [`Program::constants`] lists them; the rest of the source is kept as
+    /// written.
+    pub fn with_constants(&self, values: &[f64]) -> Result<Program, CompileError> {
+        if values.len() != self.literals.len() {
+            return Err(CompileError::at(
+                Pos { line: 1, col: 1 },
+                format!("{} constants given for {} literals", values.len(), self.literals.len()),
+            ));
         }
-        p
+        let mut out = String::with_capacity(self.source.len() + 8 * values.len());
+        let mut at = 0;
+        for (&(start, end, _), v) in self.literals.iter().zip(values) {
+            out.push_str(&self.source[at..start]);
+            if *v < 0.0 {
+                out.push_str(&format!("({v})"));
+            } else {
+                out.push_str(&format!("{v}"));
+            }
+            at = end;
+        }
+        out.push_str(&self.source[at..]);
+        Program::compile(&out, &self.var_set)
     }
 }
 
@@ -941,7 +965,11 @@ mod tests {
     fn constants_can_be_tuned_without_recompiling() {
         let p = Program::compile("2 * x + 0.5", &vars()).unwrap();
         assert_eq!(p.constants(), vec![2.0, 0.5]);
-        let q = p.with_constants(&[3.0, 1.0]);
-        assert_eq!(q.eval(&mut q.new_state(), &[1.0, 0.0, 0.0]), 4.0);
+        let q = p.with_constants(&[3.0, -1.0]).unwrap();
+        assert_eq!(q.source(), "3 * x + (-1)");
+        assert_eq!(q.eval(&mut q.new_state(), &[1.0, 0.0, 0.0]), 2.0);
+        let r = Program::compile("x ^ 2 + 0.5", &vars()).unwrap();
+        assert_eq!(r.constants(), vec![2.0, 0.5]);
+        assert_eq!(r.eval(&mut r.new_state(), &[3.0, 0.0, 0.0]), 9.5);
     }
 }

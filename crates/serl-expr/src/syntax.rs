@@ -29,8 +29,11 @@ const SYMBOLS: [&str; 19] = [
     ";",
 ];
 
-pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, CompileError> {
+/// The tokens of `src`, and the byte span and value of every number in it.
+#[allow(clippy::type_complexity)]
+pub fn lex(src: &str) -> Result<(Vec<(Tok, Pos)>, Vec<(usize, usize, f64)>), CompileError> {
     let mut out = Vec::new();
+    let mut literals = Vec::new();
     let (mut line, mut col) = (1u32, 1u32);
     let b = src.as_bytes();
     let mut i = 0;
@@ -78,6 +81,7 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, CompileError> {
                 .parse()
                 .map_err(|_| CompileError::at(pos, format!("`{text}` is not a number")))?;
             col += (i - start) as u32;
+            literals.push((start, i, v));
             out.push((Tok::Num(v), pos));
             continue;
         }
@@ -112,7 +116,7 @@ pub fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, CompileError> {
         ));
     }
     out.push((Tok::End, Pos { line, col }));
-    Ok(out)
+    Ok((out, literals))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
