@@ -50,7 +50,7 @@ pub(crate) fn function_names() -> Vec<&'static str> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Op {
+pub(crate) enum Op {
     Const(f64),
     Var(u16),
     Local(u16),
@@ -84,6 +84,9 @@ enum Op {
     Select,
     /// `x ^ n` for a small whole constant n (folded at compile time).
     Powi(i32),
+    /// Ends the body of the `let` that set this local (a no-op for the
+    /// interpreter; the closure compiler scopes the binding with it).
+    EndLet(u16),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,6 +100,7 @@ struct WindowSlot {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     source: String,
+    tree: crate::closures::Tree,
     var_set: VarSet,
     /// Byte span and value of every numeric literal, in source order.
     literals: Vec<(usize, usize, f64)>,
@@ -149,14 +153,17 @@ impl Ring {
     }
 }
 
-const BIG: f64 = 1e12;
+pub(crate) const BIG: f64 = 1e12;
+
+/// Most window-function calls one program may make.
+const MAX_WINDOWS: usize = 32;
 
 /// Deepest evaluation stack a program may need; programs that would need
 /// more are refused at compile time.
 const STACK: usize = 64;
 
 #[inline]
-fn repair(x: f64, repaired: &mut u64) -> f64 {
+pub(crate) fn repair(x: f64, repaired: &mut u64) -> f64 {
     if x.is_finite() {
         x
     } else {
@@ -313,6 +320,7 @@ impl Checker<'_> {
                 self.scopes.push((name.clone(), slot, t));
                 let tb = self.expr(body)?;
                 self.scopes.pop();
+                self.push(Op::EndLet(slot), 0);
                 Ok(tb)
             }
             Node::Call(f, args) => self.call(f, args, e.pos),
@@ -474,6 +482,7 @@ impl Program {
             return Err(CompileError::at(ast.pos, "the program must give a number, not a condition (wrap it in `if ... then 1 else 0`)"));
         }
         Ok(Program {
+            tree: crate::closures::build(&c.code),
             source: source.to_string(),
             var_set: vars.clone(),
             literals,
@@ -539,110 +548,20 @@ impl Program {
                 });
             }
         }
-        let State {
-            locals,
-            repaired,
-            history,
-            ema,
-        } = st;
-        // The stack lives on the machine stack: the checker bounds its depth.
-        let mut stack = [0f64; STACK];
-        let mut sp = 0usize;
-        macro_rules! pop {
-            () => {{
-                sp -= 1;
-                stack[sp]
-            }};
-        }
-        macro_rules! push {
-            ($v:expr) => {{
-                stack[sp] = $v;
-                sp += 1;
-            }};
-        }
-        macro_rules! bin {
-            ($f:expr) => {{
-                let b = pop!();
-                let a = pop!();
-                push!($f(a, b));
-            }};
-        }
-        macro_rules! un {
-            ($f:expr) => {{
-                let a = pop!();
-                push!($f(a));
-            }};
-        }
-        let b2f = |b: bool| if b { 1.0 } else { 0.0 };
-        for op in &self.code {
-            match *op {
-                Op::Const(v) => push!(v),
-                Op::Var(i) => push!(vars[i as usize]),
-                Op::Local(i) => push!(locals[i as usize]),
-                Op::SetLocal(i) => locals[i as usize] = pop!(),
-                Op::Window(i) => {
-                    let w = self.windows[i as usize];
-                    push!(window_value(
-                        w,
-                        &history[i as usize],
-                        ema[i as usize],
-                        repaired
-                    ))
-                }
-                Op::Add => bin!(|a, b| a + b),
-                Op::Sub => bin!(|a, b| a - b),
-                Op::Mul => bin!(|a, b| a * b),
-                Op::Div => bin!(|a: f64, b: f64| if b == 0.0 {
-                    *repaired += 1;
-                    0.0
-                } else {
-                    repair(a / b, repaired)
-                }),
-                Op::Pow => bin!(|a: f64, b: f64| repair(a.powf(b), repaired)),
-                Op::Neg => un!(|a: f64| -a),
-                Op::Not => un!(|a: f64| 1.0 - a),
-                Op::Lt => bin!(|a, b| b2f(a < b)),
-                Op::Le => bin!(|a, b| b2f(a <= b)),
-                Op::Gt => bin!(|a, b| b2f(a > b)),
-                Op::Ge => bin!(|a, b| b2f(a >= b)),
-                Op::Eq => bin!(|a, b| b2f(a == b)),
-                Op::Ne => bin!(|a, b| b2f(a != b)),
-                Op::And => bin!(|a: f64, b: f64| a * b),
-                Op::Or => bin!(|a: f64, b: f64| a.max(b)),
-                Op::Abs => un!(f64::abs),
-                Op::Sqrt => un!(|a: f64| repair(a.sqrt(), repaired)),
-                Op::Log => un!(|a: f64| repair(a.ln(), repaired)),
-                Op::Exp => un!(|a: f64| repair(a.exp(), repaired)),
-                Op::Tanh => un!(f64::tanh),
-                Op::Sign => un!(|a: f64| if a > 0.0 {
-                    1.0
-                } else if a < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }),
-                Op::Min => bin!(f64::min),
-                Op::Max => bin!(f64::max),
-                Op::Powi(n) => un!(|a: f64| repair(a.powi(n), repaired)),
-                Op::Clip => {
-                    let hi = pop!();
-                    let lo = pop!();
-                    let x = pop!();
-                    push!(if lo <= hi {
-                        x.clamp(lo, hi)
-                    } else {
-                        x.clamp(hi, lo)
-                    })
-                }
-                Op::Select => {
-                    let e = pop!();
-                    let t = pop!();
-                    let c = pop!();
-                    push!(if c != 0.0 { t } else { e })
-                }
+        let mut windows = [0f64; MAX_WINDOWS];
+        if !self.windows.is_empty() {
+            for (i, w) in self.windows.iter().enumerate() {
+                windows[i] = window_value(*w, &st.history[i], st.ema[i], &mut st.repaired);
             }
         }
-        repair(stack[0], repaired)
+        let mut frame = crate::closures::Frame {
+            vars,
+            locals: &mut st.locals,
+            windows: &windows[..self.windows.len()],
+            repaired: &mut st.repaired,
+        };
+        let v = (self.tree.0)(&mut frame);
+        repair(v, &mut st.repaired)
     }
 
     /// Evaluates every row of `columns` (one column per variable, in
@@ -751,6 +670,7 @@ impl Program {
                     Op::Min => bin!(f64::min),
                     Op::Max => bin!(f64::max),
                     Op::Powi(n) => un!(|a: f64| repair(a.powi(n), &mut repaired)),
+                    Op::EndLet(_) => {}
                     Op::Clip => {
                         sp -= 2;
                         for i in 0..len {
@@ -850,6 +770,14 @@ mod tests {
         );
         assert_eq!(run("2 ^ 3 ^ 2", &[[0.0; 3]]), vec![512.0]);
         assert_eq!(run("-x ^ 2", &[[3.0, 0.0, 0.0]]), vec![-9.0]);
+    }
+
+    #[test]
+    fn arithmetic_with_constants_keeps_signs_and_order() {
+        assert_eq!(run("x * -2 + 3 - y / 4", &[[5.0, 8.0, 0.0]]), vec![-10.0 + 3.0 - 2.0]);
+        assert_eq!(run("2 - x", &[[5.0, 0.0, 0.0]]), vec![-3.0]);
+        assert_eq!(run("-(3) * x + 1 * 2", &[[2.0, 0.0, 0.0]]), vec![-4.0]);
+        assert_eq!(run("let a = 2 in a * x - 1", &[[4.0, 0.0, 0.0]]), vec![7.0]);
     }
 
     #[test]

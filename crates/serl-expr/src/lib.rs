@@ -23,6 +23,7 @@
 //! assert_eq!(e.to_string(), "line 1, column 11: unknown name `remaining_inventory`; did you mean `remaining_inv`?");
 //! ```
 
+mod closures;
 mod compile;
 pub mod grammar;
 mod syntax;
