@@ -142,6 +142,15 @@ struct Stage {
     secs: f64,
 }
 
+/// A summary line: above the bar on a terminal, on stderr in a log.
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
 /// Runs the loop in `inputs.run_dir`, resuming whatever it finds there.
 pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let cfg = inputs.cfg.clone();
@@ -379,7 +388,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             .and_then(|c| c.validation.as_ref())
             .map_or(0.0, |v| v.pa);
         if inputs.progress {
-            bar.println(format!(
+            say(
+                &bar,
+                format!(
                 "iteration {}: {} valid of {}, best score {}, best validation PA so far {:.3} bps",
                 j + 1,
                 scored.len(),
@@ -390,7 +401,8 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                     "-".into()
                 },
                 best_pa
-            ));
+            ),
+            );
         }
 
         // High-level DEK: instruction history, then a rewritten instruction.
@@ -444,7 +456,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         ema = Some(next);
         if still >= c.window {
             if inputs.progress {
-                bar.println(format!("converged after {} iterations", j + 1));
+                say(&bar, format!("converged after {} iterations", j + 1));
             }
             break;
         }

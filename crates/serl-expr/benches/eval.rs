@@ -2,8 +2,8 @@
 //! column-wise evaluation at most 2× slower than the same formula in Rust.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use std::hint::black_box;
 use serl_expr::{Program, VarSet};
+use std::hint::black_box;
 
 const VARS: [&str; 8] = [
     "step_pa",

@@ -104,7 +104,11 @@ pub(crate) fn build(code: &[Op]) -> Tree {
                 continue;
             }
         }
-        let is_const = if let Op::Const(v) = *op { Some(v) } else { None };
+        let is_const = if let Op::Const(v) = *op {
+            Some(v)
+        } else {
+            None
+        };
         match *op {
             Op::Const(v) => stack.push(Box::new(move |_| v)),
             Op::Var(i) => {

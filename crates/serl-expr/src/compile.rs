@@ -711,7 +711,11 @@ impl Program {
         if values.len() != self.literals.len() {
             return Err(CompileError::at(
                 Pos { line: 1, col: 1 },
-                format!("{} constants given for {} literals", values.len(), self.literals.len()),
+                format!(
+                    "{} constants given for {} literals",
+                    values.len(),
+                    self.literals.len()
+                ),
             ));
         }
         let mut out = String::with_capacity(self.source.len() + 8 * values.len());
@@ -774,7 +778,10 @@ mod tests {
 
     #[test]
     fn arithmetic_with_constants_keeps_signs_and_order() {
-        assert_eq!(run("x * -2 + 3 - y / 4", &[[5.0, 8.0, 0.0]]), vec![-10.0 + 3.0 - 2.0]);
+        assert_eq!(
+            run("x * -2 + 3 - y / 4", &[[5.0, 8.0, 0.0]]),
+            vec![-10.0 + 3.0 - 2.0]
+        );
         assert_eq!(run("2 - x", &[[5.0, 0.0, 0.0]]), vec![-3.0]);
         assert_eq!(run("-(3) * x + 1 * 2", &[[2.0, 0.0, 0.0]]), vec![-4.0]);
         assert_eq!(run("let a = 2 in a * x - 1", &[[4.0, 0.0, 0.0]]), vec![7.0]);
