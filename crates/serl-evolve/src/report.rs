@@ -167,6 +167,16 @@ pub fn write(
         let _ = writeln!(md, "Validation: score {:.3}, PA {:.3} bps (std {:.2}), WR {:.3}, GLR {:.2}, AFI {:.4}; dynamic PA {:.3}, illusory gain {:.3} bps.\n",
             out.best.score.unwrap_or(0.0), v.pa, v.pa_std, v.wr, v.glr, v.afi, v.pa_dynamic, v.illusory_gain);
     }
+    if let (Some(b), Some(v)) = (&out.baseline.validation, &out.best.validation) {
+        let _ = writeln!(
+            md,
+            "Plain PPO with the default modules, trained and validated the same way: PA {:.3} bps (WR {:.3}); the best design {} it on validation by {:.3} bps.\n",
+            b.pa,
+            b.wr,
+            if v.pa > b.pa { "beats" } else { "does not beat" },
+            v.pa - b.pa
+        );
+    }
     let mut bests: Vec<&CandidateResult> = Vec::new();
     for j in 0..iters {
         if let Some(b) = out

@@ -123,6 +123,9 @@ pub struct EvolveInputs<'a> {
 pub struct EvolveOutcome {
     pub candidates: Vec<CandidateResult>,
     pub best: CandidateResult,
+    /// Plain PPO with the default modules, trained and validated exactly
+    /// like a candidate: the bar the search must clear on validation.
+    pub baseline: CandidateResult,
     pub test: Vec<OrderResult>,
     pub stages: Vec<(String, f64)>,
     pub iterations_run: usize,
@@ -466,6 +469,49 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
 
+    // Plain PPO on the candidates' budget, validated the same way.
+    let base_path = dir.join("candidates").join("baseline.json");
+    let baseline = match read_json::<CandidateResult>(&base_path) {
+        Some(r) => r,
+        None => {
+            let t = Instant::now();
+            let design = Design::baseline();
+            let (policy, repaired) = train_design(
+                &inputs,
+                &design,
+                Algo::Ppo,
+                cfg.train.total_steps,
+                cfg.seed ^ 0xBA5E,
+                None,
+            )?;
+            let train_secs = t.elapsed().as_secs_f64();
+            let v = validate(&inputs, &policy);
+            let r = CandidateResult {
+                key: "baseline".into(),
+                iteration: 0,
+                design: Some(design),
+                modules: Vec::new(),
+                success_rate: 1.0,
+                score: Some(v.pa),
+                validation: Some(v),
+                repaired,
+                train_secs,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+            };
+            write_json(&base_path, &r)?;
+            r
+        }
+    };
+    if inputs.progress {
+        // The bar is finished by now: print directly.
+        eprintln!(
+            "validation PA: best design {:.3} bps, plain PPO with the default modules {:.3} bps",
+            best.validation.as_ref().map_or(0.0, |v| v.pa),
+            baseline.validation.as_ref().map_or(0.0, |v| v.pa)
+        );
+    }
+
     // The final test: retrain with the full budget, test once.
     let t = Instant::now();
     let design = best.design.clone().expect("scored candidates have designs");
@@ -549,6 +595,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     Ok(EvolveOutcome {
         candidates: all,
         best,
+        baseline,
         test,
         stages: stage_list,
         iterations_run,
