@@ -398,16 +398,12 @@ fn glr(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.2}"))
 }
 
-fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
+/// The strategy table, the paired differences against TWAP and the
+/// illusory gain, under headings of level `h` (`"##"`, `"###"`): the
+/// results part of every report that backtests.
+pub fn results_tables(data: &ReportData, h: &str) -> String {
     let mut md = String::new();
-    let p = &data.provenance;
-    let _ = writeln!(md, "# serl backtest report\n");
-    let _ = writeln!(
-        md,
-        "{} orders from the **{}** split of `{}`. PA is the price advantage over the window's benchmark in bps (positive is better for both sides); CIs are bootstrap 95% intervals of the mean. The oracle has perfect foresight: it is an upper bound that no real strategy can reach.\n",
-        p.orders, p.split, p.data_path
-    );
-    let _ = writeln!(md, "## Strategies\n");
+    let _ = writeln!(md, "{h} Strategies\n");
     let _ = writeln!(md, "| env | strategy | orders | PA (bps) [95% CI] | PA-std | WR | GLR | AFI | fill rate | IS (bps) [95% CI] |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
     for s in &data.summaries {
@@ -427,7 +423,7 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
         );
     }
     if !data.paired_vs_twap.is_empty() {
-        let _ = writeln!(md, "\n## Paired differences against TWAP\n");
+        let _ = writeln!(md, "\n{h} Paired differences against TWAP\n");
         let _ = writeln!(
             md,
             "Mean of PA(strategy) − PA(TWAP) over the same orders.\n"
@@ -449,7 +445,7 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
             );
         }
     }
-    let _ = writeln!(md, "\n## Illusory gain\n");
+    let _ = writeln!(md, "\n{h} Illusory gain\n");
     if data.illusory_gain.is_empty() {
         let _ = writeln!(md, "Run with `--env both` to measure it: PA in the static replay minus PA in the dynamic market, on the same orders.");
     } else {
@@ -466,6 +462,19 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
             );
         }
     }
+    md
+}
+
+fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
+    let mut md = String::new();
+    let p = &data.provenance;
+    let _ = writeln!(md, "# serl backtest report\n");
+    let _ = writeln!(
+        md,
+        "{} orders from the **{}** split of `{}`. PA is the price advantage over the window's benchmark in bps (positive is better for both sides); CIs are bootstrap 95% intervals of the mean. The oracle has perfect foresight: it is an upper bound that no real strategy can reach.\n",
+        p.orders, p.split, p.data_path
+    );
+    md.push_str(&results_tables(data, "##"));
     let _ = writeln!(md, "\n## PA per symbol\n");
     for (env, by) in &data.pa_by_symbol {
         let strategies: Vec<&String> = by.keys().collect();

@@ -54,14 +54,14 @@ fn module_source(c: &CandidateResult, kind: ModuleKind) -> String {
 }
 
 /// Writes `report.md`, `report.html`, `test/` (the backtest report of the
-/// final test) and `finetune/` into `dir`.
+/// final test) and `finetune/` into `dir`; returns the test's summaries.
 pub fn write(
     dir: &Path,
     out: &EvolveOutcome,
     modules: &[ModuleKind],
     designer: &str,
     provenance: Provenance,
-) -> Result<(), EvolveError> {
+) -> Result<ReportData, EvolveError> {
     let mut md = String::from("# SE-RL evolve report\n\n");
     let _ = writeln!(
         md,
@@ -213,41 +213,8 @@ pub fn write(
     let data = ReportData::new(&out.test, provenance);
     serl_eval::write_report(&dir.join("test"), &out.test, &data)
         .map_err(|e| err(&dir.join("test"), e))?;
-    md.push_str("## Test split (once), identical orders\n\n| env | strategy | orders | PA bps [95% CI] | PA-std | WR | GLR | AFI |\n|---|---|---|---|---|---|---|---|\n");
-    for s in &data.summaries {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {:.2} | {:.3} | {} | {:.4} |",
-            s.env,
-            s.strategy,
-            s.orders,
-            s.pa,
-            s.pa_std,
-            s.wr,
-            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
-            s.afi
-        );
-    }
-    md.push_str("\n### Paired difference against TWAP (same orders)\n\n| env | strategy | orders | PA − PA(TWAP), bps [95% CI] | significant |\n|---|---|---|---|---|\n");
-    for p in &data.paired_vs_twap {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            p.env,
-            p.strategy,
-            p.orders,
-            p.diff,
-            if p.diff.significant() { "yes" } else { "no" }
-        );
-    }
-    md.push_str("\n### Illusory gain (static − dynamic PA on the same orders)\n\n| strategy | static PA | dynamic PA | illusory gain |\n|---|---|---|---|\n");
-    for g in &data.illusory_gain {
-        let _ = writeln!(
-            md,
-            "| {} | {:.3} | {:.3} | {:.3} |",
-            g.strategy, g.pa_static, g.pa_dynamic, g.gain
-        );
-    }
+    md.push_str("## Test split (once), identical orders\n\n");
+    md.push_str(&serl_eval::report::results_tables(&data, "###"));
     md.push_str(
         "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
     );
@@ -264,7 +231,8 @@ pub fn write(
     md.push_str("## Ablations\n\nRun them with the same seed and `[evolve]` switches: `high_level = false`, `low_level.enabled = false`, `[evolve.train.hybrid] mode = \"static_only\" | \"dynamic_only\" | \"fixed\"`, and `--llm builtin` against an LLM backend.\n");
     std::fs::write(dir.join("report.md"), &md).map_err(|e| err(dir, e))?;
     std::fs::write(dir.join("report.html"), html(&md, &svgs)).map_err(|e| err(dir, e))?;
-    write_finetune(dir, &out.candidates)
+    write_finetune(dir, &out.candidates)?;
+    Ok(data)
 }
 
 /// `finetune/sft.jsonl`: each iteration's winning module with its prompt;

@@ -288,46 +288,45 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                         .sum::<f64>()
                         / modules.len().max(1) as f64;
                     let design = assemble(&parts, cfg.modules.len());
-                    let mut r = CandidateResult {
-                        key: key.clone(),
-                        iteration: j,
-                        design: design.clone(),
-                        modules,
-                        success_rate,
-                        validation: None,
-                        score: None,
-                        repaired: 0,
-                        train_secs: 0.0,
-                        prompt_tokens: pt,
-                        completion_tokens: ct,
+                    let mut r = match &design {
+                        Some(d) => {
+                            let seed = cfg.seed
+                                ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                            let (r, eval_secs) =
+                                train_and_score(&inputs, d, key.clone(), j, success_rate, seed)?;
+                            add(
+                                Stage {
+                                    name: "train",
+                                    secs: r.train_secs,
+                                },
+                                &mut stages,
+                            );
+                            add(
+                                Stage {
+                                    name: "evaluate",
+                                    secs: eval_secs,
+                                },
+                                &mut stages,
+                            );
+                            r
+                        }
+                        None => CandidateResult {
+                            key: key.clone(),
+                            iteration: j,
+                            design: None,
+                            modules: Vec::new(),
+                            success_rate,
+                            validation: None,
+                            score: None,
+                            repaired: 0,
+                            train_secs: 0.0,
+                            prompt_tokens: 0,
+                            completion_tokens: 0,
+                        },
                     };
-                    if let Some(d) = &design {
-                        let seed =
-                            cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                        let t = Instant::now();
-                        let (policy, repaired) =
-                            train_design(&inputs, d, Algo::Ppo, cfg.train.total_steps, seed, None)?;
-                        r.train_secs = t.elapsed().as_secs_f64();
-                        add(
-                            Stage {
-                                name: "train",
-                                secs: r.train_secs,
-                            },
-                            &mut stages,
-                        );
-                        let t = Instant::now();
-                        let v = validate(&inputs, &policy);
-                        add(
-                            Stage {
-                                name: "evaluate",
-                                secs: t.elapsed().as_secs_f64(),
-                            },
-                            &mut stages,
-                        );
-                        r.score = Some(v.pa * success_rate);
-                        r.validation = Some(v);
-                        r.repaired = repaired;
-                    }
+                    r.modules = modules;
+                    r.prompt_tokens = pt;
+                    r.completion_tokens = ct;
                     write_json(&path, &r)?;
                     r
                 }
@@ -474,31 +473,14 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let baseline = match read_json::<CandidateResult>(&base_path) {
         Some(r) => r,
         None => {
-            let t = Instant::now();
-            let design = Design::baseline();
-            let (policy, repaired) = train_design(
+            let (r, _) = train_and_score(
                 &inputs,
-                &design,
-                Algo::Ppo,
-                cfg.train.total_steps,
+                &Design::baseline(),
+                "baseline".into(),
+                0,
+                1.0,
                 cfg.seed ^ 0xBA5E,
-                None,
             )?;
-            let train_secs = t.elapsed().as_secs_f64();
-            let v = validate(&inputs, &policy);
-            let r = CandidateResult {
-                key: "baseline".into(),
-                iteration: 0,
-                design: Some(design),
-                modules: Vec::new(),
-                success_rate: 1.0,
-                score: Some(v.pa),
-                validation: Some(v),
-                repaired,
-                train_secs,
-                prompt_tokens: 0,
-                completion_tokens: 0,
-            };
             write_json(&base_path, &r)?;
             r
         }
@@ -724,6 +706,45 @@ fn train_design(
     Ok((out.final_policy, reward.repaired()))
 }
 
+/// Trains `design` on the candidates' budget and validates it: the
+/// result is scored PA × `success_rate`. Also returns the seconds spent
+/// validating (the result holds the training time).
+fn train_and_score(
+    inputs: &EvolveInputs,
+    design: &Design,
+    key: String,
+    iteration: usize,
+    success_rate: f64,
+    seed: u64,
+) -> Result<(CandidateResult, f64), EvolveError> {
+    let t = Instant::now();
+    let (policy, repaired) = train_design(
+        inputs,
+        design,
+        Algo::Ppo,
+        inputs.cfg.train.total_steps,
+        seed,
+        None,
+    )?;
+    let train_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let v = validate(inputs, &policy);
+    let r = CandidateResult {
+        key,
+        iteration,
+        design: Some(design.clone()),
+        modules: Vec::new(),
+        success_rate,
+        score: Some(v.pa * success_rate),
+        validation: Some(v),
+        repaired,
+        train_secs,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+    };
+    Ok((r, t.elapsed().as_secs_f64()))
+}
+
 fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
     let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
     let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
@@ -837,30 +858,8 @@ fn tune_constants(
                     let seed = inputs.cfg.seed
                         ^ ((j * 1000 + 500 + g * 10 + m) as u64)
                             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    let t = Instant::now();
-                    let (policy, repaired) = train_design(
-                        inputs,
-                        &d,
-                        Algo::Ppo,
-                        inputs.cfg.train.total_steps,
-                        seed,
-                        None,
-                    )?;
-                    let train_secs = t.elapsed().as_secs_f64();
-                    let v = validate(inputs, &policy);
-                    let r = CandidateResult {
-                        key: key.clone(),
-                        iteration: j,
-                        design: Some(d.clone()),
-                        modules: Vec::new(),
-                        success_rate: best.success_rate,
-                        score: Some(v.pa * best.success_rate),
-                        validation: Some(v),
-                        repaired,
-                        train_secs,
-                        prompt_tokens: 0,
-                        completion_tokens: 0,
-                    };
+                    let (r, _) =
+                        train_and_score(inputs, &d, key.clone(), j, best.success_rate, seed)?;
                     write_json(&path, &r)?;
                     r
                 }

@@ -213,6 +213,28 @@ impl TrainConfig {
         self.n_envs * self.ppo.n_steps
     }
 
+    /// Everything but the weights of the policy this config trains, before
+    /// any observation has been normalised.
+    fn policy_meta(&self, obs_dim: usize) -> PolicyMeta {
+        PolicyMeta {
+            algo: self.algo,
+            spec: self.network.clone(),
+            obs_dim,
+            head: self.head(),
+            // DDQN has no Gaussian to squash.
+            squash: match self.algo {
+                Algo::Ppo => self.ppo.squash,
+                Algo::Ddqn => Squash::Clip,
+            },
+            discrete: match self.algo {
+                Algo::Ppo => self.ppo.discrete.clone(),
+                Algo::Ddqn => self.ddqn.actions.clone(),
+            },
+            norm: RunningNorm::new(obs_dim),
+            features: self.features.clone(),
+        }
+    }
+
     fn head(&self) -> Head {
         match self.algo {
             Algo::Ppo => self.ppo.head(),
@@ -324,19 +346,7 @@ pub fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, Train
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
     device.seed(cfg.seed);
-    let meta = PolicyMeta {
-        algo: cfg.algo,
-        spec: cfg.network.clone(),
-        obs_dim,
-        head: cfg.head(),
-        squash: cfg.ppo.squash,
-        discrete: match cfg.algo {
-            Algo::Ppo => cfg.ppo.discrete.clone(),
-            Algo::Ddqn => cfg.ddqn.actions.clone(),
-        },
-        norm: RunningNorm::new(obs_dim),
-        features: cfg.features.clone(),
-    };
+    let meta = cfg.policy_meta(obs_dim);
     let model = Model::build(&meta, &device)?;
     Ok(Policy {
         meta,
@@ -367,22 +377,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     // that the same config gives the same network.
     device.seed(cfg.seed);
     ad.seed(cfg.seed);
-    let mut meta = PolicyMeta {
-        algo: cfg.algo,
-        spec: cfg.network.clone(),
-        obs_dim,
-        head: cfg.head(),
-        squash: cfg.ppo.squash,
-        discrete: match cfg.algo {
-            Algo::Ppo => cfg.ppo.discrete.clone(),
-            Algo::Ddqn => cfg.ddqn.actions.clone(),
-        },
-        norm: RunningNorm::new(obs_dim),
-        features: cfg.features.clone(),
-    };
-    if cfg.algo == Algo::Ddqn {
-        meta.squash = Squash::Clip;
-    }
+    let mut meta = cfg.policy_meta(obs_dim);
     let mut state = LoopState {
         update: 0,
         env_steps: 0,

@@ -1,28 +1,9 @@
 //! The `serl` binary as a user runs it: the README's commands on the
 //! bundled data, and the errors a user sees for bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn serl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_serl"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the serl binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{serl, text};
 
 #[test]
 fn data_inspect_prints_the_bundled_catalog() {

@@ -1,31 +1,14 @@
 //! `serl evolve` end to end on the bundled data: the builtin designer, an
 //! OpenAI-compatible server on loopback, replay, and resume after kill -9.
 
+mod common;
+
+use common::{repo, serl, text};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn serl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_serl"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the serl binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
 fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
@@ -45,6 +28,15 @@ fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
     let p = dir.join("evolve.toml");
     std::fs::write(&p, cfg).unwrap();
     p
+}
+
+/// The tiny config with the shipped `[llm.http]` table replaced by `table`.
+fn with_llm_http(dir: &Path, table: &str) -> PathBuf {
+    let base = std::fs::read_to_string(tiny_config(dir, "")).unwrap();
+    let cut = base.find("[llm.http]").unwrap();
+    let cfg = dir.join("llm.toml");
+    std::fs::write(&cfg, format!("{}{table}", &base[..cut])).unwrap();
+    cfg
 }
 
 fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
@@ -219,12 +211,7 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let url = scripted_server();
     let extra = format!("\n[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n");
-    let base = tiny_config(dir.path(), "");
-    // Drop the shipped [llm.http] table and use the scripted server's.
-    let text_cfg = std::fs::read_to_string(&base).unwrap();
-    let cut = text_cfg.find("[llm.http]").unwrap();
-    let cfg = dir.path().join("llm.toml");
-    std::fs::write(&cfg, format!("{}{}", &text_cfg[..cut], extra)).unwrap();
+    let cfg = with_llm_http(dir.path(), &extra);
     let run = dir.path().join("run");
     let o = serl(&[
         "evolve",
@@ -289,18 +276,10 @@ fn an_unreachable_server_is_a_clear_error_not_a_hang() {
         .local_addr()
         .unwrap()
         .port();
-    let base = tiny_config(dir.path(), "");
-    let text_cfg = std::fs::read_to_string(&base).unwrap();
-    let cut = text_cfg.find("[llm.http]").unwrap();
-    let cfg = dir.path().join("llm.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "{}[llm.http]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 0\n",
-            &text_cfg[..cut]
-        ),
-    )
-    .unwrap();
+    let cfg = with_llm_http(
+        dir.path(),
+        &format!("[llm.http]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 0\n"),
+    );
     let t = Instant::now();
     let o = serl(&[
         "evolve",

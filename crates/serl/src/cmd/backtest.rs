@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::read_toml;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -73,12 +74,6 @@ pub struct BacktestFile {
     pub market: serl_env::MarketConfig,
 }
 
-fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-}
-
 /// The configs a backtest runs with, after every override.
 pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
     let mut cfg: BacktestFile = match &a.config {
@@ -116,6 +111,27 @@ fn strategy_factory(s: &str) -> Result<StrategyFactory> {
     }
     let spec = StrategySpec::parse(s).map_err(anyhow::Error::msg)?;
     Ok(StrategyFactory::from_spec(spec))
+}
+
+/// The metrics table every command that backtests prints.
+pub fn print_summaries(summaries: &[serl_eval::Summary]) {
+    println!(
+        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
+        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
+    );
+    for s in summaries {
+        println!(
+            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
+            s.env,
+            s.strategy,
+            s.orders,
+            s.pa.to_string(),
+            s.pa_std,
+            s.wr,
+            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
+            s.afi
+        );
+    }
 }
 
 pub fn git_commit() -> String {
@@ -196,23 +212,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)
         .with_context(|| format!("writing the report to {}", a.out.display()))?;
-    println!(
-        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
-        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
-    );
-    for s in &data.summaries {
-        println!(
-            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
-            s.env,
-            s.strategy,
-            s.orders,
-            s.pa.to_string(),
-            s.pa_std,
-            s.wr,
-            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
-            s.afi
-        );
-    }
+    print_summaries(&data.summaries);
     println!(
         "{} episodes in {:.2}s; report: {}",
         results.len(),

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::read_toml;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -83,12 +84,6 @@ pub struct EvolveFile {
     pub llm: LlmSection,
     pub data_path: Option<PathBuf>,
     pub prompts: Option<PathBuf>,
-}
-
-fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
@@ -269,25 +264,8 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         git_commit: super::backtest::git_commit(),
         created: super::backtest::now(),
     };
-    serl_evolve::report::write(&out, &outcome, &modules, &designer_name, provenance)?;
-    let data = serl_eval::ReportData::new(&outcome.test, serl_eval::Provenance::default());
-    println!(
-        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
-        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
-    );
-    for s in &data.summaries {
-        println!(
-            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
-            s.env,
-            s.strategy,
-            s.orders,
-            s.pa.to_string(),
-            s.pa_std,
-            s.wr,
-            s.glr.map_or("-".into(), |g| format!("{g:.2}")),
-            s.afi
-        );
-    }
+    let data = serl_evolve::report::write(&out, &outcome, &modules, &designer_name, provenance)?;
+    super::backtest::print_summaries(&data.summaries);
     println!(
         "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
         outcome.best.key,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::read_toml;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -97,12 +98,6 @@ pub struct TrainFile {
     pub validation: ValidationConfig,
     /// Where the bars came from (filled in by `serl train`).
     pub data_path: Option<PathBuf>,
-}
-
-fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn resolve(a: &TrainArgs) -> Result<TrainFile> {

@@ -1,0 +1,25 @@
+//! Running the `serl` binary from the repository root, as a user does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn serl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the serl binary runs")
+}
+
+/// stdout and stderr together, for assertions and failure messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
