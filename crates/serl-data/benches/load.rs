@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serl_data::{load, DataConfig};
 
 fn bench_load(c: &mut Criterion) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("../..");
     let cfg = DataConfig::default();
     let mut g = c.benchmark_group("load");
     g.sample_size(10);

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use serl_data::*;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
         .join("tests/fixtures")
         .join(name)
 }
 
 fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
         .join("../..")
         .join(rel)
 }

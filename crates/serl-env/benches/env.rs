@@ -8,7 +8,8 @@ use serl_data::{load, DataConfig, Split};
 use serl_env::*;
 
 fn bench(c: &mut Criterion) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let root = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../data/lean");
     let data = DataConfig::default();
     let ds = load(&root, &data).unwrap();
     let md = MarketData::new(&ds, &data);

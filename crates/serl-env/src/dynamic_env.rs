@@ -17,6 +17,8 @@ use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
+use std::sync::Arc;
+
 use crate::view::SessionView;
 
 const US_PER_MIN: u64 = 60_000_000;
@@ -47,15 +49,36 @@ pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, Marke
     let daily: f64 = volume.iter().sum();
     let mut cfg = base.clone();
     cfg.order_size = (daily / 80_000.0).max(base.order_size);
-    (
-        Calibration {
-            tick: 0.01,
-            minute_price: price,
-            minute_volume: volume,
-            spread_bps: view.spread_bps,
-        },
-        cfg,
-    )
+    let mut cal = Calibration {
+        tick: 0.01,
+        minute_price: price,
+        minute_volume: volume,
+        spread_bps: view.spread_bps,
+        noise_scale: Vec::new(),
+    };
+    cal.noise_scale = noise_fit(view, &cal, &cfg);
+    (cal, cfg)
+}
+
+/// The session's fitted noise rates for this market config: one pilot day
+/// the first time, then from the session's cache.
+fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f64> {
+    let key = format!("{cfg:?}");
+    let cached = view
+        .noise_fits
+        .lock()
+        .map(|m| m.get(&key).cloned())
+        .unwrap_or(None);
+    if let Some(fit) = cached {
+        return fit.to_vec();
+    }
+    // A fixed pilot seed: the fit is part of the calibration, not of an
+    // episode's randomness.
+    let fit = Arc::new(serl_market::fit_noise_volume(cal, cfg, 0));
+    if let Ok(mut m) = view.noise_fits.lock() {
+        m.insert(key, fit.clone());
+    }
+    fit.to_vec()
 }
 
 /// One episode in the dynamic market, stepped by the caller: the same

@@ -1,7 +1,7 @@
 //! Per-session arrays that the environments read every step, built once.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use serl_data::{historical_profile, spread_estimate, DataConfig, Dataset, Session};
@@ -43,7 +43,12 @@ pub struct SessionView {
     pub profile: Vec<f64>,
     pub profile_bucket: u16,
     pub open_minute: u16,
+    /// The simulated market's fitted noise rates, per market config (its
+    /// debug form): fitted once per session, shared by every episode.
+    pub(crate) noise_fits: NoiseFits,
 }
+
+pub(crate) type NoiseFits = Arc<Mutex<HashMap<String, Arc<Vec<f64>>>>>;
 
 impl SessionView {
     /// Prepares `sessions[i]`, using `sessions[..i]` as the look-back.
@@ -108,6 +113,7 @@ impl SessionView {
             profile_bucket: bucket,
             open_minute: open,
             price,
+            noise_fits: NoiseFits::default(),
         }
     }
 

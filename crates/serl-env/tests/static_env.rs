@@ -9,7 +9,8 @@ use serl_env::*;
 fn sample() -> (serl_data::Dataset, DataConfig) {
     let cfg = DataConfig::default();
     let ds = load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean"),
+        &Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+            .join("../../data/lean"),
         &cfg,
     )
     .unwrap();

@@ -80,14 +80,15 @@ fn check(summaries: &[Summary]) {
 
 #[test]
 fn twap_pays_its_spread_and_the_oracle_wins_on_bundled_data() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../data/lean");
     check(&backtest(&path, Split::All));
 }
 
 #[test]
 fn twap_pays_its_spread_and_the_oracle_wins_on_us_equities_2018() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/us-equities-1min-2018");
+    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../../shared/data/us-equities-1min-2018");
     if !path.exists() {
         eprintln!("skipped: {} not present", path.display());
         return;
@@ -99,7 +100,8 @@ fn twap_pays_its_spread_and_the_oracle_wins_on_us_equities_2018() {
 /// replay than in the market its own orders move.
 #[test]
 fn a_large_order_shows_an_illusory_gain() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../data/lean");
     let cfg = DataConfig::default();
     let ds = load(&path, &cfg).unwrap();
     let md = MarketData::new(&ds, &cfg);

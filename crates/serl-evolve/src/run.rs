@@ -686,7 +686,7 @@ fn train_design(
     let market_cfg = d
         .profiling
         .as_ref()
-        .map_or(inputs.market_cfg.clone(), |p| p.market.clone());
+        .map_or(inputs.market_cfg.clone(), |p| (*p.market).clone());
     let envs = execution_envs(
         &tc,
         inputs.market,

@@ -284,7 +284,7 @@ mod tests {
     use super::*;
 
     fn shipped() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts")
+        Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("../../prompts")
     }
 
     #[test]

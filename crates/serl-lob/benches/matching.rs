@@ -28,7 +28,8 @@ fn matching(c: &mut Criterion) {
 }
 
 fn lobster(c: &mut Criterion) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/lobster-2012-06-21");
+    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../../shared/data/lobster-2012-06-21");
     let mut g = c.benchmark_group("lobster");
     g.sample_size(10);
     for name in [

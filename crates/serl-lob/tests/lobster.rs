@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use serl_lob::lobster::{replay, LobsterInput, ReplayError, ReplayOptions};
 
 fn samples() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/lobster-2012-06-21");
+    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../../shared/data/lobster-2012-06-21");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))

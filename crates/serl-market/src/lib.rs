@@ -8,20 +8,35 @@
 //!
 //! Agent types ([`AgentKind`]):
 //! - noise traders: Poisson arrivals whose rate follows the real day's
-//!   intraday volume profile; limit orders near the touch, market orders and
-//!   cancellations;
-//! - value traders: trade toward a mean-reverting fundamental, which is the
-//!   real session's minute price path (scaled by the scenario);
-//! - market makers: inventory-aware quotes on several levels around the mid,
-//!   re-quoted every few seconds.
+//!   intraday volume profile (fitted by pilot days, [`fit_noise_volume`]);
+//!   limit orders near the touch, market orders and cancellations;
+//! - value traders: trade toward a noisy view of the fundamental;
+//! - momentum traders: follow the mid's move over the last minutes;
+//! - informed traders: see the fundamental a little ahead and take what is
+//!   mispriced;
+//! - market makers: inventory-aware quotes on several levels around the
+//!   fundamental, picking off orders a move left behind.
+//!
+//! The fundamental ([`PathModel`]) meets the real day every half hour and is
+//! a stochastic-volatility process with heavy-tailed shocks in between, so
+//! the simulated day has the real open, path and volatility profile, and the
+//! stylized facts of real returns. Order flow shifts what every trader
+//! believes the price is (concave in the flow, fading with time), which is
+//! how a metaorder's impact arises and decays ([`impact`]).
 //!
 //! [`Calibration`] carries what a real session says (opening price, minute
 //! price path, minute volumes, spread); [`Scenario`] overrides it for
 //! imagined days (volatility and liquidity multipliers, drift, jumps).
+//! [`Simulator::recording`] also keeps the trade tape and minute-end book
+//! snapshots, and [`facts`] measures the stylized facts.
 
 pub mod facts;
+pub mod impact;
+mod path;
 mod sim;
 
+pub use path::PathModel;
 pub use sim::{
-    AgentKind, Calibration, MarketConfig, MinuteStats, Scenario, Simulator, EXECUTION_OWNER,
+    fit_noise_volume, AgentKind, BookSnapshot, Calibration, MarketConfig, MinuteStats, Recording,
+    Scenario, Simulator, TapeTrade, EXECUTION_OWNER,
 };

@@ -7,7 +7,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, LogNormal};
 use serde::{Deserialize, Serialize};
-use serl_lob::{ExecReport, NewOrder, OrderBook, OrderId, OrderKind, SelfTradePolicy, Side, Ticks};
+use serl_lob::{
+    Event, EventSink, ExecReport, Fill, NewOrder, OrderBook, OrderId, OrderKind, SelfTradePolicy,
+    Side, Ticks,
+};
+
+use crate::path::PathModel;
 
 /// Owner id of the external execution agent(s) start here.
 pub const EXECUTION_OWNER: u32 = 1_000_000;
@@ -25,6 +30,48 @@ pub struct Calibration {
     pub minute_volume: Vec<f64>,
     /// Typical spread in bps.
     pub spread_bps: f64,
+    /// Per-minute multipliers of the noise traders' arrival rate (empty:
+    /// all 1), from [`fit_noise_volume`].
+    #[serde(default)]
+    pub noise_scale: Vec<f64>,
+}
+
+/// Fits the noise traders' per-minute arrival rates so that the simulated
+/// volume of each half hour matches the real one. The other traders' volume
+/// depends on how much the price moves against the book, which no formula
+/// gives in advance, so pilot days measure it: each half hour's noise rate
+/// is scaled by real / simulated volume (in all bounded to [1/4, 4]).
+pub fn fit_noise_volume(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Vec<f64> {
+    let minutes = cal.minute_price.len();
+    let mut cal = cal.clone();
+    // The response is not linear in the rate (more noise orders also mean
+    // more resting liquidity to trade against), so refit once.
+    for _ in 0..2 {
+        // Two pilot days, since a day's volume varies with its path.
+        let pilots = [seed, seed + 1].map(|s| Simulator::new(&cal, cfg, s).finish().volume);
+        let mut scale = vec![1.0; minutes];
+        for start in (0..minutes).step_by(30) {
+            let end = (start + 30).min(minutes);
+            let real: f64 = cal
+                .minute_volume
+                .get(start..end)
+                .map_or(0.0, |v| v.iter().sum());
+            let sim: f64 = pilots
+                .iter()
+                .map(|v| v[start..end].iter().sum::<f64>())
+                .sum::<f64>()
+                / pilots.len() as f64;
+            let old = cal.noise_scale.get(start).copied().unwrap_or(1.0);
+            let k = if real > 0.0 && sim > 0.0 {
+                (real / sim).clamp(0.5, 2.0)
+            } else {
+                1.0
+            };
+            scale[start..end].fill((old * k).clamp(0.25, 4.0));
+        }
+        cal.noise_scale = scale;
+    }
+    cal.noise_scale
 }
 
 /// Overrides for imagined days.
@@ -63,6 +110,14 @@ pub struct MarketConfig {
     pub market_order_share: f64,
     /// Share of noise arrivals that cancel an own resting order.
     pub cancel_share: f64,
+    /// Resting orders a noise trader keeps; the oldest goes first.
+    pub noise_max_orders: usize,
+    /// Weight of the fundamental (against the book's mid) in the price
+    /// noise traders place their limit orders around.
+    pub noise_fundamental_weight: f64,
+    /// The gap to the fundamental, bps, at which noise traders lean 10
+    /// points more to one side (60/40).
+    pub noise_tilt_bps: f64,
     /// Median order size, shares.
     pub order_size: f64,
     /// Market-maker levels per side and re-quote interval.
@@ -70,10 +125,43 @@ pub struct MarketConfig {
     pub mm_interval_ms: u64,
     /// Market-maker size at the touch as a share of a minute's volume.
     pub mm_depth_share: f64,
+    /// Impact of aggressive flow on what traders believe: a net flow of
+    /// a share x of the day's volume shifts beliefs by about
+    /// `flow_impact` × daily volatility × √x.
+    pub flow_impact: f64,
+    /// Minutes over which that flow is forgotten.
+    pub flow_memory_min: f64,
+    /// Weight of the fundamental (against the book's mid) in the price
+    /// market makers quote around: how fast news reaches the quotes.
+    pub mm_fundamental_weight: f64,
+    /// How much stale liquidity a market maker takes per re-quote, as a
+    /// multiple of its touch size (0 turns sniping off).
+    pub mm_snipe_mult: f64,
+    /// The most a market maker shifts its quotes against its inventory,
+    /// ticks.
+    pub mm_max_skew_ticks: f64,
     /// Value-trader wake-ups per minute each.
     pub value_rate_per_min: f64,
     /// Per-agent message latency, microseconds.
     pub latency_us: u64,
+    /// Trend followers: market orders in the direction of the mid's move
+    /// over the last `momentum_lookback_min` minutes, when it exceeds
+    /// `momentum_threshold_bps`.
+    pub momentum_agents: usize,
+    pub momentum_rate_per_min: f64,
+    pub momentum_lookback_min: usize,
+    pub momentum_threshold_bps: f64,
+    /// Informed traders: they see the fundamental `informed_horizon_min`
+    /// minutes ahead, blurred by `informed_noise_bps`, and take liquidity
+    /// toward it.
+    pub informed_agents: usize,
+    pub informed_rate_per_min: f64,
+    pub informed_horizon_min: f64,
+    pub informed_noise_bps: f64,
+    /// Informed order size as a multiple of the typical order size.
+    pub informed_size_mult: f64,
+    /// How the fundamental fills in the real day between anchors.
+    pub path: PathModel,
     pub scenario: Scenario,
 }
 
@@ -85,12 +173,30 @@ impl Default for MarketConfig {
             market_makers: 2,
             market_order_share: 0.2,
             cancel_share: 0.3,
+            noise_max_orders: 3,
+            noise_fundamental_weight: 0.5,
+            noise_tilt_bps: 10.0,
             order_size: 100.0,
             mm_levels: 5,
-            mm_interval_ms: 2_000,
+            mm_interval_ms: 1_000,
             mm_depth_share: 0.02,
+            flow_impact: 0.7,
+            flow_memory_min: 30.0,
+            mm_fundamental_weight: 1.0,
+            mm_snipe_mult: 2.0,
+            mm_max_skew_ticks: 2.0,
             value_rate_per_min: 0.5,
             latency_us: 200,
+            momentum_agents: 10,
+            momentum_rate_per_min: 0.5,
+            momentum_lookback_min: 5,
+            momentum_threshold_bps: 5.0,
+            informed_agents: 10,
+            informed_rate_per_min: 1.0,
+            informed_horizon_min: 0.25,
+            informed_noise_bps: 2.0,
+            informed_size_mult: 5.0,
+            path: PathModel::default(),
             scenario: Scenario::default(),
         }
     }
@@ -101,6 +207,8 @@ pub enum AgentKind {
     Noise,
     Value,
     MarketMaker,
+    Momentum,
+    Informed,
 }
 
 struct Agent {
@@ -142,19 +250,103 @@ pub struct Simulator {
     noise_rate: Vec<f64>,
     mm_size: Vec<f64>,
     spread_ticks: f64,
+    /// Net aggressive volume (buys positive), decayed, and when it was
+    /// last brought up to date.
+    flow: f64,
+    flow_at: u64,
+    /// Price shift per unit of the flow response, ticks: the day's
+    /// volatility times `flow_impact`.
+    flow_scale: f64,
+    daily_volume: f64,
+    /// Each minute's volume over the day's mean minute volume.
+    activity: Vec<f64>,
     next_id: OrderId,
     size_dist: LogNormal<f64>,
     stats: MinuteStats,
     pv: f64,
     minutes: usize,
     events: u64,
+    recording: Option<Recording>,
+}
+
+/// One trade on the simulated tape.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TapeTrade {
+    /// Microseconds since the open.
+    pub time_us: u64,
+    /// Dollars.
+    pub price: f64,
+    pub qty: u64,
+    /// The aggressor's side.
+    pub aggressor: Side,
+    pub taker_owner: u32,
+    pub maker_owner: u32,
+}
+
+/// The top of the book at the end of a minute: (price in dollars, shares)
+/// per level, best first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BookSnapshot {
+    pub minute: usize,
+    pub bids: Vec<(f64, u64)>,
+    pub asks: Vec<(f64, u64)>,
+}
+
+/// Everything a recorded day leaves behind besides its minute statistics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Recording {
+    pub trades: Vec<TapeTrade>,
+    pub snapshots: Vec<BookSnapshot>,
+    /// Levels per side in each snapshot.
+    pub levels: usize,
+}
+
+/// Keeps the trades among the book's events.
+struct Trades<'a>(&'a mut Vec<Fill>);
+
+impl EventSink for Trades<'_> {
+    fn event(&mut self, e: Event) {
+        if let Event::Trade(f) = e {
+            self.0.push(f);
+        }
+    }
 }
 
 impl Simulator {
+    /// A simulator that also keeps the trade tape and a book snapshot of
+    /// `levels` levels per side at every minute's end.
+    pub fn recording(cal: &Calibration, cfg: &MarketConfig, seed: u64, levels: usize) -> Self {
+        Self::build(
+            cal,
+            cfg,
+            seed,
+            Some(Recording {
+                levels: levels.max(1),
+                ..Recording::default()
+            }),
+        )
+    }
+
     pub fn new(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Self {
+        Self::build(cal, cfg, seed, None)
+    }
+
+    fn build(
+        cal: &Calibration,
+        cfg: &MarketConfig,
+        seed: u64,
+        recording: Option<Recording>,
+    ) -> Self {
         let minutes = cal.minute_price.len().max(1);
         let sc = &cfg.scenario;
         let p0 = cal.minute_price.first().copied().unwrap_or(100.0);
+        let real: Vec<f64> = (0..minutes)
+            .map(|m| cal.minute_price.get(m).copied().unwrap_or(p0))
+            .collect();
+        // The path has its own random stream so that changing an agent
+        // population does not change the day's fundamental.
+        let mut path_rng = SmallRng::seed_from_u64(seed ^ 0x005e_ed0f_fa7e_u64);
+        let path = cfg.path.log_path(&real, &mut path_rng);
         let mut jump = 0.0;
         let fundamental: Vec<f64> = (0..minutes)
             .map(|m| {
@@ -163,8 +355,7 @@ impl Simulator {
                         jump += bps;
                     }
                 }
-                let real = cal.minute_price.get(m).copied().unwrap_or(p0);
-                let dev = (real / p0).ln() * sc.volatility_mult
+                let dev = (path[m] - p0.ln()) * sc.volatility_mult
                     + (sc.drift_bps * m as f64 / minutes as f64 + jump) / 1e4;
                 p0 * dev.exp() / cal.tick
             })
@@ -173,12 +364,16 @@ impl Simulator {
         let median = cfg.order_size.max(1.0);
         let size_dist = LogNormal::new(median.ln(), 0.8).expect("valid lognormal");
         let mean_size = median * (0.8f64 * 0.8 / 2.0).exp();
-        // Noise market orders carry about 70% of the real volume; value
-        // traders most of the rest.
+        // Noise market orders are sized to the real volume; the other
+        // takers' trades are largely offset by what the noise traders'
+        // limit orders no longer meet (measured: the day's volume lands
+        // within about 15% of the real one).
         let noise_rate: Vec<f64> = (0..minutes)
             .map(|m| {
-                let v = cal.minute_volume.get(m).copied().unwrap_or(0.0) * sc.liquidity_mult;
-                let orders_per_min = 0.7 * v / mean_size / cfg.market_order_share.max(1e-3);
+                let v = cal.minute_volume.get(m).copied().unwrap_or(0.0)
+                    * sc.liquidity_mult
+                    * cal.noise_scale.get(m).copied().unwrap_or(1.0);
+                let orders_per_min = v / mean_size / cfg.market_order_share.max(1e-3);
                 orders_per_min / n_noise as f64 / US_PER_MIN as f64
             })
             .collect();
@@ -190,32 +385,31 @@ impl Simulator {
                     .max(median)
             })
             .collect();
-        let mut agents = Vec::new();
-        for _ in 0..n_noise {
-            agents.push(Agent {
-                kind: AgentKind::Noise,
-                live: VecDeque::new(),
-                inventory: 0,
-                redraw: false,
-            });
-        }
-        for _ in 0..cfg.value_agents {
-            agents.push(Agent {
-                kind: AgentKind::Value,
-                live: VecDeque::new(),
-                inventory: 0,
-                redraw: false,
-            });
-        }
-        for _ in 0..cfg.market_makers.max(1) {
-            agents.push(Agent {
-                kind: AgentKind::MarketMaker,
-                live: VecDeque::new(),
-                inventory: 0,
-                redraw: false,
-            });
-        }
+        let population = [
+            (AgentKind::Noise, n_noise),
+            (AgentKind::Value, cfg.value_agents),
+            (AgentKind::Momentum, cfg.momentum_agents),
+            (AgentKind::Informed, cfg.informed_agents),
+            (AgentKind::MarketMaker, cfg.market_makers.max(1)),
+        ];
+        let agents: Vec<Agent> = population
+            .iter()
+            .flat_map(|&(kind, n)| {
+                (0..n).map(move |_| Agent {
+                    kind,
+                    live: VecDeque::new(),
+                    inventory: 0,
+                    redraw: false,
+                })
+            })
+            .collect();
         let spread_ticks = (p0 * cal.spread_bps / 1e4 / cal.tick).max(1.0);
+        let day_vol: f64 = real
+            .windows(2)
+            .map(|w| (w[1] / w[0]).ln().powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let daily_volume: f64 = cal.minute_volume.iter().sum::<f64>() * sc.liquidity_mult.max(1e-9);
         let mut sim = Simulator {
             book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
             agents,
@@ -229,6 +423,17 @@ impl Simulator {
             noise_rate,
             mm_size,
             spread_ticks,
+            flow: 0.0,
+            flow_at: 0,
+            flow_scale: cfg.flow_impact * day_vol * p0 / cal.tick,
+            daily_volume: daily_volume.max(1.0),
+            activity: (0..minutes)
+                .map(|m| {
+                    let v = cal.minute_volume.get(m).copied().unwrap_or(0.0);
+                    (v * sc.liquidity_mult.max(1e-9) * minutes as f64 / daily_volume.max(1.0))
+                        .clamp(0.05, 20.0)
+                })
+                .collect(),
             next_id: 1,
             size_dist,
             stats: MinuteStats {
@@ -241,6 +446,7 @@ impl Simulator {
             pv: 0.0,
             minutes,
             events: 0,
+            recording,
         };
         for a in 0..sim.agents.len() as u32 {
             let t = sim.first_wake(a);
@@ -254,6 +460,12 @@ impl Simulator {
             sim.wake(a);
         }
         sim
+    }
+
+    /// The fundamental at each minute's close, dollars (the real day's
+    /// path at the anchors, the scenario applied).
+    pub fn fundamental(&self) -> Vec<f64> {
+        self.fundamental.iter().map(|f| f * self.tick).collect()
     }
 
     pub fn minutes(&self) -> usize {
@@ -308,8 +520,16 @@ impl Simulator {
                     t as u64 + lat
                 }
             }
-            AgentKind::Value => {
-                let rate = self.cfg.value_rate_per_min.max(1e-6) / US_PER_MIN as f64;
+            AgentKind::Value | AgentKind::Momentum | AgentKind::Informed => {
+                let per_min = match self.agents[a as usize].kind {
+                    AgentKind::Value => self.cfg.value_rate_per_min,
+                    AgentKind::Momentum => self.cfg.momentum_rate_per_min,
+                    _ => self.cfg.informed_rate_per_min,
+                };
+                // Busy minutes are busy for everyone: the rate follows the
+                // day's volume profile, as the noise traders' does.
+                let busy = self.activity[self.minute_at(now)];
+                let rate = (per_min * busy).max(1e-6) / US_PER_MIN as f64;
                 let dt = Exp::new(rate).map_or(1e9, |e| e.sample(&mut self.rng));
                 now + dt as u64 + lat
             }
@@ -364,15 +584,35 @@ impl Simulator {
             }
         }
         self.pv = 0.0;
+        if let Some(rec) = &mut self.recording {
+            let top = |side| {
+                self.book
+                    .levels(side)
+                    .take(rec.levels)
+                    .map(|l| (l.price as f64 * self.tick, l.qty))
+                    .collect()
+            };
+            rec.snapshots.push(BookSnapshot {
+                minute: m,
+                bids: top(Side::Bid),
+                asks: top(Side::Ask),
+            });
+        }
     }
 
     /// Finishes the day and returns its per-minute statistics.
-    pub fn finish(mut self) -> MinuteStats {
+    pub fn finish(self) -> MinuteStats {
+        self.finish_recorded().0
+    }
+
+    /// Like [`Simulator::finish`], with the tape and snapshots of a
+    /// [`Simulator::recording`] simulator (empty otherwise).
+    pub fn finish_recorded(mut self) -> (MinuteStats, Recording) {
         let end = self.minutes as u64 * US_PER_MIN;
         self.run_until(end - 1);
         let last = self.minutes - 1;
         self.close_minute(last);
-        self.stats
+        (self.stats, self.recording.unwrap_or_default())
     }
 
     pub fn stats(&self) -> &MinuteStats {
@@ -393,8 +633,27 @@ impl Simulator {
         self.next_id
     }
 
-    fn record(&mut self, r: &ExecReport) {
+    fn decayed_flow(&self) -> f64 {
+        let memory = self.cfg.flow_memory_min.max(1e-3) * US_PER_MIN as f64;
+        self.flow * (-((self.now - self.flow_at) as f64) / memory).exp()
+    }
+
+    /// How far aggressive flow has moved what traders believe the price
+    /// is, ticks. Concave in the flow: linear for small imbalances, then
+    /// growing as its square root (the square-root law of impact), and it
+    /// fades as the flow is forgotten.
+    fn flow_shift(&self) -> f64 {
+        let x = self.decayed_flow() / self.daily_volume;
+        self.flow_scale * x / (x.abs() + 1e-4).sqrt()
+    }
+
+    fn record(&mut self, r: &ExecReport, side: Side, informative: bool) {
         if r.filled > 0 {
+            if informative {
+                let signed = if side == Side::Bid { 1.0 } else { -1.0 } * r.filled as f64;
+                self.flow = self.decayed_flow() + signed;
+                self.flow_at = self.now;
+            }
             let m = self.minute_at(self.now);
             self.stats.volume[m] += r.filled as f64;
             self.pv += r.notional as f64 * self.tick;
@@ -414,20 +673,39 @@ impl Simulator {
         }
         let id = self.id();
         self.events += 1;
-        let r = self
-            .book
-            .submit(
-                NewOrder {
-                    id,
-                    owner,
-                    side,
-                    kind,
-                    qty,
-                },
-                &mut (),
-            )
-            .ok()?;
-        self.record(&r);
+        let order = NewOrder {
+            id,
+            owner,
+            side,
+            kind,
+            qty,
+        };
+        let r = match &mut self.recording {
+            None => self.book.submit(order, &mut ()).ok()?,
+            Some(rec) => {
+                let mut fills = Vec::new();
+                let r = self.book.submit(order, &mut Trades(&mut fills)).ok()?;
+                rec.trades.extend(fills.iter().map(|f| TapeTrade {
+                    time_us: self.now,
+                    price: f.price as f64 * self.tick,
+                    qty: f.qty,
+                    aggressor: f.taker_side,
+                    taker_owner: f.taker_owner,
+                    maker_owner: f.maker_owner,
+                }));
+                r
+            }
+        };
+        // Flow moves beliefs when it carries news the fundamental path does
+        // not already hold: the noise and trend traders' and the execution
+        // agents'. Value and informed traders trade because the fundamental
+        // moved, and the makers' clean-up trades follow their own quotes;
+        // counting them would move the price twice for one piece of news.
+        let informative = self
+            .agents
+            .get(owner as usize)
+            .is_none_or(|a| matches!(a.kind, AgentKind::Noise | AgentKind::Momentum));
+        self.record(&r, side, informative);
         Some((id, r))
     }
 
@@ -457,9 +735,19 @@ impl Simulator {
             .unwrap_or(self.fundamental[self.minute_at(self.now)])
     }
 
+    /// The fundamental at time `t`, ticks: it moves linearly within each
+    /// minute from the last minute's close to this one's, so that prices
+    /// have no reason to jump at minute boundaries.
+    fn fundamental_at(&self, t: u64) -> f64 {
+        let m = self.minute_at(t);
+        let frac = ((t.saturating_sub(m as u64 * US_PER_MIN)) as f64 / US_PER_MIN as f64).min(1.0);
+        let prev = self.fundamental[m.saturating_sub(1)];
+        prev + (self.fundamental[m] - prev) * frac + self.flow_shift()
+    }
+
     fn wake(&mut self, a: u32) {
         let m = self.minute_at(self.now);
-        let fund = self.fundamental[m];
+        let fund = self.fundamental_at(self.now);
         match self.agents[a as usize].kind {
             AgentKind::Noise => {
                 if self.agents[a as usize].redraw {
@@ -473,10 +761,16 @@ impl Simulator {
                     }
                     return;
                 }
-                let mid = self.reference();
-                // A slight pull toward the fundamental keeps the price on
-                // the real day's path without making returns predictable.
-                let tilt = ((fund - mid) / (4.0 * self.spread_ticks)).clamp(-0.2, 0.2);
+                // Zero-intelligence traders see a blurred fundamental, as in
+                // ABIDES: they price around a mix of it and the book's mid.
+                let w = self.cfg.noise_fundamental_weight.clamp(0.0, 1.0);
+                let mid = (1.0 - w) * self.reference() + w * fund;
+                // A slight pull toward the fundamental, measured in bps so
+                // that it is as slight for a one-tick stock as for any
+                // other: the noise flow is most of the volume, and a strong
+                // pull would trade away every other trader's impact.
+                let gap_bps = (fund - mid) / mid.max(1.0) * 1e4;
+                let tilt = (0.1 * gap_bps / self.cfg.noise_tilt_bps.max(1e-3)).clamp(-0.2, 0.2);
                 let side = if self.rng.random::<f64>() < 0.5 + tilt {
                     Side::Bid
                 } else {
@@ -502,7 +796,7 @@ impl Simulator {
                         self.submit(a, side, OrderKind::Limit { price }, qty);
                     }
                     let live = &mut self.agents[a as usize].live;
-                    if live.len() > 8 {
+                    if live.len() > self.cfg.noise_max_orders {
                         if let Some(old) = live.pop_front() {
                             let _ = self.book.cancel(old, &mut ());
                         }
@@ -520,21 +814,84 @@ impl Simulator {
                 let qty = self.size() * 2;
                 self.submit(a, side, OrderKind::Market, qty);
             }
+            AgentKind::Momentum => {
+                let k = self.cfg.momentum_lookback_min.max(1);
+                if m <= k {
+                    return;
+                }
+                let (now_mid, then_mid) = (self.stats.mid[m - 1], self.stats.mid[m - 1 - k]);
+                if now_mid <= 0.0 || then_mid <= 0.0 {
+                    return;
+                }
+                let trend = (now_mid / then_mid).ln() * 1e4;
+                if trend.abs() < self.cfg.momentum_threshold_bps {
+                    return;
+                }
+                let side = if trend > 0.0 { Side::Bid } else { Side::Ask };
+                let qty = self.size();
+                self.submit(a, side, OrderKind::Market, qty);
+            }
+            AgentKind::Informed => {
+                let horizon = (self.cfg.informed_horizon_min.max(0.0) * US_PER_MIN as f64) as u64;
+                let noise: f64 = self.rng.sample(rand_distr::StandardNormal);
+                let seen = self.fundamental_at(self.now + horizon)
+                    * (1.0 + noise * self.cfg.informed_noise_bps / 1e4);
+                let gap = seen - self.reference();
+                if gap.abs() < 1.0 {
+                    return;
+                }
+                // Take whatever is offered on the wrong side of the value
+                // seen, and nothing beyond: an IOC limited at that value.
+                let (side, price) = if gap > 0.0 {
+                    (Side::Bid, seen.floor() as Ticks)
+                } else {
+                    (Side::Ask, seen.ceil() as Ticks)
+                };
+                let qty = self.size() * self.cfg.informed_size_mult.max(1.0) as u64;
+                if price > 0 {
+                    self.submit(a, side, OrderKind::Ioc { price }, qty);
+                }
+            }
             AgentKind::MarketMaker => {
                 while let Some(id) = self.agents[a as usize].live.pop_front() {
                     self.events += 1;
                     let _ = self.book.cancel(id, &mut ());
                 }
-                let mid = 0.7 * self.reference() + 0.3 * fund;
+                let w = self.cfg.mm_fundamental_weight.clamp(0.0, 1.0);
                 let inv = self.agents[a as usize].inventory as f64;
                 let size = self.mm_size[m];
-                let skew = (inv / (20.0 * size)).clamp(-2.0, 2.0);
-                let half = (self.spread_ticks / 2.0).max(0.5);
-                let (bid0, ask0) = (
-                    (mid - half - skew).floor() as Ticks,
-                    (mid + half - skew).ceil() as Ticks,
-                );
-                let ask0 = ask0.max(bid0 + 1);
+                let cap = self.cfg.mm_max_skew_ticks.max(0.0);
+                let skew = (inv / (20.0 * size)).clamp(-cap, cap);
+                let mid = (1.0 - w) * self.reference() + w * fund;
+                // Orders left behind by a move, on the wrong side of the
+                // price the maker now believes, are picked off first:
+                // without this they hold the mid back for many seconds,
+                // which shows as return autocorrelation at one minute.
+                let center = mid - skew;
+                let snipe = (size * self.cfg.mm_snipe_mult) as u64;
+                if snipe > 0 {
+                    if self
+                        .book
+                        .best_ask()
+                        .is_some_and(|p| (p as f64) < center - 0.5)
+                    {
+                        let price = center.floor() as Ticks;
+                        self.submit(a, Side::Bid, OrderKind::Ioc { price }, snipe);
+                    }
+                    if self
+                        .book
+                        .best_bid()
+                        .is_some_and(|p| (p as f64) > center + 0.5)
+                    {
+                        let price = center.ceil() as Ticks;
+                        self.submit(a, Side::Ask, OrderKind::Ioc { price }, snipe);
+                    }
+                }
+                // The quoted spread is the calibrated one in whole ticks, so
+                // a one-tick stock is quoted one tick wide.
+                let width = self.spread_ticks.round().max(1.0);
+                let bid0 = (center - width / 2.0).round() as Ticks;
+                let ask0 = bid0 + width as Ticks;
                 for k in 0..self.cfg.mm_levels as i64 {
                     // Depth grows away from the touch, then thins: a hump.
                     let w = 1.0 + 0.6 * k as f64 - 0.12 * (k * k) as f64;

@@ -22,6 +22,7 @@ fn day() -> Calibration {
         minute_price: prices,
         minute_volume: volumes,
         spread_bps: 4.0,
+        noise_scale: Vec::new(),
     }
 }
 
@@ -70,7 +71,7 @@ fn a_large_buy_moves_the_price_up_and_the_move_decays() {
         quiet.run_until(t);
         pushed.run_until(t);
         let before = pushed.mid_price().unwrap();
-        let r = pushed.execute_market(EXECUTION_OWNER, Side::Bid, 12_000);
+        let r = pushed.execute_market(EXECUTION_OWNER, Side::Bid, 5_000);
         assert!(r.filled > 0);
         now += (pushed.mid_price().unwrap() / before - 1.0) * 1e4;
         quiet.run_until(t + 20_000_000);
@@ -80,4 +81,41 @@ fn a_large_buy_moves_the_price_up_and_the_move_decays() {
     let (now, later) = (now / seeds as f64, later / seeds as f64);
     assert!(now > 0.5, "immediate impact {now:.2} bps");
     assert!(later < now, "impact decays: {now:.2} -> {later:.2} bps");
+}
+
+#[test]
+fn recording_a_day_keeps_its_tape_and_books_without_changing_it() {
+    let (cal, cfg) = (day(), MarketConfig::default());
+    let (stats, rec) = Simulator::recording(&cal, &cfg, 5, 5).finish_recorded();
+    assert_eq!(stats, Simulator::new(&cal, &cfg, 5).finish());
+    // One snapshot per minute, and the tape adds up to the day's volume.
+    assert_eq!(rec.snapshots.len(), 390);
+    let taped: u64 = rec.trades.iter().map(|t| t.qty).sum();
+    assert_eq!(taped as f64, stats.volume.iter().sum::<f64>());
+    assert!(rec.trades.windows(2).all(|w| w[0].time_us <= w[1].time_us));
+    let book = &rec.snapshots[200];
+    assert!(book.bids.len() == 5 && book.asks.len() == 5);
+    assert!(book.bids[0].0 < book.asks[0].0, "not crossed");
+}
+
+#[test]
+fn fitted_noise_rates_bring_every_half_hour_to_the_real_volume() {
+    let mut cal = day();
+    let cfg = MarketConfig::default();
+    cal.noise_scale = fit_noise_volume(&cal, &cfg, 0);
+    let seeds = 4;
+    let mut sim = [0.0; 13];
+    for seed in 10..10 + seeds {
+        let d = Simulator::new(&cal, &cfg, seed).finish();
+        for (m, v) in d.volume.iter().enumerate() {
+            sim[m / 30] += v / seeds as f64;
+        }
+    }
+    for (h, s) in sim.iter().enumerate() {
+        let real: f64 = cal.minute_volume[h * 30..(h + 1) * 30].iter().sum();
+        assert!(
+            (s / real - 1.0).abs() < 0.2,
+            "half hour {h}: {s:.0} vs {real:.0}"
+        );
+    }
 }

@@ -207,7 +207,7 @@ fn half() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfilingModule {
-    pub market: MarketConfig,
+    pub market: Box<MarketConfig>,
 }
 
 /// How the messages of the other agents are combined.
@@ -409,7 +409,11 @@ impl Module {
             }
             Module::Profiling(p) => {
                 let m = &p.market;
-                let agents = m.noise_agents + m.value_agents + m.market_makers;
+                let agents = m.noise_agents
+                    + m.value_agents
+                    + m.momentum_agents
+                    + m.informed_agents
+                    + m.market_makers;
                 if agents == 0 || agents > MAX_AGENTS {
                     return Err(err(
                         kind,
@@ -448,6 +452,27 @@ impl Module {
                     60.0,
                 )?;
                 in_range(kind, "market.latency_us", m.latency_us as f64, 0.0, 1e7)?;
+                for (field, value, hi) in [
+                    ("momentum_rate_per_min", m.momentum_rate_per_min, 60.0),
+                    ("momentum_threshold_bps", m.momentum_threshold_bps, 1e4),
+                    ("informed_rate_per_min", m.informed_rate_per_min, 60.0),
+                    ("informed_horizon_min", m.informed_horizon_min, 390.0),
+                    ("informed_noise_bps", m.informed_noise_bps, 1e4),
+                    ("informed_size_mult", m.informed_size_mult, 100.0),
+                    ("flow_impact", m.flow_impact, 10.0),
+                    ("flow_memory_min", m.flow_memory_min, 390.0),
+                    ("mm_fundamental_weight", m.mm_fundamental_weight, 1.0),
+                    ("noise_fundamental_weight", m.noise_fundamental_weight, 1.0),
+                ] {
+                    in_range(kind, &format!("market.{field}"), value, 0.0, hi)?;
+                }
+                in_range(
+                    kind,
+                    "market.momentum_lookback_min",
+                    m.momentum_lookback_min as f64,
+                    1.0,
+                    120.0,
+                )?;
                 Module::Imagination(ImaginationModule {
                     scenarios: vec![m.scenario.clone()],
                     share: 0.5,

@@ -43,7 +43,7 @@ pub trait TrainEnv: Send {
 pub enum Venue {
     Static,
     /// The dynamic market with this population (and scenario).
-    Dynamic(MarketConfig),
+    Dynamic(Box<MarketConfig>),
 }
 
 enum Episode<'a> {
@@ -299,7 +299,7 @@ pub fn execution_envs<'a>(
         let venue = if i < n_static {
             Venue::Static
         } else {
-            Venue::Dynamic(cfg.dynamic_market(base_market, i - n_static))
+            Venue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
         let e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
         match &features {

@@ -28,7 +28,8 @@ impl Strategy for RandomPolicy {
 
 #[test]
 fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let data = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../data/lean");
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&data, &data_cfg).unwrap();
     let orders = OrderConfig {
@@ -51,7 +52,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
             let venue = if i < 7 {
                 Venue::Static
             } else {
-                Venue::Dynamic(Default::default())
+                Venue::Dynamic(Box::default())
             };
             Box::new(ExecutionEnv::new(
                 &market,

@@ -131,8 +131,6 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
         "spy",
         "--date",
         "2013-10-08",
-        "--seeds",
-        "3",
         "--out",
         out.path().to_str().unwrap(),
     ]);
@@ -142,9 +140,26 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
             .unwrap();
     assert_eq!(checks["calibration"].as_array().unwrap().len(), 5);
     assert_eq!(checks["stylized_facts"].as_array().unwrap().len(), 6);
-    // The simulated day opens where the real one did.
-    assert_eq!(checks["calibration"][0]["pass"], true);
-    assert!(out.path().join("report.html").exists() && out.path().join("minutes.csv").exists());
+    // Over the default 20 seeds, the day matches the real one (open,
+    // volume, its U shape, volatility, spread) and every stylized fact
+    // holds.
+    for c in checks["calibration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(checks["stylized_facts"].as_array().unwrap())
+    {
+        assert_eq!(c["pass"], true, "{c}");
+    }
+    for file in ["report.html", "minutes.csv", "tape.csv", "book.csv"] {
+        assert!(out.path().join(file).exists(), "{file}");
+    }
+    // The tape is the first seed's trades; the book has one row per minute.
+    let tape = std::fs::read_to_string(out.path().join("tape.csv")).unwrap();
+    assert!(tape.starts_with("time_us,price,qty,aggressor,taker_owner,maker_owner\n"));
+    assert!(tape.lines().count() > 1_000);
+    let book = std::fs::read_to_string(out.path().join("book.csv")).unwrap();
+    assert_eq!(book.lines().count(), 1 + 390);
     let o = serl(&[
         "simulate",
         "--data",
@@ -158,6 +173,67 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
     ]);
     assert!(
         text(&o).contains("no session of SPY on 2013-10-12; it has 2013-10-04"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_larger_metaorder_moves_the_price_more_but_less_than_in_proportion() {
+    let out = tempfile::tempdir().unwrap();
+    let o = serl(&[
+        "simulate",
+        "impact",
+        "--data",
+        "data/lean",
+        "--symbol",
+        "SPY",
+        "--date",
+        "2013-10-08",
+        "--seeds",
+        "8",
+        "--sizes",
+        "0.01,0.05,0.2",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let study: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("impact.json")).unwrap())
+            .unwrap();
+    let peaks: Vec<f64> = study["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["peak_bps"].as_f64().unwrap())
+        .collect();
+    assert!(
+        0.0 < peaks[0] && peaks[0] < peaks[1] && peaks[1] < peaks[2],
+        "{peaks:?}"
+    );
+    // Concave: 20 times the size moves the price far less than 20 times
+    // as much.
+    let delta = study["delta"][0].as_f64().unwrap();
+    assert!((0.3..0.7).contains(&delta), "δ = {delta}");
+    assert!(out.path().join("report.html").exists());
+    // A window outside the session is a clear error.
+    let o = serl(&[
+        "simulate",
+        "impact",
+        "--data",
+        "data/lean",
+        "--symbol",
+        "SPY",
+        "--date",
+        "2013-10-08",
+        "--end-minute",
+        "400",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("outside the 390-minute session"),
         "{}",
         text(&o)
     );
@@ -266,4 +342,15 @@ fn a_policy_directory_without_a_trained_policy_is_a_clear_error() {
     ]);
     assert!(!o.status.success());
     assert!(text(&o).contains("checkpoint.json"), "{}", text(&o));
+}
+
+#[test]
+fn the_shipped_market_config_spells_out_the_defaults() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        market: serl_market::MarketConfig,
+    }
+    let text = std::fs::read_to_string(common::repo().join("configs/market.toml")).unwrap();
+    let file: File = toml::from_str(&text).unwrap();
+    assert_eq!(file.market, serl_market::MarketConfig::default());
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("../..")
 }
 
 pub fn serl(args: &[&str]) -> Output {

@@ -1,0 +1,249 @@
+//! The metaorder impact study: how far a TWAP execution of a share of the
+//! day's volume moves the price, and how much of that move stays.
+//!
+//! Each seed's day is simulated once without the metaorder and once with it
+//! (a buy, and separately a sell), so the difference between the two mid
+//! paths is the impact alone: the rest of the day's randomness is shared.
+//! Impact is signed so that a buy pushing the price up is positive.
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serl_lob::Side;
+
+use crate::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
+
+const US_PER_MIN: u64 = 60_000_000;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct ImpactSpec {
+    /// Metaorder sizes as shares of the day's volume (0.01 = 1%).
+    pub fractions: Vec<f64>,
+    pub seeds: u64,
+    pub first_seed: u64,
+    /// The execution window, minutes since the open.
+    pub start_minute: usize,
+    pub end_minute: usize,
+    /// Seconds between child orders.
+    pub child_interval_s: u64,
+    /// Minutes after the window's end at which the remaining impact is read.
+    pub decay_minutes: Vec<usize>,
+}
+
+impl Default for ImpactSpec {
+    fn default() -> Self {
+        ImpactSpec {
+            fractions: vec![0.01, 0.02, 0.05, 0.10, 0.20],
+            seeds: 30,
+            first_seed: 1,
+            start_minute: 30,
+            end_minute: 150,
+            child_interval_s: 30,
+            decay_minutes: vec![5, 15, 30, 60],
+        }
+    }
+}
+
+/// The result for one metaorder size, over seeds and both sides.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImpactRow {
+    pub fraction: f64,
+    /// Shares executed (the target; a thin book may fill less).
+    pub shares: f64,
+    /// Mean impact at the window's end, bps, with a 95% interval.
+    pub peak_bps: f64,
+    pub peak_ci: (f64, f64),
+    /// Mean impact `decay_minutes[k]` minutes after the end, bps.
+    pub after_bps: Vec<f64>,
+    /// Mean impact per minute from the window's start to the last decay
+    /// reading, bps.
+    pub path_bps: Vec<f64>,
+    pub samples: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImpactStudy {
+    pub rows: Vec<ImpactRow>,
+    pub decay_minutes: Vec<usize>,
+    pub start_minute: usize,
+    pub end_minute: usize,
+    /// The fitted δ in I ∝ (Q/V)^δ (least squares in logs), with its
+    /// standard error; `None` when fewer than two sizes moved the price.
+    pub delta: Option<(f64, f64)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImpactError {
+    #[error("the execution window {0}..{1} is empty or outside the {2}-minute session")]
+    Window(usize, usize, usize),
+    #[error("metaorder size {0} is not a share of the day's volume in (0, 1]")]
+    Fraction(f64),
+    #[error("the calibration has no volume to take a share of")]
+    NoVolume,
+}
+
+/// Runs the study; `progress` is called once per finished seed.
+pub fn impact_study(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    spec: &ImpactSpec,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ImpactStudy, ImpactError> {
+    let minutes = cal.minute_price.len();
+    let last_read = spec.end_minute + spec.decay_minutes.iter().copied().max().unwrap_or(0);
+    if spec.start_minute >= spec.end_minute || last_read >= minutes {
+        return Err(ImpactError::Window(
+            spec.start_minute,
+            spec.end_minute,
+            minutes,
+        ));
+    }
+    if let Some(&f) = spec.fractions.iter().find(|f| !(**f > 0.0 && **f <= 1.0)) {
+        return Err(ImpactError::Fraction(f));
+    }
+    let daily: f64 = cal.minute_volume.iter().sum();
+    if daily <= 0.0 {
+        return Err(ImpactError::NoVolume);
+    }
+    // paths[seed][size][side] = signed impact per minute over the readings.
+    let paths: Vec<Vec<[Vec<f64>; 2]>> = (0..spec.seeds.max(1))
+        .into_par_iter()
+        .map(|k| {
+            let seed = spec.first_seed + k;
+            let quiet = Simulator::new(cal, cfg, seed).finish();
+            let out = spec
+                .fractions
+                .iter()
+                .map(|&f| {
+                    [Side::Bid, Side::Ask].map(|side| {
+                        let pushed = run_metaorder(cal, cfg, seed, spec, side, f * daily);
+                        let sign = if side == Side::Bid { 1.0 } else { -1.0 };
+                        (spec.start_minute..=last_read)
+                            .map(|m| sign * (pushed.mid[m] / quiet.mid[m]).ln() * 1e4)
+                            .collect()
+                    })
+                })
+                .collect();
+            progress();
+            out
+        })
+        .collect();
+    let end_at = spec.end_minute - spec.start_minute;
+    let rows: Vec<ImpactRow> = spec
+        .fractions
+        .iter()
+        .enumerate()
+        .map(|(i, &fraction)| {
+            let samples: Vec<&Vec<f64>> = paths.iter().flat_map(|p| p[i].iter()).collect();
+            let at = |off: usize| -> Vec<f64> { samples.iter().map(|p| p[off]).collect() };
+            let peak = at(end_at);
+            let (mean, se) = mean_se(&peak);
+            ImpactRow {
+                fraction,
+                shares: fraction * daily,
+                peak_bps: mean,
+                peak_ci: (mean - 1.96 * se, mean + 1.96 * se),
+                after_bps: spec
+                    .decay_minutes
+                    .iter()
+                    .map(|d| mean_se(&at(end_at + d)).0)
+                    .collect(),
+                path_bps: (0..samples[0].len()).map(|o| mean_se(&at(o)).0).collect(),
+                samples: peak.len(),
+            }
+        })
+        .collect();
+    Ok(ImpactStudy {
+        delta: fit_exponent(&rows),
+        rows,
+        decay_minutes: spec.decay_minutes.clone(),
+        start_minute: spec.start_minute,
+        end_minute: spec.end_minute,
+    })
+}
+
+/// One seed's day with a TWAP metaorder of `shares` on `side`.
+fn run_metaorder(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    seed: u64,
+    spec: &ImpactSpec,
+    side: Side,
+    shares: f64,
+) -> crate::MinuteStats {
+    let mut sim = Simulator::new(cal, cfg, seed);
+    let start = spec.start_minute as u64 * US_PER_MIN;
+    let end = spec.end_minute as u64 * US_PER_MIN;
+    let step = spec.child_interval_s.max(1) * 1_000_000;
+    let children = (end - start).div_ceil(step);
+    let mut sent = 0.0;
+    for c in 0..children {
+        sim.run_until(start + c * step);
+        // Whole shares, spread so that the rounding never drifts.
+        let due = (shares * (c + 1) as f64 / children as f64).round();
+        let qty = (due - sent).max(0.0);
+        if qty >= 1.0 {
+            sim.execute_market(EXECUTION_OWNER, side, qty as u64);
+        }
+        sent = due;
+    }
+    sim.finish()
+}
+
+fn mean_se(x: &[f64]) -> (f64, f64) {
+    let n = x.len().max(1) as f64;
+    let m = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (m, (var / n).sqrt())
+}
+
+/// Least squares of ln I on ln(Q/V) over the sizes with positive impact.
+fn fit_exponent(rows: &[ImpactRow]) -> Option<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = rows
+        .iter()
+        .filter(|r| r.peak_bps > 0.0)
+        .map(|r| (r.fraction.ln(), r.peak_bps.ln()))
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    let resid: f64 = pts
+        .iter()
+        .map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2))
+        .sum();
+    let se = if pts.len() > 2 {
+        (resid / (n - 2.0) / sxx).sqrt()
+    } else {
+        f64::NAN
+    };
+    Some((slope, se))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exponent_of_a_square_root_law_is_one_half() {
+        let rows: Vec<ImpactRow> = [0.01, 0.04, 0.16]
+            .iter()
+            .map(|&f: &f64| ImpactRow {
+                fraction: f,
+                shares: 0.0,
+                peak_bps: 30.0 * f.sqrt(),
+                peak_ci: (0.0, 0.0),
+                after_bps: vec![],
+                path_bps: vec![],
+                samples: 1,
+            })
+            .collect();
+        let (d, _) = fit_exponent(&rows).unwrap();
+        assert!((d - 0.5).abs() < 1e-9);
+    }
+}
