@@ -218,6 +218,8 @@ struct Agent {
     /// The wake-up is only a minute boundary where the arrival rate
     /// changes: redraw the next arrival without acting.
     redraw: bool,
+    /// A market maker's standing quote: best bid, best ask, touch size.
+    quote: Option<(Ticks, Ticks, u64)>,
 }
 
 /// Per-minute results of the simulated day.
@@ -400,6 +402,7 @@ impl Simulator {
                     live: VecDeque::new(),
                     inventory: 0,
                     redraw: false,
+                    quote: None,
                 })
             })
             .collect();
@@ -853,21 +856,33 @@ impl Simulator {
                 }
             }
             AgentKind::MarketMaker => {
-                while let Some(id) = self.agents[a as usize].live.pop_front() {
-                    self.events += 1;
-                    let _ = self.book.cancel(id, &mut ());
-                }
                 let w = self.cfg.mm_fundamental_weight.clamp(0.0, 1.0);
                 let inv = self.agents[a as usize].inventory as f64;
                 let size = self.mm_size[m];
                 let cap = self.cfg.mm_max_skew_ticks.max(0.0);
                 let skew = (inv / (20.0 * size)).clamp(-cap, cap);
-                let mid = (1.0 - w) * self.reference() + w * fund;
+                let center = (1.0 - w) * self.reference() + w * fund - skew;
+                // The quoted spread is the calibrated one in whole ticks, so
+                // a one-tick stock is quoted one tick wide.
+                let width = self.spread_ticks.round().max(1.0);
+                let bid0 = (center - width / 2.0).round() as Ticks;
+                let ask0 = bid0 + width as Ticks;
+                let quote = (bid0, ask0, size.round() as u64);
+                // A quote that would not change stays, keeping its place in
+                // the queues (and sparing the book twenty messages).
+                let agent = &self.agents[a as usize];
+                let standing = agent.quote == Some(quote)
+                    && agent.live.iter().all(|&id| self.book.order(id).is_some());
+                if !standing {
+                    while let Some(id) = self.agents[a as usize].live.pop_front() {
+                        self.events += 1;
+                        let _ = self.book.cancel(id, &mut ());
+                    }
+                }
                 // Orders left behind by a move, on the wrong side of the
                 // price the maker now believes, are picked off first:
                 // without this they hold the mid back for many seconds,
                 // which shows as return autocorrelation at one minute.
-                let center = mid - skew;
                 let snipe = (size * self.cfg.mm_snipe_mult) as u64;
                 if snipe > 0 {
                     if self
@@ -887,11 +902,10 @@ impl Simulator {
                         self.submit(a, Side::Ask, OrderKind::Ioc { price }, snipe);
                     }
                 }
-                // The quoted spread is the calibrated one in whole ticks, so
-                // a one-tick stock is quoted one tick wide.
-                let width = self.spread_ticks.round().max(1.0);
-                let bid0 = (center - width / 2.0).round() as Ticks;
-                let ask0 = bid0 + width as Ticks;
+                if standing {
+                    return;
+                }
+                self.agents[a as usize].quote = Some(quote);
                 for k in 0..self.cfg.mm_levels as i64 {
                     // Depth grows away from the touch, then thins: a hump.
                     let w = 1.0 + 0.6 * k as f64 - 0.12 * (k * k) as f64;
