@@ -32,9 +32,11 @@
 
 pub mod facts;
 pub mod impact;
+mod lobster_stats;
 mod path;
 mod sim;
 
+pub use lobster_stats::OrderStats;
 pub use path::PathModel;
 pub use sim::{
     fit_noise_volume, AgentKind, BookSnapshot, Calibration, MarketConfig, MinuteStats, Recording,

@@ -140,6 +140,9 @@ pub struct MarketConfig {
     /// The most a market maker shifts its quotes against its inventory,
     /// ticks.
     pub mm_max_skew_ticks: f64,
+    /// Minutes of the day's volume resting deep behind the quotes, split
+    /// between the market makers (0 leaves none).
+    pub mm_deep_minutes: f64,
     /// Value-trader wake-ups per minute each.
     pub value_rate_per_min: f64,
     /// Per-agent message latency, microseconds.
@@ -173,10 +176,10 @@ impl Default for MarketConfig {
             market_makers: 2,
             market_order_share: 0.2,
             cancel_share: 0.3,
-            noise_max_orders: 3,
+            noise_max_orders: 2,
             noise_fundamental_weight: 0.5,
             noise_tilt_bps: 10.0,
-            order_size: 100.0,
+            order_size: 10.0,
             mm_levels: 5,
             mm_interval_ms: 1_000,
             mm_depth_share: 0.02,
@@ -185,6 +188,7 @@ impl Default for MarketConfig {
             mm_fundamental_weight: 1.0,
             mm_snipe_mult: 2.0,
             mm_max_skew_ticks: 2.0,
+            mm_deep_minutes: 2.0,
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,
@@ -252,6 +256,11 @@ pub struct Simulator {
     noise_rate: Vec<f64>,
     mm_size: Vec<f64>,
     spread_ticks: f64,
+    /// Ticks between the price levels agents think in: 1 for most stocks,
+    /// more where the tick is tiny against the spread (AMZN at $1,500 has a
+    /// spread of about 45 ticks, and real books there are not one tick
+    /// apart).
+    grid: i64,
     /// Net aggressive volume (buys positive), decayed, and when it was
     /// last brought up to date.
     flow: f64,
@@ -262,6 +271,8 @@ pub struct Simulator {
     daily_volume: f64,
     /// Each minute's volume over the day's mean minute volume.
     activity: Vec<f64>,
+    /// Each minute's real volume (scenario applied), shares.
+    minute_volume: Vec<f64>,
     next_id: OrderId,
     size_dist: LogNormal<f64>,
     stats: MinuteStats,
@@ -426,10 +437,14 @@ impl Simulator {
             noise_rate,
             mm_size,
             spread_ticks,
+            grid: (spread_ticks / 4.0).floor().max(1.0) as i64,
             flow: 0.0,
             flow_at: 0,
             flow_scale: cfg.flow_impact * day_vol * p0 / cal.tick,
             daily_volume: daily_volume.max(1.0),
+            minute_volume: (0..minutes)
+                .map(|m| cal.minute_volume.get(m).copied().unwrap_or(0.0) * sc.liquidity_mult)
+                .collect(),
             activity: (0..minutes)
                 .map(|m| {
                     let v = cal.minute_volume.get(m).copied().unwrap_or(0.0);
@@ -791,9 +806,12 @@ impl Simulator {
                     }
                     let half = (self.spread_ticks / 2.0).ceil() as i64;
                     let m0 = mid.round() as Ticks;
+                    // On the grid, so that orders meet at the levels others
+                    // quote (for most stocks the grid is the tick).
+                    let g = self.grid;
                     let price = match side {
-                        Side::Bid => m0 - half - d,
-                        Side::Ask => m0 + half + d,
+                        Side::Bid => (m0 - half).div_euclid(g) * g - d * g,
+                        Side::Ask => -(-(m0 + half)).div_euclid(g) * g + d * g,
                     };
                     if price > 0 {
                         self.submit(a, side, OrderKind::Limit { price }, qty);
@@ -840,7 +858,7 @@ impl Simulator {
                 let seen = self.fundamental_at(self.now + horizon)
                     * (1.0 + noise * self.cfg.informed_noise_bps / 1e4);
                 let gap = seen - self.reference();
-                if gap.abs() < 1.0 {
+                if gap.abs() < self.grid as f64 {
                     return;
                 }
                 // Take whatever is offered on the wrong side of the value
@@ -859,14 +877,15 @@ impl Simulator {
                 let w = self.cfg.mm_fundamental_weight.clamp(0.0, 1.0);
                 let inv = self.agents[a as usize].inventory as f64;
                 let size = self.mm_size[m];
-                let cap = self.cfg.mm_max_skew_ticks.max(0.0);
+                let cap = self.cfg.mm_max_skew_ticks.max(0.0) * self.grid as f64;
                 let skew = (inv / (20.0 * size)).clamp(-cap, cap);
                 let center = (1.0 - w) * self.reference() + w * fund - skew;
                 // The quoted spread is the calibrated one in whole ticks, so
                 // a one-tick stock is quoted one tick wide.
                 let width = self.spread_ticks.round().max(1.0);
-                let bid0 = (center - width / 2.0).round() as Ticks;
-                let ask0 = bid0 + width as Ticks;
+                let g = self.grid;
+                let bid0 = ((center - width / 2.0).round() as Ticks).div_euclid(g) * g;
+                let ask0 = bid0 + ((width as Ticks + g - 1) / g) * g;
                 let quote = (bid0, ask0, size.round() as u64);
                 // A quote that would not change stays, keeping its place in
                 // the queues (and sparing the book twenty messages).
@@ -888,7 +907,7 @@ impl Simulator {
                     if self
                         .book
                         .best_ask()
-                        .is_some_and(|p| (p as f64) < center - 0.5)
+                        .is_some_and(|p| (p as f64) < center - 0.5 * self.grid as f64)
                     {
                         let price = center.floor() as Ticks;
                         self.submit(a, Side::Bid, OrderKind::Ioc { price }, snipe);
@@ -896,7 +915,7 @@ impl Simulator {
                     if self
                         .book
                         .best_bid()
-                        .is_some_and(|p| (p as f64) > center + 0.5)
+                        .is_some_and(|p| (p as f64) > center + 0.5 * self.grid as f64)
                     {
                         let price = center.ceil() as Ticks;
                         self.submit(a, Side::Ask, OrderKind::Ioc { price }, snipe);
@@ -910,10 +929,24 @@ impl Simulator {
                     // Depth grows away from the touch, then thins: a hump.
                     let w = 1.0 + 0.6 * k as f64 - 0.12 * (k * k) as f64;
                     let q = (size * w.max(0.3)).round() as u64;
-                    if bid0 - k > 0 {
-                        self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - k }, q);
+                    let step = k * self.grid;
+                    if bid0 - step > 0 {
+                        self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - step }, q);
                     }
-                    self.submit(a, Side::Ask, OrderKind::Limit { price: ask0 + k }, q);
+                    self.submit(a, Side::Ask, OrderKind::Limit { price: ask0 + step }, q);
+                }
+                // Real books hold minutes of volume within reach; a deep
+                // level well behind the quotes stands for it, so that a
+                // large order meets a steep price rather than an empty side.
+                let deep = (self.minute_volume[m] * self.cfg.mm_deep_minutes.max(0.0)
+                    / self.cfg.market_makers.max(1) as f64)
+                    .round() as u64;
+                if deep > 0 {
+                    let gap = (self.cfg.mm_levels as i64 + 4 * width as i64) * g;
+                    if bid0 - gap > 0 {
+                        self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - gap }, deep);
+                    }
+                    self.submit(a, Side::Ask, OrderKind::Limit { price: ask0 + gap }, deep);
                 }
             }
         }

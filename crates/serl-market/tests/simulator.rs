@@ -61,7 +61,11 @@ fn the_simulated_day_follows_the_real_one() {
 #[test]
 fn a_large_buy_moves_the_price_up_and_the_move_decays() {
     let cal = day();
-    let cfg = MarketConfig::default();
+    // Orders of 100 shares, as calibration gives a stock of this volume.
+    let cfg = MarketConfig {
+        order_size: 100.0,
+        ..MarketConfig::default()
+    };
     let t = 60 * 60_000_000;
     let (mut now, mut later) = (0.0, 0.0);
     let seeds = 12;

@@ -354,3 +354,51 @@ fn the_shipped_market_config_spells_out_the_defaults() {
     let file: File = toml::from_str(&text).unwrap();
     assert_eq!(file.market, serl_market::MarketConfig::default());
 }
+
+#[test]
+fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
+    let shared = common::repo().join("../shared/data");
+    let sample = shared.join("lobster-2012-06-21/LOBSTER_SampleFile_AAPL_2012-06-21_1.zip");
+    if !sample.exists() {
+        eprintln!("skipped: {} is not here", sample.display());
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let data = shared.join("us-equities-1min-2018/AAPL.csv.gz");
+    let args = |lobster: &str| {
+        vec![
+            "simulate".to_string(),
+            "--data".into(),
+            data.to_str().unwrap().into(),
+            "--symbol".into(),
+            "AAPL".into(),
+            "--date".into(),
+            "2018-03-01".into(),
+            "--seeds".into(),
+            "3".into(),
+            "--lobster".into(),
+            lobster.into(),
+            "--out".into(),
+            out.path().to_str().unwrap().into(),
+        ]
+    };
+    let a = args(sample.to_str().unwrap());
+    let o = serl(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o));
+    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(
+        report.contains("calibrated from LOBSTER") && report.contains("cancels per submission"),
+        "{report}"
+    );
+    let cal: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("calibration.json")).unwrap(),
+    )
+    .unwrap();
+    // AAPL's 2012 flow: about half a cancel per new order.
+    let cancel = cal["market"]["cancel_share"].as_f64().unwrap();
+    assert!((0.2..0.4).contains(&cancel), "{cancel}");
+    let a = args("no-such-sample.zip");
+    let o = serl(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no-such-sample.zip"), "{}", text(&o));
+}

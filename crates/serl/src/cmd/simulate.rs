@@ -10,10 +10,11 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serl_data::DataConfig;
 use serl_env::{calibrate, MarketConfig, MarketData};
+use serl_lob::lobster::{parse_messages, LobsterInput};
 use serl_market::facts::{stylized_facts, Check};
 use serl_market::impact::{impact_study, ImpactSpec};
 use serl_market::Simulator;
-use serl_market::{Calibration, Recording};
+use serl_market::{Calibration, OrderStats, Recording};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -52,6 +53,10 @@ pub struct SessionArgs {
     /// The first seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A LOBSTER sample (zip or message CSV) to calibrate the noise
+    /// traders' order size and cancellation rate from.
+    #[arg(long)]
+    pub lobster: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -102,6 +107,8 @@ struct Session {
     cal: Calibration,
     market: MarketConfig,
     spread_bps: f64,
+    /// Order statistics taken from LOBSTER, when given.
+    lobster: Option<(PathBuf, OrderStats)>,
 }
 
 fn load_session(s: SessionArgs) -> Result<Session> {
@@ -127,8 +134,34 @@ fn load_session(s: SessionArgs) -> Result<Session> {
             .collect();
         bail!("no session of {sym} on {date}; it has {}", dates.join(", "));
     };
-    let (cal, market) = calibrate(view, &cfg.market);
+    let (mut cal, mut market) = calibrate(view, &cfg.market);
+    let lobster = match s.lobster {
+        Some(path) => {
+            let input = LobsterInput::open(&path, None)
+                .with_context(|| format!("reading LOBSTER sample {}", path.display()))?;
+            let rows = parse_messages(&input.message_name, &input.messages)?;
+            let stats = OrderStats::from_messages(&rows)
+                .with_context(|| format!("{} has no order submissions", input.message_name))?;
+            // Order sizes differ between stocks far more than cancellation
+            // habits do: a sample of another stock is allowed, but said.
+            let name = path.file_name().map(|n| n.to_string_lossy().to_uppercase());
+            if !name.is_some_and(|n| n.contains(&format!("_{sym}_"))) {
+                eprintln!(
+                    "warning: {} is not a sample of {sym}; its order sizes may not carry over",
+                    path.display()
+                );
+            }
+            let daily: f64 = cal.minute_volume.iter().sum();
+            stats.apply(&mut market, daily);
+            // The population changed: fit its noise rates again.
+            cal.noise_scale = Vec::new();
+            cal.noise_scale = serl_market::fit_noise_volume(&cal, &market, 0);
+            Some((path, stats))
+        }
+        None => None,
+    };
     Ok(Session {
+        lobster,
         symbol: sym,
         date,
         data,
@@ -378,6 +411,20 @@ impl Outputs<'_> {
         let mut md = String::new();
         let _ = writeln!(md, "# serl simulate: {sym} {}\n", session.date);
         let _ = writeln!(md, "{} simulated days (seeds {}..{}) of the multi-agent market calibrated to the real session in `{}`.\n", self.seeds, seed, seed + self.seeds.max(1) - 1, session.data.display());
+        if let Some((path, st)) = &session.lobster {
+            let _ = writeln!(
+                md,
+                "Noise order flow calibrated from LOBSTER `{}`: {} submissions (median {:.0}, mean {:.0} shares), {:.2} cancels per submission, {} shares executed; hence `order_size` {:.0} shares and `cancel_share` {:.3} for this day.\n",
+                path.display(),
+                st.submissions,
+                st.median_size,
+                st.mean_size,
+                st.cancel_ratio,
+                st.executed_shares,
+                session.market.order_size,
+                session.market.cancel_share
+            );
+        }
         for (title, checks) in [
             ("Calibration against the real day", calibration),
             ("Stylized facts over all seeds", facts),

@@ -1,0 +1,111 @@
+//! Order statistics read from a LOBSTER message file, to calibrate the
+//! noise traders' order size and cancellation rate from real order flow.
+
+use serde::Serialize;
+use serl_lob::lobster::MessageRow;
+
+use crate::MarketConfig;
+
+/// What a day of LOBSTER messages says about order flow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OrderStats {
+    /// New limit orders (type 1).
+    pub submissions: u64,
+    /// Partial cancels and deletions (types 2 and 3).
+    pub cancels: u64,
+    /// Shares executed against visible orders (type 4) and hidden ones
+    /// (type 5).
+    pub executed_shares: u64,
+    /// Median and mean size of a new limit order, shares.
+    pub median_size: f64,
+    pub mean_size: f64,
+    /// Cancels per submission.
+    pub cancel_ratio: f64,
+}
+
+impl OrderStats {
+    /// `None` when the file holds no submissions to measure.
+    pub fn from_messages(rows: &[MessageRow]) -> Option<OrderStats> {
+        let mut sizes: Vec<i64> = rows
+            .iter()
+            .filter(|r| r.kind == 1 && r.size > 0)
+            .map(|r| r.size)
+            .collect();
+        if sizes.is_empty() {
+            return None;
+        }
+        sizes.sort_unstable();
+        let cancels = rows.iter().filter(|r| matches!(r.kind, 2 | 3)).count() as u64;
+        let executed_shares = rows
+            .iter()
+            .filter(|r| matches!(r.kind, 4 | 5))
+            .map(|r| r.size.max(0) as u64)
+            .sum();
+        let n = sizes.len();
+        Some(OrderStats {
+            submissions: n as u64,
+            cancels,
+            executed_shares,
+            median_size: sizes[n / 2] as f64,
+            mean_size: sizes.iter().sum::<i64>() as f64 / n as f64,
+            cancel_ratio: cancels as f64 / n as f64,
+        })
+    }
+
+    /// Sets the noise traders' order size and cancellation share from these
+    /// statistics.
+    ///
+    /// The size is carried over as a share of the day's executed volume, so
+    /// that a 2012 LOBSTER sample can calibrate a 2018 day of another
+    /// stock: `order_size = median / executed × daily_volume`. The cancel
+    /// share solves cancels per limit submission = c / ((1 − c)(1 − m)),
+    /// where m is the market-order share of non-cancel arrivals.
+    pub fn apply(&self, cfg: &mut MarketConfig, daily_volume: f64) {
+        if self.executed_shares > 0 && daily_volume > 0.0 {
+            cfg.order_size =
+                (self.median_size / self.executed_shares as f64 * daily_volume).max(1.0);
+        }
+        let k = self.cancel_ratio * (1.0 - cfg.market_order_share.clamp(0.0, 0.99));
+        cfg.cancel_share = (k / (1.0 + k)).clamp(0.0, 0.9);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: u8, size: i64) -> MessageRow {
+        MessageRow {
+            time: 0.0,
+            kind,
+            id: 1,
+            size,
+            price: 100,
+            direction: 1,
+        }
+    }
+
+    #[test]
+    fn a_day_of_messages_sets_size_and_cancel_share() {
+        let rows = [
+            row(1, 100),
+            row(1, 300),
+            row(1, 200),
+            row(3, 100),
+            row(2, 50),
+            row(4, 1_000),
+        ];
+        let s = OrderStats::from_messages(&rows).unwrap();
+        assert_eq!((s.submissions, s.cancels, s.executed_shares), (3, 2, 1_000));
+        assert_eq!(s.median_size, 200.0);
+        let mut cfg = MarketConfig::default();
+        s.apply(&mut cfg, 1e6);
+        // 200 of 1,000 executed shares, carried to a day of a million.
+        assert_eq!(cfg.order_size, 200_000.0);
+        // The cancels per limit order the noise traders will produce.
+        let c = cfg.cancel_share;
+        let per_limit = c / ((1.0 - c) * (1.0 - cfg.market_order_share));
+        assert!((per_limit - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(OrderStats::from_messages(&[row(4, 10)]), None);
+    }
+}
