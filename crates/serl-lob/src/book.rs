@@ -202,6 +202,11 @@ impl OrderBook {
             }
             OrderKind::Market => None,
         };
+        if let OrderKind::Limit { price } = o.kind {
+            if !self.crosses(o.side, price) {
+                return self.rest_new(o, price, sink);
+            }
+        }
         if self.index.contains_key(&o.id) {
             return Err(LobError::DuplicateOrder(o.id));
         }
@@ -212,7 +217,8 @@ impl OrderBook {
         if rest > 0 {
             match (o.kind, stopped) {
                 (OrderKind::Limit { price }, false) => {
-                    self.rest_order(o.id, o.owner, o.side, price, rest, false);
+                    let oi = self.rest_order(o.id, o.owner, o.side, price, rest, false);
+                    self.index.insert(o.id, oi);
                     report.resting = rest;
                     sink.event(Event::Added {
                         id: o.id,
@@ -242,6 +248,52 @@ impl OrderBook {
             }
         }
         Ok(report)
+    }
+
+    /// Whether a limit order at `price` would meet the opposite side.
+    #[inline(always)]
+    fn crosses(&self, side: Side, price: Ticks) -> bool {
+        let opp = side.opposite();
+        let ladder = match opp {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        };
+        ladder
+            .keys
+            .last()
+            .is_some_and(|&best| best >= key(opp, price))
+    }
+
+    /// A limit order that meets nothing: it rests at once. The id check
+    /// rides on the index insert (one hash probe instead of two, on the
+    /// most common message), and a duplicate is undone.
+    #[inline]
+    fn rest_new<E: EventSink>(
+        &mut self,
+        o: NewOrder,
+        price: Ticks,
+        sink: &mut E,
+    ) -> Result<ExecReport, LobError> {
+        let oi = self.rest_order(o.id, o.owner, o.side, price, o.qty, false);
+        if let Some(previous) = self.index.insert(o.id, oi) {
+            self.index.insert(o.id, previous);
+            let li = self.nodes[oi as usize].level as usize;
+            self.unlink_node(oi, o.qty);
+            self.drop_level_if_empty(o.side, li);
+            return Err(LobError::DuplicateOrder(o.id));
+        }
+        self.totals.submitted += o.qty as u128;
+        sink.event(Event::Added {
+            id: o.id,
+            owner: o.owner,
+            side: o.side,
+            price,
+            qty: o.qty,
+        });
+        Ok(ExecReport {
+            resting: o.qty,
+            ..ExecReport::default()
+        })
     }
 
     /// Returns true when self-trade prevention stopped the incoming order.
@@ -435,7 +487,7 @@ impl OrderBook {
         price: Ticks,
         qty: Lots,
         front: bool,
-    ) {
+    ) -> u32 {
         let li = self.level_for(side, price);
         let node = Node {
             id,
@@ -476,7 +528,7 @@ impl OrderBook {
         lvl.qty += qty;
         lvl.count += 1;
         self.resting[side_ix(side)] += qty;
-        self.index.insert(id, oi);
+        oi
     }
 
     /// Puts an order at the front of its level's queue without matching.
@@ -502,7 +554,8 @@ impl OrderBook {
             return Err(LobError::DuplicateOrder(id));
         }
         self.totals.submitted += qty as u128;
-        self.rest_order(id, owner, side, price, qty, true);
+        let oi = self.rest_order(id, owner, side, price, qty, true);
+        self.index.insert(id, oi);
         Ok(())
     }
 

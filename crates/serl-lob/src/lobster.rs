@@ -30,6 +30,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -548,6 +549,192 @@ fn parse_orderbook_fast(b: &[u8], width: usize) -> Option<Vec<i64>> {
     (in_row == 0).then_some(values)
 }
 
+/// Order-book rows read one at a time, straight from the file's bytes.
+///
+/// Consecutive rows differ in a few fields (one size, or a level shifting),
+/// so a field whose text equals the previous row's is not parsed again, and
+/// no table of every row is ever built: the 40-field rows of a level-10 file
+/// are most of the replay's input, and parsing them in full cost more than
+/// the replay itself. Anything unusual (`None` from [`RowCursor::next_row`]
+/// with bytes left) is for the checked parser to explain.
+struct RowCursor<'a> {
+    b: &'a [u8],
+    pos: usize,
+    /// The previous row's field spans (start, length) and values.
+    spans: Vec<(usize, usize)>,
+    values: Vec<i64>,
+}
+
+impl<'a> RowCursor<'a> {
+    fn new(b: &'a [u8], width: usize) -> Self {
+        RowCursor {
+            b,
+            pos: 0,
+            spans: vec![(0, 0); width],
+            values: vec![0; width],
+        }
+    }
+
+    fn at_end(&mut self) -> bool {
+        while matches!(self.b.get(self.pos), Some(b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+        self.pos >= self.b.len()
+    }
+
+    /// The next row, or `None` at the end of the file or on a row the fast
+    /// path does not accept (tell them apart with [`RowCursor::at_end`]).
+    #[inline]
+    fn next_row(&mut self) -> Option<&[i64]> {
+        if self.at_end() {
+            return None;
+        }
+        let (b, width) = (self.b, self.values.len());
+        let mut pos = self.pos;
+        for k in 0..width {
+            let start = pos;
+            let last = k + 1 == width;
+            // The common case in one load: the same text as the previous
+            // row's field, followed by the separator this field needs.
+            let (ps, pl) = self.spans[k];
+            if pl < 8 && start + 8 <= b.len() && ps + 8 <= b.len() {
+                let x = u64::from_le_bytes(b[start..start + 8].try_into().ok()?);
+                let y = u64::from_le_bytes(b[ps..ps + 8].try_into().ok()?);
+                let mask = (1u64 << (8 * pl)) - 1;
+                let sep = (x >> (8 * pl)) as u8;
+                let sep_ok = if last {
+                    sep == b'\n' || sep == b'\r'
+                } else {
+                    sep == b','
+                };
+                if (x ^ y) & mask == 0 && sep_ok {
+                    self.spans[k] = (start, pl);
+                    pos = start + pl + 1;
+                    continue;
+                }
+            }
+            let neg = b[pos] == b'-';
+            pos += neg as usize;
+            let digits = pos;
+            loop {
+                if pos + 8 <= b.len() {
+                    let chunk = u64::from_le_bytes(b[pos..pos + 8].try_into().ok()?);
+                    let n = digit_run(chunk) as usize;
+                    pos += n;
+                    if n < 8 {
+                        break;
+                    }
+                } else {
+                    while pos < b.len() && b[pos].is_ascii_digit() {
+                        pos += 1;
+                    }
+                    break;
+                }
+            }
+            if pos == digits {
+                return None;
+            }
+            match b.get(pos) {
+                Some(b',') if !last => {}
+                Some(b'\n' | b'\r') | None if last => {}
+                _ => return None,
+            }
+            if pl != pos - start || b[ps..ps + pl] != b[start..pos] {
+                let mut i = digits;
+                let v = uint_at(b, &mut i)?;
+                self.values[k] = if neg { -v } else { v };
+            }
+            self.spans[k] = (start, pos - start);
+            pos += 1;
+        }
+        self.pos = pos.min(b.len());
+        Some(&self.values)
+    }
+}
+
+/// Rows per chunk handed from the reader thread to the replay.
+const CHUNK_ROWS: usize = 4096;
+
+enum Chunk {
+    /// `n` rows of values, row after row.
+    Rows(Vec<i64>, usize),
+    /// The reader stopped: the end of the file, or a row for the checked
+    /// parser.
+    Stop,
+}
+
+/// The reader thread: rows into chunks, buffers recycled through `free`.
+fn read_rows(ob: &[u8], width: usize, full: SyncSender<Chunk>, free: Receiver<Vec<i64>>) {
+    let mut cursor = RowCursor::new(ob, width);
+    loop {
+        let mut buf = free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_ROWS * width));
+        buf.clear();
+        let mut n = 0;
+        while n < CHUNK_ROWS {
+            match cursor.next_row() {
+                Some(v) => buf.extend_from_slice(v),
+                None => break,
+            }
+            n += 1;
+        }
+        let stopped = n < CHUNK_ROWS;
+        if n > 0 && full.send(Chunk::Rows(buf, n)).is_err() {
+            return;
+        }
+        if stopped {
+            let _ = full.send(Chunk::Stop);
+            return;
+        }
+    }
+}
+
+/// The replay's side of the reader thread: row `i`, in order, falling back
+/// to a full checked parse when the reader stops early (which names the
+/// line of a malformed row, or reads what the fast path would not).
+struct RowFeed<'a> {
+    full: Receiver<Chunk>,
+    free: SyncSender<Vec<i64>>,
+    cur: Vec<i64>,
+    rows: usize,
+    at: usize,
+    width: usize,
+    fallback: Option<BookRows>,
+    ob: &'a [u8],
+    name: &'a str,
+}
+
+impl RowFeed<'_> {
+    fn row(&mut self, i: usize) -> Result<&[i64], ReplayError> {
+        if self.fallback.is_none() && self.at == self.rows {
+            let used = std::mem::take(&mut self.cur);
+            let _ = self.free.try_send(used);
+            match self.full.recv() {
+                Ok(Chunk::Rows(buf, n)) => {
+                    self.cur = buf;
+                    self.rows = n;
+                    self.at = 0;
+                }
+                Ok(Chunk::Stop) | Err(_) => {
+                    self.fallback = Some(parse_orderbook(self.name, self.ob)?);
+                }
+            }
+        }
+        if let Some(all) = &self.fallback {
+            return Ok(all.row(i));
+        }
+        let w = self.width;
+        self.at += 1;
+        Ok(&self.cur[(self.at - 1) * w..self.at * w])
+    }
+}
+
+/// Non-empty lines, as [`lines`] sees them, counted without parsing.
+fn count_lines(b: &[u8]) -> usize {
+    lines(b).count()
+}
+
 fn parse_orderbook_checked(
     file: &str,
     bytes: &[u8],
@@ -618,7 +805,9 @@ pub struct ReplayReport {
     /// Cancels and executions of unknown orders at levels outside the view.
     pub unobserved_messages: u64,
     pub resting_orders_at_end: usize,
-    /// Seconds parsing the two files.
+    /// Seconds parsing the message file and counting the order-book rows.
+    /// The rows themselves are read on a second thread while the replay
+    /// runs, so their time is inside `replay_seconds`.
     pub parse_seconds: f64,
     /// Seconds applying and checking every message.
     pub replay_seconds: f64,
@@ -986,52 +1175,57 @@ fn opening_book(r: &mut Replayer, row0: &[i64], m0: &MessageRow) -> Result<(), R
     Ok(())
 }
 
-/// Parses the two files on two threads: the message file with the first
-/// part of the order-book file on one, the rest of the order-book file on
-/// the other, split at a line end so both threads get about half the bytes.
-fn parse_both(input: &LobsterInput) -> Result<(Vec<MessageRow>, BookRows), ReplayError> {
-    let ob = &input.orderbook[..];
-    let total = input.messages.len() + ob.len();
-    let cut = ob.len().saturating_sub(total / 2);
-    let cut = match memchr::memchr(b'\n', &ob[cut..]) {
-        Some(k) if cut > 0 => cut + k + 1,
-        _ => 0,
-    };
-    let (head, tail) = ob.split_at(cut);
-    let (msgs, head_rows, tail_rows) = std::thread::scope(|scope| {
-        let tail_job = scope.spawn(|| parse_orderbook(&input.orderbook_name, tail));
-        let msgs = parse_messages(&input.message_name, &input.messages);
-        let head_rows = (!head.is_empty()).then(|| parse_orderbook(&input.orderbook_name, head));
-        let tail_rows = tail_job.join().expect("parser thread panicked");
-        (msgs, head_rows, tail_rows)
-    });
-    let msgs = msgs?;
-    let rows = match (head_rows, tail_rows) {
-        (None, Ok(t)) => t,
-        (Some(Ok(mut h)), Ok(t)) if h.levels == t.levels => {
-            h.values.extend_from_slice(&t.values);
-            h
-        }
-        // On any error, parse the whole file again so that the line number
-        // counts from its start.
-        _ => parse_orderbook(&input.orderbook_name, ob)?,
-    };
-    Ok((msgs, rows))
-}
-
 /// Replays a LOBSTER day and checks every row.
 pub fn replay(input: &LobsterInput, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
     let t0 = Instant::now();
-    let (msgs, rows) = parse_both(input)?;
-    let parse_seconds = t0.elapsed().as_secs_f64();
-    if msgs.len() != rows.len() {
-        return Err(ReplayError::RowCount {
-            messages: msgs.len(),
-            rows: rows.len(),
-        });
+    let ob = &input.orderbook[..];
+    let width = match lines(ob).next() {
+        Some(first) => first.iter().filter(|&&c| c == b',').count() + 1,
+        None => 0,
+    };
+    if width == 0 || width % 4 != 0 {
+        // The checked parser says what is wrong with the first row.
+        parse_orderbook(&input.orderbook_name, ob)?;
     }
+    // Two threads: one reads the order-book rows (most of the input) into
+    // chunks while the other parses the messages and replays them.
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = sync_channel(4);
+        let (free_tx, free_rx) = sync_channel(8);
+        scope.spawn(move || read_rows(ob, width, full_tx, free_rx));
+        let msgs = parse_messages(&input.message_name, &input.messages)?;
+        let row_count = count_lines(ob);
+        if msgs.len() != row_count {
+            return Err(ReplayError::RowCount {
+                messages: msgs.len(),
+                rows: row_count,
+            });
+        }
+        let mut feed = RowFeed {
+            full: full_rx,
+            free: free_tx,
+            cur: Vec::new(),
+            rows: 0,
+            at: 0,
+            width,
+            fallback: None,
+            ob,
+            name: &input.orderbook_name,
+        };
+        replay_rows(input, opts, &msgs, &mut feed, t0)
+    })
+}
+
+fn replay_rows(
+    input: &LobsterInput,
+    opts: &ReplayOptions,
+    msgs: &[MessageRow],
+    feed: &mut RowFeed,
+    t0: Instant,
+) -> Result<ReplayReport, ReplayError> {
+    let parse_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let levels = rows.levels;
+    let levels = feed.width / 4;
     let mut r = Replayer {
         book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 16),
         tick: opts.tick,
@@ -1050,16 +1244,16 @@ pub fn replay(input: &LobsterInput, opts: &ReplayOptions) -> Result<ReplayReport
     let mut by_type = [0u64; 7];
     let mut mismatched_rows = 0;
     let mut first_mismatches = Vec::new();
-    if let Some(m0) = msgs.first() {
-        opening_book(&mut r, rows.row(0), m0)?;
-    }
     let mut asks: Vec<LevelView> = Vec::with_capacity(levels);
     let mut bids: Vec<LevelView> = Vec::with_capacity(levels);
     for (i, m) in msgs.iter().enumerate() {
         let line = i as u64 + 1;
+        let row = feed.row(i)?;
+        if i == 0 {
+            opening_book(&mut r, row, m)?;
+        }
         by_type[m.kind as usize - 1] += 1;
         r.apply(line, m)?;
-        let row = rows.row(i);
         if r.reconcile(row).map_err(r.engine(line))? {
             continue;
         }

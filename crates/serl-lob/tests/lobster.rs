@@ -106,6 +106,33 @@ fn bad_rows_name_the_file_line_and_field() {
 }
 
 #[test]
+fn a_bad_order_book_row_names_its_line_and_field() {
+    // The rows are read on a second thread as the replay needs them; a bad
+    // one far into the file is still named by line and field.
+    let dir = tempfile::tempdir().unwrap();
+    let mut msgs = String::from("34200.1,1,11,100,1000000,1\n");
+    let mut ob = String::from("1000200,10,1000000,100\n");
+    for k in 0..9_000 {
+        msgs.push_str(&format!("34200.2,1,{},1,1000000,1\n", 100 + k));
+        ob.push_str(&format!("1000200,10,1000000,{}\n", 101 + k));
+    }
+    msgs.push_str("34200.3,1,99999,1,1000000,1\n");
+    ob.push_str("1000200,10,10x0000,9101\n");
+    let m = write(dir.path(), "D_message_1.csv", &msgs);
+    write(dir.path(), "D_orderbook_1.csv", &ob);
+    let err = replay(
+        &LobsterInput::open(&m, None).unwrap(),
+        &ReplayOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("D_orderbook_1.csv:9002") && err.contains("bid_price"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_zip_without_an_orderbook_file_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("broken.zip");

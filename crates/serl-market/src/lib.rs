@@ -17,9 +17,9 @@
 //! - market makers: inventory-aware quotes on several levels around the
 //!   fundamental, picking off orders a move left behind.
 //!
-//! The fundamental ([`PathModel`]) meets the real day every half hour and is
+//! The fundamental ([`PathModel`]) meets the real day four times a day and is
 //! a stochastic-volatility process with heavy-tailed shocks in between, so
-//! the simulated day has the real open, path and volatility profile, and the
+//! the simulated day has the real open, close and volatility, and the
 //! stylized facts of real returns. Order flow shifts what every trader
 //! believes the price is (concave in the flow, fading with time), which is
 //! how a metaorder's impact arises and decays ([`impact`]).

@@ -36,7 +36,7 @@ pub struct PathModel {
 impl Default for PathModel {
     fn default() -> Self {
         PathModel {
-            anchor_minutes: 30,
+            anchor_minutes: 130,
             tail_dof: 5.0,
             vol_persistence: 0.95,
             vol_of_vol: 0.2,
@@ -103,7 +103,7 @@ mod tests {
         let p: Vec<f64> = (0..390).map(|m| 100.0 + (m as f64 / 20.0).sin()).collect();
         let model = PathModel::default();
         let path = model.log_path(&p, &mut SmallRng::seed_from_u64(7));
-        for m in (0..390).step_by(30).chain([389]) {
+        for m in (0..390).step_by(130).chain([389]) {
             assert!((path[m] - p[m].ln()).abs() < 1e-12, "minute {m}");
         }
         assert_ne!(path[15], p[15].ln());
