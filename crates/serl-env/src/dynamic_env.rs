@@ -97,6 +97,20 @@ pub struct DynamicEnv<'a> {
     arrival: f64,
     last_step_volume: f64,
     mids: Vec<f64>,
+    peers: Vec<Peer>,
+}
+
+/// Another execution agent working its own parent order in the same
+/// market over the same window, at an even pace (TWAP): the multi-agent
+/// scenario, where several executions move one price.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub side: OrderSide,
+    pub qty: f64,
+    pub remaining: f64,
+    pub filled: f64,
+    /// Dollars paid (buys) or received (sells).
+    pub notional: f64,
 }
 
 impl<'a> DynamicEnv<'a> {
@@ -128,6 +142,62 @@ impl<'a> DynamicEnv<'a> {
             last_step_volume: 0.0,
             mids: Vec::new(),
             cal,
+            peers: Vec::new(),
+        }
+    }
+
+    /// Adds execution agents with parent orders of `qty` shares on `side`
+    /// each, over this order's window.
+    pub fn add_peers(&mut self, peers: impl IntoIterator<Item = (OrderSide, f64)>) {
+        self.peers.extend(peers.into_iter().map(|(side, qty)| Peer {
+            side,
+            qty,
+            remaining: qty,
+            filled: 0.0,
+            notional: 0.0,
+        }));
+    }
+
+    pub fn peers(&self) -> &[Peer] {
+        &self.peers
+    }
+
+    /// The observation peer `k` sees: the market's, with its own inventory.
+    pub fn observe_peer(&self, k: usize, out: &mut [f32]) {
+        let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
+        let p = &self.peers[k];
+        observe(
+            &self.sim,
+            self.view,
+            from,
+            self.view.open_minute,
+            self.step,
+            self.steps,
+            p.remaining / p.qty.max(1.0),
+            out,
+        );
+    }
+
+    /// Each peer's slice of this minute: what is left over the minutes left
+    /// in the window, within the participation cap; sent before the agent's
+    /// own child order.
+    fn trade_peers(&mut self, minute: u16, cap: f64) {
+        let left = (self.order.end_minute.saturating_sub(minute)).max(1) as f64;
+        for (k, p) in self.peers.iter_mut().enumerate() {
+            let q = (p.remaining / left).min(cap).floor();
+            if q < 1.0 {
+                continue;
+            }
+            let side = match p.side {
+                OrderSide::Buy => Side::Bid,
+                OrderSide::Sell => Side::Ask,
+            };
+            let r = self
+                .sim
+                .execute_market(EXECUTION_OWNER + 1 + k as u32, side, q as u64);
+            p.remaining = (p.remaining - r.filled as f64).max(0.0);
+            p.filled += r.filled as f64;
+            p.notional += r.notional as f64 * self.sim.tick();
         }
     }
 
@@ -187,6 +257,9 @@ impl<'a> DynamicEnv<'a> {
             let mi = (m - open) as usize;
             let cap =
                 self.cfg.participation_cap * self.cal.minute_volume.get(mi).copied().unwrap_or(0.0);
+            if !self.peers.is_empty() {
+                self.trade_peers(m, cap);
+            }
             let q = ((want - got) / (n - i as f64)).min(cap).floor();
             if q >= 1.0 {
                 let r = self.sim.execute_market(EXECUTION_OWNER, side, q as u64);

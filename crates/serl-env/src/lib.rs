@@ -29,7 +29,7 @@ pub mod static_env;
 pub mod view;
 
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
-pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, VecDynamicEnv};
+pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer, VecDynamicEnv};
 pub use error::EnvError;
 pub use obs::OBS_DIM;
 pub use order::{

@@ -25,6 +25,13 @@ impl OrderSide {
             OrderSide::Sell => -1.0,
         }
     }
+
+    pub fn opposite(self) -> OrderSide {
+        match self {
+            OrderSide::Buy => OrderSide::Sell,
+            OrderSide::Sell => OrderSide::Buy,
+        }
+    }
 }
 
 impl std::fmt::Display for OrderSide {

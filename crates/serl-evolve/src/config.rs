@@ -113,6 +113,13 @@ impl EvolveConfig {
         if self.iterations == 0 || self.candidates == 0 {
             return Err("evolve.iterations and evolve.candidates must be at least 1".into());
         }
+        if self.modules.contains(&ModuleKind::Communication) && self.train.team.is_none() {
+            return Err(
+                "evolve.modules has communication, which needs the multi-agent scenario: \
+                 add [evolve.train.team] (peers, peer_size, same_side)"
+                    .into(),
+            );
+        }
         if !self.modules.contains(&ModuleKind::Reward) {
             return Err("evolve.modules must include reward".into());
         }

@@ -675,6 +675,13 @@ fn train_design(
     tc.seed = seed;
     tc.network = d.architecture.clone();
     tc.features = d.state.features.clone();
+    // In the multi-agent scenario the design's communication is how the
+    // agents talk.
+    if let Some(team) = &mut tc.team {
+        if d.communication.is_some() {
+            team.communication = d.communication.clone();
+        }
+    }
     tc.imagination = serl_train::run::ImaginationConfig {
         share: if d.imagination.scenarios.is_empty() {
             0.0

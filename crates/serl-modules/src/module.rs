@@ -210,65 +210,7 @@ pub struct ProfilingModule {
     pub market: Box<MarketConfig>,
 }
 
-/// How the messages of the other agents are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Aggregate {
-    Mean,
-    Sum,
-    /// Softmax-weighted by the dot product of each message with the
-    /// receiving agent's own message.
-    Attention,
-}
-
-/// What each execution agent broadcasts and how it hears the others.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Communication {
-    pub broadcast: Vec<FeatureDef>,
-    pub aggregate: Aggregate,
-}
-
-impl Communication {
-    /// The combined message agent `me` receives from the others.
-    pub fn aggregate(&self, messages: &[Vec<f64>], me: usize) -> Vec<f64> {
-        let dim = self.broadcast.len();
-        let others: Vec<&Vec<f64>> = messages
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != me)
-            .map(|(_, m)| m)
-            .collect();
-        let mut out = vec![0.0; dim];
-        if others.is_empty() {
-            return out;
-        }
-        let weights: Vec<f64> = match self.aggregate {
-            Aggregate::Sum => vec![1.0; others.len()],
-            Aggregate::Mean => vec![1.0 / others.len() as f64; others.len()],
-            Aggregate::Attention => {
-                let own = &messages[me];
-                let scores: Vec<f64> = others
-                    .iter()
-                    .map(|m| {
-                        m.iter().zip(own).map(|(a, b)| a * b).sum::<f64>()
-                            / (dim.max(1) as f64).sqrt()
-                    })
-                    .collect();
-                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-                let z: f64 = e.iter().sum();
-                e.iter().map(|v| v / z).collect()
-            }
-        };
-        for (m, w) in others.iter().zip(weights) {
-            for (o, v) in out.iter_mut().zip(m.iter()) {
-                *o += w * v;
-            }
-        }
-        out
-    }
-}
+pub use serl_train::team::{Aggregate, Communication};
 
 /// A validated module.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

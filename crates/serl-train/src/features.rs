@@ -63,13 +63,15 @@ impl FeatureSet {
         self.programs.iter().map(Program::new_state).collect()
     }
 
-    /// Writes the base observation and the features into `out` (length
-    /// base + features), advancing each program's window state one step.
-    pub fn extend(&self, states: &mut [State], base: &[f32], out: &mut [f32]) {
-        let vals: Vec<f64> = base[..self.base].iter().map(|&v| v as f64).collect();
-        out[..self.base].copy_from_slice(&base[..self.base]);
+    /// Writes the inner observation and the features into `out` (length
+    /// inner + features), advancing each program's window state one step.
+    /// The programs read the first columns, the ones they were compiled
+    /// over; columns after them (heard messages) pass through.
+    pub fn extend(&self, states: &mut [State], inner: &[f32], out: &mut [f32]) {
+        let vals: Vec<f64> = inner[..self.base].iter().map(|&v| v as f64).collect();
+        out[..inner.len()].copy_from_slice(inner);
         for (k, (p, st)) in self.programs.iter().zip(states.iter_mut()).enumerate() {
-            out[self.base + k] = p.eval(st, &vals) as f32;
+            out[inner.len() + k] = p.eval(st, &vals) as f32;
         }
     }
 

@@ -37,6 +37,7 @@ pub mod rollout;
 pub mod run;
 pub mod spec;
 pub mod task;
+pub mod team;
 pub mod validate;
 
 use std::path::Path;

@@ -53,6 +53,11 @@ pub struct PolicyMeta {
     /// (`obs_dim` counts them).
     #[serde(default)]
     pub features: Vec<crate::features::FeatureDef>,
+    /// Columns of heard messages between the environment's observation
+    /// and the features (the multi-agent scenario); zero when backtested
+    /// alone.
+    #[serde(default)]
+    pub message_dims: usize,
 }
 
 // Built once per policy; the size difference costs nothing.
@@ -381,7 +386,12 @@ impl Strategy for PolicyStrategy {
         let dim = self.policy.meta.obs_dim;
         let mut obs = vec![0f32; dim];
         match &mut self.features {
-            Some((f, s)) => f.extend(s, d.obs, &mut obs),
+            Some((f, s)) => {
+                // Alone in a backtest, the agent hears silence.
+                let mut inner = d.obs.to_vec();
+                inner.resize(d.obs.len() + self.policy.meta.message_dims, 0.0);
+                f.extend(s, &inner, &mut obs)
+            }
             None => {
                 let n = dim.min(d.obs.len());
                 obs[..n].copy_from_slice(&d.obs[..n]);

@@ -100,6 +100,9 @@ pub struct TrainConfig {
     /// observation; the environments must already carry them
     /// ([`crate::features::WithFeatures`]).
     pub features: Vec<crate::features::FeatureDef>,
+    /// The multi-agent scenario: peers in every dynamic episode, and what
+    /// the agents tell each other. None trains alone.
+    pub team: Option<crate::team::TeamConfig>,
 }
 
 impl Default for TrainConfig {
@@ -118,6 +121,7 @@ impl Default for TrainConfig {
             eval_every: 5,
             checkpoint_every: 1,
             features: Vec::new(),
+            team: None,
         }
     }
 }
@@ -185,6 +189,9 @@ impl TrainConfig {
         if !(0.0..=1.0).contains(&self.imagination.share) {
             return Err(bad("imagination.share", "must be in [0, 1]"));
         }
+        if let Some(t) = &self.team {
+            t.validate()?;
+        }
         Ok(())
     }
 
@@ -232,6 +239,7 @@ impl TrainConfig {
             },
             norm: RunningNorm::new(obs_dim),
             features: self.features.clone(),
+            message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
         }
     }
 

@@ -62,6 +62,14 @@ pub struct ExecutionEnv<'a> {
     episode: Episode<'a>,
     order: Option<&'a ParentOrder>,
     filled: (f64, f64, f64),
+    team: Option<Team>,
+}
+
+/// The multi-agent scenario inside one environment.
+struct Team {
+    cfg: crate::team::TeamConfig,
+    channel: Option<crate::team::Channel>,
+    scratch: Vec<f32>,
 }
 
 impl<'a> ExecutionEnv<'a> {
@@ -82,13 +90,59 @@ impl<'a> ExecutionEnv<'a> {
             episode: Episode::None,
             order: None,
             filled: (0.0, 0.0, 0.0),
+            team: None,
+        }
+    }
+
+    /// Plays the multi-agent scenario: `team.peers` other execution agents
+    /// in every dynamic episode, heard through `channel` when given.
+    pub fn with_team(
+        mut self,
+        team: &crate::team::TeamConfig,
+        channel: Option<crate::team::Channel>,
+    ) -> Self {
+        self.team = Some(Team {
+            cfg: team.clone(),
+            channel,
+            scratch: vec![0.0; OBS_DIM],
+        });
+        self
+    }
+
+    fn message_dims(&self) -> usize {
+        self.team
+            .as_ref()
+            .filter(|t| t.channel.is_some())
+            .map_or(0, |t| t.cfg.message_dims())
+    }
+
+    /// Every agent broadcasts what it now sees.
+    fn broadcast(&mut self) {
+        let Some(team) = &mut self.team else { return };
+        let Some(channel) = &mut team.channel else {
+            return;
+        };
+        match &self.episode {
+            Episode::Dynamic(e) => {
+                e.observe(&mut team.scratch);
+                channel.broadcast(0, &team.scratch);
+                for k in 0..e.peers().len() {
+                    e.observe_peer(k, &mut team.scratch);
+                    channel.broadcast(k + 1, &team.scratch);
+                }
+            }
+            Episode::Static(e) => {
+                e.observe(&mut team.scratch);
+                channel.broadcast(0, &team.scratch);
+            }
+            Episode::None => {}
         }
     }
 }
 
 impl TrainEnv for ExecutionEnv<'_> {
     fn obs_dim(&self) -> usize {
-        OBS_DIM
+        OBS_DIM + self.message_dims()
     }
 
     fn source(&self) -> Source {
@@ -107,21 +161,39 @@ impl TrainEnv for ExecutionEnv<'_> {
         self.order = Some(o);
         self.episode = match &self.venue {
             Venue::Static => Episode::Static(StaticEnv::new(view, o, self.cfg)),
-            Venue::Dynamic(m) => Episode::Dynamic(Box::new(DynamicEnv::new(
-                view,
-                o,
-                self.cfg,
-                m,
-                rng.random(),
-            ))),
+            Venue::Dynamic(m) => {
+                let mut e = DynamicEnv::new(view, o, self.cfg, m, rng.random());
+                if let Some(team) = &self.team {
+                    let side = if team.cfg.same_side {
+                        o.side
+                    } else {
+                        o.side.opposite()
+                    };
+                    e.add_peers((0..team.cfg.peers).map(|_| (side, o.qty * team.cfg.peer_size)));
+                }
+                Episode::Dynamic(Box::new(e))
+            }
         };
+        if let Some(channel) = self.team.as_mut().and_then(|t| t.channel.as_mut()) {
+            let agents = match &self.episode {
+                Episode::Dynamic(e) => 1 + e.peers().len(),
+                _ => 1,
+            };
+            channel.reset(agents);
+        }
+        self.broadcast();
     }
 
     fn observe(&self, out: &mut [f32]) {
+        let (own, heard) = out.split_at_mut(OBS_DIM);
         match &self.episode {
-            Episode::Static(e) => e.observe(out),
-            Episode::Dynamic(e) => e.observe(out),
-            Episode::None => out.fill(0.0),
+            Episode::Static(e) => e.observe(own),
+            Episode::Dynamic(e) => e.observe(own),
+            Episode::None => own.fill(0.0),
+        }
+        match self.team.as_ref().and_then(|t| t.channel.as_ref()) {
+            Some(channel) => channel.heard(heard),
+            None => heard.fill(0.0),
         }
     }
 
@@ -138,6 +210,9 @@ impl TrainEnv for ExecutionEnv<'_> {
                 Episode::None => unreachable!("stepped above"),
             };
             self.filled = (out.filled, out.notional, out.bench_price);
+        }
+        if !info.done {
+            self.broadcast();
         }
         (self.reward.reward(&info), info.done)
     }
@@ -292,6 +367,13 @@ pub fn execution_envs<'a>(
             &serl_env::obs::feature_names(),
         )?)
     };
+    let channel = match cfg.team.as_ref().and_then(|t| t.communication.as_ref()) {
+        Some(c) => Some(crate::team::Channel::compile(
+            c,
+            &serl_env::obs::feature_names(),
+        )?),
+        None => None,
+    };
     let n_dyn = cfg.dynamic_envs();
     let n_static = cfg.n_envs - n_dyn;
     let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
@@ -301,7 +383,10 @@ pub fn execution_envs<'a>(
         } else {
             Venue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
-        let e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
+        let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
+        if let Some(team) = &cfg.team {
+            e = e.with_team(team, channel.clone());
+        }
         match &features {
             Some(f) => envs.push(Box::new(WithFeatures::new(e, f.clone()))),
             None => envs.push(Box::new(e)),

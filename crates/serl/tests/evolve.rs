@@ -12,7 +12,11 @@ use std::time::{Duration, Instant};
 
 /// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
 fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
-    let base = std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap();
+    tiny_config_from(dir, "configs/evolve.toml", extra)
+}
+
+fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
+    let base = std::fs::read_to_string(repo().join(shipped)).unwrap();
     let cfg = base
         .replace("iterations = 3", "iterations = 2")
         .replace("candidates = 3", "candidates = 2")
@@ -51,6 +55,44 @@ fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
+}
+
+#[test]
+fn the_multi_agent_scenario_evolves_agents_that_talk() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config_from(dir.path(), "configs/evolve-team.toml", "")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let run = dir.path().join("run");
+    let o = serl(&["evolve", "--config", &cfg, "--out", run.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Every designed candidate says how the agents talk, and trained
+    // hearing it.
+    let mut talked = 0;
+    for e in std::fs::read_dir(run.join("candidates")).unwrap() {
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap();
+        // The baseline is plain PPO with the default modules: it trains
+        // among the peers but hears nothing.
+        if c["key"] == "baseline" {
+            continue;
+        }
+        let broadcast = &c["design"]["communication"]["broadcast"];
+        assert!(broadcast.as_array().is_some_and(|b| !b.is_empty()), "{c}");
+        talked += 1;
+    }
+    assert!(talked >= 2);
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("final/serl-best/final.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(meta["message_dims"].as_u64().unwrap() >= 1, "{meta}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("communication"),
+        "the report shows the module"
+    );
 }
 
 #[test]
