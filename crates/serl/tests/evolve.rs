@@ -236,6 +236,10 @@ fn scripted_server() -> String {
                 r#"{"features": [{"name": "ret_mean_5", "program": "mean(ret_1, 5)"}]}"#.to_string()
             } else if prompt.contains("# Module: agent architecture") {
                 r#"Here: {"window": 1, "blocks": [{"kind": "dense", "width": 32, "activation": "tanh"}]}"#.to_string()
+            } else if prompt.contains("# Module: profiling") {
+                r#"{"market": {"noise_agents": 40, "value_agents": 40, "momentum_agents": 5, "informed_agents": 5, "market_makers": 2}}"#.to_string()
+            } else if prompt.contains("# Module: communication") {
+                "```json\n{\"broadcast\": [{\"name\": \"left\", \"program\": \"inventory_left\"}], \"aggregate\": \"attention\"}\n```".to_string()
             } else if prompt.contains("# Module: imagination") {
                 r#"{"scenarios": [{"volatility_mult": 1.2, "drift_bps": -10, "liquidity_mult": 0.9, "jumps": []}], "share": 0.5}"#.to_string()
             } else {
@@ -308,6 +312,64 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(scores(&run), scores(&replay));
+}
+
+#[test]
+fn all_six_modules_come_through_an_openai_compatible_server() {
+    // The multi-agent scenario asks for every module kind; each comes back
+    // over HTTP, is validated and is used: profiling builds the market,
+    // communication is what the trained agents hear.
+    let dir = tempfile::tempdir().unwrap();
+    let url = scripted_server();
+    let base =
+        std::fs::read_to_string(tiny_config_from(dir.path(), "configs/evolve-team.toml", ""))
+            .unwrap();
+    let cut = base.find("[llm.http]").unwrap();
+    let cfg = dir.path().join("team-llm.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n",
+            &base[..cut]
+        ),
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "openai",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let c0: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap())
+            .unwrap();
+    let kinds: Vec<&str> = c0["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    for k in [
+        "reward",
+        "state",
+        "architecture",
+        "imagination",
+        "profiling",
+        "communication",
+    ] {
+        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+    }
+    assert_eq!(c0["design"]["profiling"]["market"]["noise_agents"], 40);
+    assert_eq!(c0["design"]["communication"]["aggregate"], "attention");
+    assert!(
+        c0["score"].as_f64().is_some(),
+        "the candidate trained: {c0}"
+    );
 }
 
 #[test]
