@@ -703,6 +703,8 @@ struct RowFeed<'a> {
     fallback: Option<BookRows>,
     ob: &'a [u8],
     name: &'a str,
+    /// Messages to replay (rows wanted).
+    messages: usize,
 }
 
 impl RowFeed<'_> {
@@ -722,6 +724,12 @@ impl RowFeed<'_> {
             }
         }
         if let Some(all) = &self.fallback {
+            if i >= all.len() {
+                return Err(ReplayError::RowCount {
+                    messages: self.messages,
+                    rows: all.len(),
+                });
+            }
             return Ok(all.row(i));
         }
         let w = self.width;
@@ -1211,6 +1219,7 @@ pub fn replay(input: &LobsterInput, opts: &ReplayOptions) -> Result<ReplayReport
             fallback: None,
             ob,
             name: &input.orderbook_name,
+            messages: msgs.len(),
         };
         replay_rows(input, opts, &msgs, &mut feed, t0)
     })
