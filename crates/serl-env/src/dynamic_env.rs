@@ -74,7 +74,12 @@ fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f
     }
     // A fixed pilot seed: the fit is part of the calibration, not of an
     // episode's randomness.
-    let fit = Arc::new(serl_market::fit_noise_volume(cal, cfg, 0));
+    let fit = Arc::new(serl_market::fit_noise_volume(
+        cal,
+        cfg,
+        0,
+        serl_market::FitEffort::Quick,
+    ));
     if let Ok(mut m) = view.noise_fits.lock() {
         m.insert(key, fit.clone());
     }

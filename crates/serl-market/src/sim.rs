@@ -36,19 +36,44 @@ pub struct Calibration {
     pub noise_scale: Vec<f64>,
 }
 
+/// How many pilot days [`fit_noise_volume`] spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitEffort {
+    /// One pilot day.
+    Quick,
+    /// Two pilot days, refitted once: four.
+    Full,
+}
+
 /// Fits the noise traders' per-minute arrival rates so that the simulated
 /// volume of each half hour matches the real one. The other traders' volume
 /// depends on how much the price moves against the book, which no formula
 /// gives in advance, so pilot days measure it: each half hour's noise rate
 /// is scaled by real / simulated volume (in all bounded to [1/4, 4]).
-pub fn fit_noise_volume(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Vec<f64> {
+///
+/// `FitEffort::Full` (four pilot days) is what `serl simulate` checks;
+/// training environments use `FitEffort::Quick` (one), since every new
+/// session an episode draws pays for its fit once.
+pub fn fit_noise_volume(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    seed: u64,
+    effort: FitEffort,
+) -> Vec<f64> {
     let minutes = cal.minute_price.len();
     let mut cal = cal.clone();
     // The response is not linear in the rate (more noise orders also mean
-    // more resting liquidity to trade against), so refit once.
-    for _ in 0..2 {
-        // Two pilot days, since a day's volume varies with its path.
-        let pilots = [seed, seed + 1].map(|s| Simulator::new(&cal, cfg, s).finish().volume);
+    // more resting liquidity to trade against), so the full fit refits
+    // once, and averages two days, since a day's volume varies with its
+    // path.
+    let (rounds, days) = match effort {
+        FitEffort::Quick => (1, 1),
+        FitEffort::Full => (2, 2),
+    };
+    for _ in 0..rounds {
+        let pilots: Vec<Vec<f64>> = (0..days)
+            .map(|k| Simulator::new(&cal, cfg, seed + k).finish().volume)
+            .collect();
         let mut scale = vec![1.0; minutes];
         for start in (0..minutes).step_by(30) {
             let end = (start + 30).min(minutes);

@@ -106,7 +106,7 @@ fn recording_a_day_keeps_its_tape_and_books_without_changing_it() {
 fn fitted_noise_rates_bring_every_half_hour_to_the_real_volume() {
     let mut cal = day();
     let cfg = MarketConfig::default();
-    cal.noise_scale = fit_noise_volume(&cal, &cfg, 0);
+    cal.noise_scale = fit_noise_volume(&cal, &cfg, 0, FitEffort::Full);
     let seeds = 4;
     let mut sim = [0.0; 13];
     for seed in 10..10 + seeds {

@@ -14,7 +14,7 @@ use serl_lob::lobster::{parse_messages, LobsterInput};
 use serl_market::facts::{stylized_facts, Check};
 use serl_market::impact::{impact_study, ImpactSpec};
 use serl_market::Simulator;
-use serl_market::{Calibration, OrderStats, Recording};
+use serl_market::{Calibration, FitEffort, OrderStats, Recording};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -153,13 +153,14 @@ fn load_session(s: SessionArgs) -> Result<Session> {
             }
             let daily: f64 = cal.minute_volume.iter().sum();
             stats.apply(&mut market, daily);
-            // The population changed: fit its noise rates again.
-            cal.noise_scale = Vec::new();
-            cal.noise_scale = serl_market::fit_noise_volume(&cal, &market, 0);
             Some((path, stats))
         }
         None => None,
     };
+    // The environments' quick fit (one pilot day) is refitted in full (four)
+    // for the day that is checked, and for a population LOBSTER changed.
+    cal.noise_scale = Vec::new();
+    cal.noise_scale = serl_market::fit_noise_volume(&cal, &market, 0, FitEffort::Full);
     Ok(Session {
         lobster,
         symbol: sym,
