@@ -39,6 +39,6 @@ mod sim;
 pub use lobster_stats::OrderStats;
 pub use path::PathModel;
 pub use sim::{
-    fit_noise_volume, AgentKind, FitEffort, BookSnapshot, Calibration, MarketConfig, MinuteStats, Recording,
-    Scenario, Simulator, TapeTrade, EXECUTION_OWNER,
+    fit_noise_volume, AgentKind, BookSnapshot, Calibration, FitEffort, MarketConfig, MinuteStats,
+    Recording, Scenario, Simulator, TapeTrade, EXECUTION_OWNER,
 };

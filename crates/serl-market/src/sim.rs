@@ -279,6 +279,8 @@ pub struct Simulator {
     fundamental: Vec<f64>,
     /// Noise arrival rate per minute, per agent, per microsecond.
     noise_rate: Vec<f64>,
+    /// Noise traders: the first `n_noise` agents.
+    n_noise: u32,
     mm_size: Vec<f64>,
     spread_ticks: f64,
     /// Ticks between the price levels agents think in: 1 for most stocks,
@@ -290,6 +292,8 @@ pub struct Simulator {
     /// last brought up to date.
     flow: f64,
     flow_at: u64,
+    /// The flow's shift for one second: (second, ticks).
+    shift_cache: std::cell::Cell<(u64, f64)>,
     /// Price shift per unit of the flow response, ticks: the day's
     /// volatility times `flow_impact`.
     flow_scale: f64,
@@ -460,11 +464,13 @@ impl Simulator {
             tick: cal.tick,
             fundamental,
             noise_rate,
+            n_noise: n_noise as u32,
             mm_size,
             spread_ticks,
             grid: (spread_ticks / 4.0).floor().max(1.0) as i64,
             flow: 0.0,
             flow_at: 0,
+            shift_cache: std::cell::Cell::new((u64::MAX, 0.0)),
             flow_scale: cfg.flow_impact * day_vol * p0 / cal.tick,
             daily_volume: daily_volume.max(1.0),
             minute_volume: (0..minutes)
@@ -491,7 +497,14 @@ impl Simulator {
             events: 0,
             recording,
         };
+        // The noise traders arrive as one Poisson stream (the sum of theirs),
+        // carried by the first of them, each arrival then acting for one of
+        // them at random: the same process, with one clock in the queue
+        // instead of hundreds that mostly wake only to redraw.
         for a in 0..sim.agents.len() as u32 {
+            if sim.agents[a as usize].kind == AgentKind::Noise && a != 0 {
+                continue;
+            }
             let t = sim.first_wake(a);
             sim.schedule(t, a);
         }
@@ -551,7 +564,7 @@ impl Simulator {
                 // minute: draw with this minute's rate, and if the draw
                 // leaves the minute, wake at its end to draw again.
                 let m = self.minute_at(now);
-                let rate = self.noise_rate[m];
+                let rate = self.noise_rate[m] * self.n_noise as f64;
                 let dt = Exp::new(rate.max(1e-15)).map_or(f64::MAX, |e| e.sample(&mut self.rng));
                 let end = (m as u64 + 1) * US_PER_MIN;
                 let t = now as f64 + dt;
@@ -686,8 +699,17 @@ impl Simulator {
     /// growing as its square root (the square-root law of impact), and it
     /// fades as the flow is forgotten.
     fn flow_shift(&self) -> f64 {
+        // Read on every wake-up; the memory is half an hour, so the value
+        // of the current second serves until the flow changes.
+        let second = self.now / 1_000_000;
+        let (at, cached) = self.shift_cache.get();
+        if at == second {
+            return cached;
+        }
         let x = self.decayed_flow() / self.daily_volume;
-        self.flow_scale * x / (x.abs() + 1e-4).sqrt()
+        let shift = self.flow_scale * x / (x.abs() + 1e-4).sqrt();
+        self.shift_cache.set((second, shift));
+        shift
     }
 
     fn record(&mut self, r: &ExecReport, side: Side, informative: bool) {
@@ -696,6 +718,7 @@ impl Simulator {
                 let signed = if side == Side::Bid { 1.0 } else { -1.0 } * r.filled as f64;
                 self.flow = self.decayed_flow() + signed;
                 self.flow_at = self.now;
+                self.shift_cache.set((u64::MAX, 0.0));
             }
             let m = self.minute_at(self.now);
             self.stats.volume[m] += r.filled as f64;
@@ -796,6 +819,7 @@ impl Simulator {
                 if self.agents[a as usize].redraw {
                     return;
                 }
+                let a = self.rng.random_range(0..self.n_noise);
                 let u: f64 = self.rng.random();
                 if u < self.cfg.cancel_share {
                     if let Some(id) = self.agents[a as usize].live.pop_front() {
