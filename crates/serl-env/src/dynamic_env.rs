@@ -169,18 +169,8 @@ impl<'a> DynamicEnv<'a> {
 
     /// The observation peer `k` sees: the market's, with its own inventory.
     pub fn observe_peer(&self, k: usize, out: &mut [f32]) {
-        let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
         let p = &self.peers[k];
-        observe(
-            &self.sim,
-            self.view,
-            from,
-            self.view.open_minute,
-            self.step,
-            self.steps,
-            p.remaining / p.qty.max(1.0),
-            out,
-        );
+        self.observe_holding(p.remaining / p.qty.max(1.0), out);
     }
 
     /// Each peer's slice of this minute: what is left over the minutes left
@@ -223,6 +213,12 @@ impl<'a> DynamicEnv<'a> {
     }
 
     pub fn observe(&self, out: &mut [f32]) {
+        self.observe_holding(self.remaining / self.order.qty, out);
+    }
+
+    /// The market's observation now, for an agent with `inventory_left` of
+    /// its order still to trade.
+    fn observe_holding(&self, inventory_left: f64, out: &mut [f32]) {
         let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
         observe(
             &self.sim,
@@ -231,7 +227,7 @@ impl<'a> DynamicEnv<'a> {
             self.view.open_minute,
             self.step,
             self.steps,
-            self.remaining / self.order.qty,
+            inventory_left,
             out,
         );
     }

@@ -9,13 +9,60 @@ use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfi
 use serl_train::features::FeatureDef;
 use serl_train::task::execution_envs;
 use serl_train::team::{Aggregate, Communication, TeamConfig};
-use serl_train::{train, TrainConfig, TrainSetup};
+use serl_train::{train, TrainConfig, TrainEnv, TrainSetup};
 
-fn bundled() -> (serl_data::Dataset, DataConfig) {
-    let data = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
-        .join("../../data/lean");
-    let cfg = DataConfig::default();
-    (serl_data::load(&data, &cfg).unwrap(), cfg)
+/// The bundled sample's train orders, with 30-minute decisions.
+struct Bundled {
+    orders: Vec<serl_env::ParentOrder>,
+    market: MarketData,
+    env_cfg: EnvConfig,
+}
+
+impl Bundled {
+    fn load() -> Self {
+        let data = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+            .join("../../data/lean");
+        let data_cfg = DataConfig::default();
+        let ds = serl_data::load(&data, &data_cfg).unwrap();
+        Bundled {
+            orders: generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap(),
+            market: MarketData::new(&ds, &data_cfg),
+            env_cfg: EnvConfig {
+                decision_minutes: 30,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The environments `cfg` trains in.
+    fn envs(&self, cfg: &TrainConfig) -> Vec<Box<dyn TrainEnv + '_>> {
+        let reward = Arc::new(DefaultReward {
+            inventory_penalty: 2.0,
+            terminal_penalty: 50.0,
+        });
+        execution_envs(
+            cfg,
+            &self.market,
+            &self.orders,
+            &self.env_cfg,
+            reward,
+            &Default::default(),
+        )
+        .unwrap()
+    }
+}
+
+/// One environment in the dynamic market, with `team`.
+fn one_dynamic(team: Option<TeamConfig>) -> TrainConfig {
+    TrainConfig {
+        n_envs: 1,
+        hybrid: serl_train::hybrid::HybridConfig {
+            mode: serl_train::hybrid::HybridMode::DynamicOnly,
+            ..Default::default()
+        },
+        team,
+        ..Default::default()
+    }
 }
 
 fn team(peers: usize) -> TeamConfig {
@@ -35,35 +82,8 @@ fn team(peers: usize) -> TeamConfig {
 
 #[test]
 fn the_learner_hears_its_peers_work_through_their_orders() {
-    let (ds, data_cfg) = bundled();
-    let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
-    let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig {
-        decision_minutes: 30,
-        ..Default::default()
-    };
-    let reward = Arc::new(DefaultReward {
-        inventory_penalty: 2.0,
-        terminal_penalty: 50.0,
-    });
-    let cfg = TrainConfig {
-        n_envs: 1,
-        hybrid: serl_train::hybrid::HybridConfig {
-            mode: serl_train::hybrid::HybridMode::DynamicOnly,
-            ..Default::default()
-        },
-        team: Some(team(2)),
-        ..Default::default()
-    };
-    let mut envs = execution_envs(
-        &cfg,
-        &market,
-        &orders,
-        &env_cfg,
-        reward,
-        &Default::default(),
-    )
-    .unwrap();
+    let bundled = Bundled::load();
+    let mut envs = bundled.envs(&one_dynamic(Some(team(2))));
     let env = &mut envs[0];
     // The observation grows by one heard column.
     assert_eq!(env.obs_dim(), OBS_DIM + 1);
@@ -90,13 +110,7 @@ fn the_learner_hears_its_peers_work_through_their_orders() {
 
 #[test]
 fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
-    let (ds, data_cfg) = bundled();
-    let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
-    let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig {
-        decision_minutes: 30,
-        ..Default::default()
-    };
+    let bundled = Bundled::load();
     let mut cfg = TrainConfig {
         total_steps: 4 * 32 * 2,
         n_envs: 4,
@@ -106,18 +120,7 @@ fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
     cfg.ppo.n_steps = 32;
     cfg.ppo.batch_size = 64;
     cfg.hybrid.dynamic_envs = 2;
-    let envs = execution_envs(
-        &cfg,
-        &market,
-        &orders,
-        &env_cfg,
-        Arc::new(DefaultReward {
-            inventory_penalty: 2.0,
-            terminal_penalty: 50.0,
-        }),
-        &Default::default(),
-    )
-    .unwrap();
+    let envs = bundled.envs(&cfg);
     let out = train(TrainSetup {
         config: cfg,
         envs,
@@ -133,37 +136,11 @@ fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
 
 #[test]
 fn peers_on_the_same_side_make_the_learners_execution_worse() {
-    let (ds, data_cfg) = bundled();
-    let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
-    let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig {
-        decision_minutes: 30,
-        ..Default::default()
-    };
+    let bundled = Bundled::load();
     // The same orders and market seeds, alone and with two peers each
     // trading three times the learner's order on the same side.
     let mean_pa = |team: Option<TeamConfig>| {
-        let cfg = TrainConfig {
-            n_envs: 1,
-            hybrid: serl_train::hybrid::HybridConfig {
-                mode: serl_train::hybrid::HybridMode::DynamicOnly,
-                ..Default::default()
-            },
-            team,
-            ..Default::default()
-        };
-        let mut envs = execution_envs(
-            &cfg,
-            &market,
-            &orders,
-            &env_cfg,
-            Arc::new(DefaultReward {
-                inventory_penalty: 2.0,
-                terminal_penalty: 50.0,
-            }),
-            &Default::default(),
-        )
-        .unwrap();
+        let mut envs = bundled.envs(&one_dynamic(team));
         let env = &mut envs[0];
         let mut rng = serl_train::task::env_rng(11, 0);
         let episodes = 12;

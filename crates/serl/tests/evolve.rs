@@ -36,11 +36,36 @@ fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
 
 /// The tiny config with the shipped `[llm.http]` table replaced by `table`.
 fn with_llm_http(dir: &Path, table: &str) -> PathBuf {
-    let base = std::fs::read_to_string(tiny_config(dir, "")).unwrap();
+    with_llm_http_from(dir, "configs/evolve.toml", table)
+}
+
+fn with_llm_http_from(dir: &Path, shipped: &str, table: &str) -> PathBuf {
+    let base = std::fs::read_to_string(tiny_config_from(dir, shipped, "")).unwrap();
     let cut = base.find("[llm.http]").unwrap();
     let cfg = dir.join("llm.toml");
     std::fs::write(&cfg, format!("{}{table}", &base[..cut])).unwrap();
     cfg
+}
+
+/// The tiny form of `shipped`, talking to a fresh [`scripted_server`].
+fn scripted_config(dir: &Path, shipped: &str) -> PathBuf {
+    let url = scripted_server();
+    let table = format!("[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n");
+    with_llm_http_from(dir, shipped, &table)
+}
+
+/// `serl evolve --llm openai` with `cfg`, into `run`; it must succeed.
+fn evolve_through_openai(cfg: &Path, run: &Path) {
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "openai",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
 }
 
 fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
@@ -255,20 +280,9 @@ fn scripted_server() -> String {
 #[test]
 fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let url = scripted_server();
-    let extra = format!("\n[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n");
-    let cfg = with_llm_http(dir.path(), &extra);
+    let cfg = scripted_config(dir.path(), "configs/evolve.toml");
     let run = dir.path().join("run");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--llm",
-        "openai",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    evolve_through_openai(&cfg, &run);
     let transcript = std::fs::read_to_string(run.join("transcript.jsonl")).unwrap();
     assert!(transcript.lines().count() >= 8, "{transcript}");
     let c0: serde_json::Value =
@@ -320,31 +334,9 @@ fn all_six_modules_come_through_an_openai_compatible_server() {
     // over HTTP, is validated and is used: profiling builds the market,
     // communication is what the trained agents hear.
     let dir = tempfile::tempdir().unwrap();
-    let url = scripted_server();
-    let base =
-        std::fs::read_to_string(tiny_config_from(dir.path(), "configs/evolve-team.toml", ""))
-            .unwrap();
-    let cut = base.find("[llm.http]").unwrap();
-    let cfg = dir.path().join("team-llm.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "{}[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n",
-            &base[..cut]
-        ),
-    )
-    .unwrap();
+    let cfg = scripted_config(dir.path(), "configs/evolve-team.toml");
     let run = dir.path().join("run");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--llm",
-        "openai",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    evolve_through_openai(&cfg, &run);
     let c0: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap())
             .unwrap();
