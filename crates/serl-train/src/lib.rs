@@ -15,7 +15,9 @@
 //! - [`rollout`]: N environments stepped in parallel with one batched
 //!   network call per step, and GAE.
 //! - [`ppo`] and [`ddqn`]: the two learners, both with the hybrid loss
-//!   L = α·L_static + β·L_dynamic of [`hybrid`].
+//!   L = α·L_static + β·L_dynamic of [`hybrid`]. [`fused`] trains PPO's
+//!   plain-MLP networks on the CPU without autodiff (same loss, same
+//!   optimiser, several times faster); other networks use burn.
 //! - [`policy`]: a trained policy at inference, saved and loaded as a
 //!   burnpack file plus JSON, and [`PolicyStrategy`], which plays it in
 //!   `serl-eval` backtests.
@@ -27,6 +29,7 @@
 
 pub mod ddqn;
 pub mod features;
+pub mod fused;
 pub mod hybrid;
 pub mod net;
 pub mod normalize;

@@ -29,7 +29,17 @@ fn act(a: Activation, x: Tensor<2>) -> Tensor<2> {
 pub struct Dense {
     linear: Linear,
     #[module(skip)]
-    activation: Activation,
+    pub(crate) activation: Activation,
+}
+
+impl Dense {
+    pub(crate) fn linear(&self) -> &Linear {
+        &self.linear
+    }
+
+    pub(crate) fn linear_mut(&mut self) -> &mut Linear {
+        &mut self.linear
+    }
 }
 
 #[derive(Module, Debug)]
@@ -178,6 +188,14 @@ impl Trunk {
         }
         debug_assert_eq!(width, shape.features);
         Ok((Trunk { blocks }, width))
+    }
+
+    pub(crate) fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub(crate) fn blocks_mut(&mut self) -> &mut [Block] {
+        &mut self.blocks
     }
 
     pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {

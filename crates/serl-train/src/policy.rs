@@ -158,61 +158,11 @@ impl Policy {
             Model::Ppo(m) => {
                 let out = floats(m.policy(x.clone()));
                 let values = floats1(m.value(x));
-                match self.meta.head {
-                    Head::Gaussian => {
-                        let log_std = floats1(m.log_std.val())[0] as f64;
-                        let std = log_std.exp();
-                        (0..n)
-                            .map(|i| {
-                                let mean = out[i] as f64;
-                                let z: f64 = if explore {
-                                    StandardNormal.sample(rng)
-                                } else {
-                                    0.0
-                                };
-                                let u = mean + std * z;
-                                Sampled {
-                                    env_action: squash(self.meta.squash, u),
-                                    raw: u as f32,
-                                    log_prob: (-0.5 * z * z
-                                        - log_std
-                                        - 0.5 * (2.0 * std::f64::consts::PI).ln())
-                                        as f32,
-                                    value: values[i],
-                                }
-                            })
-                            .collect()
-                    }
-                    Head::Categorical(k) => (0..n)
-                        .map(|i| {
-                            let logits = &out[i * k..(i + 1) * k];
-                            let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-                            let exps: Vec<f64> =
-                                logits.iter().map(|l| ((l - max) as f64).exp()).collect();
-                            let total: f64 = exps.iter().sum();
-                            let a = if explore {
-                                let mut r = rng.random::<f64>() * total;
-                                let mut pick = k - 1;
-                                for (j, e) in exps.iter().enumerate() {
-                                    if r < *e {
-                                        pick = j;
-                                        break;
-                                    }
-                                    r -= e;
-                                }
-                                pick
-                            } else {
-                                argmax(logits)
-                            };
-                            Sampled {
-                                env_action: self.fraction(a),
-                                raw: a as f32,
-                                log_prob: (exps[a] / total).ln() as f32,
-                                value: values[i],
-                            }
-                        })
-                        .collect(),
-                }
+                let log_std = match self.meta.head {
+                    Head::Gaussian => floats1(m.log_std.val())[0] as f64,
+                    Head::Categorical(_) => 0.0,
+                };
+                sample_actor_critic(&self.meta, &out, &values, log_std, n, explore, rng)
             }
             Model::Ddqn(q) => {
                 let Head::Categorical(k) = self.meta.head else {
@@ -276,6 +226,71 @@ impl Policy {
             model,
             device: device.clone(),
         })
+    }
+}
+
+/// Decisions from an actor-critic's outputs for `n` rows: `out` holds the
+/// Gaussian means (with `log_std`) or the logits, `values` the critic's.
+/// Exploring samples; otherwise the mean or the most likely action.
+pub(crate) fn sample_actor_critic(
+    meta: &PolicyMeta,
+    out: &[f32],
+    values: &[f32],
+    log_std: f64,
+    n: usize,
+    explore: bool,
+    rng: &mut SmallRng,
+) -> Vec<Sampled> {
+    match meta.head {
+        Head::Gaussian => {
+            let std = log_std.exp();
+            (0..n)
+                .map(|i| {
+                    let mean = out[i] as f64;
+                    let z: f64 = if explore {
+                        StandardNormal.sample(rng)
+                    } else {
+                        0.0
+                    };
+                    let u = mean + std * z;
+                    Sampled {
+                        env_action: squash(meta.squash, u),
+                        raw: u as f32,
+                        log_prob: (-0.5 * z * z - log_std - 0.5 * (2.0 * std::f64::consts::PI).ln())
+                            as f32,
+                        value: values[i],
+                    }
+                })
+                .collect()
+        }
+        Head::Categorical(k) => (0..n)
+            .map(|i| {
+                let logits = &out[i * k..(i + 1) * k];
+                let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                let exps: Vec<f64> = logits.iter().map(|l| ((l - max) as f64).exp()).collect();
+                let total: f64 = exps.iter().sum();
+                let a = if explore {
+                    let mut r = rng.random::<f64>() * total;
+                    let mut pick = k - 1;
+                    for (j, e) in exps.iter().enumerate() {
+                        if r < *e {
+                            pick = j;
+                            break;
+                        }
+                        r -= e;
+                    }
+                    pick
+                } else {
+                    argmax(logits)
+                };
+                Sampled {
+                    env_action: meta.discrete.get(a).copied().unwrap_or(0.0),
+                    raw: a as f32,
+                    log_prob: (exps[a] / total).ln() as f32,
+                    value: values[i],
+                }
+            })
+            .collect(),
     }
 }
 

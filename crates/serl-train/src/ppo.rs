@@ -1,6 +1,11 @@
 //! Proximal policy optimisation: clipped objective, GAE(γ, λ), value loss,
 //! entropy bonus, gradient clipping and minibatch epochs, with the hybrid
 //! loss L = α·L_static + β·L_dynamic.
+//!
+//! Two learners compute this loss: [`update`] on any burn device, and
+//! [`crate::fused`] for plain MLPs on the CPU. Both draw their minibatches
+//! with [`Minibatch`] and sum their statistics with [`StatsSum`], so they
+//! see the same samples and report the same figures.
 
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
@@ -34,6 +39,10 @@ pub struct PpoConfig {
     /// `continuous` (Gaussian) or a list of fractions (categorical).
     pub discrete: Vec<f64>,
     pub squash: Squash,
+    /// Train plain MLPs on the CPU with the fused learner
+    /// ([`crate::fused`]) instead of burn's autodiff; other networks and
+    /// devices always use burn.
+    pub fused: bool,
 }
 
 impl Default for PpoConfig {
@@ -51,6 +60,7 @@ impl Default for PpoConfig {
             max_grad_norm: 0.5,
             discrete: Vec::new(),
             squash: Squash::Clip,
+            fused: true,
         }
     }
 }
@@ -80,16 +90,248 @@ pub struct PpoStats {
     pub loss_dynamic: Option<f64>,
 }
 
+/// Adam with ε = 1e-5 and per-tensor gradient-norm clipping.
 pub fn optimizer(cfg: &PpoConfig) -> ModuleOptimizer {
     AdamConfig::new()
-        .with_epsilon(1e-5)
+        .with_epsilon(ADAM_EPSILON as f32)
         .with_grad_clipping(Some(GradientClippingConfig::Norm(cfg.max_grad_norm)))
         .init()
 }
 
-fn column(v: Vec<f32>, device: &Device) -> Tensor<1> {
-    let n = v.len();
-    Tensor::from_data(TensorData::new(v, [n]), device)
+pub(crate) const ADAM_EPSILON: f64 = 1e-5;
+
+/// One minibatch of a rollout, gathered into rows. The buffers are reused
+/// from one minibatch to the next.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Minibatch {
+    pub len: usize,
+    /// `len × width` observation windows.
+    pub x: Vec<f32>,
+    pub raw: Vec<f32>,
+    pub old_log_prob: Vec<f32>,
+    /// Advantages, normalised over the minibatch as in the reference.
+    pub adv: Vec<f32>,
+    pub ret: Vec<f32>,
+    pub is_static: Vec<bool>,
+}
+
+impl Minibatch {
+    pub fn gather(&mut self, rollout: &Rollout, adv: &[f32], ret: &[f32], rows: &[usize]) {
+        let width = rollout.width;
+        let n_envs = rollout.n_envs.max(1);
+        self.len = rows.len();
+        self.x.clear();
+        self.raw.clear();
+        self.old_log_prob.clear();
+        self.adv.clear();
+        self.ret.clear();
+        self.is_static.clear();
+        for &i in rows {
+            self.x
+                .extend_from_slice(&rollout.obs[i * width..(i + 1) * width]);
+            self.raw.push(rollout.raw[i]);
+            self.old_log_prob.push(rollout.log_prob[i]);
+            self.adv.push(adv[i]);
+            self.ret.push(ret[i]);
+            self.is_static
+                .push(rollout.source[i % n_envs] == Source::Static);
+        }
+        let b = self.len.max(1) as f32;
+        let mean = self.adv.iter().sum::<f32>() / b;
+        let std = (self.adv.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / b).sqrt() + 1e-8;
+        for v in &mut self.adv {
+            *v = (*v - mean) / std;
+        }
+    }
+
+    /// Static and dynamic samples.
+    pub fn counts(&self) -> (f32, f32) {
+        let s = self.is_static.iter().filter(|&&s| s).count();
+        (s as f32, (self.len - s) as f32)
+    }
+
+    /// The weights of the static and the dynamic mean loss: α and β when
+    /// both are present, all weight on the one present otherwise.
+    pub fn source_weights(&self, weights: LossWeights) -> (f64, f64) {
+        match self.counts() {
+            (s, d) if s > 0.0 && d > 0.0 => (weights.alpha, weights.beta),
+            (s, _) if s > 0.0 => (1.0, 0.0),
+            _ => (0.0, 1.0),
+        }
+    }
+
+    /// Each sample's weight in the total loss: its source's weight over
+    /// that source's count, so that L = α·mean(static) + β·mean(dynamic).
+    pub fn sample_weights(&self, weights: LossWeights) -> Vec<f32> {
+        let (n_s, n_d) = self.counts();
+        let (wa, wb) = self.source_weights(weights);
+        self.is_static
+            .iter()
+            .map(|&s| {
+                if s {
+                    (wa / n_s.max(1.0) as f64) as f32
+                } else {
+                    (wb / n_d.max(1.0) as f64) as f32
+                }
+            })
+            .collect()
+    }
+}
+
+/// Sums of per-minibatch figures, turned into [`PpoStats`] at the end.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StatsSum {
+    sums: [f64; 6],
+    batches: usize,
+    static_loss: (f64, usize),
+    dynamic_loss: (f64, usize),
+}
+
+/// One minibatch's figures (means over its samples).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MinibatchStats {
+    pub loss: f64,
+    pub policy_loss: f64,
+    pub value_loss: f64,
+    pub entropy: f64,
+    pub approx_kl: f64,
+    pub clip_fraction: f64,
+    pub loss_static: Option<f64>,
+    pub loss_dynamic: Option<f64>,
+}
+
+impl StatsSum {
+    pub fn add(&mut self, m: MinibatchStats) {
+        let v = [
+            m.loss,
+            m.policy_loss,
+            m.value_loss,
+            m.entropy,
+            m.approx_kl,
+            m.clip_fraction,
+        ];
+        for (s, x) in self.sums.iter_mut().zip(v) {
+            *s += x;
+        }
+        self.batches += 1;
+        if let Some(l) = m.loss_static {
+            self.static_loss.0 += l;
+            self.static_loss.1 += 1;
+        }
+        if let Some(l) = m.loss_dynamic {
+            self.dynamic_loss.0 += l;
+            self.dynamic_loss.1 += 1;
+        }
+    }
+
+    pub fn finish(&self) -> PpoStats {
+        let k = self.batches.max(1) as f64;
+        let mean = |(s, n): (f64, usize)| (n > 0).then(|| s / n as f64);
+        PpoStats {
+            loss: self.sums[0] / k,
+            policy_loss: self.sums[1] / k,
+            value_loss: self.sums[2] / k,
+            entropy: self.sums[3] / k,
+            approx_kl: self.sums[4] / k,
+            clip_fraction: self.sums[5] / k,
+            loss_static: mean(self.static_loss),
+            loss_dynamic: mean(self.dynamic_loss),
+        }
+    }
+}
+
+/// The shuffled minibatches of every epoch, in the order both learners
+/// visit them.
+pub(crate) fn minibatch_order(
+    total: usize,
+    cfg: &PpoConfig,
+    rng: &mut SmallRng,
+) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..total).collect();
+    let mut batches = Vec::new();
+    for _ in 0..cfg.epochs {
+        order.shuffle(rng);
+        batches.extend(order.chunks(cfg.batch_size.max(1)).map(<[usize]>::to_vec));
+    }
+    batches
+}
+
+fn column(v: &[f32], device: &Device) -> Tensor<1> {
+    Tensor::from_data(TensorData::new(v.to_vec(), [v.len()]), device)
+}
+
+/// The PPO loss of one minibatch as burn tensors.
+pub(crate) struct Loss {
+    /// α·L_static + β·L_dynamic, the quantity minimised.
+    pub total: Tensor<1>,
+    pub per_sample_policy: Tensor<1>,
+    pub per_sample_value: Tensor<1>,
+    pub per_sample_entropy: Tensor<1>,
+    pub log_ratio: Tensor<1>,
+    pub static_mean: Tensor<1>,
+    pub dynamic_mean: Tensor<1>,
+}
+
+pub(crate) fn loss(
+    model: &ActorCritic,
+    cfg: &PpoConfig,
+    mb: &Minibatch,
+    weights: LossWeights,
+) -> Loss {
+    let device = model.value_head.weight.val().device();
+    let b = mb.len;
+    let width = mb.x.len() / b.max(1);
+    let ln_2pi = (2.0 * std::f32::consts::PI).ln();
+    let xt = Tensor::<2>::from_data(TensorData::new(mb.x.clone(), [b, width]), &device);
+    let out = model.policy(xt.clone());
+    let (logp, entropy): (Tensor<1>, Tensor<1>) = match cfg.head() {
+        Head::Gaussian => {
+            let mean = out.reshape([b]);
+            let log_std = model.log_std.val();
+            let z = (column(&mb.raw, &device) - mean) / log_std.clone().exp();
+            let logp = z.powi_scalar(2).mul_scalar(-0.5) - log_std.clone() - ln_2pi * 0.5;
+            let ent = (log_std + 0.5 + 0.5 * ln_2pi).expand([b]);
+            (logp, ent)
+        }
+        Head::Categorical(_) => {
+            let lp = activation::log_softmax(out, 1);
+            let chosen = lp.clone().gather(1, indices(&mb.raw, &device)).reshape([b]);
+            let ent = (lp.clone().exp() * lp).sum_dim(1).reshape([b]).neg();
+            (chosen, ent)
+        }
+    };
+    let adv = column(&mb.adv, &device);
+    let log_ratio = logp - column(&mb.old_log_prob, &device);
+    let ratio = log_ratio.clone().exp();
+    let s1 = ratio.clone() * adv.clone();
+    let s2 = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * adv;
+    let pl = s1.min_pair(s2).neg();
+    let vl = (model.value(xt) - column(&mb.ret, &device)).powi_scalar(2);
+    let per = pl.clone() + vl.clone().mul_scalar(cfg.value_coef)
+        - entropy.clone().mul_scalar(cfg.entropy_coef);
+    let (n_s, n_d) = mb.counts();
+    let mask = |want: bool| -> Vec<f32> {
+        mb.is_static
+            .iter()
+            .map(|&s| if s == want { 1.0 } else { 0.0 })
+            .collect()
+    };
+    let static_mean = (per.clone() * column(&mask(true), &device))
+        .sum()
+        .div_scalar(n_s.max(1.0));
+    let dynamic_mean = (per * column(&mask(false), &device))
+        .sum()
+        .div_scalar(n_d.max(1.0));
+    let (wa, wb) = mb.source_weights(weights);
+    Loss {
+        total: static_mean.clone().mul_scalar(wa) + dynamic_mean.clone().mul_scalar(wb),
+        per_sample_policy: pl,
+        per_sample_value: vl,
+        per_sample_entropy: entropy,
+        log_ratio,
+        static_mean,
+        dynamic_mean,
+    }
 }
 
 /// One PPO update over a rollout. `model` lives on an autodiff device.
@@ -101,134 +343,39 @@ pub fn update(
     weights: LossWeights,
     rng: &mut SmallRng,
 ) -> (ActorCritic, PpoStats) {
-    let device = model.value_head.weight.val().device();
     let (adv, ret) = gae(rollout, cfg.gamma as f32, cfg.gae_lambda as f32);
-    let total = rollout.raw.len();
-    let width = rollout.width;
-    let n_envs = rollout.n_envs.max(1);
-    let mut order: Vec<usize> = (0..total).collect();
     let mut model = model;
-    let mut sums = [0f64; 6];
-    let (mut ls_sum, mut ld_sum, mut ls_n, mut ld_n) = (0f64, 0f64, 0usize, 0usize);
-    let mut batches = 0usize;
-    let ln_2pi = (2.0 * std::f32::consts::PI).ln();
-    for _ in 0..cfg.epochs {
-        order.shuffle(rng);
-        for chunk in order.chunks(cfg.batch_size.max(1)) {
-            let b = chunk.len();
-            let mut x = Vec::with_capacity(b * width);
-            let (mut raw, mut old, mut a, mut r, mut ms, mut md) = (
-                Vec::with_capacity(b),
-                Vec::with_capacity(b),
-                Vec::with_capacity(b),
-                Vec::with_capacity(b),
-                Vec::with_capacity(b),
-                Vec::with_capacity(b),
-            );
-            for &i in chunk {
-                x.extend_from_slice(&rollout.obs[i * width..(i + 1) * width]);
-                raw.push(rollout.raw[i]);
-                old.push(rollout.log_prob[i]);
-                a.push(adv[i]);
-                r.push(ret[i]);
-                let stat = rollout.source[i % n_envs] == Source::Static;
-                ms.push(if stat { 1.0 } else { 0.0 });
-                md.push(if stat { 0.0 } else { 1.0 });
-            }
-            // Advantages are normalised per minibatch, as in the reference.
-            let mean = a.iter().sum::<f32>() / b as f32;
-            let std = (a.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / b as f32).sqrt() + 1e-8;
-            for v in &mut a {
-                *v = (*v - mean) / std;
-            }
-            let (n_s, n_d) = (ms.iter().sum::<f32>(), md.iter().sum::<f32>());
-            let xt = Tensor::<2>::from_data(TensorData::new(x, [b, width]), &device);
-            let adv_t = column(a, &device);
-            let ret_t = column(r, &device);
-            let old_t = column(old, &device);
-            let out = model.policy(xt.clone());
-            let (logp, entropy): (Tensor<1>, Tensor<1>) = match cfg.head() {
-                Head::Gaussian => {
-                    let mean = out.reshape([b]);
-                    let log_std = model.log_std.val();
-                    let z = (column(raw, &device) - mean) / log_std.clone().exp();
-                    let logp = z.powi_scalar(2).mul_scalar(-0.5) - log_std.clone() - ln_2pi * 0.5;
-                    let ent = (log_std + 0.5 + 0.5 * ln_2pi).expand([b]);
-                    (logp, ent)
-                }
-                Head::Categorical(_) => {
-                    let lp = activation::log_softmax(out, 1);
-                    let chosen = lp.clone().gather(1, indices(&raw, &device)).reshape([b]);
-                    let ent = (lp.clone().exp() * lp).sum_dim(1).reshape([b]).neg();
-                    (chosen, ent)
-                }
-            };
-            let log_ratio = logp - old_t;
-            let ratio = log_ratio.clone().exp();
-            let s1 = ratio.clone() * adv_t.clone();
-            let s2 = ratio.clone().clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * adv_t;
-            let pl = s1.min_pair(s2).neg();
-            let value = model.value(xt);
-            let vl = (value - ret_t).powi_scalar(2);
-            let per = pl.clone() + vl.clone().mul_scalar(cfg.value_coef)
-                - entropy.clone().mul_scalar(cfg.entropy_coef);
-            let ms_t = column(ms, &device);
-            let md_t = column(md, &device);
-            let l_s = (per.clone() * ms_t).sum().div_scalar(n_s.max(1.0));
-            let l_d = (per * md_t).sum().div_scalar(n_d.max(1.0));
-            let (wa, wb) = match (n_s > 0.0, n_d > 0.0) {
-                (true, true) => (weights.alpha, weights.beta),
-                (true, false) => (1.0, 0.0),
-                (false, _) => (0.0, 1.0),
-            };
-            let loss = l_s.clone().mul_scalar(wa) + l_d.clone().mul_scalar(wb);
-            let grads = loss.backward();
-            let grads = GradientsParams::from_grads(grads, &model);
-            model = optim.step(cfg.learning_rate, model, grads);
+    let mut mb = Minibatch::default();
+    let mut sums = StatsSum::default();
+    for rows in minibatch_order(rollout.raw.len(), cfg, rng) {
+        mb.gather(rollout, &adv, &ret, &rows);
+        let l = loss(&model, cfg, &mb, weights);
+        let grads = l.total.backward();
+        let grads = GradientsParams::from_grads(grads, &model);
+        model = optim.step(cfg.learning_rate, model, grads);
 
-            let ls = l_s.into_scalar::<f32>() as f64;
-            let ld = l_d.into_scalar::<f32>() as f64;
-            if n_s > 0.0 {
-                ls_sum += ls;
-                ls_n += 1;
-            }
-            if n_d > 0.0 {
-                ld_sum += ld;
-                ld_n += 1;
-            }
-            let lr = log_ratio.detach();
-            let kl = ((lr.clone().exp() - 1.0) - lr.clone())
-                .mean()
-                .into_scalar::<f32>() as f64;
-            let clipped = lr
-                .exp()
-                .sub_scalar(1.0)
-                .abs()
-                .greater_elem(cfg.clip)
-                .float()
-                .mean()
-                .into_scalar::<f32>() as f64;
-            sums[0] += loss.into_scalar::<f32>() as f64;
-            sums[1] += pl.detach().mean().into_scalar::<f32>() as f64;
-            sums[2] += vl.detach().mean().into_scalar::<f32>() as f64;
-            sums[3] += entropy.detach().mean().into_scalar::<f32>() as f64;
-            sums[4] += kl;
-            sums[5] += clipped;
-            batches += 1;
-        }
+        let scalar = |t: Tensor<1>| t.into_scalar::<f32>() as f64;
+        let (n_s, n_d) = mb.counts();
+        let lr = l.log_ratio.detach();
+        sums.add(MinibatchStats {
+            loss: scalar(l.total),
+            policy_loss: scalar(l.per_sample_policy.detach().mean()),
+            value_loss: scalar(l.per_sample_value.detach().mean()),
+            entropy: scalar(l.per_sample_entropy.detach().mean()),
+            approx_kl: scalar(((lr.clone().exp() - 1.0) - lr.clone()).mean()),
+            clip_fraction: scalar(
+                lr.exp()
+                    .sub_scalar(1.0)
+                    .abs()
+                    .greater_elem(cfg.clip)
+                    .float()
+                    .mean(),
+            ),
+            loss_static: (n_s > 0.0).then(|| scalar(l.static_mean)),
+            loss_dynamic: (n_d > 0.0).then(|| scalar(l.dynamic_mean)),
+        });
     }
-    let k = batches.max(1) as f64;
-    let stats = PpoStats {
-        loss: sums[0] / k,
-        policy_loss: sums[1] / k,
-        value_loss: sums[2] / k,
-        entropy: sums[3] / k,
-        approx_kl: sums[4] / k,
-        clip_fraction: sums[5] / k,
-        loss_static: (ls_n > 0).then(|| ls_sum / ls_n as f64),
-        loss_dynamic: (ld_n > 0).then(|| ld_sum / ld_n as f64),
-    };
-    (model, stats)
+    (model, sums.finish())
 }
 
 /// The model without gradient tracking, for rollouts.

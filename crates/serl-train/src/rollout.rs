@@ -5,8 +5,42 @@ use rand::rngs::SmallRng;
 use rayon::prelude::*;
 
 use crate::normalize::RunningNorm;
-use crate::policy::{History, Policy};
+use crate::policy::{History, Policy, Sampled};
 use crate::task::{env_rng, Source, TrainEnv};
+
+/// What a rollout asks of a policy: one batched decision per step.
+pub trait Actor {
+    /// Columns of one observation window.
+    fn width(&self) -> usize;
+
+    /// Decisions for `n` rows of normalised observation windows; see
+    /// [`Policy::act`].
+    fn act(
+        &self,
+        rows: &[f32],
+        n: usize,
+        explore: bool,
+        epsilon: f64,
+        rng: &mut SmallRng,
+    ) -> Vec<Sampled>;
+}
+
+impl Actor for Policy {
+    fn width(&self) -> usize {
+        Policy::width(self)
+    }
+
+    fn act(
+        &self,
+        rows: &[f32],
+        n: usize,
+        explore: bool,
+        epsilon: f64,
+        rng: &mut SmallRng,
+    ) -> Vec<Sampled> {
+        Policy::act(self, rows, n, explore, epsilon, rng)
+    }
+}
 
 /// A finished episode.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +61,8 @@ pub struct VecEnv<'a> {
     ep_reward: Vec<f64>,
     /// Episodes finished since the last [`VecEnv::take_finished`].
     finished: Vec<EpisodeStat>,
+    /// Whether any environment simulates a market (stepped in parallel).
+    any_dynamic: bool,
 }
 
 impl<'a> VecEnv<'a> {
@@ -53,7 +89,9 @@ impl<'a> VecEnv<'a> {
             current: Vec::new(),
             ep_reward: vec![0.0; n],
             finished: Vec::new(),
+            any_dynamic: false,
         };
+        v.any_dynamic = v.envs.iter().any(|e| e.source() != Source::Static);
         v.refresh(norm, learn);
         v
     }
@@ -104,25 +142,36 @@ impl<'a> VecEnv<'a> {
         norm: &mut RunningNorm,
         learn: bool,
     ) -> (Vec<f32>, Vec<bool>) {
-        let results: Vec<(f64, bool, Option<EpisodeStat>)> = self
-            .envs
-            .par_iter_mut()
-            .zip(self.rngs.par_iter_mut())
-            .zip(actions.par_iter())
-            .map(|((e, rng), &a)| {
-                let (r, done) = e.step(a);
-                let stat = done.then(|| {
-                    let s = EpisodeStat {
-                        source: e.source(),
-                        reward: 0.0,
-                        pa: e.episode_pa(),
-                    };
-                    e.reset(rng);
-                    s
-                });
-                (r, done, stat)
-            })
-            .collect();
+        let step_one = |((e, rng), &a): ((&mut Box<dyn TrainEnv + 'a>, &mut SmallRng), &f64)| {
+            let (r, done) = e.step(a);
+            let stat = done.then(|| {
+                let s = EpisodeStat {
+                    source: e.source(),
+                    reward: 0.0,
+                    pa: e.episode_pa(),
+                };
+                e.reset(rng);
+                s
+            });
+            (r, done, stat)
+        };
+        // A replayed step takes about a microsecond, less than handing it
+        // to another thread; a simulated market's step is worth it.
+        let results: Vec<(f64, bool, Option<EpisodeStat>)> = if self.any_dynamic {
+            self.envs
+                .par_iter_mut()
+                .zip(self.rngs.par_iter_mut())
+                .zip(actions.par_iter())
+                .map(step_one)
+                .collect()
+        } else {
+            self.envs
+                .iter_mut()
+                .zip(self.rngs.iter_mut())
+                .zip(actions.iter())
+                .map(step_one)
+                .collect()
+        };
         let mut rewards = Vec::with_capacity(results.len());
         let mut dones = Vec::with_capacity(results.len());
         for (i, (r, done, stat)) in results.into_iter().enumerate() {
@@ -166,7 +215,7 @@ pub struct Rollout {
 /// Collects `steps` decisions per environment with `policy` exploring.
 pub fn collect(
     venv: &mut VecEnv,
-    policy: &Policy,
+    policy: &dyn Actor,
     norm: &mut RunningNorm,
     steps: usize,
     rng: &mut SmallRng,

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use serl_env::MarketConfig;
 
 use crate::ddqn::{self, DdqnConfig, Replay};
+use crate::fused::FusedPpo;
 use crate::hybrid::{HybridConfig, HybridMode, LossWeights};
 use crate::net::Head;
 use crate::normalize::RunningNorm;
@@ -277,6 +278,16 @@ pub struct UpdateRecord {
     pub val_pa: Option<f64>,
 }
 
+impl UpdateRecord {
+    fn set_ppo(&mut self, stats: &ppo::PpoStats) {
+        self.loss = stats.loss;
+        self.policy_loss = Some(stats.policy_loss);
+        self.value_loss = Some(stats.value_loss);
+        self.entropy = Some(stats.entropy);
+        self.approx_kl = Some(stats.approx_kl);
+    }
+}
+
 /// The loop's position, saved with each checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct LoopState {
@@ -330,6 +341,9 @@ enum Learner {
     Ppo {
         model: crate::net::ActorCritic,
         optim: burn::optim::ModuleOptimizer,
+        /// The fused learner for plain MLPs on the CPU; `model` then only
+        /// mirrors its weights.
+        fused: Option<Box<FusedPpo>>,
     },
     Ddqn {
         online: crate::net::QNetwork,
@@ -395,10 +409,14 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     };
     let ckpt_dir = run_dir.as_ref().map(|d| d.join("checkpoint"));
     let mut learner = match cfg.algo {
-        Algo::Ppo => Learner::Ppo {
-            model: crate::net::ActorCritic::new(&meta.spec, obs_dim, meta.head, &ad)?,
-            optim: ppo::optimizer(&cfg.ppo),
-        },
+        Algo::Ppo => {
+            let model = crate::net::ActorCritic::new(&meta.spec, obs_dim, meta.head, &ad)?;
+            Learner::Ppo {
+                fused: fused_learner(&cfg, &model, &meta),
+                model,
+                optim: ppo::optimizer(&cfg.ppo),
+            }
+        }
         Algo::Ddqn => {
             let Head::Categorical(k) = meta.head else {
                 unreachable!()
@@ -437,10 +455,18 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                     })
             };
             learner = match (learner, saved.model) {
-                (Learner::Ppo { optim, .. }, Model::Ppo(m)) => Learner::Ppo {
-                    model: m.train(),
-                    optim: restore(optim)?,
-                },
+                (Learner::Ppo { optim, .. }, Model::Ppo(m)) => {
+                    let model = m.train();
+                    let mut fused = fused_learner(&cfg, &model, &meta);
+                    if let Some(f) = &mut fused {
+                        restore_fused_optimizer(&ck, f)?;
+                    }
+                    Learner::Ppo {
+                        fused,
+                        model,
+                        optim: restore(optim)?,
+                    }
+                }
                 (Learner::Ddqn { optim, replay, .. }, Model::Ddqn(m)) => {
                     let target = Policy::load(&ck, "target", &device)?;
                     let Model::Ddqn(target) = target.model else {
@@ -516,7 +542,22 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         };
         let (loss_s, loss_d);
         match &mut learner {
-            Learner::Ppo { model, optim } => {
+            Learner::Ppo {
+                model,
+                fused: Some(f),
+                ..
+            } => {
+                let rollout = collect(&mut venv, &**f, &mut norm, cfg.ppo.n_steps, &mut rng);
+                let stats = f.update(&cfg.ppo, &rollout, state.weights, &mut rng);
+                f.write_into(model);
+                rec.set_ppo(&stats);
+                (loss_s, loss_d) = (stats.loss_static, stats.loss_dynamic);
+            }
+            Learner::Ppo {
+                model,
+                optim,
+                fused: None,
+            } => {
                 let policy = Policy {
                     meta: meta.clone(),
                     model: Model::Ppo(model.valid()),
@@ -532,11 +573,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
                     &mut rng,
                 );
                 *model = m;
-                rec.loss = stats.loss;
-                rec.policy_loss = Some(stats.policy_loss);
-                rec.value_loss = Some(stats.value_loss);
-                rec.entropy = Some(stats.entropy);
-                rec.approx_kl = Some(stats.approx_kl);
+                rec.set_ppo(&stats);
                 (loss_s, loss_d) = (stats.loss_static, stats.loss_dynamic);
             }
             Learner::Ddqn {
@@ -716,6 +753,17 @@ fn save_checkpoint(
     std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
     current.save(dir, "model")?;
     let (optim, target) = match learner {
+        Learner::Ppo {
+            optim,
+            fused: Some(f),
+            ..
+        } => {
+            let path = dir.join(FUSED_OPTIMIZER);
+            let text = serde_json::to_string(f.optimizer())
+                .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
+            write_atomic(&path, text.as_bytes())?;
+            (optim, None)
+        }
         Learner::Ppo { optim, .. } => (optim, None),
         Learner::Ddqn { optim, target, .. } => (optim, Some(target)),
     };
@@ -737,6 +785,43 @@ fn save_checkpoint(
     let text = serde_json::to_string_pretty(state)
         .map_err(|e| TrainError::io(dir, std::io::Error::other(e)))?;
     write_atomic(&dir.join("state.json"), text.as_bytes())
+}
+
+/// The fused learner's Adam moments, beside burn's `optim.bin`.
+const FUSED_OPTIMIZER: &str = "fused-optim.json";
+
+/// The fused learner when the config asks for it and the network is a
+/// plain MLP on the CPU.
+fn fused_learner(
+    cfg: &TrainConfig,
+    model: &crate::net::ActorCritic,
+    meta: &PolicyMeta,
+) -> Option<Box<FusedPpo>> {
+    if !cfg.ppo.fused || cfg.device != DeviceChoice::Cpu {
+        return None;
+    }
+    FusedPpo::new(model, meta).map(Box::new)
+}
+
+/// Restores the fused learner's optimiser from a checkpoint. A checkpoint
+/// written by burn's learner has none: Adam then starts afresh.
+fn restore_fused_optimizer(ck: &Path, fused: &mut FusedPpo) -> Result<(), TrainError> {
+    let path = ck.join(FUSED_OPTIMIZER);
+    if !path.exists() {
+        tracing::warn!("{} is missing: the optimiser starts afresh", path.display());
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let corrupt = |message: String| TrainError::Corrupt {
+        path: path.display().to_string(),
+        message,
+    };
+    let saved = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+    if fused.restore_optimizer(saved) {
+        Ok(())
+    } else {
+        Err(corrupt("its shapes differ from the network's".into()))
+    }
 }
 
 /// `checkpoint.json`: which saved policy a backtest should play.

@@ -270,6 +270,9 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
         "metrics.jsonl",
         "checkpoint/state.json",
         "checkpoint/model.bpk",
+        // The default MLP trains with the fused learner, whose Adam
+        // moments are kept beside burn's.
+        "checkpoint/fused-optim.json",
         "checkpoint.json",
         "report.html",
     ] {
@@ -307,6 +310,15 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
         })
         .collect();
     assert_eq!(updates, vec![0, 1, 2, 3]);
+    // Adam went on counting: 4 updates of 10 epochs × 8 minibatches.
+    let optim: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("checkpoint/fused-optim.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        optim["actor"]["time"], 320,
+        "the optimiser restarted on resume"
+    );
 
     let bt = dir.path().join("bt");
     let o = serl(&[

@@ -44,7 +44,7 @@ pub struct BenchArgs {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn peak_rss_mb() -> Option<f64> {
@@ -281,7 +281,10 @@ fn sim(a: BenchArgs) -> Result<ExitCode> {
 struct TrainFigures {
     data: String,
     setup: String,
+    /// With the fused learner, which plain MLPs train with.
     train_steps_per_second: f64,
+    /// With burn's autodiff learner (every other network).
+    burn_autodiff_steps_per_second: f64,
     train_steps_per_run: usize,
     env_only_steps_per_second: f64,
     runs: usize,
@@ -317,29 +320,40 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
             .collect()
     };
     let runs = a.runs.max(1);
+    // The fused learner is what `serl train` uses for this network; burn's
+    // autodiff learner is what any other network uses.
     let mut train_rates = Vec::new();
+    let mut burn_rates = Vec::new();
     let mut env_rates = Vec::new();
     let mut per_run = 0;
     for run in 0..runs {
-        let mut cfg = TrainConfig {
-            total_steps: 8 * 2048,
-            n_envs: 8,
-            seed: run as u64,
-            ..Default::default()
-        };
-        cfg.ppo.n_steps = 2048;
-        cfg.hybrid.mode = serl_train::HybridMode::StaticOnly;
-        let t = Instant::now();
-        let out = serl_train::train(TrainSetup {
-            config: cfg,
-            envs: make_envs(),
-            validate: None,
-            run_dir: None,
-            resume: false,
-            progress: false,
-        })?;
-        per_run = out.env_steps;
-        train_rates.push(out.env_steps as f64 / t.elapsed().as_secs_f64());
+        for fused in [true, false] {
+            let mut cfg = TrainConfig {
+                total_steps: 8 * 2048,
+                n_envs: 8,
+                seed: run as u64,
+                ..Default::default()
+            };
+            cfg.ppo.n_steps = 2048;
+            cfg.ppo.fused = fused;
+            cfg.hybrid.mode = serl_train::HybridMode::StaticOnly;
+            let t = Instant::now();
+            let out = serl_train::train(TrainSetup {
+                config: cfg,
+                envs: make_envs(),
+                validate: None,
+                run_dir: None,
+                resume: false,
+                progress: false,
+            })?;
+            per_run = out.env_steps;
+            let rate = out.env_steps as f64 / t.elapsed().as_secs_f64();
+            if fused {
+                train_rates.push(rate);
+            } else {
+                burn_rates.push(rate);
+            }
+        }
 
         let mut norm = serl_train::normalize::RunningNorm::new(serl_env::OBS_DIM);
         let mut venv = VecEnv::new(make_envs(), run as u64, 1, &mut norm, true);
@@ -354,8 +368,9 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
     }
     let f = TrainFigures {
         data: a.data.display().to_string(),
-        setup: "PPO, MLP [64, 64] tanh, 8 static envs (1-minute decisions), n_steps 2048, batch 256, 10 epochs, NdArray CPU".into(),
+        setup: "PPO, MLP [64, 64] tanh, 8 static envs (1-minute decisions), n_steps 2048, batch 256, 10 epochs, CPU".into(),
         train_steps_per_second: median(train_rates),
+        burn_autodiff_steps_per_second: median(burn_rates),
         train_steps_per_run: per_run,
         env_only_steps_per_second: median(env_rates),
         runs,
@@ -365,8 +380,12 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
     } else {
         println!("{}", f.setup);
         println!(
-            "training, updates included: {:.0} env steps/s (median of {runs}, {} steps each)",
+            "training, updates included: {:.0} env steps/s (fused learner; median of {runs}, {} steps each)",
             f.train_steps_per_second, f.train_steps_per_run
+        );
+        println!(
+            "the same with burn's autodiff learner: {:.0} env steps/s",
+            f.burn_autodiff_steps_per_second
         );
         println!(
             "the same 8 environments without training: {:.0} env steps/s",
