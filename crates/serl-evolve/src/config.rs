@@ -32,6 +32,9 @@ pub struct EvolveConfig {
     pub high_level: bool,
     pub low_level: LowLevelConfig,
     pub convergence: ConvergenceConfig,
+    /// Runs repeated after the main one with one part switched off, each
+    /// in `RUN_DIR/ablations/NAME/`, and tabulated in the report.
+    pub ablations: Vec<crate::ablation::Ablation>,
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -104,6 +107,7 @@ impl Default for EvolveConfig {
             high_level: true,
             low_level: LowLevelConfig::default(),
             convergence: ConvergenceConfig::default(),
+            ablations: Vec::new(),
         }
     }
 }

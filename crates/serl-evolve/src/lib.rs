@@ -13,10 +13,13 @@
 //! - [`config`]: the `[evolve]` table.
 //! - [`run`]: the loop ([`evolve`]), its run directory and resume.
 //! - [`report`]: the research report and the fine-tuning dataset.
+//! - [`ablation`]: the same run with one part switched off, tabulated.
 
+pub mod ablation;
 pub mod config;
 pub mod report;
 pub mod run;
 
+pub use ablation::{Ablation, AblationRow};
 pub use config::EvolveConfig;
 pub use run::{evolve, CandidateResult, EvolveError, EvolveInputs, EvolveOutcome};

@@ -61,6 +61,7 @@ pub fn write(
     modules: &[ModuleKind],
     designer: &str,
     provenance: Provenance,
+    ablations: &[crate::AblationRow],
 ) -> Result<ReportData, EvolveError> {
     let mut md = String::from("# SE-RL evolve report\n\n");
     let _ = writeln!(
@@ -228,7 +229,13 @@ pub fn write(
         let _ = writeln!(md, "| {name} | {secs:.1} |");
     }
     let _ = writeln!(md, "\nLLM tokens: {pt} prompt, {ct} completion.\n");
-    md.push_str("## Ablations\n\nRun them with the same seed and `[evolve]` switches: `high_level = false`, `low_level.enabled = false`, `[evolve.train.hybrid] mode = \"static_only\" | \"dynamic_only\" | \"fixed\"`, and `--llm builtin` against an LLM backend.\n");
+    md.push_str("## Ablations\n\n");
+    if ablations.is_empty() {
+        md.push_str("None configured: `[evolve] ablations = [\"no_high_level\", \"no_low_level\", \"static_only\", \"dynamic_only\", \"fixed_weights\", \"builtin\"]` runs each after the main run (same seed, data and orders) and tabulates it here.\n");
+    } else {
+        md.push_str("Each row is a full run with the same seed, data and orders (`ablations/NAME/` holds its own report): the search's best validation score, and its best design retrained and tested once on the static test split.\n\n");
+        md.push_str(&crate::ablation::table(ablations));
+    }
     std::fs::write(dir.join("report.md"), &md).map_err(|e| err(dir, e))?;
     std::fs::write(dir.join("report.html"), html(&md, &svgs)).map_err(|e| err(dir, e))?;
     write_finetune(dir, &out.candidates)?;

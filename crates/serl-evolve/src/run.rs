@@ -393,10 +393,11 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             say(
                 &bar,
                 format!(
-                "iteration {}: {} valid of {}, best score {}, best validation PA so far {:.3} bps",
+                "iteration {}: {} valid of {} designed, {} low-level trials, best score {}, best validation PA so far {:.3} bps",
                 j + 1,
-                scored.len(),
+                scored.iter().filter(|c| !c.key.starts_with("ll")).count(),
                 cfg.candidates,
+                scored.iter().filter(|c| c.key.starts_with("ll")).count(),
                 if best_round.is_finite() {
                     format!("{best_round:.3}")
                 } else {

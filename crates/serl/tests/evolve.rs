@@ -394,3 +394,71 @@ fn an_unreachable_server_is_a_clear_error_not_a_hang() {
     );
     assert!(t.elapsed() < Duration::from_secs(60));
 }
+
+/// Every line of a training run's metrics: whether it had a dynamic loss.
+fn dynamic_losses(metrics: &Path) -> Vec<bool> {
+    std::fs::read_to_string(metrics)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["loss_dynamic"].is_number()
+        })
+        .collect()
+}
+
+#[test]
+fn configured_ablations_run_after_the_main_run_and_fill_the_report_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(dir.path(), "");
+    let text0 = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "[evolve]\n",
+        "[evolve]\nablations = [\"no_low_level\", \"static_only\"]\n",
+        1,
+    );
+    std::fs::write(&cfg, text0).unwrap();
+    let run = dir.path().join("run");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // Each ablation is a full run of its own, with its own report.
+    for name in ["no_low_level", "static_only"] {
+        let sub = run.join("ablations").join(name);
+        assert!(sub.join("report.md").exists(), "{name} has no report");
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let section = &report[report.find("## Ablations").unwrap()..];
+    for row in ["| full |", "| no_low_level |", "| static_only |"] {
+        assert!(section.contains(row), "{row} is missing:\n{section}");
+    }
+    // The static-only ablation really trained without the dynamic market;
+    // the main run did not.
+    let main = dynamic_losses(&run.join("final/serl-best/metrics.jsonl"));
+    assert!(main.iter().all(|&d| d), "{main:?}");
+    let ablated = dynamic_losses(&run.join("ablations/static_only/final/serl-best/metrics.jsonl"));
+    assert!(
+        !ablated.is_empty() && ablated.iter().all(|&d| !d),
+        "{ablated:?}"
+    );
+    // Without low-level DEK there are no tuned (`ll…`) candidates.
+    let tuned = |dir: &Path| {
+        std::fs::read_dir(dir.join("candidates"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("ll")
+            })
+            .count()
+    };
+    assert!(tuned(&run) > 0);
+    assert_eq!(tuned(&run.join("ablations/no_low_level")), 0);
+}

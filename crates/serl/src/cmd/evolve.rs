@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig};
 use serl_eval::Provenance;
-use serl_evolve::{evolve, EvolveConfig, EvolveInputs};
+use serl_evolve::{evolve, Ablation, AblationRow, EvolveConfig, EvolveInputs};
 use serl_llm::record::{Recorder, Replay};
 use serl_llm::{BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts};
 
@@ -193,35 +193,14 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     }
     let market = MarketData::new(&ds, &cfg.data);
     let transcript = out.join("transcript.jsonl");
-    let designer: Box<dyn Designer> = match cfg.llm.backend {
-        LlmChoice::Builtin => Box::new(BuiltinDesigner::new(cfg.evolve.seed)),
-        LlmChoice::Openai | LlmChoice::Ollama => {
-            let mut http = cfg.llm.http.clone();
-            if cfg.llm.backend == LlmChoice::Ollama {
-                http.flavor = Flavor::Ollama;
-            }
-            let backend = Recorder::new(HttpBackend::new(http)?, &transcript)?;
-            let mut d = LlmDesigner::new(
-                Prompts::load(&prompts_used)?,
-                Box::new(backend),
-                cfg.evolve.seed,
-            );
-            d.temperature = cfg.llm.temperature;
-            d.constrained = cfg.llm.constrained;
-            Box::new(d)
-        }
-        LlmChoice::Replay => {
-            let from = a.replay_from.clone().unwrap_or(transcript.clone());
-            let mut d = LlmDesigner::new(
-                Prompts::load(&prompts_used)?,
-                Box::new(Replay::open(&from)?),
-                cfg.evolve.seed,
-            );
-            d.temperature = cfg.llm.temperature;
-            d.constrained = cfg.llm.constrained;
-            Box::new(d)
-        }
-    };
+    let replay_from = a.replay_from.clone().unwrap_or(transcript.clone());
+    let designer = make_designer(
+        &cfg,
+        cfg.llm.backend,
+        &prompts_used,
+        &transcript,
+        &replay_from,
+    )?;
     let designer_name = designer.name();
     eprintln!(
         "designer: {designer_name}; {} / {} / {} train / validation / test orders over {} symbols; run directory {}",
@@ -245,11 +224,127 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         run_dir: out.clone(),
         progress: true,
     })?;
-    let provenance = Provenance {
+    let main_secs = t0.elapsed().as_secs_f64();
+    let mut ablations = Vec::new();
+    if !cfg.evolve.ablations.is_empty() {
+        ablations.push(AblationRow::from_outcome(
+            "full",
+            "the run as configured",
+            &outcome,
+            main_secs,
+            cfg.evolve.seed,
+        ));
+    }
+    for &ablation in &cfg.evolve.ablations {
+        let sub = out.join("ablations").join(ablation.name());
+        std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
+        let backend = match ablation {
+            Ablation::Builtin => LlmChoice::Builtin,
+            _ => cfg.llm.backend,
+        };
+        let sub_transcript = sub.join("transcript.jsonl");
+        let designer = make_designer(
+            &cfg,
+            backend,
+            &prompts_used,
+            &sub_transcript,
+            &sub_transcript,
+        )?;
+        let name = designer.name();
+        eprintln!(
+            "ablation {}: {} ({name})",
+            ablation.name(),
+            ablation.describe()
+        );
+        let t = std::time::Instant::now();
+        let sub_outcome = evolve(EvolveInputs {
+            cfg: ablation.apply(&cfg.evolve),
+            env_cfg: cfg.env.clone(),
+            market_cfg: cfg.market.clone(),
+            market: &market,
+            train_orders: &train,
+            val_orders: &val,
+            test_orders: &test,
+            designer,
+            prompts: Some(Prompts::load(&prompts_used)?),
+            run_dir: sub.clone(),
+            progress: true,
+        })?;
+        let provenance = provenance(&cfg, &data_path, test.len(), &sub_outcome)?;
+        serl_evolve::report::write(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
+        ablations.push(AblationRow::from_outcome(
+            ablation.name(),
+            ablation.describe(),
+            &sub_outcome,
+            t.elapsed().as_secs_f64(),
+            cfg.evolve.seed,
+        ));
+    }
+    if !ablations.is_empty() {
+        eprint!("{}", serl_evolve::ablation::table(&ablations));
+    }
+    let provenance = provenance(&cfg, &data_path, test.len(), &outcome)?;
+    let data = serl_evolve::report::write(
+        &out,
+        &outcome,
+        &modules,
+        &designer_name,
+        provenance,
+        &ablations,
+    )?;
+    super::backtest::print_summaries(&data.summaries);
+    println!(
+        "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
+        outcome.best.key,
+        outcome.best.score.unwrap_or(0.0),
+        main_secs,
+        out.join("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The designer for `backend`: HTTP backends record into `transcript`,
+/// replay reads `replay_from`.
+fn make_designer(
+    cfg: &EvolveFile,
+    backend: LlmChoice,
+    prompts: &Path,
+    transcript: &Path,
+    replay_from: &Path,
+) -> Result<Box<dyn Designer>> {
+    let llm = |inner: Box<dyn serl_llm::Backend>| -> Result<Box<dyn Designer>> {
+        let mut d = LlmDesigner::new(Prompts::load(prompts)?, inner, cfg.evolve.seed);
+        d.temperature = cfg.llm.temperature;
+        d.constrained = cfg.llm.constrained;
+        Ok(Box::new(d))
+    };
+    match backend {
+        LlmChoice::Builtin => Ok(Box::new(BuiltinDesigner::new(cfg.evolve.seed))),
+        LlmChoice::Openai | LlmChoice::Ollama => {
+            let mut http = cfg.llm.http.clone();
+            if backend == LlmChoice::Ollama {
+                http.flavor = Flavor::Ollama;
+            }
+            llm(Box::new(Recorder::new(
+                HttpBackend::new(http)?,
+                transcript,
+            )?))
+        }
+        LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
+    }
+}
+
+fn provenance(
+    cfg: &EvolveFile,
+    data_path: &Path,
+    orders: usize,
+    outcome: &serl_evolve::EvolveOutcome,
+) -> Result<Provenance> {
+    Ok(Provenance {
         data_path: data_path.display().to_string(),
         split: "test".into(),
         seed: cfg.evolve.seed,
-        orders: test.len(),
+        orders,
         order_config: serde_json::to_string(&cfg.orders)?,
         env_config: serde_json::to_string(&cfg.env)?,
         reward: format!(
@@ -263,15 +358,32 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         serl_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: super::backtest::git_commit(),
         created: super::backtest::now(),
-    };
-    let data = serl_evolve::report::write(&out, &outcome, &modules, &designer_name, provenance)?;
-    super::backtest::print_summaries(&data.summaries);
-    println!(
-        "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
-        outcome.best.key,
-        outcome.best.score.unwrap_or(0.0),
-        t0.elapsed().as_secs_f64(),
-        out.join("report.html").display()
-    );
-    Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_evolve_config_parses_and_validates() {
+        // Read at run time: a clone sharing the target directory must
+        // check its own files.
+        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+        let root = Path::new(&manifest).join("../../configs");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&root).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if !(name.starts_with("evolve") && name.ends_with(".toml")) {
+                continue;
+            }
+            let cfg: EvolveFile = read_toml(&p).unwrap();
+            cfg.evolve
+                .validate()
+                .unwrap_or_else(|m| panic!("{name}: {m}"));
+            seen += 1;
+        }
+        assert!(seen >= 4, "found {seen} evolve configs");
+    }
 }
