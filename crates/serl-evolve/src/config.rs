@@ -32,6 +32,9 @@ pub struct EvolveConfig {
     pub high_level: bool,
     pub low_level: LowLevelConfig,
     pub convergence: ConvergenceConfig,
+    /// Candidates of a round trained at once; 0 picks one per two cores
+    /// (each training already uses two threads).
+    pub parallel: usize,
     /// Runs repeated after the main one with one part switched off, each
     /// in `RUN_DIR/ablations/NAME/`, and tabulated in the report.
     pub ablations: Vec<crate::ablation::Ablation>,
@@ -108,6 +111,7 @@ impl Default for EvolveConfig {
             low_level: LowLevelConfig::default(),
             convergence: ConvergenceConfig::default(),
             ablations: Vec::new(),
+            parallel: 0,
         }
     }
 }
@@ -134,6 +138,16 @@ impl EvolveConfig {
             return Err("evolve.final_steps must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// How many candidates train at once.
+    pub fn parallel_candidates(&self) -> usize {
+        match self.parallel {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get() / 2)
+                .max(1),
+            n => n,
+        }
     }
 
     /// The default micro instruction of a module.

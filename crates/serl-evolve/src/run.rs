@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder};
 use serl_eval::{
@@ -120,6 +121,106 @@ pub struct EvolveInputs<'a> {
     pub progress: bool,
 }
 
+/// A designed candidate waiting for training.
+struct Pending {
+    key: String,
+    path: PathBuf,
+    design: Option<Design>,
+    modules: Vec<ModuleRecord>,
+    success_rate: f64,
+    seed: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// A candidate's result and what it cost (zero when loaded from disk).
+struct Trained {
+    result: CandidateResult,
+    train_secs: f64,
+    eval_secs: f64,
+}
+
+impl Pending {
+    /// Trains and scores the design (or loads the result of an earlier
+    /// run), and writes the result into the run directory.
+    fn train(
+        &self,
+        scoring: &Scoring,
+        iteration: usize,
+        bar: &ProgressBar,
+    ) -> Result<Trained, EvolveError> {
+        if let Some(result) = read_json::<CandidateResult>(&self.path) {
+            bar.inc(1);
+            return Ok(Trained {
+                result,
+                train_secs: 0.0,
+                eval_secs: 0.0,
+            });
+        }
+        let (mut result, eval_secs) = match &self.design {
+            Some(d) => train_and_score(
+                scoring,
+                d,
+                self.key.clone(),
+                iteration,
+                self.success_rate,
+                self.seed,
+            )?,
+            None => (
+                CandidateResult {
+                    key: self.key.clone(),
+                    iteration,
+                    design: None,
+                    modules: Vec::new(),
+                    success_rate: self.success_rate,
+                    validation: None,
+                    score: None,
+                    repaired: 0,
+                    train_secs: 0.0,
+                    prompt_tokens: 0,
+                    completion_tokens: 0,
+                },
+                0.0,
+            ),
+        };
+        result.modules = self.modules.clone();
+        result.prompt_tokens = self.prompt_tokens;
+        result.completion_tokens = self.completion_tokens;
+        write_json(&self.path, &result)?;
+        bar.inc(1);
+        Ok(Trained {
+            train_secs: result.train_secs,
+            result,
+            eval_secs,
+        })
+    }
+}
+
+/// What training and scoring a design needs: the inputs without the
+/// designer, shared by candidates training in parallel.
+#[derive(Clone, Copy)]
+struct Scoring<'a> {
+    cfg: &'a EvolveConfig,
+    env_cfg: &'a EnvConfig,
+    market_cfg: &'a MarketConfig,
+    market: &'a MarketData,
+    train_orders: &'a [ParentOrder],
+    val_orders: &'a [ParentOrder],
+}
+
+impl EvolveInputs<'_> {
+    fn scoring(&self) -> Scoring<'_> {
+        Scoring {
+            cfg: &self.cfg,
+            env_cfg: &self.env_cfg,
+            market_cfg: &self.market_cfg,
+            market: self.market,
+            train_orders: self.train_orders,
+            val_orders: self.val_orders,
+        }
+    }
+}
+
 pub struct EvolveOutcome {
     pub candidates: Vec<CandidateResult>,
     pub best: CandidateResult,
@@ -198,6 +299,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     for j in 0..cfg.iterations {
         iterations_run = j + 1;
         let mut round: Vec<CandidateResult> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
         for k in 0..cfg.candidates {
             let key = format!("i{j}_c{k}");
             bar.set_message(format!(
@@ -272,67 +374,49 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 },
                 &mut stages,
             );
-            let path = dir.join("candidates").join(format!("{key}.json"));
-            let result = match read_json::<CandidateResult>(&path) {
-                Some(r) => r,
-                None => {
-                    let success_rate = modules
-                        .iter()
-                        .map(|m| {
-                            if m.text.is_some() {
-                                1.0 / m.attempts.max(1) as f64
-                            } else {
-                                0.0
-                            }
-                        })
-                        .sum::<f64>()
-                        / modules.len().max(1) as f64;
-                    let design = assemble(&parts, cfg.modules.len());
-                    let mut r = match &design {
-                        Some(d) => {
-                            let seed = cfg.seed
-                                ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                            let (r, eval_secs) =
-                                train_and_score(&inputs, d, key.clone(), j, success_rate, seed)?;
-                            add(
-                                Stage {
-                                    name: "train",
-                                    secs: r.train_secs,
-                                },
-                                &mut stages,
-                            );
-                            add(
-                                Stage {
-                                    name: "evaluate",
-                                    secs: eval_secs,
-                                },
-                                &mut stages,
-                            );
-                            r
-                        }
-                        None => CandidateResult {
-                            key: key.clone(),
-                            iteration: j,
-                            design: None,
-                            modules: Vec::new(),
-                            success_rate,
-                            validation: None,
-                            score: None,
-                            repaired: 0,
-                            train_secs: 0.0,
-                            prompt_tokens: 0,
-                            completion_tokens: 0,
-                        },
-                    };
-                    r.modules = modules;
-                    r.prompt_tokens = pt;
-                    r.completion_tokens = ct;
-                    write_json(&path, &r)?;
-                    r
-                }
+            let success_rate = modules
+                .iter()
+                .map(|m| {
+                    if m.text.is_some() {
+                        1.0 / m.attempts.max(1) as f64
+                    } else {
+                        0.0
+                    }
+                })
+                .sum::<f64>()
+                / modules.len().max(1) as f64;
+            pending.push(Pending {
+                path: dir.join("candidates").join(format!("{key}.json")),
+                seed: cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                key,
+                design: assemble(&parts, cfg.modules.len()),
+                modules,
+                success_rate,
+                prompt_tokens: pt,
+                completion_tokens: ct,
+            });
+        }
+        // The round's designs train `parallel` at a time; each result is
+        // written as soon as it is known, so a kill loses only those in
+        // flight, and a finished one is loaded instead of trained.
+        let scoring = inputs.scoring();
+        let parallel = cfg.parallel_candidates();
+        for chunk in pending.chunks(parallel) {
+            let done: Vec<Result<Trained, EvolveError>> = if chunk.len() == 1 {
+                chunk.iter().map(|p| p.train(&scoring, j, &bar)).collect()
+            } else {
+                chunk
+                    .par_iter()
+                    .map(|p| p.train(&scoring, j, &bar))
+                    .collect()
             };
-            bar.inc(1);
-            round.push(result);
+            for d in done {
+                let d = d?;
+                for (name, secs) in [("train", d.train_secs), ("evaluate", d.eval_secs)] {
+                    add(Stage { name, secs }, &mut stages);
+                }
+                round.push(d.result);
+            }
         }
         all.extend(round.iter().cloned());
 
@@ -340,7 +424,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         if cfg.low_level.enabled {
             if let Some(best) = best_of(&all).cloned() {
                 let t = Instant::now();
-                let tuned = tune_constants(&inputs, &best, j, &dir)?;
+                let tuned = tune_constants(&inputs.scoring(), &best, j, &dir)?;
                 add(
                     Stage {
                         name: "low-level DEK",
@@ -475,7 +559,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         Some(r) => r,
         None => {
             let (r, _) = train_and_score(
-                &inputs,
+                &inputs.scoring(),
                 &Design::baseline(),
                 "baseline".into(),
                 0,
@@ -511,7 +595,15 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             Policy::load(&fdir, "final", &serl_train::DeviceChoice::Cpu.device()?)?
         } else {
             let seed = cfg.seed ^ 0xF1AA;
-            train_design(&inputs, d, algo, cfg.final_steps, seed, Some(&fdir))?.0
+            train_design(
+                &inputs.scoring(),
+                d,
+                algo,
+                cfg.final_steps,
+                seed,
+                Some(&fdir),
+            )?
+            .0
         };
         let label = name.to_string();
         factories.push(StrategyFactory {
@@ -661,7 +753,7 @@ pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
 /// Trains `design` and returns its final policy and the values its
 /// programs repaired.
 fn train_design(
-    inputs: &EvolveInputs,
+    inputs: &Scoring,
     d: &Design,
     algo: Algo,
     steps: usize,
@@ -699,7 +791,7 @@ fn train_design(
         &tc,
         inputs.market,
         inputs.train_orders,
-        &inputs.env_cfg,
+        inputs.env_cfg,
         reward.clone(),
         &market_cfg,
     )?;
@@ -718,7 +810,7 @@ fn train_design(
 /// result is scored PA × `success_rate`. Also returns the seconds spent
 /// validating (the result holds the training time).
 fn train_and_score(
-    inputs: &EvolveInputs,
+    inputs: &Scoring,
     design: &Design,
     key: String,
     iteration: usize,
@@ -753,7 +845,7 @@ fn train_and_score(
     Ok((r, t.elapsed().as_secs_f64()))
 }
 
-fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
+fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
     let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
     let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
     let orders: Vec<ParentOrder> = (0..n)
@@ -773,7 +865,7 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
         &orders,
         &f,
         &[&StaticRunner as &dyn EpisodeRunner],
-        &inputs.env_cfg,
+        inputs.env_cfg,
         &reward,
         &|_| {},
     );
@@ -789,7 +881,7 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
         &orders[..nd],
         &f,
         &[&dynamic as &dyn EpisodeRunner],
-        &inputs.env_cfg,
+        inputs.env_cfg,
         &reward,
         &|_| {},
     );
@@ -824,7 +916,7 @@ fn validate(inputs: &EvolveInputs, policy: &Policy) -> Validation {
 /// scores higher. Each trial is a candidate of its own in the run
 /// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
 fn tune_constants(
-    inputs: &EvolveInputs,
+    inputs: &Scoring,
     best: &CandidateResult,
     j: usize,
     dir: &Path,

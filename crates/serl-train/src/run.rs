@@ -362,14 +362,24 @@ impl Learner {
     }
 }
 
+/// Held from seeding the backend's generator until the network is built:
+/// the generator is one per device, so trainings running at once (parallel
+/// candidates) would otherwise interleave their draws.
+fn seeded_init() -> std::sync::MutexGuard<'static, ()> {
+    static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    INIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The policy `train` would start from: the config's network at its seeded
 /// initialisation, before any experience (a random policy).
 pub fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, TrainError> {
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
+    let init = seeded_init();
     device.seed(cfg.seed);
     let meta = cfg.policy_meta(obs_dim);
     let model = Model::build(&meta, &device)?;
+    drop(init);
     Ok(Policy {
         meta,
         model,
@@ -397,6 +407,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let ad = device.clone().autodiff();
     // Weight initialisation draws from the backend's generator: seed it so
     // that the same config gives the same network.
+    let init = seeded_init();
     device.seed(cfg.seed);
     ad.seed(cfg.seed);
     let mut meta = cfg.policy_meta(obs_dim);
@@ -430,6 +441,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             }
         }
     };
+    drop(init);
     let mut records: Vec<UpdateRecord> = Vec::new();
     if let Some(dir) = &run_dir {
         std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;

@@ -124,6 +124,14 @@ fn the_multi_agent_scenario_evolves_agents_that_talk() {
 fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_run() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), "");
+    let shipped = std::fs::read_to_string(&cfg).unwrap();
+    let with_parallel = |n: usize| {
+        let p = dir.path().join(format!("parallel{n}.toml"));
+        let text = shipped.replacen("parallel = 0", &format!("parallel = {n}"), 1);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let cfg = with_parallel(1);
     let run = dir.path().join("run");
     let o = serl(&[
         "evolve",
@@ -172,11 +180,13 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
 
+    // The same seed gives the same scores, trained one at a time or two
+    // candidates at once.
     let again = dir.path().join("again");
     let o3 = serl(&[
         "evolve",
         "--config",
-        cfg.to_str().unwrap(),
+        with_parallel(2).to_str().unwrap(),
         "--out",
         again.to_str().unwrap(),
     ]);
