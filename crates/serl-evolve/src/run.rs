@@ -401,6 +401,12 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         // flight, and a finished one is loaded instead of trained.
         let scoring = inputs.scoring();
         let parallel = cfg.parallel_candidates();
+        bar.set_message(format!(
+            "iteration {}/{}: training {} designs, {parallel} at a time",
+            j + 1,
+            cfg.iterations,
+            pending.len()
+        ));
         for chunk in pending.chunks(parallel) {
             let done: Vec<Result<Trained, EvolveError>> = if chunk.len() == 1 {
                 chunk.iter().map(|p| p.train(&scoring, j, &bar)).collect()
