@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::hybrid::LossWeights;
 use crate::net::{ActorCritic, Block, Head};
 use crate::policy::{floats, floats1, sample_actor_critic, PolicyMeta, Sampled};
-use crate::ppo::{minibatch_order, Minibatch, MinibatchStats, PpoConfig, PpoStats, StatsSum};
+use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
 use crate::spec::Activation;
 
@@ -284,6 +284,11 @@ fn tanh(x: f32) -> f32 {
     x * p / q
 }
 
+/// A zero tensor of each tensor's size.
+fn zeros_like(tensors: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    tensors.iter().map(|t| vec![0.0; t.len()]).collect()
+}
+
 /// Adam's moments for every tensor of one network, as burn keeps them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AdamState {
@@ -297,11 +302,10 @@ const BETA_2: f32 = 0.999;
 
 impl AdamState {
     fn new(params: &[Vec<f32>]) -> Self {
-        let zeros: Vec<Vec<f32>> = params.iter().map(|p| vec![0.0; p.len()]).collect();
         AdamState {
             time: 0,
-            moment_1: zeros.clone(),
-            moment_2: zeros,
+            moment_1: zeros_like(params),
+            moment_2: zeros_like(params),
         }
     }
 
@@ -460,12 +464,7 @@ impl FusedPpo {
         acts: &mut Activations,
     ) -> Half {
         let n = mb.len;
-        let mut grads: Vec<Vec<f32>> = self
-            .actor
-            .params
-            .iter()
-            .map(|p| vec![0.0; p.len()])
-            .collect();
+        let mut grads = zeros_like(&self.actor.params);
         self.actor.forward(&mb.x, n, acts);
         let out = &acts.outputs[self.actor.layers.len() - 1];
         let k = self.actor.out_width();
@@ -473,19 +472,23 @@ impl FusedPpo {
         let (entropy_coef, ln_2pi) = (cfg.entropy_coef as f32, (2.0 * std::f32::consts::PI).ln());
         let mut s = HalfStats::default();
         let mut d_log_std = 0f32;
+        let log_std = self.log_std_value();
+        let sigma = log_std.exp();
         acts.delta.clear();
         acts.delta.resize(n * k, 0.0);
         for i in 0..n {
             let row = &out[i * k..(i + 1) * k];
-            let (logp, entropy) = match self.head {
+            // `shape` is the standardised sample z (Gaussian) or log Σ exp
+            // of the logits (categorical): the gradient below needs it too.
+            let (logp, entropy, shape) = match self.head {
                 Head::Gaussian => {
-                    let ls = self.log_std_value();
-                    let z = (mb.raw[i] - row[0]) / ls.exp();
-                    (-0.5 * z * z - ls - 0.5 * ln_2pi, ls + 0.5 + 0.5 * ln_2pi)
+                    let z = (mb.raw[i] - row[0]) / sigma;
+                    let logp = -0.5 * z * z - log_std - 0.5 * ln_2pi;
+                    (logp, log_std + 0.5 + 0.5 * ln_2pi, z)
                 }
                 Head::Categorical(_) => {
                     let (lse, ent) = log_sum_exp_and_entropy(row);
-                    (row[mb.raw[i] as usize] - lse, ent)
+                    (row[mb.raw[i] as usize] - lse, ent, lse)
                 }
             };
             let log_ratio = logp - mb.old_log_prob[i];
@@ -500,19 +503,18 @@ impl FusedPpo {
             let d = &mut acts.delta[i * k..(i + 1) * k];
             match self.head {
                 Head::Gaussian => {
-                    let sigma = self.log_std_value().exp();
-                    let z = (mb.raw[i] - row[0]) / sigma;
+                    let z = shape;
                     d[0] = g * z / sigma;
                     d_log_std += g * (z * z - 1.0) - w_ent;
                 }
                 Head::Categorical(_) => {
-                    let (lse, ent) = log_sum_exp_and_entropy(row);
+                    let lse = shape;
                     let a = mb.raw[i] as usize;
                     for (j, dj) in d.iter_mut().enumerate() {
                         let lp = row[j] - lse;
                         let p = lp.exp();
                         let chosen = if j == a { 1.0 } else { 0.0 };
-                        *dj = g * (chosen - p) + w_ent * p * (lp + ent);
+                        *dj = g * (chosen - p) + w_ent * p * (lp + entropy);
                     }
                 }
             }
@@ -549,12 +551,7 @@ impl FusedPpo {
         acts: &mut Activations,
     ) -> Half {
         let n = mb.len;
-        let mut grads: Vec<Vec<f32>> = self
-            .critic
-            .params
-            .iter()
-            .map(|p| vec![0.0; p.len()])
-            .collect();
+        let mut grads = zeros_like(&self.critic.params);
         self.critic.forward(&mb.x, n, acts);
         let values = &acts.outputs[self.critic.layers.len() - 1];
         let vcoef = cfg.value_coef as f32;
@@ -617,7 +614,7 @@ impl FusedPpo {
             let (wa, wb) = mb.source_weights(weights);
             let static_mean = (a.static_sum + c.static_sum) / n_s.max(1.0) as f64;
             let dynamic_mean = (a.dynamic_sum + c.dynamic_sum) / n_d.max(1.0) as f64;
-            sums.add(MinibatchStats {
+            sums.add(PpoStats {
                 loss: wa * static_mean + wb * dynamic_mean,
                 policy_loss: a.policy_loss,
                 value_loss: c.value_loss,

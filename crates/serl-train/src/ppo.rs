@@ -75,7 +75,8 @@ impl PpoConfig {
     }
 }
 
-/// Means over one update's minibatches.
+/// Means over one update's minibatches (or, while summing, over one
+/// minibatch's samples).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct PpoStats {
     pub loss: f64,
@@ -187,21 +188,9 @@ pub(crate) struct StatsSum {
     dynamic_loss: (f64, usize),
 }
 
-/// One minibatch's figures (means over its samples).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct MinibatchStats {
-    pub loss: f64,
-    pub policy_loss: f64,
-    pub value_loss: f64,
-    pub entropy: f64,
-    pub approx_kl: f64,
-    pub clip_fraction: f64,
-    pub loss_static: Option<f64>,
-    pub loss_dynamic: Option<f64>,
-}
-
 impl StatsSum {
-    pub fn add(&mut self, m: MinibatchStats) {
+    /// Adds one minibatch's figures (means over its samples).
+    pub fn add(&mut self, m: PpoStats) {
         let v = [
             m.loss,
             m.policy_loss,
@@ -357,7 +346,7 @@ pub fn update(
         let scalar = |t: Tensor<1>| t.into_scalar::<f32>() as f64;
         let (n_s, n_d) = mb.counts();
         let lr = l.log_ratio.detach();
-        sums.add(MinibatchStats {
+        sums.add(PpoStats {
             loss: scalar(l.total),
             policy_loss: scalar(l.per_sample_policy.detach().mean()),
             value_loss: scalar(l.per_sample_value.detach().mean()),

@@ -211,19 +211,26 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         out.display()
     );
     let modules = cfg.evolve.modules.clone();
-    let outcome = evolve(EvolveInputs {
-        cfg: cfg.evolve.clone(),
-        env_cfg: cfg.env.clone(),
-        market_cfg: cfg.market.clone(),
-        market: &market,
-        train_orders: &train,
-        val_orders: &val,
-        test_orders: &test,
-        designer,
-        prompts: Some(prompts),
-        run_dir: out.clone(),
-        progress: true,
-    })?;
+    // The main run and each ablation: the same data and orders.
+    let run_evolve = |evolve_cfg: EvolveConfig,
+                      designer: Box<dyn Designer + '_>,
+                      prompts: Prompts,
+                      run_dir: &Path| {
+        evolve(EvolveInputs {
+            cfg: evolve_cfg,
+            env_cfg: cfg.env.clone(),
+            market_cfg: cfg.market.clone(),
+            market: &market,
+            train_orders: &train,
+            val_orders: &val,
+            test_orders: &test,
+            designer,
+            prompts: Some(prompts),
+            run_dir: run_dir.to_path_buf(),
+            progress: true,
+        })
+    };
+    let outcome = run_evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
     let mut ablations = Vec::new();
     if !cfg.evolve.ablations.is_empty() {
@@ -257,19 +264,12 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
             ablation.describe()
         );
         let t = std::time::Instant::now();
-        let sub_outcome = evolve(EvolveInputs {
-            cfg: ablation.apply(&cfg.evolve),
-            env_cfg: cfg.env.clone(),
-            market_cfg: cfg.market.clone(),
-            market: &market,
-            train_orders: &train,
-            val_orders: &val,
-            test_orders: &test,
+        let sub_outcome = run_evolve(
+            ablation.apply(&cfg.evolve),
             designer,
-            prompts: Some(Prompts::load(&prompts_used)?),
-            run_dir: sub.clone(),
-            progress: true,
-        })?;
+            Prompts::load(&prompts_used)?,
+            &sub,
+        )?;
         let provenance = provenance(&cfg, &data_path, test.len(), &sub_outcome)?;
         serl_evolve::report::write(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
         ablations.push(AblationRow::from_outcome(
