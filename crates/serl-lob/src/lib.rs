@@ -30,6 +30,7 @@
 
 mod book;
 mod error;
+mod index;
 pub mod lobster;
 pub mod synthetic;
 pub mod types;
