@@ -13,7 +13,7 @@ use serl_lob::Side;
 use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 
 use crate::config::EnvConfig;
-use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
+use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
@@ -100,6 +100,8 @@ pub struct DynamicEnv<'a> {
     filled: f64,
     notional: f64,
     arrival: f64,
+    /// The last step's benchmark, for [`StepInfo::twap_gain_bps`].
+    last_bench: f64,
     last_step_volume: f64,
     mids: Vec<f64>,
     peers: Vec<Peer>,
@@ -144,6 +146,7 @@ impl<'a> DynamicEnv<'a> {
             filled: 0.0,
             notional: 0.0,
             arrival,
+            last_bench: arrival,
             last_step_volume: 0.0,
             mids: Vec::new(),
             cal,
@@ -170,7 +173,7 @@ impl<'a> DynamicEnv<'a> {
     /// The observation peer `k` sees: the market's, with its own inventory.
     pub fn observe_peer(&self, k: usize, out: &mut [f32]) {
         let p = &self.peers[k];
-        self.observe_holding(p.remaining / p.qty.max(1.0), out);
+        self.observe_holding(p.side, p.remaining / p.qty.max(1.0), out);
     }
 
     /// Each peer's slice of this minute: what is left over the minutes left
@@ -200,6 +203,14 @@ impl<'a> DynamicEnv<'a> {
         m.saturating_sub(view.open_minute) as u64 * US_PER_MIN
     }
 
+    /// The share of the order still to trade, and the steps left for it.
+    pub fn left(&self) -> (f64, usize) {
+        (
+            self.remaining / self.order.qty,
+            self.steps.saturating_sub(self.step),
+        )
+    }
+
     pub fn steps(&self) -> usize {
         self.steps
     }
@@ -213,12 +224,12 @@ impl<'a> DynamicEnv<'a> {
     }
 
     pub fn observe(&self, out: &mut [f32]) {
-        self.observe_holding(self.remaining / self.order.qty, out);
+        self.observe_holding(self.order.side, self.remaining / self.order.qty, out);
     }
 
-    /// The market's observation now, for an agent with `inventory_left` of
-    /// its order still to trade.
-    fn observe_holding(&self, inventory_left: f64, out: &mut [f32]) {
+    /// The market's observation now, for an agent on `side` with
+    /// `inventory_left` of its order still to trade.
+    fn observe_holding(&self, side: OrderSide, inventory_left: f64, out: &mut [f32]) {
         let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
         observe(
             &self.sim,
@@ -227,6 +238,7 @@ impl<'a> DynamicEnv<'a> {
             self.view.open_minute,
             self.step,
             self.steps,
+            side.sign(),
             inventory_left,
             out,
         );
@@ -299,9 +311,12 @@ impl<'a> DynamicEnv<'a> {
             got,
             cost,
             bench: if n > 0.0 { bench / n } else { self.arrival },
+            arrival: self.arrival,
+            prev_bench: self.last_bench,
             volume: vol,
             minutes: n.max(1.0),
         };
+        self.last_bench = fills.bench;
         step_info(
             self.view,
             self.order,
@@ -406,6 +421,7 @@ fn observe(
     open: u16,
     step: usize,
     steps: usize,
+    side_sign: f64,
     inv: f64,
     out: &mut [f32],
 ) {
@@ -424,12 +440,13 @@ fn observe(
     }
     let stats = sim.stats();
     let m = (from - open) as usize;
-    let mut rets = [0.0; RETURN_LAGS];
-    for (k, r) in rets.iter_mut().enumerate() {
-        if m >= k + 2 {
-            let (a, c) = (stats.mid[m - k - 2], stats.mid[m - k - 1]);
+    let mut rets = [0.0; RETURNS];
+    if m >= 2 {
+        let c = stats.mid[m - 1];
+        for (r, h) in rets.iter_mut().zip(RETURN_HORIZONS) {
+            let a = stats.mid[(m - 1).saturating_sub(h)];
             if a > 0.0 && c > 0.0 {
-                *r = (c / a).ln() * 1e4;
+                *r = side_sign * (c / a).ln() * 1e4;
             }
         }
     }

@@ -9,17 +9,27 @@
 //! | 7..12 | bid sizes of levels 1–5 | ÷ average minute volume |
 //! | 12..17 | ask prices of levels 1–5, bps from mid | ÷ 10 |
 //! | 17..22 | ask sizes of levels 1–5 | ÷ average minute volume |
-//! | 22..27 | the last 5 one-minute returns, bps | ÷ 10 |
+//! | 22..27 | returns over the last 1, 5, 15, 30 and 60 minutes, bps, signed against the order | ÷ 10 |
 //! | 27 | last minute's volume | ÷ average minute volume |
 //! | 28 | spread, bps | ÷ 10 |
 //!
 //! Everything is known at the decision time: market features come from
 //! the last completed minute.
+//!
+//! Returns are signed from the trader's side: positive is a move against
+//! the order (up for a buy, down for a sell). One policy then serves buys
+//! and sells, and a signal such as "the price has been running away from
+//! me" means the same thing for both; with raw returns a policy that does
+//! not know its side can only time buys and sells alike, which gains
+//! nothing on average. The horizons reach back to the previous decision at
+//! the usual cadences (5 and 30 minutes) and beyond.
 
 pub const LEVELS: usize = 5;
-pub const RETURN_LAGS: usize = 5;
+/// Horizons of the return features, minutes.
+pub const RETURN_HORIZONS: [usize; 5] = [1, 5, 15, 30, 60];
+pub const RETURNS: usize = RETURN_HORIZONS.len();
 /// Width of the default observation.
-pub const OBS_DIM: usize = 2 + 4 * LEVELS + RETURN_LAGS + 2;
+pub const OBS_DIM: usize = 2 + 4 * LEVELS + RETURNS + 2;
 
 /// Feature names in layout order, for reports and the state-space module.
 pub fn feature_names() -> Vec<String> {
@@ -29,11 +39,13 @@ pub fn feature_names() -> Vec<String> {
         ("bid_size", LEVELS),
         ("ask_price", LEVELS),
         ("ask_size", LEVELS),
-        ("ret", RETURN_LAGS),
     ] {
         for k in 1..=n {
             v.push(format!("{what}_{k}"));
         }
+    }
+    for h in RETURN_HORIZONS {
+        v.push(format!("ret_{h}"));
     }
     v.push("volume".into());
     v.push("spread".into());
@@ -56,7 +68,7 @@ pub fn write_obs(
     time_left: f64,
     inventory_left: f64,
     book: &BookPicture,
-    returns_bps: &[f64; RETURN_LAGS],
+    returns_bps: &[f64; RETURNS],
     last_volume: f64,
     spread_bps: f64,
     avg_minute_volume: f64,
@@ -70,7 +82,7 @@ pub fn write_obs(
         out[12 + k] = (book.ask_bps[k] / 10.0) as f32;
         out[17 + k] = (book.ask_size[k] / v) as f32;
     }
-    for k in 0..RETURN_LAGS {
+    for k in 0..RETURNS {
         out[22 + k] = (returns_bps[k] / 10.0) as f32;
     }
     out[27] = (last_volume / v) as f32;

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::config::{Benchmark, EnvConfig, Terminal};
-use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURN_LAGS};
+use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::ParentOrder;
 use crate::reward::{Reward, StepInfo};
 use crate::view::SessionView;
@@ -42,6 +42,12 @@ pub(crate) struct Progress {
 }
 
 impl<'a> Decision<'a> {
+    /// What an even pace over the steps left trades now, as a share of
+    /// the order.
+    pub fn even_share(&self) -> f64 {
+        even_share(self.remaining / self.qty, self.steps, self.step)
+    }
+
     /// The decision at `p` for an order, in any environment.
     pub(crate) fn new(
         obs: &'a [f32],
@@ -86,8 +92,15 @@ impl Strategy for Twap {
         "twap".into()
     }
     fn act(&mut self, d: &Decision) -> f64 {
-        d.remaining / d.qty / (d.steps - d.step) as f64
+        d.even_share()
     }
+}
+
+/// The share of an order that trading what is left (`remaining_share` of
+/// it) evenly over the steps from `step` to `steps` trades now: what TWAP
+/// trades.
+pub fn even_share(remaining_share: f64, steps: usize, step: usize) -> f64 {
+    remaining_share / steps.saturating_sub(step).max(1) as f64
 }
 
 /// Minutes `[from, to)` of decision step `j` of an order.
@@ -103,6 +116,10 @@ pub(crate) struct StepFills {
     pub cost: f64,
     /// The step's benchmark price.
     pub bench: f64,
+    /// The price when the order arrived.
+    pub arrival: f64,
+    /// The previous step's benchmark (the arrival price at the first).
+    pub prev_bench: f64,
     /// Market volume during the step.
     pub volume: f64,
     pub minutes: f64,
@@ -121,12 +138,26 @@ pub(crate) fn step_info(
 ) -> StepInfo {
     let fill_price = if f.got > 0.0 { f.cost / f.got } else { 0.0 };
     let fill_frac = f.got / order.qty;
+    let sign = order.side.sign();
+    // Before this step (`step` counts it already): how far behind an even
+    // schedule the order was, and how the benchmark moved into this step.
+    let behind = (remaining + f.got) / order.qty - (1.0 - (step - 1) as f64 / steps.max(1) as f64);
+    let (timing_bps, move_bps) = if f.arrival > 0.0 {
+        (
+            sign * (1.0 - f.bench / f.arrival) * 1e4,
+            sign * (f.prev_bench - f.bench) / f.arrival * 1e4,
+        )
+    } else {
+        (0.0, 0.0)
+    };
     StepInfo {
         fill_frac,
         fill_price,
         step_bench: f.bench,
+        timing_bps,
+        twap_gain_bps: behind * move_bps,
         step_pa: if f.got > 0.0 {
-            -order.side.sign() * (fill_price / f.bench - 1.0) * 1e4 * fill_frac
+            -sign * (fill_price / f.bench - 1.0) * 1e4 * fill_frac
         } else {
             0.0
         },
@@ -175,6 +206,8 @@ pub struct StaticEnv<'a> {
     notional: f64,
     bench: f64,
     arrival: f64,
+    /// The last step's benchmark, for [`StepInfo::twap_gain_bps`].
+    last_bench: f64,
     last_step_volume: f64,
     sign: f64,
 }
@@ -208,6 +241,7 @@ impl<'a> StaticEnv<'a> {
             notional: 0.0,
             bench,
             arrival: w.clone().next().map_or(twap, |i| view.price[i]),
+            last_bench: w.clone().next().map_or(twap, |i| view.price[i]),
             last_step_volume: 0.0,
             sign: order.side.sign(),
         }
@@ -223,6 +257,14 @@ impl<'a> StaticEnv<'a> {
 
     pub fn remaining(&self) -> f64 {
         self.remaining
+    }
+
+    /// The share of the order still to trade, and the steps left for it.
+    pub fn left(&self) -> (f64, usize) {
+        (
+            self.remaining / self.order.qty,
+            self.steps.saturating_sub(self.step),
+        )
     }
 
     pub fn benchmark(&self) -> f64 {
@@ -280,11 +322,10 @@ impl<'a> StaticEnv<'a> {
         let next = v.minute.partition_point(|&m| m < from);
         let last = next.checked_sub(1);
         let (book, spread) = self.book_at(last);
-        let mut rets = [0.0; RETURN_LAGS];
-        for (k, r) in rets.iter_mut().enumerate() {
-            if let Some(i) = next.checked_sub(1 + k) {
-                *r = v.ret_bps[i];
-            }
+        let mut rets = [0.0; RETURNS];
+        for (r, h) in rets.iter_mut().zip(RETURN_HORIZONS) {
+            // Bars next-h .. next-1; the first bar's return is 0.
+            *r = self.sign * v.ret_bps[next.saturating_sub(h)..next].iter().sum::<f64>();
         }
         let time_left = 1.0 - self.step as f64 / self.steps.max(1) as f64;
         write_obs(
@@ -342,9 +383,12 @@ impl<'a> StaticEnv<'a> {
             } else {
                 self.bench
             },
+            arrival: self.arrival,
+            prev_bench: self.last_bench,
             volume: vol,
             minutes: (to - from).max(1) as f64,
         };
+        self.last_bench = fills.bench;
         step_info(
             v,
             self.order,

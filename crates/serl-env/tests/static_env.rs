@@ -254,3 +254,93 @@ fn the_vectorised_dynamic_env_matches_single_episodes() {
         assert!(one.filled > 0.0);
     }
 }
+
+/// Trades twice the even pace until half the window is gone, then evenly.
+struct FrontLoaded;
+impl Strategy for FrontLoaded {
+    fn name(&self) -> String {
+        "front-loaded".into()
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        let even = d.even_share();
+        if 2 * d.step < d.steps {
+            (2.0 * even).min(d.remaining / d.qty)
+        } else {
+            even
+        }
+    }
+}
+
+/// A reward of one StepInfo field, to add it up over an episode.
+struct Sum(fn(&StepInfo) -> f64);
+impl Reward for Sum {
+    fn reward(&self, s: &StepInfo) -> f64 {
+        (self.0)(s)
+    }
+    fn describe(&self) -> String {
+        "a field".into()
+    }
+}
+
+#[test]
+fn twap_gain_adds_up_to_the_timing_gain_over_twap() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
+    let env = EnvConfig {
+        decision_minutes: 30,
+        ..Default::default()
+    };
+    for o in &orders {
+        let v = md.get(&o.symbol, o.date).unwrap();
+        let gain = Sum(|s| s.twap_gain_bps);
+        let front = run_static(&mut FrontLoaded, v, o, &env, &gain, false);
+        let twap = run_static(&mut Twap, v, o, &env, &gain, false);
+        assert!(twap.reward.abs() < 1e-9, "TWAP never strays from itself");
+        // The timing gain: the schedules' benchmark prices weighted by what
+        // they filled (spread costs aside, which differ per bar).
+        let weighted = Sum(|s| s.fill_frac * s.step_bench);
+        let at = |s: &mut dyn Strategy| run_static(s, v, o, &env, &weighted, false).reward;
+        let timing =
+            -o.side.sign() * (at(&mut FrontLoaded) - at(&mut Twap)) / front.arrival_price * 1e4;
+        assert!(
+            (front.reward - timing).abs() < 1e-6 * (1.0 + timing.abs()),
+            "{} {:?}: summed twap_gain {} against the timing gain {timing}",
+            o.symbol,
+            o.side,
+            front.reward,
+        );
+        assert!(front.reward != 0.0);
+    }
+}
+
+#[test]
+fn return_features_are_signed_against_the_order() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
+    let env = EnvConfig {
+        decision_minutes: 30,
+        ..Default::default()
+    };
+    let names = obs::feature_names();
+    let ret_30 = names.iter().position(|n| n == "ret_30").unwrap();
+    let buy = orders.iter().find(|o| o.side == OrderSide::Buy).unwrap();
+    let sell = orders
+        .iter()
+        .find(|o| o.side == OrderSide::Sell && o.symbol == buy.symbol && o.date == buy.date)
+        .unwrap();
+    let v = md.get(&buy.symbol, buy.date).unwrap();
+    let (mut b, mut s) = (StaticEnv::new(v, buy, &env), StaticEnv::new(v, sell, &env));
+    let (mut ob, mut os) = ([0f32; OBS_DIM], [0f32; OBS_DIM]);
+    let mut seen_a_move = false;
+    while !b.done() {
+        b.observe(&mut ob);
+        s.observe(&mut os);
+        assert_eq!(ob[ret_30], -os[ret_30], "same market, opposite sides");
+        seen_a_move |= ob[ret_30] != 0.0;
+        b.step(Twap.act(&b.decision(&ob)));
+        s.step(Twap.act(&s.decision(&os)));
+    }
+    assert!(seen_a_move);
+}

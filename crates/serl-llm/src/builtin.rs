@@ -16,7 +16,7 @@ use crate::designer::{Designer, Reply};
 use crate::prompts::ModuleContext;
 
 /// Reward terms: (template with `{c}`, default coefficient, upper bound).
-const TERMS: [(&str, f64, f64); 7] = [
+const TERMS: [(&str, f64, f64); 8] = [
     ("- {c} * remaining_inv^2 / steps", 2.0, 20.0),
     ("- {c} * done * remaining_inv^2", 50.0, 200.0),
     ("- {c} * abs(remaining_inv - time_left) / steps", 2.0, 20.0),
@@ -24,6 +24,7 @@ const TERMS: [(&str, f64, f64); 7] = [
     ("- {c} * max(fill_qty - 0.3, 0)", 5.0, 50.0),
     ("+ {c} * tanh(step_pa / 5)", 0.5, 5.0),
     ("- {c} * volatility * remaining_inv / steps", 0.05, 1.0),
+    ("+ {c} * twap_gain", 1.0, 4.0),
 ];
 
 /// Feature programs over the observation.
@@ -41,13 +42,14 @@ const FEATURES: [(&str, &str); 8] = [
     ),
 ];
 
-const INSTRUCTIONS: [&str; 6] = [
+const INSTRUCTIONS: [&str; 7] = [
     "Penalise inventory held late in the window more than inventory held early.",
     "Reward price advantage directly and keep penalties small and smooth.",
     "Track the time schedule loosely: penalise falling far behind it.",
     "Discourage trading large child orders that cross a wide spread.",
     "Use short-horizon return and volume signals to time the trades.",
     "Keep the network small; prefer robustness across stocks over peak PA.",
+    "Reward timing: trading more than the even pace where prices beat the arrival price.",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

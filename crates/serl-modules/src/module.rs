@@ -70,7 +70,7 @@ fn err(kind: ModuleKind, message: impl Into<String>) -> ModuleError {
 
 /// The per-step variables a reward program may read, documented for the
 /// prompts, in the order [`ProgramReward`] passes them.
-pub const REWARD_VARS: [(&str, &str); 11] = [
+pub const REWARD_VARS: [(&str, &str); 13] = [
     (
         "step_pa",
         "this step's price advantage against the step benchmark, bps, weighted by the share filled",
@@ -84,6 +84,14 @@ pub const REWARD_VARS: [(&str, &str); 11] = [
         "average fill price this step (0 when nothing filled)",
     ),
     ("bench_price", "mean market price over the step"),
+    (
+        "timing",
+        "how much better the step's mean price is than the price at the order's arrival, for the order's side, bps",
+    ),
+    (
+        "twap_gain",
+        "this step's share of the gain over an even (TWAP) schedule, bps: how far behind that schedule the order was before the step times how far prices moved in its favour since the last step; sums to the episode's timing gain over TWAP",
+    ),
     ("spread_bps", "quoted spread, bps"),
     (
         "time_left",
@@ -114,12 +122,14 @@ pub fn reward_vars() -> VarSet {
     VarSet::new(&REWARD_VARS.map(|v| v.0))
 }
 
-fn reward_values(s: &StepInfo) -> [f64; 11] {
+fn reward_values(s: &StepInfo) -> [f64; 13] {
     [
         s.step_pa,
         s.fill_frac,
         s.fill_price,
         s.step_bench,
+        s.timing_bps,
+        s.twap_gain_bps,
         s.spread_bps,
         s.time_left,
         s.inventory_left,

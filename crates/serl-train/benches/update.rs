@@ -46,6 +46,7 @@ fn update(c: &mut Criterion) {
         obs_dim: OBS,
         head: Head::Gaussian,
         squash: Squash::Clip,
+        pace: Default::default(),
         discrete: Vec::new(),
         norm: RunningNorm::new(OBS),
         features: Vec::new(),

@@ -720,6 +720,7 @@ mod tests {
             obs_dim: OBS,
             head,
             squash: Squash::Clip,
+            pace: Default::default(),
             discrete: match head {
                 Head::Gaussian => Vec::new(),
                 Head::Categorical(k) => (0..k).map(|a| a as f64 / (k - 1) as f64).collect(),

@@ -47,7 +47,7 @@ use std::path::Path;
 
 pub use burn;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
-pub use policy::{Algo, Policy, PolicyStrategy, Squash};
+pub use policy::{Algo, Pace, Policy, PolicyStrategy, Squash};
 pub use run::{train, DeviceChoice, TrainConfig, TrainOutcome, TrainSetup};
 pub use spec::{NetworkSpec, SpecError};
 pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, Venue};

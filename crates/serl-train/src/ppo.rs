@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hybrid::LossWeights;
 use crate::net::{ActorCritic, Head};
-use crate::policy::{indices, Squash};
+use crate::policy::{indices, Pace, Squash};
 use crate::rollout::{gae, Rollout};
 use crate::task::Source;
 
@@ -39,6 +39,9 @@ pub struct PpoConfig {
     /// `continuous` (Gaussian) or a list of fractions (categorical).
     pub discrete: Vec<f64>,
     pub squash: Squash,
+    /// `absolute` (the action is the share of the order) or
+    /// `{ tilt = MAX }` (the action tilts the even pace; see [`Pace`]).
+    pub pace: Pace,
     /// Train plain MLPs on the CPU with the fused learner
     /// ([`crate::fused`]) instead of burn's autodiff; other networks and
     /// devices always use burn.
@@ -60,6 +63,7 @@ impl Default for PpoConfig {
             max_grad_norm: 0.5,
             discrete: Vec::new(),
             squash: Squash::Clip,
+            pace: Pace::Absolute,
             fused: true,
         }
     }

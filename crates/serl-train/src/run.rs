@@ -34,7 +34,7 @@ use crate::fused::FusedPpo;
 use crate::hybrid::{HybridConfig, HybridMode, LossWeights};
 use crate::net::Head;
 use crate::normalize::RunningNorm;
-use crate::policy::{Algo, Model, Policy, PolicyMeta, Squash};
+use crate::policy::{Algo, Model, Pace, Policy, PolicyMeta, Squash};
 use crate::ppo::{self, PpoConfig};
 use crate::rollout::{collect, EpisodeStat, VecEnv};
 use crate::spec::NetworkSpec;
@@ -150,6 +150,17 @@ impl TrainConfig {
                 "n_steps, batch_size and epochs must be at least 1",
             ));
         }
+        if let Pace::Tilt(max) = p.pace {
+            if !(max > 0.0 && max <= 1.0) {
+                return Err(bad("ppo.pace", format!("tilt {max} is not in (0, 1]")));
+            }
+            if !p.discrete.is_empty() {
+                return Err(bad(
+                    "ppo.pace",
+                    "a tilted pace needs a continuous action (leave ppo.discrete empty)",
+                ));
+            }
+        }
         for (f, v) in [
             ("ppo.learning_rate", p.learning_rate),
             ("ddqn.learning_rate", self.ddqn.learning_rate),
@@ -234,6 +245,7 @@ impl TrainConfig {
                 Algo::Ppo => self.ppo.squash,
                 Algo::Ddqn => Squash::Clip,
             },
+            pace: self.pace(),
             discrete: match self.algo {
                 Algo::Ppo => self.ppo.discrete.clone(),
                 Algo::Ddqn => self.ddqn.actions.clone(),
@@ -241,6 +253,15 @@ impl TrainConfig {
             norm: RunningNorm::new(obs_dim),
             features: self.features.clone(),
             message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
+        }
+    }
+
+    /// How the trained policy's actions become shares: DDQN and
+    /// categorical PPO pick fractions of the order.
+    pub fn pace(&self) -> Pace {
+        match self.algo {
+            Algo::Ppo if self.ppo.discrete.is_empty() => self.ppo.pace,
+            _ => Pace::Absolute,
         }
     }
 

@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use crate::policy::Pace;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -63,6 +65,7 @@ pub struct ExecutionEnv<'a> {
     order: Option<&'a ParentOrder>,
     filled: (f64, f64, f64),
     team: Option<Team>,
+    pace: Pace,
 }
 
 /// The multi-agent scenario inside one environment.
@@ -91,7 +94,14 @@ impl<'a> ExecutionEnv<'a> {
             order: None,
             filled: (0.0, 0.0, 0.0),
             team: None,
+            pace: Pace::Absolute,
         }
+    }
+
+    /// Reads actions as `pace` says (the default: shares of the order).
+    pub fn with_pace(mut self, pace: Pace) -> Self {
+        self.pace = pace;
+        self
     }
 
     /// Plays the multi-agent scenario: `team.peers` other execution agents
@@ -199,8 +209,14 @@ impl TrainEnv for ExecutionEnv<'_> {
 
     fn step(&mut self, action: f64) -> (f64, bool) {
         let info = match &mut self.episode {
-            Episode::Static(e) => e.step(action),
-            Episode::Dynamic(e) => e.step(action),
+            Episode::Static(e) => {
+                let (left, steps) = e.left();
+                e.step(self.pace.share(action, left, steps))
+            }
+            Episode::Dynamic(e) => {
+                let (left, steps) = e.left();
+                e.step(self.pace.share(action, left, steps))
+            }
             Episode::None => return (0.0, true),
         };
         if info.done {
@@ -383,7 +399,8 @@ pub fn execution_envs<'a>(
         } else {
             Venue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
-        let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue);
+        let mut e =
+            ExecutionEnv::new(market, orders, env, reward.clone(), venue).with_pace(cfg.pace());
         if let Some(team) = &cfg.team {
             e = e.with_team(team, channel.clone());
         }

@@ -341,6 +341,83 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
 }
 
 #[test]
+fn a_designed_reward_and_a_tilted_pace_train_from_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let cfg = |reward: &str, tilt: f64| {
+        format!(
+            "reward = \"{reward}\"\n[env]\ndecision_minutes = 30\n\
+             [train]\ntotal_steps = 2048\n[train.ppo]\npace = {{ tilt = {tilt} }}\n"
+        )
+    };
+    let train = |config: &str, out: &str| {
+        serl(&[
+            "train",
+            "--config",
+            config,
+            "--data",
+            "data/lean",
+            "--mode",
+            "static-only",
+            "--out",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+
+    let good = write(
+        "good.toml",
+        &cfg("step_pa + twap_gain - 50 * done * remaining_inv^2", 0.5),
+    );
+    let o = train(&good, "run");
+    assert!(o.status.success(), "{}", text(&o));
+    let run = dir.path().join("run");
+    let saved = std::fs::read_to_string(run.join("train.toml")).unwrap();
+    assert!(
+        saved.contains("twap_gain") && saved.contains("tilt"),
+        "{saved}"
+    );
+    let bt = dir.path().join("bt");
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--strategy",
+        &format!("policy:{}", run.display()),
+        "--decision-minutes",
+        "30",
+        "--out",
+        bt.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bt.join("summary.json")).unwrap()).unwrap();
+    let policy = &summary["summaries"][0];
+    assert_eq!(
+        policy["afi"].as_f64(),
+        Some(0.0),
+        "a tilted pace trades what is left at the last step: {policy}"
+    );
+
+    let o = train(
+        &write("bad-reward.toml", &cfg("step_pa + nonsense", 0.5)),
+        "r2",
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("reward") && text(&o).contains("nonsense"),
+        "{}",
+        text(&o)
+    );
+    let o = train(&write("bad-tilt.toml", &cfg("step_pa", 1.5)), "r3");
+    assert!(!o.status.success());
+    assert!(text(&o).contains("ppo.pace"), "{}", text(&o));
+}
+
+#[test]
 fn a_policy_directory_without_a_trained_policy_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let o = serl(&[

@@ -96,6 +96,10 @@ pub struct TrainFile {
     pub market: MarketConfig,
     pub train: TrainConfig,
     pub validation: ValidationConfig,
+    /// A reward program in the reward module's language (docs/modules.md),
+    /// for example `step_pa + (fill_qty - 1 / steps) * timing`; the default
+    /// reward when absent.
+    pub reward: Option<String>,
     /// Where the bars came from (filled in by `serl train`).
     pub data_path: Option<PathBuf>,
 }
@@ -211,10 +215,18 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
             .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
     }
-    let reward: Arc<dyn serl_env::Reward> = Arc::new(DefaultReward {
-        inventory_penalty: cfg.env.inventory_penalty,
-        terminal_penalty: cfg.env.terminal_penalty,
-    });
+    let reward: Arc<dyn serl_env::Reward> = match &cfg.reward {
+        Some(program) => Arc::new(
+            serl_modules::ProgramReward::new(&serl_modules::RewardModule {
+                program: program.clone(),
+            })
+            .with_context(|| format!("[train config] reward = {program:?}"))?,
+        ),
+        None => Arc::new(DefaultReward {
+            inventory_penalty: cfg.env.inventory_penalty,
+            terminal_penalty: cfg.env.terminal_penalty,
+        }),
+    };
     let envs = execution_envs(
         &cfg.train,
         &market,
