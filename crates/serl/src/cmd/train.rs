@@ -168,6 +168,22 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     Ok(cfg)
 }
 
+/// The config's reward program, or the default reward.
+fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
+    Ok(match &cfg.reward {
+        Some(program) => Arc::new(
+            serl_modules::ProgramReward::new(&serl_modules::RewardModule {
+                program: program.clone(),
+            })
+            .with_context(|| format!("[train config] reward = {program:?}"))?,
+        ),
+        None => Arc::new(DefaultReward {
+            inventory_penalty: cfg.env.inventory_penalty,
+            terminal_penalty: cfg.env.terminal_penalty,
+        }),
+    })
+}
+
 /// Every `step`-th order, so that a capped validation set spans the split.
 fn spread(orders: Vec<ParentOrder>, max: usize) -> Vec<ParentOrder> {
     if orders.len() <= max || max == 0 {
@@ -215,18 +231,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
             .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
     }
-    let reward: Arc<dyn serl_env::Reward> = match &cfg.reward {
-        Some(program) => Arc::new(
-            serl_modules::ProgramReward::new(&serl_modules::RewardModule {
-                program: program.clone(),
-            })
-            .with_context(|| format!("[train config] reward = {program:?}"))?,
-        ),
-        None => Arc::new(DefaultReward {
-            inventory_penalty: cfg.env.inventory_penalty,
-            terminal_penalty: cfg.env.terminal_penalty,
-        }),
-    };
+    let reward = reward_of(&cfg)?;
     let envs = execution_envs(
         &cfg.train,
         &market,
@@ -316,4 +321,31 @@ pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
             ))
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_train_config_parses_and_validates() {
+        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+        let root = Path::new(&manifest).join("../../configs");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&root).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if !(name.starts_with("train") && name.ends_with(".toml")) {
+                continue;
+            }
+            let cfg: TrainFile = read_toml(&p).unwrap();
+            cfg.env.validate().unwrap();
+            cfg.train
+                .validate(serl_env::OBS_DIM + cfg.train.features.len())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            reward_of(&cfg).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            seen += 1;
+        }
+        assert!(seen >= 2, "found {seen} train configs");
+    }
 }
