@@ -282,15 +282,20 @@ impl Reward for Sum {
     }
 }
 
-#[test]
-fn twap_gain_adds_up_to_the_timing_gain_over_twap() {
+/// The bundled test split's orders, decided every 30 minutes.
+fn thirty_minute_test_orders() -> (MarketData, Vec<ParentOrder>, EnvConfig) {
     let (ds, cfg) = sample();
-    let md = MarketData::new(&ds, &cfg);
     let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
     let env = EnvConfig {
         decision_minutes: 30,
         ..Default::default()
     };
+    (MarketData::new(&ds, &cfg), orders, env)
+}
+
+#[test]
+fn twap_gain_adds_up_to_the_timing_gain_over_twap() {
+    let (md, orders, env) = thirty_minute_test_orders();
     for o in &orders {
         let v = md.get(&o.symbol, o.date).unwrap();
         let gain = Sum(|s| s.twap_gain_bps);
@@ -316,13 +321,7 @@ fn twap_gain_adds_up_to_the_timing_gain_over_twap() {
 
 #[test]
 fn return_features_are_signed_against_the_order() {
-    let (ds, cfg) = sample();
-    let md = MarketData::new(&ds, &cfg);
-    let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
-    let env = EnvConfig {
-        decision_minutes: 30,
-        ..Default::default()
-    };
+    let (md, orders, env) = thirty_minute_test_orders();
     let names = obs::feature_names();
     let ret_30 = names.iter().position(|n| n == "ret_30").unwrap();
     let buy = orders.iter().find(|o| o.side == OrderSide::Buy).unwrap();

@@ -367,23 +367,13 @@ mod tests {
 
     #[test]
     fn every_shipped_evolve_config_parses_and_validates() {
-        // Read at run time: a clone sharing the target directory must
-        // check its own files.
-        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-        let root = Path::new(&manifest).join("../../configs");
-        let mut seen = 0;
-        for e in std::fs::read_dir(&root).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if !(name.starts_with("evolve") && name.ends_with(".toml")) {
-                continue;
-            }
-            let cfg: EvolveFile = read_toml(&p).unwrap();
+        let configs = super::super::shipped_configs("evolve");
+        for (name, p) in &configs {
+            let cfg: EvolveFile = read_toml(p).unwrap();
             cfg.evolve
                 .validate()
                 .unwrap_or_else(|m| panic!("{name}: {m}"));
-            seen += 1;
         }
-        assert!(seen >= 4, "found {seen} evolve configs");
+        assert!(configs.len() >= 4, "found {} evolve configs", configs.len());
     }
 }

@@ -329,23 +329,15 @@ mod tests {
 
     #[test]
     fn every_shipped_train_config_parses_and_validates() {
-        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
-        let root = Path::new(&manifest).join("../../configs");
-        let mut seen = 0;
-        for e in std::fs::read_dir(&root).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if !(name.starts_with("train") && name.ends_with(".toml")) {
-                continue;
-            }
-            let cfg: TrainFile = read_toml(&p).unwrap();
+        let configs = super::super::shipped_configs("train");
+        for (name, p) in &configs {
+            let cfg: TrainFile = read_toml(p).unwrap();
             cfg.env.validate().unwrap();
             cfg.train
                 .validate(serl_env::OBS_DIM + cfg.train.features.len())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             reward_of(&cfg).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-            seen += 1;
         }
-        assert!(seen >= 2, "found {seen} train configs");
+        assert!(configs.len() >= 2, "found {} train configs", configs.len());
     }
 }
