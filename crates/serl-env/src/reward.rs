@@ -12,19 +12,17 @@ pub struct StepInfo {
     /// How much better the step's benchmark is than the price when the
     /// order arrived, for the order's side, bps (a buy gains when prices
     /// fall). `step_pa` compares fills with their own step and so cannot
-    /// see timing; `(fill_frac - 1/steps) * timing_bps` summed over an
-    /// episode is exactly the gain over an even schedule from trading more
-    /// where prices were better.
+    /// see timing; this and `twap_gain_bps` can.
     pub timing_bps: f64,
-    /// This step's share of the gain over an even (TWAP) schedule, bps:
-    /// how far behind that schedule the order was before the step, times
-    /// how far the benchmark moved in the order's favour since the last
-    /// step (a buy that is behind gains when prices fall). Summed over a
-    /// fully executed episode it equals the gain over TWAP from timing (the
-    /// spread paid aside; it differs from bar to bar where there are
-    /// quotes), in bps of the arrival price, but each
-    /// step carries only one step's price move, so it is a far less noisy
-    /// signal to learn timing from than `timing_bps`.
+    /// This step's share of the gain over an even (TWAP) schedule, bps of
+    /// the arrival price: how far behind that schedule the order was before
+    /// the step, times how far the benchmark moved in the order's favour
+    /// since the last step (a buy that is behind gains when prices fall).
+    /// Summed over a fully executed episode it is the timing gain over TWAP
+    /// (the spread paid aside, which differs from bar to bar where there
+    /// are quotes). Each step carries one step's price move, which makes it
+    /// a far less noisy learning signal than anything built on
+    /// `timing_bps`, whose every step carries the whole move since arrival.
     pub twap_gain_bps: f64,
     /// PA of this step's fills against the step benchmark, in bps,
     /// weighted by `fill_frac` (sums to about the episode PA).

@@ -458,10 +458,11 @@ impl Strategy for PolicyStrategy {
         self.row.clear();
         self.history.write(&mut self.row);
         let s = self.policy.act(&self.row, 1, false, 0.0, &mut self.rng);
-        self.policy
-            .meta
-            .pace
-            .share(s[0].env_action, d.remaining / d.qty, d.steps - d.step)
+        self.policy.meta.pace.share(
+            s[0].env_action,
+            d.remaining / d.qty,
+            d.steps.saturating_sub(d.step),
+        )
     }
 }
 
