@@ -141,6 +141,17 @@ struct Trained {
 }
 
 impl Pending {
+    /// Whether its training uses the fused learner, which gives the same
+    /// numbers however many trainings share the machine.
+    fn trains_fused(&self, base: &serl_train::TrainConfig) -> bool {
+        let mut tc = base.clone();
+        tc.algo = Algo::Ppo;
+        if let Some(d) = &self.design {
+            tc.network = d.architecture.clone();
+        }
+        tc.trains_fused()
+    }
+
     /// Trains and scores the design (or loads the result of an earlier
     /// run), and writes the result into the run directory.
     fn train(
@@ -407,7 +418,16 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             cfg.iterations,
             pending.len()
         ));
-        for chunk in pending.chunks(parallel) {
+        // Only fused trainings run side by side: burn's learner would give
+        // other numbers with company (see `TrainConfig::trains_fused`).
+        let (together, alone): (Vec<&Pending>, Vec<&Pending>) = pending
+            .iter()
+            .partition(|p| p.trains_fused(&inputs.cfg.train));
+        let chunks = together
+            .chunks(parallel)
+            .chain(alone.chunks(1))
+            .collect::<Vec<_>>();
+        for chunk in chunks {
             let done: Vec<Result<Trained, EvolveError>> = if chunk.len() == 1 {
                 chunk.iter().map(|p| p.train(&scoring, j, &bar)).collect()
             } else {
@@ -424,6 +444,8 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 round.push(d.result);
             }
         }
+        // Back in the order they were designed.
+        round.sort_by_key(|r| pending.iter().position(|p| p.key == r.key));
         all.extend(round.iter().cloned());
 
         // Low-level DEK: tune the best design's reward constants.

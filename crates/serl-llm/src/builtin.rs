@@ -156,7 +156,7 @@ impl BuiltinDesigner {
             Genome::Reward(terms) => {
                 let mut t = terms.clone();
                 for (i, c) in t.iter_mut() {
-                    if *i != 0 && r.random_bool(0.6) {
+                    if r.random_bool(0.6) {
                         *c = (*c * jitter.sample(r).exp()).min(TERMS[*i].2);
                     }
                 }
@@ -291,7 +291,7 @@ impl BuiltinDesigner {
             Genome::Reward(terms) => {
                 let mut s = String::from("step_pa");
                 for &(i, c) in terms {
-                    if i == 0 || c <= 0.0 {
+                    if c <= 0.0 {
                         continue;
                     }
                     s.push(' ');
@@ -375,7 +375,7 @@ impl Designer for BuiltinDesigner {
             if parents.is_empty() && self.known.is_empty() && kind == ModuleKind::Reward {
                 // The first reward is the environment's default: the
                 // search starts from plain PPO and must improve on it.
-                Genome::Reward(vec![(0, 1.0), (1, 2.0), (2, 50.0)])
+                Genome::Reward(vec![(0, TERMS[0].1), (1, TERMS[1].1)])
             } else {
                 self.random(kind)
             }
@@ -429,6 +429,30 @@ mod tests {
     use super::*;
     use crate::prompts::{Example, TaskInfo};
     use serl_modules::Module;
+
+    #[test]
+    fn the_first_reward_is_the_default_reward_and_keeps_its_penalties() {
+        let mut d = BuiltinDesigner::new(1);
+        let ctx = ModuleContext::new(ModuleKind::Reward, TaskInfo::default(), "m", "m");
+        let first = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
+        assert_eq!(
+            first,
+            "step_pa - 2.0000 * remaining_inv^2 / steps - 50.0000 * done * remaining_inv^2"
+        );
+        // Every later reward keeps both penalties of the default.
+        let mut ctx = ctx;
+        for round in 0..30 {
+            ctx.examples = vec![Example {
+                source: first.clone(),
+                score: round as f64,
+            }];
+            let r = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
+            assert!(
+                r.contains("* remaining_inv^2 / steps") && r.contains("* done * remaining_inv^2"),
+                "{r}"
+            );
+        }
+    }
 
     #[test]
     fn every_module_it_proposes_is_valid_and_seeds_reproduce() {

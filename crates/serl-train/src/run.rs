@@ -256,6 +256,20 @@ impl TrainConfig {
         }
     }
 
+    /// Whether this config trains with the fused learner ([`crate::fused`]):
+    /// PPO on the CPU with a plain MLP. Burn's autodiff learner sums in
+    /// parallel in an order that depends on what else the machine runs, so
+    /// only fused trainings give the same numbers when several share it.
+    pub fn trains_fused(&self) -> bool {
+        use crate::spec::{Activation, BlockSpec};
+        self.algo == Algo::Ppo
+            && self.ppo.fused
+            && self.device == DeviceChoice::Cpu
+            && self.network.blocks.iter().all(|b| {
+                matches!(b, BlockSpec::Dense { activation, .. } if *activation != Activation::Gelu)
+            })
+    }
+
     /// How the trained policy's actions become shares: DDQN and
     /// categorical PPO pick fractions of the order.
     pub fn pace(&self) -> Pace {
