@@ -230,6 +230,7 @@ impl<'a> StaticEnv<'a> {
             Benchmark::Vwap if vsum > 0.0 => wsum / vsum,
             Benchmark::Vwap => twap,
         };
+        let arrival = w.clone().next().map_or(twap, |i| view.price[i]);
         StaticEnv {
             view,
             order,
@@ -240,8 +241,8 @@ impl<'a> StaticEnv<'a> {
             filled: 0.0,
             notional: 0.0,
             bench,
-            arrival: w.clone().next().map_or(twap, |i| view.price[i]),
-            last_bench: w.clone().next().map_or(twap, |i| view.price[i]),
+            arrival,
+            last_bench: arrival,
             last_step_volume: 0.0,
             sign: order.side.sign(),
         }
