@@ -36,8 +36,8 @@ pub use order::{
     check_window, generate_orders, OrderConfig, OrderSide, ParentOrder, Quantity, Sides,
 };
 pub use reward::{DefaultReward, Reward, StepInfo};
-pub use serl_market::MarketConfig;
+pub use serl_market::{MarketConfig, Scenario};
 pub use static_env::{
     run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
 };
-pub use view::{MarketData, SessionView};
+pub use view::{MarketData, SessionView, ViewRef};

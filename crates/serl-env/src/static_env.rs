@@ -13,7 +13,7 @@ use crate::config::{Benchmark, EnvConfig, Terminal};
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::ParentOrder;
 use crate::reward::{Reward, StepInfo};
-use crate::view::SessionView;
+use crate::view::{SessionView, ViewRef};
 
 /// What a strategy may know at a decision. `view` holds the whole day:
 /// a strategy must only read bars before `from_minute`, except the oracle,
@@ -196,7 +196,7 @@ impl ExecutionOutcome {
 
 /// One episode of the static environment.
 pub struct StaticEnv<'a> {
-    view: &'a SessionView,
+    view: ViewRef<'a>,
     order: &'a ParentOrder,
     cfg: &'a EnvConfig,
     steps: usize,
@@ -213,7 +213,10 @@ pub struct StaticEnv<'a> {
 }
 
 impl<'a> StaticEnv<'a> {
-    pub fn new(view: &'a SessionView, order: &'a ParentOrder, cfg: &'a EnvConfig) -> Self {
+    /// An episode of `order` on `view`: a [`SessionView`] of the market
+    /// data, or an imagined day ([`ViewRef::Owned`]).
+    pub fn new(view: impl Into<ViewRef<'a>>, order: &'a ParentOrder, cfg: &'a EnvConfig) -> Self {
+        let view = view.into();
         let k = cfg.decision_minutes.max(1);
         let span = order.end_minute.saturating_sub(order.start_minute);
         let w = view.range(order.start_minute, order.end_minute);
@@ -282,7 +285,7 @@ impl<'a> StaticEnv<'a> {
     /// estimated spread; sizes a share of the average minute volume growing
     /// away from the touch).
     fn book_at(&self, bar: Option<usize>) -> (BookPicture, f64) {
-        let v = self.view;
+        let v = &*self.view;
         let mut b = BookPicture::default();
         let (half_bps, touch_bid, touch_ask) = match bar {
             Some(i) => {
@@ -319,7 +322,7 @@ impl<'a> StaticEnv<'a> {
     pub fn observe(&self, out: &mut [f32]) {
         debug_assert!(out.len() >= OBS_DIM);
         let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
-        let v = self.view;
+        let v = &*self.view;
         let next = v.minute.partition_point(|&m| m < from);
         let last = next.checked_sub(1);
         let (book, spread) = self.book_at(last);
@@ -348,13 +351,13 @@ impl<'a> StaticEnv<'a> {
             remaining: self.remaining,
             last_step_volume: self.last_step_volume,
         };
-        Decision::new(obs, self.view, self.order, self.cfg, p)
+        Decision::new(obs, &self.view, self.order, self.cfg, p)
     }
 
     /// Trades `action` (a fraction of the order, see [`EnvConfig::fraction`])
     /// over the current step and returns what happened.
     pub fn step(&mut self, action: f64) -> StepInfo {
-        let v = self.view;
+        let v = &*self.view;
         let (from, to) = self.step_minutes(self.step);
         let bars = v.range(from, to);
         let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);

@@ -1,12 +1,14 @@
 //! Per-session arrays that the environments read every step, built once.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use serl_data::{historical_profile, spread_estimate, DataConfig, Dataset, Session};
 
 use crate::order::adv_before;
+use serl_market::Scenario;
 
 /// One symbol-session prepared for execution: minute prices, spreads,
 /// volumes and the look-back statistics a strategy may use.
@@ -122,6 +124,44 @@ impl SessionView {
         self.minute.partition_point(|&m| m < from)..self.minute.partition_point(|&m| m < to)
     }
 
+    /// This day as `scenario` imagines it, for the static replay: every
+    /// price's deviation from the open scaled by `volatility_mult`, plus the
+    /// drift and jumps reached by its minute; volumes and quoted sizes
+    /// scaled by `liquidity_mult`; spreads kept in bps. The look-back
+    /// statistics stay the real ones: the agent meets an unusual day, not
+    /// an unusual stock. The same transformation as the dynamic market's.
+    pub fn imagined(&self, scenario: &Scenario) -> SessionView {
+        let mut day = self.clone();
+        day.noise_fits = NoiseFits::default();
+        let Some(&first) = self.price.first() else {
+            return day;
+        };
+        let base = first.ln();
+        let minutes = self
+            .minute
+            .last()
+            .map_or(1, |&m| usize::from(m.saturating_sub(self.open_minute)) + 1);
+        let reshape = |p: f64, minute: u16| {
+            let m = usize::from(minute.saturating_sub(self.open_minute));
+            let dev =
+                (p.ln() - base) * scenario.volatility_mult + scenario.shift_bps(m, minutes) / 1e4;
+            (base + dev).exp()
+        };
+        for (i, &minute) in self.minute.iter().enumerate() {
+            day.price[i] = reshape(self.price[i], minute);
+            day.close[i] = reshape(self.close[i], minute);
+            day.half_spread[i] = self.half_spread[i] * day.price[i] / self.price[i];
+            day.volume[i] = self.volume[i] * scenario.liquidity_mult;
+        }
+        for sizes in [&mut day.bid_size, &mut day.ask_size].into_iter().flatten() {
+            sizes.iter_mut().for_each(|s| *s *= scenario.liquidity_mult);
+        }
+        for (r, w) in day.ret_bps[1..].iter_mut().zip(day.close.windows(2)) {
+            *r = (w[1] / w[0]).ln() * 1e4;
+        }
+        day
+    }
+
     /// The historical volume share expected in `[from, to)`, from the
     /// look-back profile, assuming volume is even within a bucket.
     pub fn expected_share(&self, from: u16, to: u16) -> f64 {
@@ -134,6 +174,43 @@ impl SessionView {
             share += p * overlap / b;
         }
         share
+    }
+}
+
+/// The session an episode replays: borrowed from [`MarketData`], or an
+/// imagined day ([`SessionView::imagined`]) that the episode owns.
+#[derive(Debug, Clone)]
+pub enum ViewRef<'a> {
+    Borrowed(&'a SessionView),
+    Owned(Arc<SessionView>),
+}
+
+impl Deref for ViewRef<'_> {
+    type Target = SessionView;
+
+    fn deref(&self) -> &SessionView {
+        match self {
+            ViewRef::Borrowed(v) => v,
+            ViewRef::Owned(v) => v,
+        }
+    }
+}
+
+impl<'a> From<&'a SessionView> for ViewRef<'a> {
+    fn from(v: &'a SessionView) -> Self {
+        ViewRef::Borrowed(v)
+    }
+}
+
+impl<'a> From<&'a Arc<SessionView>> for ViewRef<'a> {
+    fn from(v: &'a Arc<SessionView>) -> Self {
+        ViewRef::Borrowed(v)
+    }
+}
+
+impl From<SessionView> for ViewRef<'_> {
+    fn from(v: SessionView) -> Self {
+        ViewRef::Owned(Arc::new(v))
     }
 }
 

@@ -343,3 +343,49 @@ fn return_features_are_signed_against_the_order() {
     }
     assert!(seen_a_move);
 }
+
+#[test]
+fn an_imagined_day_reshapes_the_replay_and_rewards_trading_ahead_of_its_drift() {
+    let (md, orders, env) = thirty_minute_test_orders();
+    let rising = Scenario {
+        drift_bps: 200.0,
+        jumps: vec![(60, 50.0)],
+        ..Scenario::default()
+    };
+    for o in orders.iter().filter(|o| o.side == OrderSide::Buy) {
+        let real = md.get(&o.symbol, o.date).unwrap();
+        let imagined = real.imagined(&rising);
+        // The day's shape: the drift grows with the minute, and the jump
+        // holds from its minute on.
+        let last = real.price.len() - 1;
+        let lift = |i: usize| (imagined.price[i] / real.price[i]).ln() * 1e4;
+        assert!(lift(0).abs() < 1e-9);
+        assert!((lift(last) - 250.0).abs() < 1.0, "{}", lift(last));
+        let at_60 = real
+            .minute
+            .iter()
+            .position(|&m| m >= real.open_minute + 60)
+            .unwrap();
+        assert!(lift(at_60) - lift(at_60 - 1) > 49.0);
+        // Spreads stay the same in bps.
+        for i in 0..=last {
+            let bps = |v: &SessionView| v.half_spread[i] / v.price[i];
+            assert!((bps(real) - bps(&imagined)).abs() < 1e-12);
+        }
+        // A buyer who trades ahead of a rising day gains by it.
+        let gain = Sum(|s| s.twap_gain_bps);
+        let front = |v: &SessionView| run_static(&mut FrontLoaded, v, o, &env, &gain, false).reward;
+        assert!(
+            front(&imagined) > front(real) + 20.0,
+            "{} {}",
+            front(&imagined),
+            front(real)
+        );
+        // The episode can own its imagined day.
+        let mut e = StaticEnv::new(imagined, o, &env);
+        while !e.done() {
+            e.step(1.0);
+        }
+        assert_eq!(e.remaining(), 0.0);
+    }
+}

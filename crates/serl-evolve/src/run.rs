@@ -803,11 +803,13 @@ fn train_design(
             team.communication = d.communication.clone();
         }
     }
+    let imagined = !d.imagination.scenarios.is_empty();
     tc.imagination = serl_train::run::ImaginationConfig {
-        share: if d.imagination.scenarios.is_empty() {
-            0.0
+        share: if imagined { d.imagination.share } else { 0.0 },
+        replay_share: if imagined {
+            d.imagination.replay_share
         } else {
-            d.imagination.share
+            0.0
         },
         scenarios: d.imagination.scenarios.clone(),
     };

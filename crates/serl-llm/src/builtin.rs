@@ -52,9 +52,22 @@ const INSTRUCTIONS: [&str; 7] = [
     "Reward timing: trading more than the even pace where prices beat the arrival price.",
 ];
 
+/// What a reward is built on: the step's price advantage (the default
+/// reward, which keeps both penalties), or the timing gain over TWAP,
+/// which alone already scores a schedule against TWAP and needs no
+/// penalty when the pace is tilted (docs/train.md).
+const BASES: [&str; 2] = ["step_pa", "twap_gain"];
+
+/// Hidden widths an architecture draws from; no hidden layer at all makes
+/// the policy linear in the observation.
+const WIDTHS: [usize; 5] = [8, 16, 32, 64, 128];
+
 #[derive(Debug, Clone, PartialEq)]
 enum Genome {
-    Reward(Vec<(usize, f64)>),
+    Reward {
+        base: usize,
+        terms: Vec<(usize, f64)>,
+    },
     State(Vec<usize>),
     Arch {
         widths: Vec<usize>,
@@ -62,8 +75,10 @@ enum Genome {
         norm: bool,
     },
     Imagination {
+        /// (volatility_mult, drift_bps, liquidity_mult) per scenario.
         scenarios: Vec<[f64; 3]>,
         share: f64,
+        replay_share: f64,
     },
     Profiling([f64; 4]),
     Communication {
@@ -94,13 +109,16 @@ impl BuiltinDesigner {
         let r = &mut self.rng;
         match kind {
             ModuleKind::Reward => {
-                let mut terms = vec![(0, TERMS[0].1), (1, TERMS[1].1)];
-                for (i, t) in TERMS.iter().enumerate().skip(2) {
-                    if r.random_bool(0.3) {
+                let base = r.random_range(0..BASES.len());
+                let mut terms = Vec::new();
+                for (i, t) in TERMS.iter().enumerate() {
+                    if i < 2 && base == 0 {
+                        terms.push((i, t.1));
+                    } else if r.random_bool(0.3) {
                         terms.push((i, t.1 * r.random_range(0.3..2.0)));
                     }
                 }
-                Genome::Reward(terms)
+                Genome::Reward { base, terms }
             }
             ModuleKind::State => {
                 let n = r.random_range(1..=3);
@@ -115,26 +133,31 @@ impl BuiltinDesigner {
                 Genome::State(f)
             }
             ModuleKind::Architecture => {
-                let depth = r.random_range(1..=3);
+                let depth = r.random_range(0..=3);
                 Genome::Arch {
                     widths: (0..depth)
-                        .map(|_| [32, 64, 128][r.random_range(0..3)])
+                        .map(|_| WIDTHS[r.random_range(0..WIDTHS.len())])
                         .collect(),
                     relu: r.random_bool(0.3),
                     norm: r.random_bool(0.2),
                 }
             }
             ModuleKind::Imagination => Genome::Imagination {
-                scenarios: (0..r.random_range(1..=2))
+                scenarios: (0..r.random_range(1..=3))
                     .map(|_| {
                         [
                             r.random_range(0.7..1.6),
-                            r.random_range(-40.0..40.0),
+                            r.random_range(-150.0..150.0),
                             r.random_range(0.5..1.5),
                         ]
                     })
                     .collect(),
                 share: r.random_range(0.2..0.6),
+                replay_share: if r.random_bool(0.7) {
+                    r.random_range(0.2..0.8)
+                } else {
+                    0.0
+                },
             },
             ModuleKind::Profiling => Genome::Profiling([
                 r.random_range(20.0..100.0),
@@ -153,15 +176,18 @@ impl BuiltinDesigner {
         let r = &mut self.rng;
         let jitter: Normal<f64> = Normal::new(0.0, 0.35).expect("valid normal");
         match g {
-            Genome::Reward(terms) => {
+            Genome::Reward { base, terms } => {
                 let mut t = terms.clone();
                 for (i, c) in t.iter_mut() {
                     if r.random_bool(0.6) {
                         *c = (*c * jitter.sample(r).exp()).min(TERMS[*i].2);
                     }
                 }
+                let base = if r.random_bool(0.15) { 1 - base } else { *base };
                 if r.random_bool(0.3) {
-                    let i = r.random_range(2..TERMS.len());
+                    // The step-PA base keeps its penalties.
+                    let first = if base == 0 { 2 } else { 0 };
+                    let i = r.random_range(first..TERMS.len());
                     match t.iter().position(|(j, _)| *j == i) {
                         Some(p) => {
                             t.remove(p);
@@ -169,8 +195,7 @@ impl BuiltinDesigner {
                         None => t.push((i, TERMS[i].1)),
                     }
                 }
-                t.sort_by_key(|x| x.0);
-                Genome::Reward(t)
+                Genome::reward(base, t)
             }
             Genome::State(f) => {
                 let mut f = f.clone();
@@ -189,14 +214,15 @@ impl BuiltinDesigner {
             Genome::Arch { widths, relu, norm } => {
                 let mut w = widths.clone();
                 match r.random_range(0..4) {
-                    0 if w.len() < 3 => w.push(64),
-                    1 if w.len() > 1 => {
+                    0 if w.len() < 3 => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
+                    1 if !w.is_empty() => {
                         w.pop();
                     }
-                    _ => {
+                    _ if !w.is_empty() => {
                         let k = r.random_range(0..w.len());
-                        w[k] = [32, 64, 128][r.random_range(0..3)];
+                        w[k] = WIDTHS[r.random_range(0..WIDTHS.len())];
                     }
+                    _ => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
                 }
                 Genome::Arch {
                     widths: w,
@@ -204,18 +230,23 @@ impl BuiltinDesigner {
                     norm: if r.random_bool(0.2) { !norm } else { *norm },
                 }
             }
-            Genome::Imagination { scenarios, share } => Genome::Imagination {
+            Genome::Imagination {
+                scenarios,
+                share,
+                replay_share,
+            } => Genome::Imagination {
                 scenarios: scenarios
                     .iter()
                     .map(|s| {
                         [
                             (s[0] * jitter.sample(r).exp()).clamp(0.3, 3.0),
-                            (s[1] + 15.0 * jitter.sample(r)).clamp(-200.0, 200.0),
+                            (s[1] + 30.0 * jitter.sample(r)).clamp(-200.0, 200.0),
                             (s[2] * jitter.sample(r).exp()).clamp(0.2, 3.0),
                         ]
                     })
                     .collect(),
                 share: (share + 0.1 * jitter.sample(r)).clamp(0.0, 1.0),
+                replay_share: (replay_share + 0.1 * jitter.sample(r)).clamp(0.0, 1.0),
             },
             Genome::Profiling(p) => Genome::Profiling([
                 (p[0] * jitter.sample(r).exp()).clamp(5.0, 400.0),
@@ -248,7 +279,8 @@ impl BuiltinDesigner {
     fn recombine(&mut self, a: &Genome, b: &Genome) -> Genome {
         let r = &mut self.rng;
         match (a, b) {
-            (Genome::Reward(x), Genome::Reward(y)) => {
+            (Genome::Reward { base: bx, terms: x }, Genome::Reward { base: by, terms: y }) => {
+                let base = if r.random_bool(0.5) { *bx } else { *by };
                 let mut t: Vec<(usize, f64)> = Vec::new();
                 for i in 0..TERMS.len() {
                     let pick = if r.random_bool(0.5) { x } else { y };
@@ -256,10 +288,7 @@ impl BuiltinDesigner {
                         t.push((j, c));
                     }
                 }
-                if !t.iter().any(|(i, _)| *i == 0) {
-                    t.insert(0, (0, TERMS[0].1));
-                }
-                Genome::Reward(t)
+                Genome::reward(base, t)
             }
             (Genome::State(x), Genome::State(y)) => {
                 let mut f: Vec<usize> = x
@@ -288,8 +317,8 @@ impl BuiltinDesigner {
 
     fn render(g: &Genome) -> String {
         match g {
-            Genome::Reward(terms) => {
-                let mut s = String::from("step_pa");
+            Genome::Reward { base, terms } => {
+                let mut s = String::from(BASES[*base]);
                 for &(i, c) in terms {
                     if c <= 0.0 {
                         continue;
@@ -318,12 +347,16 @@ impl BuiltinDesigner {
                 }
                 serde_json::json!({"window": 1, "blocks": blocks}).to_string()
             }
-            Genome::Imagination { scenarios, share } => {
+            Genome::Imagination {
+                scenarios,
+                share,
+                replay_share,
+            } => {
                 let sc: Vec<serde_json::Value> = scenarios
                     .iter()
                     .map(|s| serde_json::json!({"volatility_mult": round(s[0]), "drift_bps": round(s[1]), "liquidity_mult": round(s[2]), "jumps": []}))
                     .collect();
-                serde_json::json!({"scenarios": sc, "share": round(*share)}).to_string()
+                serde_json::json!({"scenarios": sc, "share": round(*share), "replay_share": round(*replay_share)}).to_string()
             }
             Genome::Profiling(p) => {
                 let mut m =
@@ -346,6 +379,22 @@ impl BuiltinDesigner {
                 serde_json::json!({"broadcast": b, "aggregate": aggregate}).to_string()
             }
         }
+    }
+}
+
+impl Genome {
+    /// A reward on `base` with `terms` in order, the step-PA base with
+    /// both default penalties (added at their default weights if missing).
+    fn reward(base: usize, mut terms: Vec<(usize, f64)>) -> Genome {
+        if base == 0 {
+            for i in [0, 1] {
+                if !terms.iter().any(|(j, _)| *j == i) {
+                    terms.push((i, TERMS[i].1));
+                }
+            }
+        }
+        terms.sort_by_key(|x| x.0);
+        Genome::Reward { base, terms }
     }
 }
 
@@ -375,7 +424,7 @@ impl Designer for BuiltinDesigner {
             if parents.is_empty() && self.known.is_empty() && kind == ModuleKind::Reward {
                 // The first reward is the environment's default: the
                 // search starts from plain PPO and must improve on it.
-                Genome::Reward(vec![(0, TERMS[0].1), (1, TERMS[1].1)])
+                Genome::reward(0, Vec::new())
             } else {
                 self.random(kind)
             }
@@ -439,19 +488,26 @@ mod tests {
             first,
             "step_pa - 2.0000 * remaining_inv^2 / steps - 50.0000 * done * remaining_inv^2"
         );
-        // Every later reward keeps both penalties of the default.
+        // Every later reward on the step PA keeps both penalties of the
+        // default; the search also tries rewards built on the timing gain.
         let mut ctx = ctx;
+        let mut timing = 0;
         for round in 0..30 {
             ctx.examples = vec![Example {
                 source: first.clone(),
                 score: round as f64,
             }];
             let r = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
+            if r.starts_with("twap_gain") {
+                timing += 1;
+                continue;
+            }
             assert!(
                 r.contains("* remaining_inv^2 / steps") && r.contains("* done * remaining_inv^2"),
                 "{r}"
             );
         }
+        assert!(timing > 0, "no reward on the timing gain in 30 rounds");
     }
 
     #[test]

@@ -113,6 +113,19 @@ pub struct Scenario {
     pub jumps: Vec<(u32, f64)>,
 }
 
+impl Scenario {
+    /// The drift and jumps reached by `minute` of a `minutes`-long day, bps.
+    pub fn shift_bps(&self, minute: usize, minutes: usize) -> f64 {
+        let jumps: f64 = self
+            .jumps
+            .iter()
+            .filter(|&&(m, _)| m as usize <= minute)
+            .map(|&(_, bps)| bps)
+            .sum();
+        self.drift_bps * minute as f64 / minutes.max(1) as f64 + jumps
+    }
+}
+
 impl Default for Scenario {
     fn default() -> Self {
         Scenario {
@@ -389,16 +402,9 @@ impl Simulator {
         // population does not change the day's fundamental.
         let mut path_rng = SmallRng::seed_from_u64(seed ^ 0x005e_ed0f_fa7e_u64);
         let path = cfg.path.log_path(&real, &mut path_rng);
-        let mut jump = 0.0;
         let fundamental: Vec<f64> = (0..minutes)
             .map(|m| {
-                for &(jm, bps) in &sc.jumps {
-                    if jm as usize == m {
-                        jump += bps;
-                    }
-                }
-                let dev = (path[m] - p0.ln()) * sc.volatility_mult
-                    + (sc.drift_bps * m as f64 / minutes as f64 + jump) / 1e4;
+                let dev = (path[m] - p0.ln()) * sc.volatility_mult + sc.shift_bps(m, minutes) / 1e4;
                 p0 * dev.exp() / cal.tick
             })
             .collect();

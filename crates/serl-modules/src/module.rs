@@ -207,6 +207,10 @@ pub struct ImaginationModule {
     /// Share of the dynamic environments that play them.
     #[serde(default = "half")]
     pub share: f64,
+    /// Share of the static replay's episodes played on a real day reshaped
+    /// by one of the scenarios (its drift, jumps, volatility and liquidity).
+    #[serde(default)]
+    pub replay_share: f64,
 }
 
 fn half() -> f64 {
@@ -315,6 +319,7 @@ impl Module {
                     ));
                 }
                 in_range(kind, "share", m.share, 0.0, 1.0)?;
+                in_range(kind, "replay_share", m.replay_share, 0.0, 1.0)?;
                 for (i, s) in m.scenarios.iter().enumerate() {
                     in_range(
                         kind,
@@ -428,6 +433,7 @@ impl Module {
                 Module::Imagination(ImaginationModule {
                     scenarios: vec![m.scenario.clone()],
                     share: 0.5,
+                    replay_share: 0.0,
                 })
                 .validate()
                 .map_err(|e| err(kind, e.message))
@@ -519,6 +525,7 @@ impl Design {
             imagination: ImaginationModule {
                 scenarios: Vec::new(),
                 share: 0.0,
+                replay_share: 0.0,
             },
             profiling: None,
             communication: None,

@@ -68,13 +68,20 @@ impl DeviceChoice {
 }
 
 /// Synthetic training days from the imagination module: dynamic
-/// environments that play a scenario instead of the plain calibrated day.
+/// environments that play a scenario instead of the plain calibrated day,
+/// and replayed days reshaped by a scenario.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ImaginationConfig {
     /// Share of the dynamic environments that play imagined scenarios
     /// (the paper mixes 50%).
     pub share: f64,
+    /// Share of the static replay's episodes played on an imagined day: the
+    /// real day with a scenario, drawn at random, applied to its prices
+    /// ([`serl_env::SessionView::imagined`]). A real day holds one market
+    /// move; imagined drifts hold many, so a timing rule that real days
+    /// only hint at can be learned from them (docs/train.md).
+    pub replay_share: f64,
     pub scenarios: Vec<serl_market::Scenario>,
 }
 
@@ -200,6 +207,9 @@ impl TrainConfig {
         }
         if !(0.0..=1.0).contains(&self.imagination.share) {
             return Err(bad("imagination.share", "must be in [0, 1]"));
+        }
+        if !(0.0..=1.0).contains(&self.imagination.replay_share) {
+            return Err(bad("imagination.replay_share", "must be in [0, 1]"));
         }
         if let Some(t) = &self.team {
             t.validate()?;

@@ -1,8 +1,9 @@
 //! The environments a trainer collects experience from, behind one small
 //! interface: [`TrainEnv`].
 //!
-//! - [`ExecutionEnv`]: real parent orders in the static replay or the
-//!   dynamic market (plain or with an imagined scenario), from `serl-env`.
+//! - [`ExecutionEnv`]: real parent orders in the static replay (of the real
+//!   day or an imagined one) or the dynamic market (plain or with an
+//!   imagined scenario), from `serl-env`.
 //! - [`DriftTask`]: a synthetic execution task whose optimal policy is
 //!   known in closed form, to prove the learners correct.
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serl_env::{
     DynamicEnv, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward, StaticEnv, OBS_DIM,
 };
+use serl_market::Scenario;
 
 /// Which environment a transition came from; the hybrid loss weighs the
 /// two kinds separately. Imagined days count as dynamic.
@@ -66,6 +68,13 @@ pub struct ExecutionEnv<'a> {
     filled: (f64, f64, f64),
     team: Option<Team>,
     pace: Pace,
+    imagined_replay: Option<ImaginedReplay>,
+}
+
+/// Static episodes played on imagined days.
+struct ImaginedReplay {
+    share: f64,
+    scenarios: Vec<Scenario>,
 }
 
 /// The multi-agent scenario inside one environment.
@@ -95,7 +104,18 @@ impl<'a> ExecutionEnv<'a> {
             filled: (0.0, 0.0, 0.0),
             team: None,
             pace: Pace::Absolute,
+            imagined_replay: None,
         }
+    }
+
+    /// Plays `share` of the static episodes on the real day reshaped by one
+    /// of `scenarios`, drawn at random ([`serl_env::SessionView::imagined`]).
+    pub fn with_imagined_replay(mut self, share: f64, scenarios: &[Scenario]) -> Self {
+        self.imagined_replay = (share > 0.0 && !scenarios.is_empty()).then(|| ImaginedReplay {
+            share,
+            scenarios: scenarios.to_vec(),
+        });
+        self
     }
 
     /// Reads actions as `pace` says (the default: shares of the order).
@@ -170,7 +190,18 @@ impl TrainEnv for ExecutionEnv<'_> {
         };
         self.order = Some(o);
         self.episode = match &self.venue {
-            Venue::Static => Episode::Static(StaticEnv::new(view, o, self.cfg)),
+            Venue::Static => {
+                let mut scenario = None;
+                if let Some(r) = &self.imagined_replay {
+                    if rng.random::<f64>() < r.share {
+                        scenario = Some(&r.scenarios[rng.random_range(0..r.scenarios.len())]);
+                    }
+                }
+                Episode::Static(match scenario {
+                    Some(s) => StaticEnv::new(view.imagined(s), o, self.cfg),
+                    None => StaticEnv::new(&**view, o, self.cfg),
+                })
+            }
             Venue::Dynamic(m) => {
                 let mut e = DynamicEnv::new(view, o, self.cfg, m, rng.random());
                 if let Some(team) = &self.team {
@@ -399,8 +430,9 @@ pub fn execution_envs<'a>(
         } else {
             Venue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
-        let mut e =
-            ExecutionEnv::new(market, orders, env, reward.clone(), venue).with_pace(cfg.pace());
+        let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue)
+            .with_pace(cfg.pace())
+            .with_imagined_replay(cfg.imagination.replay_share, &cfg.imagination.scenarios);
         if let Some(team) = &cfg.team {
             e = e.with_team(team, channel.clone());
         }
