@@ -94,6 +94,8 @@ pub struct BuiltinDesigner {
     /// Every design it proposed, by its text, so that feedback naming a
     /// design can be mapped back to what to mutate.
     known: HashMap<String, Genome>,
+    /// Fresh rewards drawn so far: the first two are fixed starting points.
+    fresh_rewards: usize,
 }
 
 impl BuiltinDesigner {
@@ -102,6 +104,7 @@ impl BuiltinDesigner {
             rng: SmallRng::seed_from_u64(seed),
             seed,
             known: HashMap::new(),
+            fresh_rewards: 0,
         }
     }
 
@@ -421,12 +424,19 @@ impl Designer for BuiltinDesigner {
         parents.sort_by(|a, b| b.1.total_cmp(&a.1));
         // A rejection means the last proposal was bad: start afresh.
         let g = if ctx.error.is_some() || parents.is_empty() {
-            if parents.is_empty() && self.known.is_empty() && kind == ModuleKind::Reward {
+            let fresh = (kind == ModuleKind::Reward && ctx.error.is_none())
+                .then(|| {
+                    self.fresh_rewards += 1;
+                    self.fresh_rewards
+                });
+            match fresh {
                 // The first reward is the environment's default: the
                 // search starts from plain PPO and must improve on it.
-                Genome::reward(0, Vec::new())
-            } else {
-                self.random(kind)
+                Some(1) => Genome::reward(0, Vec::new()),
+                // The second scores exactly what beating TWAP means: the
+                // timing gain over it, with no penalty to bias the pace.
+                Some(2) => Genome::reward(1, Vec::new()),
+                _ => self.random(kind),
             }
         } else {
             let roll: f64 = self.rng.random();
@@ -480,7 +490,7 @@ mod tests {
     use serl_modules::Module;
 
     #[test]
-    fn the_first_reward_is_the_default_reward_and_keeps_its_penalties() {
+    fn the_first_rewards_are_the_default_and_the_timing_gain_and_penalties_stay_on_step_pa() {
         let mut d = BuiltinDesigner::new(1);
         let ctx = ModuleContext::new(ModuleKind::Reward, TaskInfo::default(), "m", "m");
         let first = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
@@ -488,6 +498,8 @@ mod tests {
             first,
             "step_pa - 2.0000 * remaining_inv^2 / steps - 50.0000 * done * remaining_inv^2"
         );
+        let second = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
+        assert_eq!(second, "twap_gain");
         // Every later reward on the step PA keeps both penalties of the
         // default; the search also tries rewards built on the timing gain.
         let mut ctx = ctx;
