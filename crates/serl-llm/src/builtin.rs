@@ -424,11 +424,10 @@ impl Designer for BuiltinDesigner {
         parents.sort_by(|a, b| b.1.total_cmp(&a.1));
         // A rejection means the last proposal was bad: start afresh.
         let g = if ctx.error.is_some() || parents.is_empty() {
-            let fresh = (kind == ModuleKind::Reward && ctx.error.is_none())
-                .then(|| {
-                    self.fresh_rewards += 1;
-                    self.fresh_rewards
-                });
+            let fresh = (kind == ModuleKind::Reward && ctx.error.is_none()).then(|| {
+                self.fresh_rewards += 1;
+                self.fresh_rewards
+            });
             match fresh {
                 // The first reward is the environment's default: the
                 // search starts from plain PPO and must improve on it.
