@@ -26,19 +26,17 @@ impl Strategy for RandomPolicy {
     }
 }
 
-#[test]
-fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
+/// The bundled LEAN sample, 30-minute decisions and the default reward.
+fn bundled() -> (
+    serl_data::Dataset,
+    DataConfig,
+    EnvConfig,
+    Arc<DefaultReward>,
+) {
     let data = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
         .join("../../data/lean");
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&data, &data_cfg).unwrap();
-    let orders = OrderConfig {
-        per_session: 4,
-        ..Default::default()
-    };
-    let train_orders = generate_orders(&ds, Split::Train, &data_cfg, &orders).unwrap();
-    let val_orders = generate_orders(&ds, Split::Validation, &data_cfg, &orders).unwrap();
-    let market = MarketData::new(&ds, &data_cfg);
     let env_cfg = EnvConfig {
         decision_minutes: 30,
         ..Default::default()
@@ -47,6 +45,19 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
         inventory_penalty: 2.0,
         terminal_penalty: 50.0,
     });
+    (ds, data_cfg, env_cfg, reward)
+}
+
+#[test]
+fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
+    let (ds, data_cfg, env_cfg, reward) = bundled();
+    let orders = OrderConfig {
+        per_session: 4,
+        ..Default::default()
+    };
+    let train_orders = generate_orders(&ds, Split::Train, &data_cfg, &orders).unwrap();
+    let val_orders = generate_orders(&ds, Split::Validation, &data_cfg, &orders).unwrap();
+    let market = MarketData::new(&ds, &data_cfg);
     let envs: Vec<Box<dyn TrainEnv + '_>> = (0..8)
         .map(|i| {
             let venue = if i < 7 {
@@ -118,20 +129,9 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_a_random_policy() {
 
 #[test]
 fn a_replay_on_imagined_days_sees_the_scenario_drift_in_its_returns() {
-    let data = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
-        .join("../../data/lean");
-    let data_cfg = DataConfig::default();
-    let ds = serl_data::load(&data, &data_cfg).unwrap();
+    let (ds, data_cfg, env_cfg, reward) = bundled();
     let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
     let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig {
-        decision_minutes: 30,
-        ..Default::default()
-    };
-    let reward = Arc::new(DefaultReward {
-        inventory_penalty: 2.0,
-        terminal_penalty: 50.0,
-    });
     let env = || ExecutionEnv::new(&market, &orders, &env_cfg, reward.clone(), Venue::Static);
     let rising = serl_env::Scenario {
         drift_bps: 390.0,
