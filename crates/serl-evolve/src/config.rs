@@ -25,6 +25,11 @@ pub struct EvolveConfig {
     /// Environment steps for the final retraining of the best design (and
     /// of the PPO and DDQN baselines it is compared with).
     pub final_steps: usize,
+    /// With n > 0, the final trainings validate every n updates (on the
+    /// candidates' validation orders) and keep the best policy: early
+    /// stopping, so a retraining that peaks before its last step is
+    /// tested at its peak. 0 keeps the last policy.
+    pub final_eval_every: usize,
     /// Validation orders scored per candidate.
     pub validation_orders: usize,
     /// Validation orders replayed in the dynamic market for the illusory gain.
@@ -105,6 +110,7 @@ impl Default for EvolveConfig {
             macro_instruction: "Design an execution agent that beats TWAP robustly across stocks, in the static and the dynamic market.".into(),
             train,
             final_steps: 8192,
+            final_eval_every: 0,
             validation_orders: 200,
             dynamic_validation_orders: 8,
             high_level: true,

@@ -619,8 +619,10 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let mut factories = Vec::new();
     for (name, d, algo) in finals {
         let fdir = dir.join("final").join(name);
+        let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
         let policy = if fdir.join("final.bpk").exists() {
-            Policy::load(&fdir, "final", &serl_train::DeviceChoice::Cpu.device()?)?
+            let which = if selected { "best" } else { "final" };
+            Policy::load(&fdir, which, &serl_train::DeviceChoice::Cpu.device()?)?
         } else {
             let seed = cfg.seed ^ 0xF1AA;
             train_design(
@@ -630,6 +632,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 cfg.final_steps,
                 seed,
                 Some(&fdir),
+                cfg.final_eval_every,
             )?
             .0
         };
@@ -778,8 +781,9 @@ pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
     })
 }
 
-/// Trains `design` and returns its final policy and the values its
-/// programs repaired.
+/// Trains `design` and returns its policy and the values its programs
+/// repaired: the final policy, or with `eval_every` > 0 the one that
+/// scored best on the validation orders, checked every that many updates.
 fn train_design(
     inputs: &Scoring,
     d: &Design,
@@ -787,6 +791,7 @@ fn train_design(
     steps: usize,
     seed: u64,
     dir: Option<&Path>,
+    eval_every: usize,
 ) -> Result<(Policy, u64), EvolveError> {
     let reward =
         Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
@@ -825,15 +830,28 @@ fn train_design(
         reward.clone(),
         &market_cfg,
     )?;
+    let val_orders = validation_orders(inputs);
+    let validate: Option<serl_train::run::Validator> = (eval_every > 0).then(|| {
+        tc.eval_every = eval_every;
+        Box::new(|p: &Policy| {
+            serl_train::validate::static_pa(p, inputs.market, &val_orders, inputs.env_cfg)
+        }) as serl_train::run::Validator
+    });
+    let selects = validate.is_some();
     let out = train(TrainSetup {
         config: tc,
         envs,
-        validate: None,
+        validate,
         run_dir: dir.map(Path::to_path_buf),
         resume: false,
         progress: false,
     })?;
-    Ok((out.final_policy, reward.repaired()))
+    let policy = if selects {
+        out.policy
+    } else {
+        out.final_policy
+    };
+    Ok((policy, reward.repaired()))
 }
 
 /// Trains `design` on the candidates' budget and validates it: the
@@ -855,6 +873,7 @@ fn train_and_score(
         inputs.cfg.train.total_steps,
         seed,
         None,
+        0,
     )?;
     let train_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
@@ -875,12 +894,17 @@ fn train_and_score(
     Ok((r, t.elapsed().as_secs_f64()))
 }
 
-fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
+/// `validation_orders` of the validation split, spread evenly over it.
+fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
     let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
     let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
-    let orders: Vec<ParentOrder> = (0..n)
+    (0..n)
         .map(|i| inputs.val_orders[(i as f64 * step) as usize].clone())
-        .collect();
+        .collect()
+}
+
+fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
+    let orders = validation_orders(inputs);
     let p = policy.clone();
     let f = [StrategyFactory {
         label: "candidate".into(),

@@ -198,6 +198,13 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
 fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path(), "");
+    // The final trainings keep their best validated policy.
+    let text_cfg = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "final_steps = 512",
+        "final_steps = 512\nfinal_eval_every = 1",
+        1,
+    );
+    std::fs::write(&cfg, text_cfg).unwrap();
     let run = dir.path().join("run");
     let mut child = Command::new(env!("CARGO_BIN_EXE_serl"))
         .args([
@@ -229,6 +236,23 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
         "a finished candidate was trained again"
     );
     assert!(run.join("report.html").exists());
+    for name in ["serl-best", "ppo-default", "ddqn-default"] {
+        let selected = run.join("final").join(name).join("best.bpk");
+        assert!(selected.exists(), "{name} kept no validated checkpoint");
+    }
+    // Resumed once more, the finals load the policies they selected: the
+    // same test table.
+    let again = serl(&["evolve", "--resume", run.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again));
+    let table = |o: &std::process::Output| {
+        text(o)
+            .lines()
+            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(!table(&o).is_empty());
+    assert_eq!(table(&o), table(&again));
 }
 
 /// An OpenAI-compatible server that answers each module's prompt with a
