@@ -72,10 +72,7 @@ impl SessionView {
                 .collect(),
             None => price.iter().map(|p| p * spread_bps / 2e4).collect(),
         };
-        let mut ret_bps = vec![0.0; n];
-        for (r, w) in ret_bps[1..].iter_mut().zip(s.close.windows(2)) {
-            *r = (w[1] / w[0]).ln() * 1e4;
-        }
+        let ret_bps = minute_returns_bps(&s.close);
         let look = &sessions[i.saturating_sub(cfg.stats.adv_lookback)..i];
         let adv = adv_before(sessions, i, cfg.stats.adv_lookback);
         let open = cfg.session.open_minute().unwrap_or(570);
@@ -156,9 +153,7 @@ impl SessionView {
         for sizes in [&mut day.bid_size, &mut day.ask_size].into_iter().flatten() {
             sizes.iter_mut().for_each(|s| *s *= scenario.liquidity_mult);
         }
-        for (r, w) in day.ret_bps[1..].iter_mut().zip(day.close.windows(2)) {
-            *r = (w[1] / w[0]).ln() * 1e4;
-        }
+        day.ret_bps = minute_returns_bps(&day.close);
         day
     }
 
@@ -175,6 +170,15 @@ impl SessionView {
         }
         share
     }
+}
+
+/// 1-minute log returns of `close`, in bps; the first bar's is 0.
+fn minute_returns_bps(close: &[f64]) -> Vec<f64> {
+    let mut ret = vec![0.0; close.len()];
+    for (r, w) in ret.iter_mut().skip(1).zip(close.windows(2)) {
+        *r = (w[1] / w[0]).ln() * 1e4;
+    }
+    ret
 }
 
 /// The session an episode replays: borrowed from [`MarketData`], or an

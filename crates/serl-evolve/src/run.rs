@@ -808,14 +808,11 @@ fn train_design(
             team.communication = d.communication.clone();
         }
     }
-    let imagined = !d.imagination.scenarios.is_empty();
+    // Without scenarios the shares play nothing (`TrainConfig::dynamic_market`,
+    // `ExecutionEnv::with_imagined_replay`).
     tc.imagination = serl_train::run::ImaginationConfig {
-        share: if imagined { d.imagination.share } else { 0.0 },
-        replay_share: if imagined {
-            d.imagination.replay_share
-        } else {
-            0.0
-        },
+        share: d.imagination.share,
+        replay_share: d.imagination.replay_share,
         scenarios: d.imagination.scenarios.clone(),
     };
     let market_cfg = d
@@ -830,14 +827,20 @@ fn train_design(
         reward.clone(),
         &market_cfg,
     )?;
-    let val_orders = validation_orders(inputs);
-    let validate: Option<serl_train::run::Validator> = (eval_every > 0).then(|| {
+    let selects = eval_every > 0;
+    if selects {
         tc.eval_every = eval_every;
+    }
+    let val_orders = if selects {
+        validation_orders(inputs)
+    } else {
+        Vec::new()
+    };
+    let validate: Option<serl_train::run::Validator> = selects.then(|| {
         Box::new(|p: &Policy| {
             serl_train::validate::static_pa(p, inputs.market, &val_orders, inputs.env_cfg)
         }) as serl_train::run::Validator
     });
-    let selects = validate.is_some();
     let out = train(TrainSetup {
         config: tc,
         envs,

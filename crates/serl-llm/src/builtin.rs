@@ -115,13 +115,15 @@ impl BuiltinDesigner {
                 let base = r.random_range(0..BASES.len());
                 let mut terms = Vec::new();
                 for (i, t) in TERMS.iter().enumerate() {
+                    // `Genome::reward` gives the step-PA base its penalties.
                     if i < 2 && base == 0 {
-                        terms.push((i, t.1));
-                    } else if r.random_bool(0.3) {
+                        continue;
+                    }
+                    if r.random_bool(0.3) {
                         terms.push((i, t.1 * r.random_range(0.3..2.0)));
                     }
                 }
-                Genome::Reward { base, terms }
+                Genome::reward(base, terms)
             }
             ModuleKind::State => {
                 let n = r.random_range(1..=3);

@@ -199,7 +199,7 @@ impl TrainEnv for ExecutionEnv<'_> {
                 }
                 Episode::Static(match scenario {
                     Some(s) => StaticEnv::new(view.imagined(s), o, self.cfg),
-                    None => StaticEnv::new(&**view, o, self.cfg),
+                    None => StaticEnv::new(view, o, self.cfg),
                 })
             }
             Venue::Dynamic(m) => {
