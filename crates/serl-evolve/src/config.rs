@@ -37,8 +37,8 @@ pub struct EvolveConfig {
     pub high_level: bool,
     pub low_level: LowLevelConfig,
     pub convergence: ConvergenceConfig,
-    /// Candidates of a round trained at once; 0 picks one per two cores
-    /// (each training already uses two threads).
+    /// Trainings run at once (a round's candidates, an ES generation,
+    /// the final retrainings); 0 picks one per core.
     pub parallel: usize,
     /// Runs repeated after the main one with one part switched off, each
     /// in `RUN_DIR/ablations/NAME/`, and tabulated in the report.
@@ -149,9 +149,9 @@ impl EvolveConfig {
     /// How many candidates train at once.
     pub fn parallel_candidates(&self) -> usize {
         match self.parallel {
-            0 => std::thread::available_parallelism()
-                .map_or(1, |n| n.get() / 2)
-                .max(1),
+            // One per core: a hybrid training waits on its dynamic market,
+            // one simulation at a time, and leaves the other cores idle.
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         }
     }

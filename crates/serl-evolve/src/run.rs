@@ -144,12 +144,9 @@ impl Pending {
     /// Whether its training uses the fused learner, which gives the same
     /// numbers however many trainings share the machine.
     fn trains_fused(&self, base: &serl_train::TrainConfig) -> bool {
-        let mut tc = base.clone();
-        tc.algo = Algo::Ppo;
-        if let Some(d) = &self.design {
-            tc.network = d.architecture.clone();
-        }
-        tc.trains_fused()
+        self.design
+            .as_ref()
+            .is_none_or(|d| trains_fused(base, d, Algo::Ppo))
     }
 
     /// Trains and scores the design (or loads the result of an earlier
@@ -205,6 +202,43 @@ impl Pending {
             eval_secs,
         })
     }
+}
+
+/// Whether `algo` trains `d` with the fused learner, which gives the same
+/// numbers however many trainings share the machine.
+fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Algo) -> bool {
+    let mut tc = base.clone();
+    tc.algo = algo;
+    tc.network = d.architecture.clone();
+    tc.trains_fused()
+}
+
+/// Runs `work` on every item and returns the results in the items' order:
+/// `parallel` at a time for the items `fused` admits, one at a time for the
+/// rest. Only fused trainings share the machine, because burn's learner
+/// sums in parallel in an order that depends on what else runs, while the
+/// fused one gives the same numbers in any company. Stops after the first
+/// group with an error.
+fn side_by_side<T: Sync, R: Send>(
+    items: &[T],
+    parallel: usize,
+    fused: impl Fn(&T) -> bool,
+    work: impl Fn(&T) -> Result<R, EvolveError> + Sync,
+) -> Result<Vec<R>, EvolveError> {
+    let (together, alone): (Vec<usize>, Vec<usize>) =
+        (0..items.len()).partition(|&i| fused(&items[i]));
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for group in together.chunks(parallel.max(1)).chain(alone.chunks(1)) {
+        let done: Vec<Result<R, EvolveError>> = if group.len() == 1 {
+            vec![work(&items[group[0]])]
+        } else {
+            group.par_iter().map(|&i| work(&items[i])).collect()
+        };
+        for (&i, r) in group.iter().zip(done) {
+            out[i] = Some(r?);
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// What training and scoring a design needs: the inputs without the
@@ -418,34 +452,13 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             cfg.iterations,
             pending.len()
         ));
-        // Only fused trainings run side by side: burn's learner would give
-        // other numbers with company (see `TrainConfig::trains_fused`).
-        let (together, alone): (Vec<&Pending>, Vec<&Pending>) = pending
-            .iter()
-            .partition(|p| p.trains_fused(&inputs.cfg.train));
-        let chunks = together
-            .chunks(parallel)
-            .chain(alone.chunks(1))
-            .collect::<Vec<_>>();
-        for chunk in chunks {
-            let done: Vec<Result<Trained, EvolveError>> = if chunk.len() == 1 {
-                chunk.iter().map(|p| p.train(&scoring, j, &bar)).collect()
-            } else {
-                chunk
-                    .par_iter()
-                    .map(|p| p.train(&scoring, j, &bar))
-                    .collect()
-            };
-            for d in done {
-                let d = d?;
-                for (name, secs) in [("train", d.train_secs), ("evaluate", d.eval_secs)] {
-                    add(Stage { name, secs }, &mut stages);
-                }
-                round.push(d.result);
+        let fused = |p: &Pending| p.trains_fused(&inputs.cfg.train);
+        for d in side_by_side(&pending, parallel, fused, |p| p.train(&scoring, j, &bar))? {
+            for (name, secs) in [("train", d.train_secs), ("evaluate", d.eval_secs)] {
+                add(Stage { name, secs }, &mut stages);
             }
+            round.push(d.result);
         }
-        // Back in the order they were designed.
-        round.sort_by_key(|r| pending.iter().position(|p| p.key == r.key));
         all.extend(round.iter().cloned());
 
         // Low-level DEK: tune the best design's reward constants.
@@ -616,26 +629,38 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         ("ppo-default", &plain, Algo::Ppo),
         ("ddqn-default", &plain, Algo::Ddqn),
     ];
-    let mut factories = Vec::new();
-    for (name, d, algo) in finals {
-        let fdir = dir.join("final").join(name);
-        let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
-        let policy = if fdir.join("final.bpk").exists() {
-            let which = if selected { "best" } else { "final" };
-            Policy::load(&fdir, which, &serl_train::DeviceChoice::Cpu.device()?)?
-        } else {
+    // serl-best and plain PPO retrain side by side when both are fused.
+    let scoring = inputs.scoring();
+    let policies = side_by_side(
+        &finals,
+        cfg.parallel_candidates(),
+        |(_, d, algo)| trains_fused(&scoring.cfg.train, d, *algo),
+        |(name, d, algo)| {
+            let fdir = dir.join("final").join(name);
+            let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
+            if fdir.join("final.bpk").exists() {
+                let which = if selected { "best" } else { "final" };
+                return Ok(Policy::load(
+                    &fdir,
+                    which,
+                    &serl_train::DeviceChoice::Cpu.device()?,
+                )?);
+            }
             let seed = cfg.seed ^ 0xF1AA;
-            train_design(
-                &inputs.scoring(),
+            Ok(train_design(
+                &scoring,
                 d,
-                algo,
+                *algo,
                 cfg.final_steps,
                 seed,
                 Some(&fdir),
                 cfg.final_eval_every,
             )?
-            .0
-        };
+            .0)
+        },
+    )?;
+    let mut factories = Vec::new();
+    for ((name, ..), policy) in finals.iter().zip(policies) {
         let label = name.to_string();
         factories.push(StrategyFactory {
             label: label.clone(),
@@ -972,6 +997,20 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
 /// log-normal perturbations of the incumbent and keeps the best if it
 /// scores higher. Each trial is a candidate of its own in the run
 /// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
+/// One offspring of a (1+λ)-ES generation: its constants, and its result
+/// from an earlier run or the design still to train with its seed.
+struct Member {
+    key: String,
+    path: PathBuf,
+    constants: Vec<f64>,
+    job: Job,
+}
+
+enum Job {
+    Stored(CandidateResult),
+    Train(Design, u64),
+}
+
 fn tune_constants(
     inputs: &Scoring,
     best: &CandidateResult,
@@ -993,19 +1032,21 @@ fn tune_constants(
     let mut incumbent = (design, best.score.unwrap_or(f64::MIN), constants);
     let mut out = Vec::new();
     for g in 0..cfg.generations {
-        let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
+        // The generation's constants are drawn first, so that its
+        // trainings can run side by side and draw the same numbers.
+        let mut members = Vec::new();
         for m in 0..cfg.lambda {
-            let c: Vec<f64> = incumbent
+            let constants: Vec<f64> = incumbent
                 .2
                 .iter()
                 .map(|v| v * noise.sample(&mut rng).exp())
                 .collect();
             let key = format!("ll{j}_g{g}_m{m}");
             let path = dir.join("candidates").join(format!("{key}.json"));
-            let r = match read_json::<CandidateResult>(&path) {
-                Some(r) => r,
+            let job = match read_json::<CandidateResult>(&path) {
+                Some(r) => Job::Stored(r),
                 None => {
-                    let Ok(program) = reward.program().with_constants(&c) else {
+                    let Ok(program) = reward.program().with_constants(&constants) else {
                         continue;
                     };
                     let mut d = incumbent.0.clone();
@@ -1015,15 +1056,39 @@ fn tune_constants(
                     let seed = inputs.cfg.seed
                         ^ ((j * 1000 + 500 + g * 10 + m) as u64)
                             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    let (r, _) =
-                        train_and_score(inputs, &d, key.clone(), j, best.success_rate, seed)?;
-                    write_json(&path, &r)?;
-                    r
+                    Job::Train(d, seed)
                 }
             };
+            members.push(Member {
+                key,
+                path,
+                constants,
+                job,
+            });
+        }
+        let fused = |m: &Member| match &m.job {
+            Job::Stored(_) => true,
+            Job::Train(d, _) => trains_fused(&inputs.cfg.train, d, Algo::Ppo),
+        };
+        let results = side_by_side(
+            &members,
+            inputs.cfg.parallel_candidates(),
+            fused,
+            |m| match &m.job {
+                Job::Stored(r) => Ok(r.clone()),
+                Job::Train(d, seed) => {
+                    let (r, _) =
+                        train_and_score(inputs, d, m.key.clone(), j, best.success_rate, *seed)?;
+                    write_json(&m.path, &r)?;
+                    Ok(r)
+                }
+            },
+        )?;
+        let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
+        for (r, m) in results.into_iter().zip(&members) {
             if let (Some(d), Some(s)) = (r.design.clone(), r.score) {
                 if gen_best.as_ref().is_none_or(|b| s > b.1) {
-                    gen_best = Some((d, s, c.clone()));
+                    gen_best = Some((d, s, m.constants.clone()));
                 }
             }
             out.push(r);

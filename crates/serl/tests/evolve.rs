@@ -127,7 +127,11 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let shipped = std::fs::read_to_string(&cfg).unwrap();
     let with_parallel = |n: usize| {
         let p = dir.path().join(format!("parallel{n}.toml"));
-        let text = shipped.replacen("parallel = 0", &format!("parallel = {n}"), 1);
+        // Two ES offspring a generation, so that they too can train side
+        // by side.
+        let text = shipped
+            .replacen("parallel = 0", &format!("parallel = {n}"), 1)
+            .replacen("lambda = 1", "lambda = 2", 1);
         std::fs::write(&p, text).unwrap();
         p
     };
@@ -180,8 +184,9 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
 
-    // The same seed gives the same scores, trained one at a time or two
-    // candidates at once.
+    // The same seed gives the same scores and the same test table, trained
+    // one at a time or two at once (candidates, ES offspring, and the
+    // final retrainings).
     let again = dir.path().join("again");
     let o3 = serl(&[
         "evolve",
@@ -192,6 +197,16 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     ]);
     assert!(o3.status.success(), "{}", text(&o3));
     assert_eq!(scores(&run), scores(&again));
+    let table = |run: &Path| {
+        let report = std::fs::read_to_string(run.join("test/report.md")).unwrap();
+        report
+            .lines()
+            .filter(|l| l.starts_with("| static") || l.starts_with("| dynamic"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(table(&run).iter().any(|l| l.contains("serl-best")));
+    assert_eq!(table(&run), table(&again));
 }
 
 #[test]
