@@ -461,7 +461,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         }
         all.extend(round.iter().cloned());
 
-        // Low-level DEK: tune the best design's reward constants.
+        // Low-level DEK: tune the best design's constants (reward, imagination).
         if cfg.low_level.enabled {
             if let Some(best) = best_of(&all).cloned() {
                 let t = Instant::now();
@@ -997,6 +997,53 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
 /// log-normal perturbations of the incumbent and keeps the best if it
 /// scores higher. Each trial is a candidate of its own in the run
 /// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
+/// The numbers of a design the low-level DEK tunes: the reward program's
+/// literals, then the imagination's (`ImaginationModule::constants`) when
+/// the design imagines days at all, so that a reward without literals
+/// (`twap_gain`) is still tuned.
+struct Tunable {
+    reward: ProgramReward,
+    imagines: bool,
+}
+
+impl Tunable {
+    fn of(design: &Design) -> Result<Self, EvolveError> {
+        Ok(Tunable {
+            reward: ProgramReward::new(&design.reward)
+                .map_err(|e| EvolveError::Config(e.to_string()))?,
+            imagines: !design.imagination.scenarios.is_empty(),
+        })
+    }
+
+    fn constants(&self, design: &Design) -> Vec<f64> {
+        let mut c = self.reward.program().constants();
+        if self.imagines {
+            c.extend(design.imagination.constants());
+        }
+        c
+    }
+
+    /// `design` with `constants` in place, and its constants as it now
+    /// has them (shares clamped); `None` when one is out of its range.
+    fn apply(&self, design: &Design, constants: &[f64]) -> Option<(Design, Vec<f64>)> {
+        let literals = self.reward.program().constants().len();
+        let (for_reward, for_imagination) = constants.split_at(literals.min(constants.len()));
+        let mut d = design.clone();
+        if literals > 0 {
+            let program = self.reward.program().with_constants(for_reward).ok()?;
+            d.reward = RewardModule {
+                program: program.source().to_string(),
+            };
+        }
+        let mut now = for_reward.to_vec();
+        if self.imagines {
+            d.imagination = d.imagination.with_constants(for_imagination).ok()?;
+            now.extend(d.imagination.constants());
+        }
+        Some((d, now))
+    }
+}
+
 /// One offspring of a (1+λ)-ES generation: its constants, and its result
 /// from an earlier run or the design still to train with its seed.
 struct Member {
@@ -1021,9 +1068,8 @@ fn tune_constants(
     let Some(design) = best.design.clone() else {
         return Ok(Vec::new());
     };
-    let reward =
-        ProgramReward::new(&design.reward).map_err(|e| EvolveError::Config(e.to_string()))?;
-    let constants = reward.program().constants();
+    let tunable = Tunable::of(&design)?;
+    let constants = tunable.constants(&design);
     if constants.is_empty() {
         return Ok(Vec::new());
     }
@@ -1043,16 +1089,12 @@ fn tune_constants(
                 .collect();
             let key = format!("ll{j}_g{g}_m{m}");
             let path = dir.join("candidates").join(format!("{key}.json"));
+            let Some((d, constants)) = tunable.apply(&incumbent.0, &constants) else {
+                continue;
+            };
             let job = match read_json::<CandidateResult>(&path) {
                 Some(r) => Job::Stored(r),
                 None => {
-                    let Ok(program) = reward.program().with_constants(&constants) else {
-                        continue;
-                    };
-                    let mut d = incumbent.0.clone();
-                    d.reward = RewardModule {
-                        program: program.source().to_string(),
-                    };
                     let seed = inputs.cfg.seed
                         ^ ((j * 1000 + 500 + g * 10 + m) as u64)
                             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -1100,4 +1142,73 @@ fn tune_constants(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serl_modules::ImaginationModule;
+
+    fn timing_design(reward: &str) -> Design {
+        let mut d = Design::baseline();
+        d.reward = RewardModule {
+            program: reward.into(),
+        };
+        d.imagination = ImaginationModule {
+            scenarios: vec![serl_env::Scenario {
+                volatility_mult: 1.0,
+                drift_bps: -120.0,
+                liquidity_mult: 1.0,
+                jumps: Vec::new(),
+            }],
+            share: 0.5,
+            replay_share: 0.6,
+        };
+        d
+    }
+
+    #[test]
+    fn the_es_tunes_the_imagination_of_a_reward_without_literals() {
+        let d = timing_design("twap_gain");
+        let t = Tunable::of(&d).unwrap();
+        assert_eq!(t.constants(&d), vec![0.5, 0.6, 1.0, -120.0, 1.0]);
+
+        let (tuned, now) = t.apply(&d, &[0.4, 1.2, 1.1, -150.0, 0.8]).unwrap();
+        assert_eq!(tuned.reward, d.reward);
+        assert_eq!(tuned.imagination.replay_share, 1.0, "shares stay shares");
+        assert_eq!(tuned.imagination.scenarios[0].drift_bps, -150.0);
+        assert_eq!(now, t.constants(&tuned));
+    }
+
+    #[test]
+    fn the_es_tunes_reward_literals_first_and_skips_what_is_out_of_range() {
+        let d = timing_design("twap_gain - 2 * remaining_inv^2 / steps");
+        let t = Tunable::of(&d).unwrap();
+        let c = t.constants(&d);
+        assert_eq!(c[..2], [2.0, 2.0]);
+        let mut changed = c.clone();
+        changed[0] = 3.0;
+        let (tuned, _) = t.apply(&d, &changed).unwrap();
+        assert!(
+            tuned.reward.program.contains("3 *"),
+            "{}",
+            tuned.reward.program
+        );
+        assert_eq!(tuned.imagination, d.imagination);
+
+        let mut wild = c;
+        wild[4] = 50.0; // volatility_mult, at most 5
+        assert!(t.apply(&d, &wild).is_none());
+
+        // Without imagined days only the reward's literals are tuned.
+        let plain = Design::baseline();
+        let t = Tunable::of(&plain).unwrap();
+        assert_eq!(
+            t.constants(&plain),
+            ProgramReward::new(&plain.reward)
+                .unwrap()
+                .program()
+                .constants()
+        );
+    }
 }

@@ -217,6 +217,39 @@ fn half() -> f64 {
     0.5
 }
 
+impl ImaginationModule {
+    /// The numbers the low-level DEK tunes: the two shares, then each
+    /// scenario's volatility multiplier, drift and liquidity multiplier.
+    pub fn constants(&self) -> Vec<f64> {
+        let mut c = vec![self.share, self.replay_share];
+        for s in &self.scenarios {
+            c.extend([s.volatility_mult, s.drift_bps, s.liquidity_mult]);
+        }
+        c
+    }
+
+    /// The module with `constants`, in the order `constants` lists them.
+    /// Shares are clamped to [0, 1]; any other value out of its range is
+    /// the validation error that names it.
+    pub fn with_constants(&self, constants: &[f64]) -> Result<Self, ModuleError> {
+        let want = 2 + 3 * self.scenarios.len();
+        if constants.len() != want {
+            return Err(err(
+                ModuleKind::Imagination,
+                format!("{} constants given for {want}", constants.len()),
+            ));
+        }
+        let mut m = self.clone();
+        m.share = constants[0].clamp(0.0, 1.0);
+        m.replay_share = constants[1].clamp(0.0, 1.0);
+        for (s, c) in m.scenarios.iter_mut().zip(constants[2..].chunks(3)) {
+            (s.volatility_mult, s.drift_bps, s.liquidity_mult) = (c[0], c[1], c[2]);
+        }
+        Module::Imagination(m.clone()).validate()?;
+        Ok(m)
+    }
+}
+
 /// The market's background population.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -573,5 +606,33 @@ mod tests {
             ..c
         };
         assert_eq!(mean.aggregate(&msgs, 0), vec![0.0]);
+    }
+
+    #[test]
+    fn imagination_constants_round_trip_and_shares_stay_shares() {
+        let m = ImaginationModule {
+            scenarios: vec![Scenario {
+                volatility_mult: 1.2,
+                drift_bps: -80.0,
+                liquidity_mult: 0.9,
+                jumps: vec![(60, 20.0)],
+            }],
+            share: 0.5,
+            replay_share: 0.6,
+        };
+        assert_eq!(m.constants(), vec![0.5, 0.6, 1.2, -80.0, 0.9]);
+        assert_eq!(m.with_constants(&m.constants()).unwrap(), m);
+
+        let tuned = m.with_constants(&[0.4, 1.3, 1.5, -95.0, 1.1]).unwrap();
+        assert_eq!(tuned.replay_share, 1.0, "a share above 1 is clamped");
+        assert_eq!(tuned.scenarios[0].drift_bps, -95.0);
+        assert_eq!(tuned.scenarios[0].jumps, m.scenarios[0].jumps);
+
+        let e = m.with_constants(&[0.5, 0.6, 9.0, -80.0, 0.9]).unwrap_err();
+        assert!(
+            e.to_string().contains("scenarios[0].volatility_mult"),
+            "{e}"
+        );
+        assert!(m.with_constants(&[0.5]).is_err());
     }
 }
