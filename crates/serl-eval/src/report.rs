@@ -398,6 +398,23 @@ fn glr(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.2}"))
 }
 
+/// A warning under the paired table for strategies that leave more than 1%
+/// of their orders unfilled: PA counts only filled shares, so skipping the
+/// dear minutes and leaving the rest undone looks like a gain.
+fn unfilled_note(summaries: &[Summary]) -> Option<String> {
+    let leavers: Vec<String> = summaries
+        .iter()
+        .filter(|s| s.afi > 0.01)
+        .map(|s| format!("{} ({}, {:.1}%)", s.strategy, s.env, 100.0 * s.afi))
+        .collect();
+    (!leavers.is_empty()).then(|| {
+        format!(
+            "PA counts filled shares only (docs/metrics.md); these left part of their orders unfilled, so their ΔPA is not that of a schedule that finishes: {}.",
+            leavers.join(", ")
+        )
+    })
+}
+
 /// The strategy table, the paired differences against TWAP and the
 /// illusory gain, under headings of level `h` (`"##"`, `"###"`): the
 /// results part of every report that backtests.
@@ -443,6 +460,9 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
                 d.diff,
                 if d.diff.significant() { "yes" } else { "no" }
             );
+        }
+        if let Some(note) = unfilled_note(&data.summaries) {
+            let _ = writeln!(md, "\n{note}");
         }
     }
     let _ = writeln!(md, "\n{h} Illusory gain\n");
@@ -636,4 +656,41 @@ pub fn write_report(dir: &Path, results: &[OrderResult], data: &ReportData) -> s
     std::fs::write(dir.join("report.md"), &md)?;
     std::fs::write(dir.join("report.html"), html(&md, &svgs))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Estimate;
+
+    fn summary(strategy: &str, afi: f64) -> Summary {
+        let e = Estimate {
+            mean: 1.0,
+            lo: 0.5,
+            hi: 1.5,
+        };
+        Summary {
+            strategy: strategy.into(),
+            env: "static".into(),
+            orders: 10,
+            pa: e,
+            pa_std: 1.0,
+            wr: 0.5,
+            glr: None,
+            afi,
+            fill_rate: 1.0 - afi,
+            is: e,
+            reward: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_strategy_that_leaves_shares_unfilled_is_flagged_under_the_paired_table() {
+        let finishing = [summary("twap", 0.0), summary("ppo", 0.004)];
+        assert_eq!(unfilled_note(&finishing), None);
+
+        let note = unfilled_note(&[summary("twap", 0.0), summary("ddqn", 0.212)]).unwrap();
+        assert!(note.contains("ddqn (static, 21.2%)"), "{note}");
+        assert!(!note.contains("twap"), "{note}");
+    }
 }
