@@ -993,10 +993,6 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
     }
 }
 
-/// (1+λ)-ES on the reward's numeric constants: each generation tries λ
-/// log-normal perturbations of the incumbent and keeps the best if it
-/// scores higher. Each trial is a candidate of its own in the run
-/// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
 /// The numbers of a design the low-level DEK tunes: the reward program's
 /// literals, then the imagination's (`ImaginationModule::constants`) when
 /// the design imagines days at all, so that a reward without literals
@@ -1058,6 +1054,10 @@ enum Job {
     Train(Design, u64),
 }
 
+/// (1+λ)-ES on the design's numeric constants (`Tunable`): each generation tries λ
+/// log-normal perturbations of the incumbent and keeps the best if it
+/// scores higher. Each trial is a candidate of its own in the run
+/// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
 fn tune_constants(
     inputs: &Scoring,
     best: &CandidateResult,
