@@ -224,10 +224,11 @@ pub fn write(
     let (pt, ct): (u64, u64) = out.candidates.iter().fold((0, 0), |a, c| {
         (a.0 + c.prompt_tokens, a.1 + c.completion_tokens)
     });
-    md.push_str("## Cost\n\n| stage | wall s |\n|---|---|\n");
+    md.push_str("## Cost\n\n| stage | s |\n|---|---|\n");
     for (name, secs) in &out.stages {
         let _ = writeln!(md, "| {name} | {secs:.1} |");
     }
+    md.push_str("\n`train` and `evaluate` add up each candidate's own seconds, so where candidates trained side by side (`[evolve] parallel`) they exceed the wall time they took; the other stages are wall time.\n");
     let _ = writeln!(md, "\nLLM tokens: {pt} prompt, {ct} completion.\n");
     md.push_str("## Ablations\n\n");
     if ablations.is_empty() {
