@@ -146,7 +146,7 @@ impl EvolveConfig {
         Ok(())
     }
 
-    /// How many candidates train at once.
+    /// How many trainings run at once (`parallel`, or one per core).
     pub fn parallel_candidates(&self) -> usize {
         match self.parallel {
             // One per core: a hybrid training waits on its dynamic market,
