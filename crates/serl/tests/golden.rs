@@ -1,0 +1,96 @@
+//! Golden runs: the README's quick evolve run, and a policy trained by
+//! `serl train` then backtested, on the bundled data, give exactly the test
+//! tables of the `summary.json` files recorded in `tests/golden/` (every
+//! field but the provenance, byte for byte).
+//!
+//! The tables were recorded at commit 84a5121, before the architecture
+//! change of issue #17, so a refactor that changes any number fails here.
+//! A change meant to change the numbers records them again:
+//! `SERL_BLESS=1 cargo test -p serl --test golden`, and says why in its
+//! commit.
+
+mod common;
+
+use common::{repo, serl, text};
+use std::path::Path;
+
+/// `summary.json` without its provenance (dates, commit, paths), pretty
+/// printed: the test tables, the paired differences, the illusory gains
+/// and the per-symbol means.
+fn tables(summary: &Path) -> String {
+    let json = std::fs::read_to_string(summary).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v.as_object_mut().unwrap().remove("provenance");
+    serde_json::to_string_pretty(&v).unwrap() + "\n"
+}
+
+fn check(golden: &str, summary: &Path) {
+    let path = repo().join("crates/serl/tests/golden").join(golden);
+    if std::env::var_os("SERL_BLESS").is_some() {
+        std::fs::copy(summary, &path).unwrap();
+        return;
+    }
+    let (got, want) = (tables(summary), tables(&path));
+    assert!(
+        got == want,
+        "{} differs from {}:\n{got}",
+        summary.display(),
+        path.display()
+    );
+}
+
+#[test]
+fn the_quick_evolve_run_gives_the_recorded_test_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("evolve");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        "configs/evolve.toml",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    check("evolve-test.json", &run.join("test/summary.json"));
+}
+
+#[test]
+fn a_trained_policy_gives_the_recorded_backtest_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("ppo");
+    let o = serl(&[
+        "train",
+        "--data",
+        "data/lean",
+        "--total-steps",
+        "8192",
+        "--decision-minutes",
+        "30",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let test = dir.path().join("test");
+    let policy = format!("policy:{}", run.display());
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--split",
+        "test",
+        "--decision-minutes",
+        "30",
+        "--strategy",
+        "twap",
+        "--strategy",
+        "vwap",
+        "--strategy",
+        &policy,
+        "--env",
+        "both",
+        "--out",
+        test.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    check("train-backtest.json", &test.join("summary.json"));
+}
