@@ -13,12 +13,13 @@ use serl_lob::Side;
 use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 
 use crate::config::EnvConfig;
-use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
+use crate::obs::{write_obs, BookPicture, LEVELS, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
 use std::sync::Arc;
 
+use crate::venue::{play, Episode};
 use crate::view::SessionView;
 
 const US_PER_MIN: u64 = 60_000_000;
@@ -27,7 +28,7 @@ const US_PER_MIN: u64 = 60_000_000;
 /// the order size scaled to the stock's volume, so that a day is about
 /// 100-200 thousand events whatever the stock.
 pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, MarketConfig) {
-    let minutes = 390usize;
+    let minutes = serl_market::SESSION_MINUTES as usize;
     let open = view.open_minute;
     let mut price = Vec::with_capacity(minutes);
     let mut volume = Vec::with_capacity(minutes);
@@ -203,28 +204,8 @@ impl<'a> DynamicEnv<'a> {
         m.saturating_sub(view.open_minute) as u64 * US_PER_MIN
     }
 
-    /// The share of the order still to trade, and the steps left for it.
-    pub fn left(&self) -> (f64, usize) {
-        (
-            self.remaining / self.order.qty,
-            self.steps.saturating_sub(self.step),
-        )
-    }
-
-    pub fn steps(&self) -> usize {
-        self.steps
-    }
-
-    pub fn done(&self) -> bool {
-        self.step >= self.steps
-    }
-
     fn step_minutes(&self, j: usize) -> (u16, u16) {
         crate::static_env::step_minutes(self.order, self.cfg, j)
-    }
-
-    pub fn observe(&self, out: &mut [f32]) {
-        self.observe_holding(self.order.side, self.remaining / self.order.qty, out);
     }
 
     /// The market's observation now, for an agent on `side` with
@@ -243,8 +224,30 @@ impl<'a> DynamicEnv<'a> {
             out,
         );
     }
+}
 
-    pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
+impl Episode for DynamicEnv<'_> {
+    /// The share of the order still to trade, and the steps left for it.
+    fn left(&self) -> (f64, usize) {
+        (
+            self.remaining / self.order.qty,
+            self.steps.saturating_sub(self.step),
+        )
+    }
+
+    fn steps(&self) -> usize {
+        self.steps
+    }
+
+    fn done(&self) -> bool {
+        self.step >= self.steps
+    }
+
+    fn observe(&self, out: &mut [f32]) {
+        self.observe_holding(self.order.side, self.remaining / self.order.qty, out);
+    }
+
+    fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
         let p = Progress {
             step: self.step,
             steps: self.steps,
@@ -255,7 +258,7 @@ impl<'a> DynamicEnv<'a> {
     }
 
     /// Sends this step's child orders and runs the market through the step.
-    pub fn step(&mut self, action: f64) -> StepInfo {
+    fn step(&mut self, action: f64) -> StepInfo {
         let (from, to) = self.step_minutes(self.step);
         let open = self.view.open_minute;
         let side = match self.order.side {
@@ -328,7 +331,7 @@ impl<'a> DynamicEnv<'a> {
         )
     }
 
-    pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
+    fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
         let bench_price = if self.mids.is_empty() {
             self.arrival
         } else {
@@ -336,6 +339,7 @@ impl<'a> DynamicEnv<'a> {
         };
         ExecutionOutcome {
             order_id: self.order.id,
+            side: self.order.side,
             filled: self.filled,
             notional: self.notional,
             bench_price,
@@ -345,43 +349,18 @@ impl<'a> DynamicEnv<'a> {
             inventory_path,
         }
     }
-}
 
-/// N dynamic episodes stepped together, in parallel across cores: the
-/// vectorised form a trainer collects rollouts with.
-pub struct VecDynamicEnv<'a> {
-    pub envs: Vec<DynamicEnv<'a>>,
-}
-
-impl VecDynamicEnv<'_> {
-    pub fn len(&self) -> usize {
-        self.envs.len()
+    fn agents(&self) -> usize {
+        1 + self.peers.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.envs.is_empty()
-    }
-
-    /// Observations of every episode, row after row (`len() * OBS_DIM`).
-    pub fn observe_all(&self, out: &mut [f32]) {
-        for (env, row) in self.envs.iter().zip(out.chunks_mut(OBS_DIM)) {
-            env.observe(row);
+    /// Agent `k > 0` is peer `k - 1`: the market's view, with its own
+    /// inventory.
+    fn observe_agent(&self, k: usize, out: &mut [f32]) {
+        match k {
+            0 => self.observe(out),
+            _ => self.observe_peer(k - 1, out),
         }
-    }
-
-    /// Steps every episode that is not done with its action; finished ones
-    /// return `None`.
-    pub fn step_all(&mut self, actions: &[f64]) -> Vec<Option<StepInfo>> {
-        use rayon::prelude::*;
-        self.envs
-            .par_iter_mut()
-            .zip(actions.par_iter())
-            .map(|(e, &a)| (!e.done()).then(|| e.step(a)))
-            .collect()
-    }
-
-    pub fn all_done(&self) -> bool {
-        self.envs.iter().all(DynamicEnv::done)
     }
 }
 
@@ -398,19 +377,8 @@ pub fn run_dynamic(
     record_path: bool,
 ) -> ExecutionOutcome {
     strategy.reset(view, order, cfg);
-    let mut env = DynamicEnv::new(view, order, cfg, market, seed);
-    let mut obs = [0f32; OBS_DIM];
-    let (mut total, mut path) = (0.0, Vec::new());
-    while !env.done() {
-        env.observe(&mut obs);
-        let a = strategy.act(&env.decision(&obs));
-        let info = env.step(a);
-        total += reward.reward(&info);
-        if record_path {
-            path.push(info.inventory_left as f32);
-        }
-    }
-    env.outcome(total, path)
+    let mut episode = DynamicEnv::new(view, order, cfg, market, seed);
+    play(&mut episode, strategy, reward, record_path)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -15,9 +15,15 @@
 //!   the [`Strategy`] interface that baselines and policies implement, and
 //!   [`run_static`], which plays one episode.
 //!
-//! - [`dynamic_env`]: [`run_dynamic`], the same episode with the agent's
-//!   child orders sent as market orders into a `serl-market` simulation
-//!   calibrated to the session, so they move the price.
+//! - [`dynamic_env`]: [`DynamicEnv`] and [`run_dynamic`], the same
+//!   episode with the agent's child orders sent as market orders into a
+//!   `serl-market` simulation calibrated to the session, so they move the
+//!   price.
+//! - [`venue`]: the one interface both implement. An [`Episode`] is a
+//!   parent order being worked (observe, decide, step, outcome with its
+//!   `pa_bps`); [`play`] runs a strategy through any episode; a [`Venue`]
+//!   ([`StaticVenue`], [`DynamicVenue`]) opens episodes for backtests and
+//!   validation. Training steps the same episodes one action at a time.
 
 pub mod config;
 pub mod dynamic_env;
@@ -26,10 +32,11 @@ pub mod obs;
 pub mod order;
 pub mod reward;
 pub mod static_env;
+pub mod venue;
 pub mod view;
 
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
-pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer, VecDynamicEnv};
+pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};
 pub use error::EnvError;
 pub use obs::OBS_DIM;
 pub use order::{
@@ -40,4 +47,5 @@ pub use serl_market::{MarketConfig, Scenario};
 pub use static_env::{
     run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
 };
+pub use venue::{play, DynamicVenue, Episode, StaticVenue, Venue};
 pub use view::{MarketData, SessionView, ViewRef};

@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use crate::config::{Benchmark, EnvConfig, Terminal};
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
-use crate::order::ParentOrder;
+use crate::order::{OrderSide, ParentOrder};
 use crate::reward::{Reward, StepInfo};
+use crate::venue::{play, Episode};
 use crate::view::{SessionView, ViewRef};
 
 /// What a strategy may know at a decision. `view` holds the whole day:
@@ -175,6 +176,8 @@ pub(crate) fn step_info(
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutionOutcome {
     pub order_id: u64,
+    /// The order's side: what the prices are judged for.
+    pub side: OrderSide,
     pub filled: f64,
     /// Sum of fill price × shares.
     pub notional: f64,
@@ -191,6 +194,23 @@ pub struct ExecutionOutcome {
 impl ExecutionOutcome {
     pub fn avg_price(&self) -> Option<f64> {
         (self.filled > 0.0).then(|| self.notional / self.filled)
+    }
+
+    /// Price advantage over the benchmark, bps: positive when the average
+    /// fill beat it for the order's side (0 when nothing filled).
+    pub fn pa_bps(&self) -> f64 {
+        self.avg_price().map_or(0.0, |p| {
+            -self.side.sign() * (p / self.bench_price - 1.0) * 1e4
+        })
+    }
+
+    /// Implementation shortfall against the arrival price, bps: positive
+    /// when the average fill was worse for the order's side (0 when
+    /// nothing filled).
+    pub fn is_bps(&self) -> f64 {
+        self.avg_price().map_or(0.0, |p| {
+            self.side.sign() * (p / self.arrival_price - 1.0) * 1e4
+        })
     }
 }
 
@@ -251,24 +271,8 @@ impl<'a> StaticEnv<'a> {
         }
     }
 
-    pub fn steps(&self) -> usize {
-        self.steps
-    }
-
-    pub fn done(&self) -> bool {
-        self.step >= self.steps
-    }
-
     pub fn remaining(&self) -> f64 {
         self.remaining
-    }
-
-    /// The share of the order still to trade, and the steps left for it.
-    pub fn left(&self) -> (f64, usize) {
-        (
-            self.remaining / self.order.qty,
-            self.steps.saturating_sub(self.step),
-        )
     }
 
     pub fn benchmark(&self) -> f64 {
@@ -317,9 +321,27 @@ impl<'a> StaticEnv<'a> {
         }
         (b, 2.0 * half_bps)
     }
+}
+
+impl Episode for StaticEnv<'_> {
+    fn steps(&self) -> usize {
+        self.steps
+    }
+
+    fn done(&self) -> bool {
+        self.step >= self.steps
+    }
+
+    /// The share of the order still to trade, and the steps left for it.
+    fn left(&self) -> (f64, usize) {
+        (
+            self.remaining / self.order.qty,
+            self.steps.saturating_sub(self.step),
+        )
+    }
 
     /// Writes the observation for the coming step into `out`.
-    pub fn observe(&self, out: &mut [f32]) {
+    fn observe(&self, out: &mut [f32]) {
         debug_assert!(out.len() >= OBS_DIM);
         let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
         let v = &*self.view;
@@ -344,7 +366,7 @@ impl<'a> StaticEnv<'a> {
         );
     }
 
-    pub fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
+    fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
         let p = Progress {
             step: self.step,
             steps: self.steps,
@@ -356,7 +378,7 @@ impl<'a> StaticEnv<'a> {
 
     /// Trades `action` (a fraction of the order, see [`EnvConfig::fraction`])
     /// over the current step and returns what happened.
-    pub fn step(&mut self, action: f64) -> StepInfo {
+    fn step(&mut self, action: f64) -> StepInfo {
         let v = &*self.view;
         let (from, to) = self.step_minutes(self.step);
         let bars = v.range(from, to);
@@ -404,9 +426,10 @@ impl<'a> StaticEnv<'a> {
         )
     }
 
-    pub fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
+    fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
         ExecutionOutcome {
             order_id: self.order.id,
+            side: self.order.side,
             filled: self.filled,
             notional: self.notional,
             bench_price: self.bench,
@@ -469,18 +492,10 @@ pub fn run_static(
     record_path: bool,
 ) -> ExecutionOutcome {
     strategy.reset(view, order, cfg);
-    let mut env = StaticEnv::new(view, order, cfg);
-    let mut obs = [0f32; OBS_DIM];
-    let mut total = 0.0;
-    let mut path = Vec::with_capacity(if record_path { env.steps() } else { 0 });
-    while !env.done() {
-        env.observe(&mut obs);
-        let a = strategy.act(&env.decision(&obs));
-        let info = env.step(a);
-        total += reward.reward(&info);
-        if record_path {
-            path.push(info.inventory_left as f32);
-        }
-    }
-    env.outcome(total, path)
+    play(
+        &mut StaticEnv::new(view, order, cfg),
+        strategy,
+        reward,
+        record_path,
+    )
 }

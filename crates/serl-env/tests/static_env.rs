@@ -196,7 +196,7 @@ fn force_liquidation_empties_what_is_left() {
 }
 
 #[test]
-fn the_vectorised_dynamic_env_matches_single_episodes() {
+fn dynamic_episodes_stepped_side_by_side_match_single_episodes() {
     let (ds, cfg) = sample();
     let md = MarketData::new(&ds, &cfg);
     let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
@@ -210,31 +210,22 @@ fn the_vectorised_dynamic_env_matches_single_episodes() {
         .iter()
         .map(|o| md.get(&o.symbol, o.date).unwrap().clone())
         .collect();
-    let mut vec_env = VecDynamicEnv {
-        envs: orders
-            .iter()
-            .zip(&views)
-            .map(|(o, v)| DynamicEnv::new(v, o, &env, &market, o.id))
-            .collect(),
-    };
-    let mut obs = vec![0f32; vec_env.len() * OBS_DIM];
-    while !vec_env.all_done() {
-        vec_env.observe_all(&mut obs);
-        assert!(obs.iter().all(|x| x.is_finite()));
-        let actions: Vec<f64> = vec_env
-            .envs
-            .iter()
-            .map(|e| {
-                if e.done() {
-                    0.0
-                } else {
-                    1.0 / e.steps() as f64
-                }
-            })
-            .collect();
-        vec_env.step_all(&actions);
+    // Episodes stepped side by side, interleaved, as a trainer steps them.
+    let mut episodes: Vec<DynamicEnv> = orders
+        .iter()
+        .zip(&views)
+        .map(|(o, v)| DynamicEnv::new(v, o, &env, &market, o.id))
+        .collect();
+    let mut obs = [0f32; OBS_DIM];
+    while !episodes.iter().all(|e| e.done()) {
+        for e in episodes.iter_mut().filter(|e| !e.done()) {
+            e.observe(&mut obs);
+            assert!(obs.iter().all(|x| x.is_finite()));
+            let a = 1.0 / e.steps() as f64;
+            e.step(a);
+        }
     }
-    for ((e, o), v) in vec_env.envs.iter().zip(orders).zip(&views) {
+    for ((e, o), v) in episodes.iter().zip(orders).zip(&views) {
         let one = run_dynamic(
             &mut Fixed(1.0 / e.steps() as f64),
             v,

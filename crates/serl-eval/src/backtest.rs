@@ -1,82 +1,10 @@
-//! Running strategies over parent orders, in parallel, in one or more
-//! environments.
+//! Running strategies over parent orders, in parallel, at one or more
+//! venues (`serl_env::Venue`: the static replay, the dynamic market).
 
 use rayon::prelude::*;
-use serl_env::{
-    run_static, EnvConfig, ExecutionOutcome, MarketData, ParentOrder, Reward, SessionView, Strategy,
-};
+use serl_env::{play, EnvConfig, MarketData, ParentOrder, Reward, Strategy, Venue};
 
 use crate::metrics::OrderResult;
-
-/// An environment that plays whole episodes. The static replay is
-/// [`StaticRunner`]; the dynamic market plugs in through the same trait.
-pub trait EpisodeRunner: Sync {
-    fn name(&self) -> &str;
-    fn run(
-        &self,
-        strategy: &mut dyn Strategy,
-        view: &SessionView,
-        order: &ParentOrder,
-        cfg: &EnvConfig,
-        reward: &dyn Reward,
-        record_path: bool,
-    ) -> ExecutionOutcome;
-}
-
-/// The static historical replay.
-pub struct StaticRunner;
-
-impl EpisodeRunner for StaticRunner {
-    fn name(&self) -> &str {
-        "static"
-    }
-    fn run(
-        &self,
-        strategy: &mut dyn Strategy,
-        view: &SessionView,
-        order: &ParentOrder,
-        cfg: &EnvConfig,
-        reward: &dyn Reward,
-        record_path: bool,
-    ) -> ExecutionOutcome {
-        run_static(strategy, view, order, cfg, reward, record_path)
-    }
-}
-
-/// The dynamic multi-agent market. Each episode simulates the order's
-/// session with a seed derived from `seed` and the order id, so that every
-/// strategy meets the same simulated day.
-pub struct DynamicRunner {
-    pub market: serl_env::MarketConfig,
-    pub seed: u64,
-}
-
-impl EpisodeRunner for DynamicRunner {
-    fn name(&self) -> &str {
-        "dynamic"
-    }
-    fn run(
-        &self,
-        strategy: &mut dyn Strategy,
-        view: &SessionView,
-        order: &ParentOrder,
-        cfg: &EnvConfig,
-        reward: &dyn Reward,
-        record_path: bool,
-    ) -> ExecutionOutcome {
-        let seed = self.seed ^ order.id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        serl_env::run_dynamic(
-            strategy,
-            view,
-            order,
-            cfg,
-            &self.market,
-            reward,
-            seed,
-            record_path,
-        )
-    }
-}
 
 /// A named way to make fresh strategy instances (one per worker).
 pub struct StrategyFactory {
@@ -104,7 +32,7 @@ pub fn run_backtest(
     market: &MarketData,
     orders: &[ParentOrder],
     strategies: &[StrategyFactory],
-    envs: &[&dyn EpisodeRunner],
+    envs: &[&dyn Venue],
     cfg: &EnvConfig,
     reward: &dyn Reward,
     progress: &(dyn Fn(u64) + Sync),
@@ -125,7 +53,9 @@ pub fn run_backtest(
                     let record = example_ids.contains(&o.id);
                     for env in envs {
                         for (label, s) in strats.iter_mut() {
-                            let outcome = env.run(s.as_mut(), view, o, cfg, reward, record);
+                            s.reset(view, o, cfg);
+                            let mut episode = env.open(view, o, cfg);
+                            let outcome = play(episode.as_mut(), s.as_mut(), reward, record);
                             rows.push(OrderResult::new(label, env.name(), o, outcome));
                         }
                     }

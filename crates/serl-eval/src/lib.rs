@@ -15,7 +15,7 @@ pub mod baselines;
 pub mod metrics;
 pub mod report;
 
-pub use backtest::{run_backtest, DynamicRunner, EpisodeRunner, StaticRunner, StrategyFactory};
+pub use backtest::{run_backtest, StrategyFactory};
 pub use baselines::StrategySpec;
 pub use metrics::{
     bootstrap_mean, paired_diff, summarize, Estimate, OrderResult, PairedDiff, Summary,

@@ -35,15 +35,8 @@ pub struct OrderResult {
 
 impl OrderResult {
     pub fn new(strategy: &str, env: &str, o: &ParentOrder, out: ExecutionOutcome) -> Self {
-        let s = o.side.sign();
         let avg = out.avg_price();
-        let (pa, is) = match avg {
-            Some(p) => (
-                -s * (p / out.bench_price - 1.0) * 1e4,
-                s * (p / out.arrival_price - 1.0) * 1e4,
-            ),
-            None => (0.0, 0.0),
-        };
+        let (pa, is) = (out.pa_bps(), out.is_bps());
         OrderResult {
             strategy: strategy.to_string(),
             env: env.to_string(),

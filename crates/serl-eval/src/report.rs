@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde::Serialize;
+use serl_report::{bars_chart, html, lines_chart, Chart};
 
 use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summary};
 
@@ -187,77 +187,8 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
     Ok(())
 }
 
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-pub type PlotResult = Result<(), Box<dyn std::error::Error>>;
-
-/// A line (or point) chart as an SVG string; used by every serl report.
-pub fn lines_chart(
-    svg: &mut String,
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    series: &[(String, Vec<(f64, f64)>)],
-    points_only: bool,
-) -> PlotResult {
-    let all = series.iter().flat_map(|s| s.1.iter());
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in all {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(y);
-        y1 = y1.max(y);
-    }
-    if x0 > x1 {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
-    }
-    let pad = ((y1 - y0) * 0.05).max(1e-9);
-    let root = SVGBackend::with_string(svg, (760, 360)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(56)
-        .build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .draw()?;
-    for (k, (name, pts)) in series.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        if points_only {
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?
-                .label(name.clone())
-                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
-        } else {
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-        }
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
-}
+/// Bins of the PA distribution plot.
+const PA_BINS: usize = 40;
 
 fn histogram(values: &[f64], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64)> {
     let w = (hi - lo) / bins as f64;
@@ -300,20 +231,13 @@ fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
                 .filter(|r| &r.strategy == s)
                 .map(|r| r.pa_bps)
                 .collect();
-            series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), 40)));
+            series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), PA_BINS)));
         }
         let mut svg = String::new();
         let title = format!("PA distribution ({env}); oracle clipped to the others' range");
-        if lines_chart(
-            &mut svg,
-            &title,
-            "PA (bps)",
-            "share of orders",
-            &series,
-            false,
-        )
-        .is_ok()
-        {
+        let chart = Chart::new(&title, "PA (bps)", "share of orders");
+        let bin_width = (hi.max(lo + 1e-6) - lo) / PA_BINS as f64;
+        if bars_chart(&mut svg, &chart, &series, bin_width).is_ok() {
             out.push((title, svg));
         }
 
@@ -342,7 +266,10 @@ fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
             .collect();
         let mut svg = String::new();
         let title = format!("Mean PA per symbol ({env}), symbols ordered by {key}");
-        if lines_chart(&mut svg, &title, "symbol rank", "PA (bps)", &series, true).is_ok() {
+        let chart = Chart::new(&title, "symbol", "PA (bps)")
+            .points()
+            .x_labels(syms.iter().map(|(sym, _)| sym.to_string()).collect());
+        if lines_chart(&mut svg, &chart, &series).is_ok() {
             out.push((title, svg));
         }
     }
@@ -378,16 +305,8 @@ fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
             id, first.date, first.side, first.qty, first.symbol
         );
         let mut svg = String::new();
-        if lines_chart(
-            &mut svg,
-            &title,
-            "decision step",
-            "inventory left",
-            &series,
-            false,
-        )
-        .is_ok()
-        {
+        let chart = Chart::new(&title, "decision step", "inventory left").integer_x();
+        if lines_chart(&mut svg, &chart, &series).is_ok() {
             out.push((title, svg));
         }
     }
@@ -553,90 +472,6 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
     );
     let _ = writeln!(md, "| created | {} |", p.created);
     md
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// Markdown to HTML for the subset serl's reports use: headings, tables,
-/// paragraphs, bold and code spans, and image lines (replaced, in order, by
-/// the SVGs given).
-pub fn html(md: &str, svgs: &[(String, String)]) -> String {
-    let inline = |s: &str| -> String {
-        let mut out = String::new();
-        let mut bold = false;
-        let mut code = false;
-        let esc = html_escape(s);
-        let mut chars = esc.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '*' && chars.peek() == Some(&'*') {
-                chars.next();
-                out.push_str(if bold { "</b>" } else { "<b>" });
-                bold = !bold;
-            } else if c == '`' {
-                out.push_str(if code { "</code>" } else { "<code>" });
-                code = !code;
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    };
-    let mut body = String::new();
-    let mut in_table = false;
-    let mut plot = 0;
-    for line in md.lines() {
-        if line.starts_with('|') {
-            if line.starts_with("|---") {
-                continue;
-            }
-            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            if !in_table {
-                body.push_str("<table><tr>");
-                for c in &cells {
-                    let _ = write!(body, "<th>{}</th>", inline(c));
-                }
-                body.push_str("</tr>\n");
-                in_table = true;
-            } else {
-                body.push_str("<tr>");
-                for c in &cells {
-                    let _ = write!(body, "<td>{}</td>", inline(c));
-                }
-                body.push_str("</tr>\n");
-            }
-            continue;
-        }
-        if in_table {
-            body.push_str("</table>\n");
-            in_table = false;
-        }
-        if let Some(h) = line.strip_prefix("## ") {
-            let _ = writeln!(body, "<h2>{}</h2>", inline(h));
-        } else if let Some(h) = line.strip_prefix("# ") {
-            let _ = writeln!(body, "<h1>{}</h1>", inline(h));
-        } else if line.starts_with("![") {
-            if let Some((title, svg)) = svgs.get(plot) {
-                let _ = writeln!(
-                    body,
-                    "<figure>{svg}<figcaption>{}</figcaption></figure>",
-                    html_escape(title)
-                );
-            }
-            plot += 1;
-        } else if !line.trim().is_empty() {
-            let _ = writeln!(body, "<p>{}</p>", inline(line));
-        }
-    }
-    if in_table {
-        body.push_str("</table>\n");
-    }
-    format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>serl report</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f3f3f3}}td:first-child,td:nth-child(2){{text-align:left}}figure{{margin:1.5em 0}}figcaption{{color:#666;font-size:90%}}code{{background:#f5f5f5;padding:0 3px}}</style></head><body>\n{body}</body></html>\n"
-    )
 }
 
 /// Writes `orders.csv`, `orders.parquet`, `summary.json`, `report.md` (with `plotN.svg`

@@ -40,7 +40,7 @@ fn backtest(path: &Path, split: Split) -> Vec<Summary> {
         &md,
         &orders,
         &factories,
-        &[&StaticRunner],
+        &[&StaticVenue],
         &env,
         &reward,
         &|_| {},
@@ -111,7 +111,7 @@ fn a_large_order_shows_an_illusory_gain() {
     };
     let orders = generate_orders(&ds, Split::All, &cfg, &oc).unwrap();
     let f = vec![StrategyFactory::from_spec(StrategySpec::Twap)];
-    let dynamic = DynamicRunner {
+    let dynamic = DynamicVenue {
         market: MarketConfig::default(),
         seed: 7,
     };
@@ -124,7 +124,7 @@ fn a_large_order_shows_an_illusory_gain() {
         &md,
         &orders,
         &f,
-        &[&StaticRunner, &dynamic],
+        &[&StaticVenue, &dynamic],
         &env,
         &reward,
         &|_| {},

@@ -1,7 +1,7 @@
 //! `[evolve]`: the outer loop's settings.
 
 use serde::{Deserialize, Serialize};
-use serl_modules::ModuleKind;
+use serl_design::ModuleKind;
 use serl_train::TrainConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,9 +5,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use serde_json::json;
-use serl_eval::report::{html, lines_chart};
+use serl_design::ModuleKind;
 use serl_eval::{Provenance, ReportData};
-use serl_modules::ModuleKind;
+use serl_report::{html, lines_chart, Chart};
 
 use crate::run::{write_json, CandidateResult, EvolveError, EvolveOutcome};
 
@@ -130,16 +130,12 @@ pub fn write(
         ("best so far".to_string(), best_line),
         ("candidates".to_string(), points.clone()),
     ];
-    if lines_chart(
-        &mut svg,
+    let chart = Chart::new(
         "Score per iteration (PA × success rate)",
         "iteration",
         "score",
-        &series[..1],
-        false,
-    )
-    .is_ok()
-    {
+    );
+    if lines_chart(&mut svg, &chart.integer_x(), &series[..1]).is_ok() {
         md.push_str("![Best score per iteration](evolve0.svg)\n\n");
         svgs.push(("Best score per iteration".to_string(), svg));
     }
@@ -147,11 +143,10 @@ pub fn write(
     if !points.is_empty()
         && lines_chart(
             &mut svg,
-            "Candidate scores",
-            "iteration",
-            "score",
+            &Chart::new("Candidate scores", "iteration", "score")
+                .points()
+                .integer_x(),
             &series[1..],
-            true,
         )
         .is_ok()
     {

@@ -15,16 +15,16 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder};
-use serl_eval::{
-    run_backtest, summarize, DynamicRunner, EpisodeRunner, OrderResult, StaticRunner,
-    StrategyFactory,
-};
-use serl_llm::prompts::{CandidateFeedback, Example, Feedback, ModuleContext, Prompts, TaskInfo};
-use serl_llm::{generate, Designer};
-use serl_modules::{
+use serl_design::{
     smoke_test, Design, Module, ModuleKind, ProgramReward, RewardModule, StateModule,
 };
+use serl_env::{
+    DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue,
+    Venue,
+};
+use serl_eval::{run_backtest, summarize, OrderResult, StrategyFactory};
+use serl_llm::prompts::{CandidateFeedback, Example, Feedback, ModuleContext, Prompts, TaskInfo};
+use serl_llm::{generate, Designer};
 use serl_train::task::execution_envs;
 use serl_train::{train, Algo, Policy, PolicyStrategy, TrainSetup};
 
@@ -56,7 +56,7 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvolveE
         std::fs::create_dir_all(d).map_err(|e| file_err(d, e))?;
     }
     let text = serde_json::to_string_pretty(v).map_err(|e| file_err(path, e))?;
-    serl_train::run::write_atomic(path, text.as_bytes()).map_err(|e| file_err(path, e))
+    serl_report::write_atomic(path, text.as_bytes()).map_err(|e| file_err(path, e))
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
@@ -687,7 +687,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inventory_penalty: inputs.env_cfg.inventory_penalty,
         terminal_penalty: inputs.env_cfg.terminal_penalty,
     };
-    let dynamic = DynamicRunner {
+    let dynamic = DynamicVenue {
         market: inputs.market_cfg.clone(),
         seed: cfg.seed,
     };
@@ -695,7 +695,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inputs.market,
         inputs.test_orders,
         &factories,
-        &[&StaticRunner as &dyn EpisodeRunner],
+        &[&StaticVenue as &dyn Venue],
         &inputs.env_cfg,
         &reward,
         &|_| {},
@@ -705,7 +705,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inputs.market,
         &inputs.test_orders[..n_dyn],
         &factories,
-        &[&dynamic as &dyn EpisodeRunner],
+        &[&dynamic as &dyn Venue],
         &inputs.env_cfg,
         &reward,
         &|_| {},
@@ -835,11 +835,7 @@ fn train_design(
     }
     // Without scenarios the shares play nothing (`TrainConfig::dynamic_market`,
     // `ExecutionEnv::with_imagined_replay`).
-    tc.imagination = serl_train::run::ImaginationConfig {
-        share: d.imagination.share,
-        replay_share: d.imagination.replay_share,
-        scenarios: d.imagination.scenarios.clone(),
-    };
+    tc.imagination = d.imagination.clone();
     let market_cfg = d
         .profiling
         .as_ref()
@@ -946,7 +942,7 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
         inputs.market,
         &orders,
         &f,
-        &[&StaticRunner as &dyn EpisodeRunner],
+        &[&StaticVenue as &dyn Venue],
         inputs.env_cfg,
         &reward,
         &|_| {},
@@ -954,7 +950,7 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
     let refs: Vec<&OrderResult> = rows.iter().collect();
     let s = summarize("candidate", "static", &refs, inputs.cfg.seed);
     let nd = inputs.cfg.dynamic_validation_orders.min(orders.len());
-    let dynamic = DynamicRunner {
+    let dynamic = DynamicVenue {
         market: inputs.market_cfg.clone(),
         seed: inputs.cfg.seed,
     };
@@ -962,7 +958,7 @@ fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
         inputs.market,
         &orders[..nd],
         &f,
-        &[&dynamic as &dyn EpisodeRunner],
+        &[&dynamic as &dyn Venue],
         inputs.env_cfg,
         &reward,
         &|_| {},
@@ -1147,7 +1143,7 @@ fn tune_constants(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serl_modules::ImaginationModule;
+    use serl_design::ImaginationModule;
 
     fn timing_design(reward: &str) -> Design {
         let mut d = Design::baseline();

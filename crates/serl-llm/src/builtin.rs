@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
-use serl_modules::ModuleKind;
+use serl_design::ModuleKind;
 
 use crate::backend::LlmError;
 use crate::designer::{Designer, Reply};
@@ -365,7 +365,7 @@ impl BuiltinDesigner {
             }
             Genome::Profiling(p) => {
                 let mut m =
-                    serde_json::to_value(serl_market::MarketConfig::default()).unwrap_or_default();
+                    serde_json::to_value(serl_design::MarketConfig::default()).unwrap_or_default();
                 m["noise_agents"] = serde_json::json!(p[0].round() as usize);
                 m["value_agents"] = serde_json::json!(p[1].round() as usize);
                 m["market_makers"] = serde_json::json!(p[2].round().max(1.0) as usize);
@@ -488,7 +488,7 @@ impl Designer for BuiltinDesigner {
 mod tests {
     use super::*;
     use crate::prompts::{Example, TaskInfo};
-    use serl_modules::Module;
+    use serl_design::Module;
 
     #[test]
     fn the_first_rewards_are_the_default_and_the_timing_gain_and_penalties_stay_on_step_pa() {

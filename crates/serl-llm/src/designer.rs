@@ -2,7 +2,7 @@
 //! retries with the error until a module passes or the attempts run out.
 
 use serde::Serialize;
-use serl_modules::{extract, Module, ModuleKind};
+use serl_design::{extract, Module, ModuleKind};
 
 use crate::backend::{Backend, ChatRequest, LlmError};
 use crate::prompts::{ModuleContext, Prompts};

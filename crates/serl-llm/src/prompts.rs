@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 use serde_json::{json, Value};
-use serl_modules::ModuleKind;
+use serl_design::ModuleKind;
 
 use crate::backend::LlmError;
 
@@ -205,11 +205,11 @@ impl ModuleContext {
     ) -> Self {
         let (variables, grammar) = match kind {
             ModuleKind::Reward => (
-                serl_modules::reward_vars_doc(),
-                serl_expr::grammar::gbnf(&serl_modules::reward_vars()),
+                serl_design::reward_vars_doc(),
+                serl_expr::grammar::gbnf(&serl_design::reward_vars()),
             ),
             _ => {
-                let names = serl_env::obs::feature_names();
+                let names = serl_design::observation_names();
                 let vars = serl_expr::VarSet::from_names(names.clone());
                 (
                     names
@@ -227,8 +227,8 @@ impl ModuleContext {
             micro_instruction: micro_instruction.into(),
             variables,
             grammar,
-            obs_dim: serl_env::OBS_DIM,
-            max_params: serl_train::spec::MAX_PARAMS,
+            obs_dim: serl_design::OBS_DIM,
+            max_params: serl_design::MAX_PARAMS,
             examples: Vec::new(),
             feedback: None,
             error: None,
@@ -252,7 +252,7 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
     );
     if full {
         c.examples = vec![Example {
-            source: serl_modules::Design::baseline().reward.program,
+            source: serl_design::Design::baseline().reward.program,
             score: 0.42,
         }];
         c.feedback = Some(Feedback {

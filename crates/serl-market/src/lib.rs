@@ -42,3 +42,7 @@ pub use sim::{
     fit_noise_volume, AgentKind, BookSnapshot, Calibration, FitEffort, MarketConfig, MinuteStats,
     Recording, Scenario, Simulator, TapeTrade, EXECUTION_OWNER,
 };
+
+/// Minutes in a regular US equity session (09:30 to 16:00): a simulated
+/// day's length, and the range of a scenario's jump minutes.
+pub const SESSION_MINUTES: u16 = 390;

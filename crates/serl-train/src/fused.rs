@@ -25,7 +25,7 @@ use crate::net::{ActorCritic, Block, Head};
 use crate::policy::{floats, floats1, sample_actor_critic, PolicyMeta, Sampled};
 use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
-use crate::spec::Activation;
+use serl_design::Activation;
 
 /// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
 /// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
@@ -692,8 +692,8 @@ mod tests {
     use super::*;
     use crate::normalize::RunningNorm;
     use crate::policy::{Algo, Squash};
-    use crate::spec::{BlockSpec, NetworkSpec};
     use crate::task::Source;
+    use serl_design::{BlockSpec, NetworkSpec};
 
     const OBS: usize = 5;
 

@@ -3,10 +3,8 @@
 //! The inner loop of SE-RL: train an execution policy in the static replay
 //! and the dynamic market at once, re-weighting their losses adaptively.
 //!
-//! - [`spec`]: [`NetworkSpec`], a policy network as data (MLP blocks,
-//!   layer norm, residuals, a GRU over an observation window, attention
-//!   over the book levels), validated before it is built.
-//! - [`net`]: the burn modules built from a spec.
+//! - [`net`]: the burn modules built from a [`NetworkSpec`] (the
+//!   architecture module, `serl_design`).
 //! - [`task`]: [`TrainEnv`], the interface rollouts step; real orders in
 //!   either environment ([`ExecutionEnv`]) and a synthetic task with a
 //!   closed-form optimum ([`DriftTask`]).
@@ -38,7 +36,6 @@ pub mod ppo;
 pub mod report;
 pub mod rollout;
 pub mod run;
-pub mod spec;
 pub mod task;
 pub mod team;
 pub mod validate;
@@ -49,8 +46,8 @@ pub use burn;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
 pub use policy::{Algo, Pace, Policy, PolicyStrategy, Squash};
 pub use run::{train, DeviceChoice, TrainConfig, TrainOutcome, TrainSetup};
-pub use spec::{NetworkSpec, SpecError};
-pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, Venue};
+pub use serl_design::{NetworkSpec, SpecError};
+pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {

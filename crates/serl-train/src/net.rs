@@ -11,7 +11,7 @@ use burn::nn::gru::{Gru, GruConfig};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{activation, Device, Tensor};
 
-use crate::spec::{
+use serl_design::{
     book_index, Activation, BlockSpec, NetworkSpec, SpecError, BOOK_LEVELS, BOOK_TOKEN,
 };
 

@@ -15,8 +15,8 @@ use serl_env::{Decision, EnvConfig, ParentOrder, SessionView, Strategy};
 
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
-use crate::spec::NetworkSpec;
 use crate::TrainError;
+use serl_design::{FeatureDef, FeatureSet, NetworkSpec};
 
 /// How a Gaussian policy's sample becomes a fraction in [0, 1].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +90,7 @@ pub struct PolicyMeta {
     /// Designed features appended to the environment's observation
     /// (`obs_dim` counts them).
     #[serde(default)]
-    pub features: Vec<crate::features::FeatureDef>,
+    pub features: Vec<FeatureDef>,
     /// Columns of heard messages between the environment's observation
     /// and the features (the multi-agent scenario); zero when backtested
     /// alone.
@@ -390,7 +390,7 @@ impl History {
 /// the most likely or highest-valued action).
 pub struct PolicyStrategy {
     policy: Policy,
-    features: Option<(crate::features::FeatureSet, Vec<serl_expr::State>)>,
+    features: Option<(FeatureSet, Vec<serl_expr::State>)>,
     label: String,
     history: History,
     rng: SmallRng,
@@ -404,11 +404,7 @@ impl PolicyStrategy {
         // A saved policy's features compiled when it was trained.
         let features = (!policy.meta.features.is_empty())
             .then(|| {
-                crate::features::FeatureSet::compile(
-                    &policy.meta.features,
-                    &serl_env::obs::feature_names(),
-                )
-                .ok()
+                FeatureSet::compile(&policy.meta.features, &serl_env::obs::feature_names()).ok()
             })
             .flatten()
             .map(|f| {

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use serl_eval::report::{html, lines_chart};
+use serl_report::{html, lines_chart, Chart};
 
 use crate::run::{write_atomic, UpdateRecord};
 use crate::TrainError;
@@ -90,7 +90,7 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
             continue;
         }
         let mut svg = String::new();
-        if lines_chart(&mut svg, title, "environment steps", y, &s, false).is_ok() {
+        if lines_chart(&mut svg, &Chart::new(title, "environment steps", y), &s).is_ok() {
             let k = svgs.len();
             std::fs::write(dir.join(format!("train{k}.svg")), &svg)
                 .map_err(|e| TrainError::io(dir, e))?;

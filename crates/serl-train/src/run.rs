@@ -27,6 +27,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
+use serl_design::{Activation, BlockSpec, FeatureDef, ImaginationModule, NetworkSpec};
 use serl_env::MarketConfig;
 
 use crate::ddqn::{self, DdqnConfig, Replay};
@@ -37,7 +38,6 @@ use crate::normalize::RunningNorm;
 use crate::policy::{Algo, Model, Pace, Policy, PolicyMeta, Squash};
 use crate::ppo::{self, PpoConfig};
 use crate::rollout::{collect, EpisodeStat, VecEnv};
-use crate::spec::NetworkSpec;
 use crate::task::{Source, TrainEnv};
 use crate::TrainError;
 
@@ -67,24 +67,6 @@ impl DeviceChoice {
     }
 }
 
-/// Synthetic training days from the imagination module: dynamic
-/// environments that play a scenario instead of the plain calibrated day,
-/// and replayed days reshaped by a scenario.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ImaginationConfig {
-    /// Share of the dynamic environments that play imagined scenarios
-    /// (the paper mixes 50%).
-    pub share: f64,
-    /// Share of the static replay's episodes played on an imagined day: the
-    /// real day with a scenario, drawn at random, applied to its prices
-    /// ([`serl_env::SessionView::imagined`]). A real day holds one market
-    /// move; imagined drifts hold many, so a timing rule that real days
-    /// only hint at can be learned from them (docs/train.md).
-    pub replay_share: f64,
-    pub scenarios: Vec<serl_market::Scenario>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
@@ -99,7 +81,9 @@ pub struct TrainConfig {
     pub ppo: PpoConfig,
     pub ddqn: DdqnConfig,
     pub hybrid: HybridConfig,
-    pub imagination: ImaginationConfig,
+    /// Imagined days (the imagination module): dynamic environments that
+    /// play a scenario, and replayed days reshaped by one.
+    pub imagination: ImaginationModule,
     /// Validate every this many updates (and after the last).
     pub eval_every: usize,
     /// Save a checkpoint every this many updates (and after the last).
@@ -107,7 +91,7 @@ pub struct TrainConfig {
     /// Designed state features (the state-space module), appended to the
     /// observation; the environments must already carry them
     /// ([`crate::features::WithFeatures`]).
-    pub features: Vec<crate::features::FeatureDef>,
+    pub features: Vec<FeatureDef>,
     /// The multi-agent scenario: peers in every dynamic episode, and what
     /// the agents tell each other. None trains alone.
     pub team: Option<crate::team::TeamConfig>,
@@ -125,7 +109,7 @@ impl Default for TrainConfig {
             ppo: PpoConfig::default(),
             ddqn: DdqnConfig::default(),
             hybrid: HybridConfig::default(),
-            imagination: ImaginationConfig::default(),
+            imagination: ImaginationModule::none(),
             eval_every: 5,
             checkpoint_every: 1,
             features: Vec::new(),
@@ -205,11 +189,13 @@ impl TrainConfig {
                 "alpha and ema must be in [0, 1], floor in [0, 0.5)",
             ));
         }
-        if !(0.0..=1.0).contains(&self.imagination.share) {
-            return Err(bad("imagination.share", "must be in [0, 1]"));
-        }
-        if !(0.0..=1.0).contains(&self.imagination.replay_share) {
-            return Err(bad("imagination.replay_share", "must be in [0, 1]"));
+        for (field, share) in [
+            ("imagination.share", self.imagination.share),
+            ("imagination.replay_share", self.imagination.replay_share),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(bad(field, "must be in [0, 1]"));
+            }
         }
         if let Some(t) = &self.team {
             t.validate()?;
@@ -271,7 +257,6 @@ impl TrainConfig {
     /// parallel in an order that depends on what else the machine runs, so
     /// only fused trainings give the same numbers when several share it.
     pub fn trains_fused(&self) -> bool {
-        use crate::spec::{Activation, BlockSpec};
         self.algo == Algo::Ppo
             && self.ppo.fused
             && self.device == DeviceChoice::Cpu
@@ -371,9 +356,7 @@ pub struct TrainOutcome {
 /// Writes a file so that a crash leaves the old or the new version, never
 /// half of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| TrainError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| TrainError::io(path, e))
+    serl_report::write_atomic(path, bytes).map_err(|e| TrainError::io(path, e))
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {

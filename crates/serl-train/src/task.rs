@@ -14,10 +14,11 @@ use crate::policy::Pace;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use serl_env::Scenario;
 use serl_env::{
-    DynamicEnv, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward, StaticEnv, OBS_DIM,
+    DynamicEnv, EnvConfig, Episode, MarketConfig, MarketData, ParentOrder, Reward, StaticEnv,
+    OBS_DIM,
 };
-use serl_market::Scenario;
 
 /// Which environment a transition came from; the hybrid loss weighs the
 /// two kinds separately. Imagined days count as dynamic.
@@ -42,18 +43,15 @@ pub trait TrainEnv: Send {
     fn episode_pa(&self) -> f64;
 }
 
-/// Where an [`ExecutionEnv`]'s episodes play.
+/// Where an [`ExecutionEnv`]'s episodes play. Each reset opens an
+/// [`Episode`] there; everything after it goes through that one interface.
 #[derive(Debug, Clone)]
-pub enum Venue {
+pub enum TrainVenue {
+    /// The historical replay (of the real day, or an imagined one).
     Static,
-    /// The dynamic market with this population (and scenario).
+    /// The dynamic market with this population (and scenario), simulated
+    /// with a seed drawn from the trainer's generator.
     Dynamic(Box<MarketConfig>),
-}
-
-enum Episode<'a> {
-    None,
-    Static(StaticEnv<'a>),
-    Dynamic(Box<DynamicEnv<'a>>),
 }
 
 /// Real parent orders, one drawn at random per episode.
@@ -62,10 +60,11 @@ pub struct ExecutionEnv<'a> {
     orders: &'a [ParentOrder],
     cfg: &'a EnvConfig,
     reward: Arc<dyn Reward>,
-    venue: Venue,
-    episode: Episode<'a>,
-    order: Option<&'a ParentOrder>,
-    filled: (f64, f64, f64),
+    venue: TrainVenue,
+    /// The episode in play (none when the order's session is missing).
+    episode: Option<Box<dyn Episode + 'a>>,
+    /// The last finished episode's price advantage, bps.
+    finished_pa: f64,
     team: Option<Team>,
     pace: Pace,
     imagined_replay: Option<ImaginedReplay>,
@@ -91,7 +90,7 @@ impl<'a> ExecutionEnv<'a> {
         orders: &'a [ParentOrder],
         cfg: &'a EnvConfig,
         reward: Arc<dyn Reward>,
-        venue: Venue,
+        venue: TrainVenue,
     ) -> Self {
         ExecutionEnv {
             market,
@@ -99,9 +98,8 @@ impl<'a> ExecutionEnv<'a> {
             cfg,
             reward,
             venue,
-            episode: Episode::None,
-            order: None,
-            filled: (0.0, 0.0, 0.0),
+            episode: None,
+            finished_pa: 0.0,
             team: None,
             pace: Pace::Absolute,
             imagined_replay: None,
@@ -152,57 +150,47 @@ impl<'a> ExecutionEnv<'a> {
         let Some(channel) = &mut team.channel else {
             return;
         };
-        match &self.episode {
-            Episode::Dynamic(e) => {
-                e.observe(&mut team.scratch);
-                channel.broadcast(0, &team.scratch);
-                for k in 0..e.peers().len() {
-                    e.observe_peer(k, &mut team.scratch);
-                    channel.broadcast(k + 1, &team.scratch);
-                }
+        if let Some(e) = &self.episode {
+            for k in 0..e.agents() {
+                e.observe_agent(k, &mut team.scratch);
+                channel.broadcast(k, &team.scratch);
             }
-            Episode::Static(e) => {
-                e.observe(&mut team.scratch);
-                channel.broadcast(0, &team.scratch);
-            }
-            Episode::None => {}
         }
     }
 }
 
-impl TrainEnv for ExecutionEnv<'_> {
+impl<'a> TrainEnv for ExecutionEnv<'a> {
     fn obs_dim(&self) -> usize {
         OBS_DIM + self.message_dims()
     }
 
     fn source(&self) -> Source {
         match self.venue {
-            Venue::Static => Source::Static,
-            Venue::Dynamic(_) => Source::Dynamic,
+            TrainVenue::Static => Source::Static,
+            TrainVenue::Dynamic(_) => Source::Dynamic,
         }
     }
 
     fn reset(&mut self, rng: &mut SmallRng) {
         let o = &self.orders[rng.random_range(0..self.orders.len())];
         let Some(view) = self.market.get(&o.symbol, o.date) else {
-            self.episode = Episode::None;
+            self.episode = None;
             return;
         };
-        self.order = Some(o);
-        self.episode = match &self.venue {
-            Venue::Static => {
+        self.episode = Some(match &self.venue {
+            TrainVenue::Static => {
                 let mut scenario = None;
                 if let Some(r) = &self.imagined_replay {
                     if rng.random::<f64>() < r.share {
                         scenario = Some(&r.scenarios[rng.random_range(0..r.scenarios.len())]);
                     }
                 }
-                Episode::Static(match scenario {
+                Box::new(match scenario {
                     Some(s) => StaticEnv::new(view.imagined(s), o, self.cfg),
                     None => StaticEnv::new(view, o, self.cfg),
-                })
+                }) as Box<dyn Episode + 'a>
             }
-            Venue::Dynamic(m) => {
+            TrainVenue::Dynamic(m) => {
                 let mut e = DynamicEnv::new(view, o, self.cfg, m, rng.random());
                 if let Some(team) = &self.team {
                     let side = if team.cfg.same_side {
@@ -212,15 +200,11 @@ impl TrainEnv for ExecutionEnv<'_> {
                     };
                     e.add_peers((0..team.cfg.peers).map(|_| (side, o.qty * team.cfg.peer_size)));
                 }
-                Episode::Dynamic(Box::new(e))
+                Box::new(e)
             }
-        };
+        });
         if let Some(channel) = self.team.as_mut().and_then(|t| t.channel.as_mut()) {
-            let agents = match &self.episode {
-                Episode::Dynamic(e) => 1 + e.peers().len(),
-                _ => 1,
-            };
-            channel.reset(agents);
+            channel.reset(self.episode.as_ref().map_or(1, |e| e.agents()));
         }
         self.broadcast();
     }
@@ -228,9 +212,8 @@ impl TrainEnv for ExecutionEnv<'_> {
     fn observe(&self, out: &mut [f32]) {
         let (own, heard) = out.split_at_mut(OBS_DIM);
         match &self.episode {
-            Episode::Static(e) => e.observe(own),
-            Episode::Dynamic(e) => e.observe(own),
-            Episode::None => own.fill(0.0),
+            Some(e) => e.observe(own),
+            None => own.fill(0.0),
         }
         match self.team.as_ref().and_then(|t| t.channel.as_ref()) {
             Some(channel) => channel.heard(heard),
@@ -239,24 +222,13 @@ impl TrainEnv for ExecutionEnv<'_> {
     }
 
     fn step(&mut self, action: f64) -> (f64, bool) {
-        let info = match &mut self.episode {
-            Episode::Static(e) => {
-                let (left, steps) = e.left();
-                e.step(self.pace.share(action, left, steps))
-            }
-            Episode::Dynamic(e) => {
-                let (left, steps) = e.left();
-                e.step(self.pace.share(action, left, steps))
-            }
-            Episode::None => return (0.0, true),
+        let Some(e) = &mut self.episode else {
+            return (0.0, true);
         };
+        let (left, steps) = e.left();
+        let info = e.step(self.pace.share(action, left, steps));
         if info.done {
-            let out = match &self.episode {
-                Episode::Static(e) => e.outcome(0.0, Vec::new()),
-                Episode::Dynamic(e) => e.outcome(0.0, Vec::new()),
-                Episode::None => unreachable!("stepped above"),
-            };
-            self.filled = (out.filled, out.notional, out.bench_price);
+            self.finished_pa = e.outcome(0.0, Vec::new()).pa_bps();
         }
         if !info.done {
             self.broadcast();
@@ -265,11 +237,7 @@ impl TrainEnv for ExecutionEnv<'_> {
     }
 
     fn episode_pa(&self) -> f64 {
-        let (filled, notional, bench) = self.filled;
-        match self.order {
-            Some(o) if filled > 0.0 => -o.side.sign() * (notional / filled / bench - 1.0) * 1e4,
-            _ => 0.0,
-        }
+        self.finished_pa
     }
 }
 
@@ -405,14 +373,17 @@ pub fn execution_envs<'a>(
     reward: Arc<dyn Reward>,
     base_market: &MarketConfig,
 ) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
-    use crate::features::{FeatureSet, WithFeatures};
+    use crate::features::WithFeatures;
     let features = if cfg.features.is_empty() {
         None
     } else {
-        Some(FeatureSet::compile(
-            &cfg.features,
-            &serl_env::obs::feature_names(),
-        )?)
+        Some(
+            serl_design::FeatureSet::compile(&cfg.features, &serl_env::obs::feature_names())
+                .map_err(|e| crate::TrainError::Config {
+                    field: e.field("features"),
+                    message: e.message,
+                })?,
+        )
     };
     let channel = match cfg.team.as_ref().and_then(|t| t.communication.as_ref()) {
         Some(c) => Some(crate::team::Channel::compile(
@@ -426,9 +397,9 @@ pub fn execution_envs<'a>(
     let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
     for i in 0..cfg.n_envs {
         let venue = if i < n_static {
-            Venue::Static
+            TrainVenue::Static
         } else {
-            Venue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
+            TrainVenue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
         let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue)
             .with_pace(cfg.pace())

@@ -11,70 +11,10 @@
 //! message columns are zero.
 
 use serde::{Deserialize, Serialize};
-use serl_expr::{Program, State, VarSet};
+use serl_design::{Communication, FeatureSet};
+use serl_expr::State;
 
-use crate::features::FeatureDef;
 use crate::TrainError;
-
-/// How the messages of the other agents are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Aggregate {
-    Mean,
-    Sum,
-    /// Softmax-weighted by the dot product of each message with the
-    /// receiving agent's own message.
-    Attention,
-}
-
-/// What each execution agent broadcasts and how it hears the others.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Communication {
-    pub broadcast: Vec<FeatureDef>,
-    pub aggregate: Aggregate,
-}
-
-impl Communication {
-    /// The combined message agent `me` receives from the others.
-    pub fn aggregate(&self, messages: &[Vec<f64>], me: usize) -> Vec<f64> {
-        let dim = self.broadcast.len();
-        let others: Vec<&Vec<f64>> = messages
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != me)
-            .map(|(_, m)| m)
-            .collect();
-        let mut out = vec![0.0; dim];
-        if others.is_empty() {
-            return out;
-        }
-        let weights: Vec<f64> = match self.aggregate {
-            Aggregate::Sum => vec![1.0; others.len()],
-            Aggregate::Mean => vec![1.0 / others.len() as f64; others.len()],
-            Aggregate::Attention => {
-                let own = &messages[me];
-                let scores: Vec<f64> = others
-                    .iter()
-                    .map(|m| {
-                        m.iter().zip(own).map(|(a, b)| a * b).sum::<f64>()
-                            / (dim.max(1) as f64).sqrt()
-                    })
-                    .collect();
-                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-                let z: f64 = e.iter().sum();
-                e.iter().map(|v| v / z).collect()
-            }
-        };
-        for (m, w) in others.iter().zip(weights) {
-            for (o, v) in out.iter_mut().zip(m.iter()) {
-                *o += w * v;
-            }
-        }
-        out
-    }
-}
 
 /// Peers in every dynamic episode, and how agents talk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,7 +81,7 @@ impl TeamConfig {
 #[derive(Debug, Clone)]
 pub struct Channel {
     comm: Communication,
-    programs: Vec<Program>,
+    programs: FeatureSet,
     states: Vec<Vec<State>>,
     messages: Vec<Vec<f64>>,
 }
@@ -149,17 +89,11 @@ pub struct Channel {
 impl Channel {
     /// Programs over an agent's observation, named `obs_names`.
     pub fn compile(comm: &Communication, obs_names: &[String]) -> Result<Self, TrainError> {
-        let vars = VarSet::from_names(obs_names.to_vec());
-        let programs = comm
-            .broadcast
-            .iter()
-            .map(|d| {
-                Program::compile(&d.program, &vars).map_err(|e| TrainError::Config {
-                    field: format!("team.communication.broadcast.{}", d.name),
-                    message: e.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let programs =
+            FeatureSet::compile(&comm.broadcast, obs_names).map_err(|e| TrainError::Config {
+                field: e.field("team.communication.broadcast"),
+                message: e.message,
+            })?;
         Ok(Channel {
             comm: comm.clone(),
             programs,
@@ -170,18 +104,14 @@ impl Channel {
 
     /// A new episode with `agents` agents (the learner first).
     pub fn reset(&mut self, agents: usize) {
-        self.states = (0..agents)
-            .map(|_| self.programs.iter().map(Program::new_state).collect())
-            .collect();
+        self.states = (0..agents).map(|_| self.programs.states()).collect();
         self.messages = vec![vec![0.0; self.programs.len()]; agents];
     }
 
     /// Agent `k` broadcasts what its programs say about `obs`.
     pub fn broadcast(&mut self, k: usize, obs: &[f32]) {
-        let vals: Vec<f64> = obs.iter().map(|&v| v as f64).collect();
-        for (j, p) in self.programs.iter().enumerate() {
-            self.messages[k][j] = p.eval(&mut self.states[k][j], &vals);
-        }
+        self.programs
+            .eval_into(&mut self.states[k], obs, &mut self.messages[k]);
     }
 
     /// What the learner (agent 0) hears, written into `out`.
@@ -199,6 +129,7 @@ impl Channel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serl_design::{Aggregate, FeatureDef};
 
     fn comm(aggregate: Aggregate) -> Communication {
         Communication {

@@ -3,7 +3,6 @@
 
 use rayon::prelude::*;
 use serl_env::{run_static, DefaultReward, EnvConfig, MarketData, ParentOrder};
-use serl_eval::OrderResult;
 
 use crate::policy::{Policy, PolicyStrategy};
 
@@ -24,10 +23,9 @@ pub fn static_pa(
         .map_init(
             || PolicyStrategy::new(policy.clone(), "policy".into()),
             |s, o| {
-                market.get(&o.symbol, o.date).map(|view| {
-                    let out = run_static(s, view, o, cfg, &reward, false);
-                    OrderResult::new("policy", "static", o, out).pa_bps
-                })
+                market
+                    .get(&o.symbol, o.date)
+                    .map(|view| run_static(s, view, o, cfg, &reward, false).pa_bps())
             },
         )
         .flatten()

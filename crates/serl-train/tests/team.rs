@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serl_data::{DataConfig, Split};
+use serl_design::{Aggregate, Communication, FeatureDef};
 use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig, OBS_DIM};
-use serl_train::features::FeatureDef;
 use serl_train::task::execution_envs;
-use serl_train::team::{Aggregate, Communication, TeamConfig};
+use serl_train::team::TeamConfig;
 use serl_train::{train, TrainConfig, TrainEnv, TrainSetup};
 
 /// The bundled sample's train orders, with 30-minute decisions.

@@ -10,11 +10,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig, Quantity, Reward,
+    generate_orders, DefaultReward, DynamicVenue, EnvConfig, MarketData, OrderConfig, Quantity,
+    Reward, StaticVenue, Venue,
 };
 use serl_eval::{
-    run_backtest, write_report, DynamicRunner, EpisodeRunner, Provenance, ReportData, StaticRunner,
-    StrategyFactory, StrategySpec,
+    run_backtest, write_report, Provenance, ReportData, StrategyFactory, StrategySpec,
 };
 
 #[derive(Args)]
@@ -169,14 +169,14 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         inventory_penalty: cfg.env.inventory_penalty,
         terminal_penalty: cfg.env.terminal_penalty,
     };
-    let dynamic = DynamicRunner {
+    let dynamic = DynamicVenue {
         market: cfg.market.clone(),
         seed: cfg.orders.seed,
     };
-    let envs: Vec<&dyn EpisodeRunner> = match a.env {
-        EnvChoice::Static => vec![&StaticRunner],
+    let envs: Vec<&dyn Venue> = match a.env {
+        EnvChoice::Static => vec![&StaticVenue],
         EnvChoice::Dynamic => vec![&dynamic],
-        EnvChoice::Both => vec![&StaticRunner, &dynamic],
+        EnvChoice::Both => vec![&StaticVenue, &dynamic],
     };
     let bar = ProgressBar::new(orders.len() as u64).with_style(
         ProgressStyle::with_template(

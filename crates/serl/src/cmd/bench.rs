@@ -108,7 +108,7 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
             &md,
             &orders,
             &factories,
-            &[&serl_eval::StaticRunner],
+            &[&serl_env::StaticVenue],
             &env,
             &reward,
             &|_| {},
@@ -292,7 +292,7 @@ struct TrainFigures {
 
 fn train(a: BenchArgs) -> Result<ExitCode> {
     use serl_train::rollout::VecEnv;
-    use serl_train::{ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, Venue};
+    use serl_train::{ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, TrainVenue};
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&a.data, &data_cfg)
         .with_context(|| format!("loading {}", a.data.display()))?;
@@ -314,7 +314,7 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
                     &orders,
                     &env_cfg,
                     reward.clone(),
-                    Venue::Static,
+                    TrainVenue::Static,
                 )) as Box<dyn TrainEnv + '_>
             })
             .collect()

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use serl_design::ModuleKind;
 use serl_llm::prompts::sample_context;
 use serl_llm::Prompts;
-use serl_modules::ModuleKind;
 
 #[derive(Subcommand)]
 pub enum PromptsCommand {

@@ -378,17 +378,14 @@ impl Outputs<'_> {
             "{sym} {}: real minute price and simulated mid (seed {})",
             session.date, seed
         );
-        serl_eval::report::lines_chart(
+        serl_report::lines_chart(
             &mut svg,
-            &t1,
-            "minute from the open",
-            "price ($)",
+            &serl_report::Chart::new(&t1, "minute from the open", "price ($)"),
             &[
                 ("real".into(), real),
                 ("simulated mid".into(), sim),
                 ("fundamental".into(), fund),
             ],
-            false,
         )
         .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
         svgs.push((t1.clone(), svg));
@@ -396,13 +393,10 @@ impl Outputs<'_> {
         let t2 = "Volume per half hour: real and simulated (mean over seeds)".to_string();
         let r: Vec<(f64, f64)> = profile.iter().map(|(h, r, _)| (*h as f64, *r)).collect();
         let s: Vec<(f64, f64)> = profile.iter().map(|(h, _, s)| (*h as f64, *s)).collect();
-        serl_eval::report::lines_chart(
+        serl_report::lines_chart(
             &mut svg,
-            &t2,
-            "half hour from the open",
-            "shares",
+            &serl_report::Chart::new(&t2, "half hour from the open", "shares").integer_x(),
             &[("real".into(), r), ("simulated".into(), s)],
-            false,
         )
         .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
         svgs.push((t2.clone(), svg));
@@ -446,7 +440,7 @@ impl Outputs<'_> {
         }
         let _ = writeln!(md, "## Plots\n\n![{t1}](plot0.svg)\n\n![{t2}](plot1.svg)\n");
         std::fs::write(out.join("report.md"), &md)?;
-        std::fs::write(out.join("report.html"), serl_eval::report::html(&md, &svgs))?;
+        std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
         Ok(())
     }
 
@@ -582,13 +576,10 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
     }
     let mut svg = String::new();
     let t1 = "Peak impact against metaorder size (log10 axes)".to_string();
-    serl_eval::report::lines_chart(
+    serl_report::lines_chart(
         &mut svg,
-        &t1,
-        "log10 Q/V",
-        "log10 impact (bps)",
+        &serl_report::Chart::new(&t1, "log10 Q/V", "log10 impact (bps)"),
         &series,
-        false,
     )
     .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
     svgs.push((t1.clone(), svg));
@@ -610,13 +601,10 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         "Mean impact path: execution until minute {}, then decay",
         study.end_minute
     );
-    serl_eval::report::lines_chart(
+    serl_report::lines_chart(
         &mut svg,
-        &t2,
-        "minute from the open",
-        "impact (bps)",
+        &serl_report::Chart::new(&t2, "minute from the open", "impact (bps)"),
         &paths,
-        false,
     )
     .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
     svgs.push((t2.clone(), svg));
@@ -625,7 +613,7 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
     }
     let _ = writeln!(md, "![{t1}](impact0.svg)\n\n![{t2}](impact1.svg)\n");
     std::fs::write(out.join("report.md"), &md)?;
-    std::fs::write(out.join("report.html"), serl_eval::report::html(&md, &svgs))?;
+    std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
     for r in &study.rows {
         println!(
             "Q/V {:>5.1}%  peak {:>7.2} bps  [{:.2}, {:.2}]  after +{} min {:.2} bps",

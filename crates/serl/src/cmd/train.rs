@@ -172,7 +172,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     Ok(match &cfg.reward {
         Some(program) => Arc::new(
-            serl_modules::ProgramReward::new(&serl_modules::RewardModule {
+            serl_design::ProgramReward::new(&serl_design::RewardModule {
                 program: program.clone(),
             })
             .with_context(|| format!("[train config] reward = {program:?}"))?,

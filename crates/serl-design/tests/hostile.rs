@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serl_modules::{extract, Module, ModuleKind};
+use serl_design::{extract, Module, ModuleKind};
 
 use ModuleKind::*;
 

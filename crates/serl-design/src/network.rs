@@ -1,5 +1,5 @@
-//! [`NetworkSpec`]: a policy network described as data, so that the
-//! agent-architecture module (and a user's config) can design it.
+//! The architecture module: [`NetworkSpec`], a policy network described
+//! as data, so that a designer (and a user's config) can design it.
 //!
 //! A spec is a list of blocks applied in order to the observation. The
 //! input is a window of the last `window` observations; the first block
@@ -18,10 +18,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Activation {
+    /// max(0, x).
     Relu,
+    /// The hyperbolic tangent.
     Tanh,
+    /// The Gaussian error linear unit.
     Gelu,
+    /// 1 / (1 + e^-x).
     Sigmoid,
+    /// x: no activation.
     Identity,
 }
 
@@ -31,7 +36,9 @@ pub enum Activation {
 pub enum BlockSpec {
     /// A fully connected layer and its activation.
     Dense {
+        /// Output features.
         width: usize,
+        /// Applied to the output.
         #[serde(default = "default_activation")]
         activation: Activation,
     },
@@ -39,16 +46,25 @@ pub enum BlockSpec {
     LayerNorm,
     /// `x + f(x)`: two dense layers of the input's width around a skip.
     Residual {
+        /// Applied after each dense layer.
         #[serde(default = "default_activation")]
         activation: Activation,
     },
     /// A GRU over the observation window; its last hidden state goes on.
     /// Must be the first block.
-    Gru { hidden: usize },
+    Gru {
+        /// Width of the hidden state.
+        hidden: usize,
+    },
     /// Self-attention over the 5 book levels of the newest observation
     /// (each level a token of bid/ask price and size), mean-pooled and
     /// concatenated with the other features. Must be the first block.
-    BookAttention { d_model: usize, heads: usize },
+    BookAttention {
+        /// Width of each token's embedding.
+        d_model: usize,
+        /// Attention heads; they divide `d_model`.
+        heads: usize,
+    },
 }
 
 fn default_activation() -> Activation {
@@ -63,6 +79,7 @@ pub struct NetworkSpec {
     /// Observations the network sees at once (1 = the current one).
     #[serde(default = "one")]
     pub window: usize,
+    /// The blocks, applied in order.
     pub blocks: Vec<BlockSpec>,
 }
 
@@ -80,8 +97,11 @@ impl Default for NetworkSpec {
 /// Largest network a spec may describe: big enough for any sensible
 /// execution policy, small enough that a designed one cannot exhaust memory.
 pub const MAX_PARAMS: usize = 2_000_000;
+/// Widest layer a spec may describe.
 pub const MAX_WIDTH: usize = 4096;
+/// Most blocks a spec may hold.
 pub const MAX_BLOCKS: usize = 32;
+/// Longest observation window a spec may read.
 pub const MAX_WINDOW: usize = 64;
 
 /// Why a spec cannot be built.
@@ -90,6 +110,7 @@ pub const MAX_WINDOW: usize = 64;
 pub struct SpecError {
     /// Where: `blocks[2].width`, `window`, ...
     pub field: String,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -103,12 +124,15 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> SpecError {
 /// Observation features that [`BlockSpec::BookAttention`] reads as tokens:
 /// for level k, (bid price, bid size, ask price, ask size) at these offsets.
 pub const BOOK_LEVELS: usize = 5;
+/// Values per book-level token.
 pub const BOOK_TOKEN: usize = 4;
-pub(crate) fn book_index(level: usize, part: usize) -> usize {
+/// Where part `part` of book level `level` sits in the observation.
+pub fn book_index(level: usize, part: usize) -> usize {
     2 + part * BOOK_LEVELS + level
 }
 
 impl NetworkSpec {
+    /// Dense tanh layers of these widths.
     pub fn mlp(widths: &[usize]) -> Self {
         NetworkSpec {
             window: 1,
@@ -226,6 +250,7 @@ impl NetworkSpec {
 pub struct Shape {
     /// Width of the last block's output (the heads' input).
     pub features: usize,
+    /// Parameters of the blocks (without the heads).
     pub params: usize,
 }
 

@@ -1,7 +1,7 @@
 //! Finding the module in a reply: models wrap it in prose and markdown
 //! fences, and JSON modules in both.
 
-use crate::module::ModuleKind;
+use crate::kind::ModuleKind;
 
 /// The module text inside `reply`, or `None` when there is nothing that
 /// could be one. Programs: the first fenced block, else the reply itself

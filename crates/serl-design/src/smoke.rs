@@ -2,17 +2,23 @@
 //! episode, before any training is spent on it.
 
 use serde::Serialize;
-use serl_env::{EnvConfig, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
-use serl_train::features::FeatureSet;
+use serl_env::{EnvConfig, Episode, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
 
-use crate::module::{ModuleError, ModuleKind, ProgramReward, RewardModule, StateModule};
+use crate::features::FeatureSet;
+use crate::kind::{ModuleError, ModuleKind};
+use crate::modules::StateModule;
+use crate::reward::{ProgramReward, RewardModule};
 
 /// What the smoke episode showed; part of the designer's feedback.
 #[derive(Debug, Clone, Serialize)]
 pub struct SmokeReport {
+    /// Steps the episode took.
     pub steps: usize,
+    /// Smallest per-step reward.
     pub reward_min: f64,
+    /// Largest per-step reward.
     pub reward_max: f64,
+    /// Mean per-step reward.
     pub reward_mean: f64,
     /// NaN, ±∞ and division-by-zero values the programs produced.
     pub repaired: u64,
@@ -37,7 +43,7 @@ pub fn smoke_test(
         FeatureSet::compile(&state.features, &serl_env::obs::feature_names()).map_err(|e| {
             ModuleError {
                 kind: ModuleKind::State.name(),
-                message: e.to_string(),
+                message: format!("{}: {}", e.field("features"), e.message),
             }
         })?;
     let mut states = fs.states();
@@ -69,7 +75,7 @@ pub fn smoke_test(
         reward_mean: sum / n.max(1) as f64,
         repaired: r.repaired() + FeatureSet::repaired(&states),
         features: fs
-            .defs
+            .defs()
             .iter()
             .zip(&ranges)
             .map(|(d, r)| (d.name.clone(), r.0, r.1))

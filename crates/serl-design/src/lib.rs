@@ -1,0 +1,70 @@
+//! # serl-design: what a designer writes
+//!
+//! SE-RL's designer (a language model or the builtin search) writes six
+//! modules of an RL algorithm. This crate holds each as typed data with its
+//! limits, its validator and, where it runs, its compiled form; every
+//! crate above it (the trainer, the LLM layer, the outer loop) consumes
+//! these types and none defines its own.
+//!
+//! | module | type | compiled into |
+//! |---|---|---|
+//! | reward | [`RewardModule`]: a program over [`REWARD_VARS`] | [`ProgramReward`], a `serl_env::Reward` |
+//! | state | [`StateModule`]: named [`FeatureDef`] programs over the observation | [`FeatureSet`] |
+//! | architecture | [`NetworkSpec`]: blocks, validated against [`MAX_PARAMS`] | the trainer's networks |
+//! | imagination | [`ImaginationModule`]: market scenarios and their shares | the trainer's imagined days |
+//! | profiling | [`ProfilingModule`]: the market's population | a `serl_market::MarketConfig` |
+//! | communication | [`Communication`]: broadcast programs and an [`Aggregate`] | a [`FeatureSet`] per agent and [`Communication::aggregate`] |
+//!
+//! A reply travels: [`extract`] pulls the module's text out of prose and
+//! fences, [`Module::parse`] validates it with a message precise enough to
+//! send back to the designer ([`ModuleError`]), and [`smoke_test`] plays
+//! a reward and state design on one short real episode. A [`Design`] is a
+//! whole candidate; [`Design::baseline`] is plain PPO's.
+//!
+//! ```
+//! use serl_design::{Module, ModuleKind};
+//!
+//! let m = Module::parse(ModuleKind::Reward, "step_pa - 0.5 * remaining_inv^2").unwrap();
+//! assert_eq!(m.kind(), ModuleKind::Reward);
+//!
+//! let e = Module::parse(ModuleKind::Reward, "step_pa + fill_qtty").unwrap_err();
+//! assert!(e.to_string().starts_with("reward module:"), "{e}");
+//! ```
+
+#![deny(missing_docs)]
+
+mod communication;
+mod extract;
+mod features;
+mod imagination;
+mod kind;
+mod modules;
+mod network;
+mod profiling;
+mod reward;
+mod smoke;
+
+pub use communication::{Aggregate, Communication, MAX_BROADCAST};
+pub use extract::extract;
+pub use features::{
+    check_features, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES, MAX_FEATURE_NAME,
+};
+pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
+pub use kind::{ModuleError, ModuleKind};
+pub use modules::{Design, Module, StateModule};
+pub use network::{
+    book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,
+    MAX_BLOCKS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
+};
+pub use profiling::{ProfilingModule, MAX_AGENTS};
+pub use reward::{
+    reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar, DEFAULT_REWARD_PROGRAM,
+    REWARD_VARS,
+};
+pub use smoke::{smoke_test, SmokeReport};
+
+/// The observation that feature and broadcast programs read: its width
+/// and its column names, as the prompts state them.
+pub use serl_env::{obs::feature_names as observation_names, OBS_DIM};
+/// The market types that the profiling and imagination modules hold.
+pub use serl_market::{MarketConfig, Scenario};

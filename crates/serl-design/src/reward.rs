@@ -1,0 +1,240 @@
+//! The reward module: an expression program over the per-step variables
+//! of one table, [`REWARD_VARS`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serl_env::{Reward, StepInfo};
+use serl_expr::{Program, VarSet};
+
+use crate::kind::{err, ModuleError, ModuleKind};
+
+/// One variable a reward program may read: its name, what it means (for
+/// the prompts), and where its value comes from.
+#[derive(Clone, Copy)]
+pub struct RewardVar {
+    /// The name programs use.
+    pub name: &'static str,
+    /// What it means, as the prompts explain it.
+    pub doc: &'static str,
+    value: fn(&StepInfo) -> f64,
+}
+
+impl RewardVar {
+    /// The variable's value at step `s`.
+    pub fn value(&self, s: &StepInfo) -> f64 {
+        (self.value)(s)
+    }
+}
+
+impl std::fmt::Debug for RewardVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RewardVar")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// The per-step variables a reward program may read, in the order
+/// [`ProgramReward`] passes them: name, meaning and value in one row, so
+/// the three can never drift apart.
+pub const REWARD_VARS: [RewardVar; 13] = [
+    RewardVar {
+        name: "step_pa",
+        doc: "this step's price advantage against the step benchmark, bps, weighted by the share filled",
+        value: |s| s.step_pa,
+    },
+    RewardVar {
+        name: "fill_qty",
+        doc: "shares filled this step, as a fraction of the order",
+        value: |s| s.fill_frac,
+    },
+    RewardVar {
+        name: "fill_price",
+        doc: "average fill price this step (0 when nothing filled)",
+        value: |s| s.fill_price,
+    },
+    RewardVar {
+        name: "bench_price",
+        doc: "mean market price over the step",
+        value: |s| s.step_bench,
+    },
+    RewardVar {
+        name: "timing",
+        doc: "how much better the step's mean price is than the price at the order's arrival, for the order's side, bps",
+        value: |s| s.timing_bps,
+    },
+    RewardVar {
+        name: "twap_gain",
+        doc: "this step's share of the gain over an even (TWAP) schedule, bps: how far behind that schedule the order was before the step times how far prices moved in its favour since the last step; sums to the episode's timing gain over TWAP",
+        value: |s| s.twap_gain_bps,
+    },
+    RewardVar {
+        name: "spread_bps",
+        doc: "quoted spread, bps",
+        value: |s| s.spread_bps,
+    },
+    RewardVar {
+        name: "time_left",
+        doc: "share of the window left after this step, 1 to 0",
+        value: |s| s.time_left,
+    },
+    RewardVar {
+        name: "remaining_inv",
+        doc: "share of the order still to trade after this step, 1 to 0",
+        value: |s| s.inventory_left,
+    },
+    RewardVar {
+        name: "volatility",
+        doc: "1-minute volatility, bps",
+        value: |s| s.volatility_bps,
+    },
+    RewardVar {
+        name: "volume",
+        doc: "market volume this step relative to an average step",
+        value: |s| s.volume,
+    },
+    RewardVar {
+        name: "steps",
+        doc: "decision steps in the episode",
+        value: |s| s.steps as f64,
+    },
+    RewardVar {
+        name: "done",
+        doc: "1 on the last step, else 0",
+        value: |s| if s.done { 1.0 } else { 0.0 },
+    },
+];
+
+/// `{name, doc}` of each reward variable, for the prompts.
+pub fn reward_vars_doc() -> Vec<serde_json::Value> {
+    REWARD_VARS
+        .iter()
+        .map(|v| serde_json::json!({"name": v.name, "doc": v.doc}))
+        .collect()
+}
+
+/// The variables a reward program is compiled over.
+pub fn reward_vars() -> VarSet {
+    VarSet::new(&REWARD_VARS.map(|v| v.name))
+}
+
+/// The default reward (the environment's `DefaultReward` with penalties 2
+/// and 50) as a program: "plain PPO"'s reward.
+pub const DEFAULT_REWARD_PROGRAM: &str =
+    "step_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2";
+
+/// A reward program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RewardModule {
+    /// The program's source text.
+    pub program: String,
+}
+
+/// A reward program as the environment's [`Reward`]. Rewards are per
+/// step, so they may not use window functions.
+#[derive(Debug)]
+pub struct ProgramReward {
+    program: Program,
+    repaired: AtomicU64,
+}
+
+impl ProgramReward {
+    /// Compiles and checks the module's program.
+    pub fn new(m: &RewardModule) -> Result<Self, ModuleError> {
+        let program = Program::compile(&m.program, &reward_vars())
+            .map_err(|e| err(ModuleKind::Reward, e.to_string()))?;
+        if program.has_windows() {
+            return Err(err(ModuleKind::Reward, "a reward reads only this step's variables; window functions belong in state features"));
+        }
+        Ok(ProgramReward {
+            program,
+            repaired: AtomicU64::new(0),
+        })
+    }
+
+    /// NaN, ±∞ and division-by-zero values replaced so far.
+    pub fn repaired(&self) -> u64 {
+        self.repaired.load(Ordering::Relaxed)
+    }
+
+    /// The compiled program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+}
+
+impl Reward for ProgramReward {
+    fn reward(&self, s: &StepInfo) -> f64 {
+        let mut st = self.program.new_state();
+        let v = self
+            .program
+            .eval(&mut st, &REWARD_VARS.map(|var| var.value(s)));
+        if st.repaired > 0 {
+            self.repaired.fetch_add(st.repaired, Ordering::Relaxed);
+        }
+        v
+    }
+
+    fn describe(&self) -> String {
+        self.program.source().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_reward_program_equals_the_default_reward() {
+        let r = ProgramReward::new(&RewardModule {
+            program: DEFAULT_REWARD_PROGRAM.into(),
+        })
+        .unwrap();
+        let d = serl_env::DefaultReward {
+            inventory_penalty: 2.0,
+            terminal_penalty: 50.0,
+        };
+        for (inv, done) in [(0.5, false), (0.2, true), (0.0, true)] {
+            let s = StepInfo {
+                step_pa: 1.5,
+                inventory_left: inv,
+                steps: 13,
+                done,
+                ..Default::default()
+            };
+            assert!((r.reward(&s) - d.reward(&s)).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn each_variable_reads_its_own_field() {
+        let s = StepInfo {
+            step_pa: 1.0,
+            fill_frac: 2.0,
+            fill_price: 3.0,
+            step_bench: 4.0,
+            timing_bps: 5.0,
+            twap_gain_bps: 6.0,
+            spread_bps: 7.0,
+            time_left: 8.0,
+            inventory_left: 9.0,
+            volatility_bps: 10.0,
+            volume: 11.0,
+            steps: 12,
+            done: true,
+        };
+        for (k, var) in REWARD_VARS.iter().enumerate() {
+            let r = ProgramReward::new(&RewardModule {
+                program: var.name.into(),
+            })
+            .unwrap();
+            let want = if var.name == "done" {
+                1.0
+            } else {
+                k as f64 + 1.0
+            };
+            assert_eq!(r.reward(&s), want, "{}", var.name);
+        }
+    }
+}

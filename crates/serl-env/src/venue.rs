@@ -1,0 +1,138 @@
+//! One interface for every place an execution episode plays.
+//!
+//! An [`Episode`] is one parent order being worked: the static replay
+//! ([`StaticEnv`]) and the dynamic market ([`DynamicEnv`]) both implement
+//! it, so the loop that plays a strategy through an episode ([`play`]) is
+//! written once, and so is every loop above it (backtests, validation,
+//! training rollouts). A [`Venue`] opens episodes: [`StaticVenue`] replays
+//! the day, [`DynamicVenue`] simulates it with every strategy meeting the
+//! same simulated day for the same order.
+
+use crate::config::EnvConfig;
+use crate::dynamic_env::DynamicEnv;
+use crate::order::ParentOrder;
+use crate::reward::{Reward, StepInfo};
+use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
+use crate::view::SessionView;
+use crate::OBS_DIM;
+use serl_market::MarketConfig;
+
+/// One parent order being worked, stepped by the caller.
+pub trait Episode: Send {
+    /// Decision steps in the episode.
+    fn steps(&self) -> usize;
+    /// Whether every step has been taken.
+    fn done(&self) -> bool;
+    /// The share of the order still to trade, and the steps left for it.
+    fn left(&self) -> (f64, usize);
+    /// Writes the observation for the coming step into `out`.
+    fn observe(&self, out: &mut [f32]);
+    /// What a strategy may know at the coming step.
+    fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b>;
+    /// Trades `action` (a fraction of the order, see
+    /// [`EnvConfig::fraction`]) over the coming step.
+    fn step(&mut self, action: f64) -> StepInfo;
+    /// How the episode ended (so far): fills, benchmark and the price
+    /// advantage ([`ExecutionOutcome::pa_bps`]).
+    fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome;
+    /// Execution agents in the episode: the one stepped here (agent 0)
+    /// and the peers trading beside it.
+    fn agents(&self) -> usize {
+        1
+    }
+    /// The observation agent `k` sees (agent 0: [`Episode::observe`]).
+    fn observe_agent(&self, k: usize, out: &mut [f32]) {
+        debug_assert_eq!(k, 0, "a single-agent episode");
+        self.observe(out)
+    }
+}
+
+/// Plays one whole episode of `strategy` (already reset for its order),
+/// scoring each step with `reward`; with `record_path`, the outcome keeps
+/// the inventory left after each step.
+pub fn play(
+    episode: &mut dyn Episode,
+    strategy: &mut dyn Strategy,
+    reward: &dyn Reward,
+    record_path: bool,
+) -> ExecutionOutcome {
+    let mut obs = [0f32; OBS_DIM];
+    let mut total = 0.0;
+    let mut path = Vec::with_capacity(if record_path { episode.steps() } else { 0 });
+    while !episode.done() {
+        episode.observe(&mut obs);
+        let a = strategy.act(&episode.decision(&obs));
+        let info = episode.step(a);
+        total += reward.reward(&info);
+        if record_path {
+            path.push(info.inventory_left as f32);
+        }
+    }
+    episode.outcome(total, path)
+}
+
+/// Where episodes play: backtests and validation run every strategy at
+/// every venue they are given.
+pub trait Venue: Sync {
+    /// The venue's name in reports (`static`, `dynamic`).
+    fn name(&self) -> &str;
+    /// A fresh episode of `order` on `view`'s session.
+    fn open<'a>(
+        &'a self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+    ) -> Box<dyn Episode + 'a>;
+}
+
+/// The historical replay, with no market impact.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StaticVenue;
+
+impl Venue for StaticVenue {
+    fn name(&self) -> &str {
+        "static"
+    }
+    fn open<'a>(
+        &'a self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+    ) -> Box<dyn Episode + 'a> {
+        Box::new(StaticEnv::new(view, order, cfg))
+    }
+}
+
+/// The dynamic multi-agent market. Each episode simulates the order's
+/// session with a seed derived from `seed` and the order id
+/// ([`DynamicVenue::episode_seed`]), so that every strategy meets the same
+/// simulated day.
+#[derive(Debug, Clone)]
+pub struct DynamicVenue {
+    /// The market's population, calibrated to each session.
+    pub market: MarketConfig,
+    /// The backtest's seed.
+    pub seed: u64,
+}
+
+impl DynamicVenue {
+    /// The simulation seed of `order`'s episode.
+    pub fn episode_seed(&self, order: &ParentOrder) -> u64 {
+        self.seed ^ order.id.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+impl Venue for DynamicVenue {
+    fn name(&self) -> &str {
+        "dynamic"
+    }
+    fn open<'a>(
+        &'a self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+    ) -> Box<dyn Episode + 'a> {
+        let seed = self.episode_seed(order);
+        Box::new(DynamicEnv::new(view, order, cfg, &self.market, seed))
+    }
+}

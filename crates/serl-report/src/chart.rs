@@ -1,0 +1,215 @@
+//! SVG charts for the reports: lines or points, and histograms as bars.
+
+use plotters::prelude::*;
+
+/// What a chart draws besides its data: the title, the axes and how the x
+/// axis is labelled.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    title: String,
+    x_desc: String,
+    y_desc: String,
+    points_only: bool,
+    integer_x: bool,
+    x_labels: Vec<String>,
+}
+
+impl Chart {
+    /// A line chart with this title and axis descriptions.
+    pub fn new(title: &str, x_desc: &str, y_desc: &str) -> Self {
+        Chart {
+            title: title.into(),
+            x_desc: x_desc.into(),
+            y_desc: y_desc.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Draws points, not lines.
+    pub fn points(mut self) -> Self {
+        self.points_only = true;
+        self
+    }
+
+    /// The x axis counts something (iterations, steps): whole numbers only.
+    pub fn integer_x(mut self) -> Self {
+        self.integer_x = true;
+        self
+    }
+
+    /// Names the x positions 0, 1, 2, ... (symbols, say); each gets its
+    /// own tick while they fit, and the axis falls back to ranks when
+    /// there are too many to read.
+    pub fn x_labels(mut self, labels: Vec<String>) -> Self {
+        self.x_labels = labels;
+        self.integer_x = true;
+        self
+    }
+
+    /// The chart's title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+}
+
+/// What drawing a chart can fail with.
+pub type PlotResult = Result<(), Box<dyn std::error::Error>>;
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Most named x positions drawn as labels; beyond it they are ranks.
+const MAX_X_LABELS: usize = 30;
+
+type Series = (String, Vec<(f64, f64)>);
+
+fn bounds(series: &[Series], y_floor: Option<f64>) -> (f64, f64, f64, f64) {
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in series.iter().flat_map(|s| s.1.iter()) {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if let Some(f) = y_floor {
+        y0 = y0.min(f);
+    }
+    (x0, x1, y0, y1)
+}
+
+/// A line (or point) chart as an SVG string; used by every serl report.
+pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotResult {
+    let (mut x0, mut x1, y0, y1) = bounds(series, None);
+    if chart.integer_x {
+        // A lone point sits in the middle of a unit-wide axis.
+        (x0, x1) = (x0.floor() - 0.5, x1.ceil() + 0.5);
+    }
+    let pad = ((y1 - y0) * 0.05).max(1e-9);
+    let named = !chart.x_labels.is_empty() && chart.x_labels.len() <= MAX_X_LABELS;
+    let root =
+        SVGBackend::with_string(svg, (760, if named { 400 } else { 360 })).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(if named { 76 } else { 36 })
+        .y_label_area_size(56)
+        .build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
+    let x_fmt = |x: &f64| -> String {
+        if named {
+            let k = x.round();
+            if (x - k).abs() > 1e-6 || k < 0.0 {
+                return String::new();
+            }
+            return chart.x_labels.get(k as usize).cloned().unwrap_or_default();
+        }
+        if chart.integer_x {
+            if (x - x.round()).abs() > 1e-6 {
+                return String::new();
+            }
+            return format!("{}", x.round() as i64);
+        }
+        format!("{x}")
+    };
+    let mut mesh = ctx.configure_mesh();
+    mesh.x_desc(&chart.x_desc)
+        .y_desc(&chart.y_desc)
+        .x_label_formatter(&x_fmt);
+    if chart.integer_x {
+        // One tick per whole number while they fit: plotters' automatic
+        // ticks would land between them.
+        let span = (x1 - x0).round() as usize;
+        mesh.x_labels(span.clamp(2, if named { MAX_X_LABELS + 1 } else { 12 }) + 1);
+    }
+    if named {
+        mesh.x_label_style(
+            ("sans-serif", 12)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        );
+    }
+    mesh.draw()?;
+    let radius = if series.iter().map(|s| s.1.len()).max().unwrap_or(0) > 100 {
+        2
+    } else {
+        4
+    };
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        if chart.points_only {
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))?
+                .label(name.clone())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+        } else {
+            ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+    }
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Histograms as bars: each series is a list of (bin centre, height) over
+/// bins `bin_width` wide, drawn as translucent bars over each other so
+/// that every distribution stays visible.
+pub fn bars_chart(
+    svg: &mut String,
+    chart: &Chart,
+    series: &[Series],
+    bin_width: f64,
+) -> PlotResult {
+    let (x0, x1, _, y1) = bounds(series, Some(0.0));
+    let half = bin_width / 2.0;
+    let root = SVGBackend::with_string(svg, (760, 360)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(
+            (x0 - half)..(x1 + half).max(x0 + 1e-9),
+            0.0..(y1 * 1.05).max(1e-9),
+        )?;
+    ctx.configure_mesh()
+        .x_desc(&chart.x_desc)
+        .y_desc(&chart.y_desc)
+        .draw()?;
+    for (k, (name, bins)) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        ctx.draw_series(bins.iter().filter(|b| b.1 > 0.0).map(|&(x, h)| {
+            Rectangle::new([(x - half, 0.0), (x + half, h)], color.mix(0.3).filled())
+        }))?
+        .label(name.clone())
+        .legend(move |(x, y)| {
+            Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.mix(0.6).filled())
+        });
+        ctx.draw_series(bins.iter().filter(|b| b.1 > 0.0).map(|&(x, h)| {
+            Rectangle::new([(x - half, 0.0), (x + half, h)], color.stroke_width(1))
+        }))?;
+    }
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! # serl-report: what every serl report shares
+//!
+//! The backtest, training, evolve and simulate reports are Markdown with
+//! SVG plots; this leaf crate turns them into one self-contained HTML page
+//! ([`html`], rendered by pulldown-cmark), draws the plots ([`lines_chart`],
+//! [`bars_chart`]) and writes files so that a crash leaves the old or the
+//! new version, never half of one ([`write_atomic`]).
+//!
+//! ```
+//! let mut svg = String::new();
+//! serl_report::lines_chart(
+//!     &mut svg,
+//!     &serl_report::Chart::new("PA over updates", "update", "bps").integer_x(),
+//!     &[("train".to_string(), vec![(0.0, -1.0), (1.0, 0.5), (2.0, 1.0)])],
+//! )
+//! .unwrap();
+//! let page = serl_report::html("# Run\n\n![PA](plot0.svg)\n", &[("PA".into(), svg)]);
+//! assert!(page.contains("<h1>Run</h1>") && page.contains("<svg"));
+//! ```
+
+#![deny(missing_docs)]
+
+mod chart;
+mod html;
+
+pub use chart::{bars_chart, lines_chart, Chart, PlotResult};
+pub use html::html;
+
+use std::path::Path;
+
+/// Writes `bytes` to `path` through a temporary file beside it and a
+/// rename, so that a crash leaves the old or the new version, never half
+/// of one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
