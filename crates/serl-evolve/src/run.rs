@@ -857,10 +857,10 @@ fn train_design(
     } else {
         Vec::new()
     };
-    let validate: Option<serl_train::run::Validator> = selects.then(|| {
+    let validate: Option<serl_train::Validator> = selects.then(|| {
         Box::new(|p: &Policy| {
             serl_train::validate::static_pa(p, inputs.market, &val_orders, inputs.env_cfg)
-        }) as serl_train::run::Validator
+        }) as serl_train::Validator
     });
     let out = train(TrainSetup {
         config: tc,
@@ -868,7 +868,7 @@ fn train_design(
         validate,
         run_dir: dir.map(Path::to_path_buf),
         resume: false,
-        progress: false,
+        on_update: None,
     })?;
     let policy = if selects {
         out.policy

@@ -25,7 +25,7 @@ use crate::net::{ActorCritic, Block, Head};
 use crate::policy::{floats, floats1, sample_actor_critic, PolicyMeta, Sampled};
 use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
-use serl_design::Activation;
+use serl_design::{Activation, BlockSpec, NetworkSpec};
 
 /// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
 /// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
@@ -86,9 +86,20 @@ struct Activations {
     delta_prev: Vec<f32>,
 }
 
+/// Whether the fused learner trains a network of this spec: dense blocks
+/// only, none with GELU (whose derivative it does not implement). The one
+/// test of which learner trains ([`crate::TrainConfig::trains_fused`]).
+pub fn implements(spec: &NetworkSpec) -> bool {
+    spec.blocks.iter().all(
+        |b| matches!(b, BlockSpec::Dense { activation, .. } if *activation != Activation::Gelu),
+    )
+}
+
 impl Mlp {
     /// The trunk's dense blocks and the head, or `None` when the trunk
     /// has a block this learner does not implement.
+    /// The MLP of a burn trunk and head, or `None` for a network this
+    /// learner does not implement (see [`implements`]).
     fn from_burn(trunk: &crate::net::Trunk, head: &Linear) -> Option<Self> {
         let mut mlp = Mlp {
             layers: Vec::new(),
@@ -693,7 +704,6 @@ mod tests {
     use crate::normalize::RunningNorm;
     use crate::policy::{Algo, Squash};
     use crate::task::Source;
-    use serl_design::{BlockSpec, NetworkSpec};
 
     const OBS: usize = 5;
 

@@ -19,16 +19,23 @@
 //! - [`policy`]: a trained policy at inference, saved and loaded as a
 //!   burnpack file plus JSON, and [`PolicyStrategy`], which plays it in
 //!   `serl-eval` backtests.
-//! - [`run`]: [`TrainConfig`], the training loop, run directories with
-//!   checkpoints and resume, metrics JSONL and the training report.
+//! - [`TrainConfig`]: everything a run is set with, validated with errors
+//!   that name the field; it decides which learner trains
+//!   ([`TrainConfig::trains_fused`]).
+//! - [`run`]: the training loop, [`train`]. It holds one learner behind
+//!   one interface (burn's PPO, the fused PPO learner or DDQN) and calls it
+//!   once per update; run directories keep checkpoints for resume, metrics
+//!   JSONL ([`read_metrics`]) and the training report.
 //!
 //! The backend is chosen at run time by the device: NdArray on the CPU by
 //! default, wgpu with the `wgpu` cargo feature.
 
+mod config;
 pub mod ddqn;
 pub mod features;
 pub mod fused;
 pub mod hybrid;
+mod learner;
 pub mod net;
 pub mod normalize;
 pub mod policy;
@@ -36,6 +43,7 @@ pub mod ppo;
 pub mod report;
 pub mod rollout;
 pub mod run;
+mod rundir;
 pub mod task;
 pub mod team;
 pub mod validate;
@@ -43,9 +51,11 @@ pub mod validate;
 use std::path::Path;
 
 pub use burn;
+pub use config::{DeviceChoice, TrainConfig};
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
 pub use policy::{Algo, Pace, Policy, PolicyStrategy, Squash};
-pub use run::{train, DeviceChoice, TrainConfig, TrainOutcome, TrainSetup};
+pub use run::{train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
+pub use rundir::{load_run_policy, read_metrics, write_atomic};
 pub use serl_design::{NetworkSpec, SpecError};
 pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
 

@@ -233,7 +233,7 @@ impl Policy {
         let meta = dir.join(format!("{name}.json"));
         let text = serde_json::to_string_pretty(&self.meta)
             .map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
-        crate::run::write_atomic(&meta, text.as_bytes())?;
+        crate::rundir::write_atomic(&meta, text.as_bytes())?;
         let weights = dir.join(format!("{name}.bpk"));
         let tmp = dir.join(format!("{name}.bpk.tmp"));
         self.model

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serl_report::{html, lines_chart, Chart};
 
-use crate::run::{write_atomic, UpdateRecord};
+use crate::run::UpdateRecord;
+use crate::rundir::write_atomic;
 use crate::TrainError;
 
 type Series = (String, Vec<(f64, f64)>);

@@ -80,7 +80,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
         validate: Some(Box::new(|p| static_pa(p, &market, &val_orders, &env_cfg))),
         run_dir: None,
         resume: false,
-        progress: false,
+        on_update: None,
     })
     .unwrap();
 

@@ -20,7 +20,7 @@ fn trained_share_of_optimum(cfg: TrainConfig) -> f64 {
         validate: None,
         run_dir: None,
         resume: false,
-        progress: false,
+        on_update: None,
     })
     .expect("training runs");
     let mut task = DriftTask::new();

@@ -127,7 +127,7 @@ fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
         validate: None,
         run_dir: None,
         resume: false,
-        progress: false,
+        on_update: None,
     })
     .unwrap();
     assert_eq!(out.final_policy.meta.obs_dim, OBS_DIM + 1);

@@ -344,7 +344,7 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
                 validate: None,
                 run_dir: None,
                 resume: false,
-                progress: false,
+                on_update: None,
             })?;
             per_run = out.env_steps;
             let rate = out.env_steps as f64 / t.elapsed().as_secs_f64();

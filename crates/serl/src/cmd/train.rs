@@ -8,14 +8,15 @@ use std::sync::Arc;
 use super::read_toml;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{
     generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder,
 };
-use serl_train::run::{load_run_policy, UpdateRecord};
 use serl_train::task::execution_envs;
 use serl_train::validate::static_pa;
+use serl_train::{load_run_policy, UpdateRecord};
 use serl_train::{train, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSetup};
 
 #[derive(Args)]
@@ -240,21 +241,24 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         reward,
         &cfg.market,
     )?;
-    let validate: Option<serl_train::run::Validator<'_>> = if val_orders.is_empty() {
+    let validate: Option<serl_train::Validator<'_>> = if val_orders.is_empty() {
         None
     } else {
         Some(Box::new(|p: &serl_train::Policy| {
             static_pa(p, &market, &val_orders, &cfg.env)
         }))
     };
+    let bar = training_bar(&cfg.train);
+    let shown = bar.clone();
     let out = train(TrainSetup {
         config: cfg.train.clone(),
         envs,
         validate,
         run_dir: Some(a.out.clone()),
         resume: a.resume,
-        progress: true,
+        on_update: Some(Box::new(move |r: &UpdateRecord| show_update(&shown, r))),
     })?;
+    bar.finish_and_clear();
     print_summary(&out.records);
     println!(
         "{} environment steps in {:.1}s; best validation PA {}; report: {}",
@@ -270,6 +274,32 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         a.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The training progress bar: environment steps, their rate, and the
+/// latest losses, hybrid weights and PA.
+pub fn training_bar(cfg: &serl_train::TrainConfig) -> ProgressBar {
+    let (_, steps) = cfg.planned();
+    ProgressBar::new(steps as u64).with_style(
+        ProgressStyle::with_template(
+            "{spinner} train [{bar:30}] {pos}/{len} steps  {per_sec}  eta {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    )
+}
+
+/// One update on the bar.
+pub fn show_update(bar: &ProgressBar, r: &UpdateRecord) {
+    bar.set_position(r.env_steps as u64);
+    bar.set_message(format!(
+        "loss {:.3}  α {:.2} β {:.2}  PA {}{}",
+        r.loss,
+        r.alpha,
+        r.beta,
+        r.episode_pa.map_or("-".into(), |p| format!("{p:.2}")),
+        r.val_pa.map_or(String::new(), |p| format!("  val {p:.2}"))
+    ));
 }
 
 fn print_summary(records: &[UpdateRecord]) {

@@ -1,0 +1,264 @@
+//! [`TrainConfig`]: everything a training run is set with, validated with
+//! errors that name the field, and the few decisions it implies (which
+//! environments are dynamic, which learner trains).
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+use serl_design::{FeatureDef, ImaginationModule, NetworkSpec};
+use serl_env::MarketConfig;
+
+use crate::ddqn::DdqnConfig;
+use crate::hybrid::{HybridConfig, HybridMode};
+use crate::net::Head;
+use crate::normalize::RunningNorm;
+use crate::policy::{Algo, Pace, PolicyMeta, Squash};
+use crate::ppo::PpoConfig;
+use crate::TrainError;
+
+/// Where tensors live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceChoice {
+    /// NdArray on the CPU.
+    #[default]
+    Cpu,
+    /// wgpu (Vulkan, Metal, DX12); needs the `wgpu` cargo feature.
+    Wgpu,
+}
+
+impl DeviceChoice {
+    pub fn device(self) -> Result<Device, TrainError> {
+        match self {
+            // The design card names burn-ndarray; it is deprecated upstream in
+            // favour of flex, which a later release can switch to here.
+            #[allow(deprecated)]
+            DeviceChoice::Cpu => Ok(Device::ndarray()),
+            #[cfg(feature = "wgpu")]
+            DeviceChoice::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)),
+            #[cfg(not(feature = "wgpu"))]
+            DeviceChoice::Wgpu => Err(TrainError::Device("wgpu".into())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    pub algo: Algo,
+    pub seed: u64,
+    /// Environment steps to train for, over all environments.
+    pub total_steps: usize,
+    /// Environments stepped together.
+    pub n_envs: usize,
+    pub device: DeviceChoice,
+    pub network: NetworkSpec,
+    pub ppo: PpoConfig,
+    pub ddqn: DdqnConfig,
+    pub hybrid: HybridConfig,
+    /// Imagined days (the imagination module): dynamic environments that
+    /// play a scenario, and replayed days reshaped by one.
+    pub imagination: ImaginationModule,
+    /// Validate every this many updates (and after the last).
+    pub eval_every: usize,
+    /// Save a checkpoint every this many updates (and after the last).
+    pub checkpoint_every: usize,
+    /// Designed state features (the state-space module), appended to the
+    /// observation; the environments must already carry them
+    /// ([`crate::features::WithFeatures`]).
+    pub features: Vec<FeatureDef>,
+    /// The multi-agent scenario: peers in every dynamic episode, and what
+    /// the agents tell each other. None trains alone.
+    pub team: Option<crate::team::TeamConfig>,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            algo: Algo::Ppo,
+            seed: 7,
+            total_steps: 100_000,
+            n_envs: 8,
+            device: DeviceChoice::Cpu,
+            network: NetworkSpec::default(),
+            ppo: PpoConfig::default(),
+            ddqn: DdqnConfig::default(),
+            hybrid: HybridConfig::default(),
+            imagination: ImaginationModule::none(),
+            eval_every: 5,
+            checkpoint_every: 1,
+            features: Vec::new(),
+            team: None,
+        }
+    }
+}
+
+fn bad(field: &str, message: impl Into<String>) -> TrainError {
+    TrainError::Config {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+impl TrainConfig {
+    pub fn validate(&self, obs_dim: usize) -> Result<(), TrainError> {
+        self.network.validate(obs_dim)?;
+        if self.n_envs == 0 {
+            return Err(bad("n_envs", "must be at least 1"));
+        }
+        if self.total_steps == 0 {
+            return Err(bad("total_steps", "must be at least 1"));
+        }
+        let p = &self.ppo;
+        if p.n_steps == 0 || p.batch_size == 0 || p.epochs == 0 {
+            return Err(bad(
+                "ppo",
+                "n_steps, batch_size and epochs must be at least 1",
+            ));
+        }
+        if let Pace::Tilt(max) = p.pace {
+            if !(max > 0.0 && max <= 1.0) {
+                return Err(bad("ppo.pace", format!("tilt {max} is not in (0, 1]")));
+            }
+            if !p.discrete.is_empty() {
+                return Err(bad(
+                    "ppo.pace",
+                    "a tilted pace needs a continuous action (leave ppo.discrete empty)",
+                ));
+            }
+        }
+        for (f, v) in [
+            ("ppo.learning_rate", p.learning_rate),
+            ("ddqn.learning_rate", self.ddqn.learning_rate),
+        ] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(bad(f, format!("{v} is not in (0, 1)")));
+            }
+        }
+        for (f, v) in [
+            ("ppo.gamma", p.gamma),
+            ("ppo.gae_lambda", p.gae_lambda),
+            ("ddqn.gamma", self.ddqn.gamma),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(bad(f, format!("{v} is not in [0, 1]")));
+            }
+        }
+        if p.discrete
+            .iter()
+            .chain(&self.ddqn.actions)
+            .any(|a| !(0.0..=1.0).contains(a))
+        {
+            return Err(bad("discrete", "action fractions must be in [0, 1]"));
+        }
+        if self.algo == Algo::Ddqn && self.ddqn.actions.len() < 2 {
+            return Err(bad("ddqn.actions", "needs at least two actions"));
+        }
+        let h = &self.hybrid;
+        if !(0.0..=1.0).contains(&h.alpha)
+            || !(0.0..0.5).contains(&h.floor)
+            || !(0.0..=1.0).contains(&h.ema)
+        {
+            return Err(bad(
+                "hybrid",
+                "alpha and ema must be in [0, 1], floor in [0, 0.5)",
+            ));
+        }
+        for (field, share) in [
+            ("imagination.share", self.imagination.share),
+            ("imagination.replay_share", self.imagination.replay_share),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(bad(field, "must be in [0, 1]"));
+            }
+        }
+        if let Some(t) = &self.team {
+            t.validate()?;
+        }
+        Ok(())
+    }
+
+    /// How many of the environments play the dynamic market.
+    pub fn dynamic_envs(&self) -> usize {
+        match self.hybrid.mode {
+            HybridMode::StaticOnly => 0,
+            HybridMode::DynamicOnly => self.n_envs,
+            _ => self.hybrid.dynamic_envs.min(self.n_envs),
+        }
+    }
+
+    /// The market each dynamic environment `j` (of `dynamic_envs()`)
+    /// plays: the calibrated day, or for the imagined share a scenario.
+    pub fn dynamic_market(&self, base: &MarketConfig, j: usize) -> MarketConfig {
+        let n = self.dynamic_envs();
+        let imagined = (self.imagination.share * n as f64).round() as usize;
+        let mut m = base.clone();
+        if j < imagined && !self.imagination.scenarios.is_empty() {
+            m.scenario = self.imagination.scenarios[j % self.imagination.scenarios.len()].clone();
+        }
+        m
+    }
+
+    /// Environment steps one update collects (over all environments).
+    pub fn steps_per_update(&self) -> usize {
+        self.n_envs * self.ppo.n_steps
+    }
+
+    /// Everything but the weights of the policy this config trains, before
+    /// any observation has been normalised.
+    pub(crate) fn policy_meta(&self, obs_dim: usize) -> PolicyMeta {
+        PolicyMeta {
+            algo: self.algo,
+            spec: self.network.clone(),
+            obs_dim,
+            head: self.head(),
+            // DDQN has no Gaussian to squash.
+            squash: match self.algo {
+                Algo::Ppo => self.ppo.squash,
+                Algo::Ddqn => Squash::Clip,
+            },
+            pace: self.pace(),
+            discrete: match self.algo {
+                Algo::Ppo => self.ppo.discrete.clone(),
+                Algo::Ddqn => self.ddqn.actions.clone(),
+            },
+            norm: RunningNorm::new(obs_dim),
+            features: self.features.clone(),
+            message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
+        }
+    }
+
+    /// Whether this config trains with the fused learner ([`crate::fused`]):
+    /// PPO on the CPU with a plain MLP. Burn's autodiff learner sums in
+    /// parallel in an order that depends on what else the machine runs, so
+    /// only fused trainings give the same numbers when several share it.
+    pub fn trains_fused(&self) -> bool {
+        self.algo == Algo::Ppo
+            && self.ppo.fused
+            && self.device == DeviceChoice::Cpu
+            && crate::fused::implements(&self.network)
+    }
+
+    /// Updates a run of `total_steps` takes, and the environment steps they
+    /// collect in all (a whole number of updates).
+    pub fn planned(&self) -> (usize, usize) {
+        let per_update = self.steps_per_update();
+        let updates = self.total_steps.div_ceil(per_update);
+        (updates, updates * per_update)
+    }
+
+    /// How the trained policy's actions become shares: DDQN and
+    /// categorical PPO pick fractions of the order.
+    pub fn pace(&self) -> Pace {
+        match self.algo {
+            Algo::Ppo if self.ppo.discrete.is_empty() => self.ppo.pace,
+            _ => Pace::Absolute,
+        }
+    }
+
+    fn head(&self) -> Head {
+        match self.algo {
+            Algo::Ppo => self.ppo.head(),
+            Algo::Ddqn => Head::Categorical(self.ddqn.actions.len()),
+        }
+    }
+}
