@@ -1,7 +1,7 @@
 //! A design's smoke test: its reward and state features on a short real
 //! episode, before any training is spent on it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serl_env::{EnvConfig, Episode, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
 
 use crate::features::FeatureSet;
@@ -10,7 +10,7 @@ use crate::modules::StateModule;
 use crate::reward::{ProgramReward, RewardModule};
 
 /// What the smoke episode showed; part of the designer's feedback.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmokeReport {
     /// Steps the episode took.
     pub steps: usize,

@@ -43,7 +43,7 @@ pub use order::{
     check_window, generate_orders, OrderConfig, OrderSide, ParentOrder, Quantity, Sides,
 };
 pub use reward::{DefaultReward, Reward, StepInfo};
-pub use serl_market::{MarketConfig, Scenario};
+pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};
 pub use static_env::{
     run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
 };

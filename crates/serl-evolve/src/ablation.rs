@@ -35,6 +35,7 @@ pub enum Ablation {
 }
 
 impl Ablation {
+    /// Its name in configs and run directories.
     pub fn name(self) -> &'static str {
         match self {
             Ablation::NoHighLevel => "no_high_level",
@@ -46,6 +47,7 @@ impl Ablation {
         }
     }
 
+    /// What it switches off, in words.
     pub fn describe(self) -> &'static str {
         match self {
             Ablation::NoHighLevel => "without high-level DEK (instruction evolution and replay)",
@@ -79,18 +81,22 @@ impl Ablation {
 pub struct AblationRow {
     /// `full` for the main run, else the ablation's name.
     pub name: String,
+    /// What the ablation switches off.
     pub description: String,
     /// The search's best validation score and PA (bps).
     pub best_score: Option<f64>,
+    /// The best design's validation PA, bps.
     pub best_validation_pa: Option<f64>,
     /// The retrained best design on the static test split.
     pub test_pa: Option<f64>,
     /// Its paired PA difference against TWAP on the same orders.
     pub test_minus_twap: Option<Estimate>,
+    /// Seconds the run took.
     pub secs: f64,
 }
 
 impl AblationRow {
+    /// The row of a finished run.
     pub fn from_outcome(
         name: &str,
         description: &str,

@@ -4,9 +4,11 @@ use serde::{Deserialize, Serialize};
 use serl_design::ModuleKind;
 use serl_train::TrainConfig;
 
+/// The `[evolve]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EvolveConfig {
+    /// Seeds the designer, the trainings and the ES.
     pub seed: u64,
     /// Iterations J (at most; convergence may stop earlier).
     pub iterations: usize,
@@ -34,8 +36,11 @@ pub struct EvolveConfig {
     pub validation_orders: usize,
     /// Validation orders replayed in the dynamic market for the illusory gain.
     pub dynamic_validation_orders: usize,
+    /// High-level DEK: instructions rewritten from their history of scores.
     pub high_level: bool,
+    /// Low-level DEK: the ES on the best design's constants.
     pub low_level: LowLevelConfig,
+    /// When the loop stops early.
     pub convergence: ConvergenceConfig,
     /// Trainings run at once (a round's candidates, an ES generation,
     /// the final retrainings); 0 picks one per core.
@@ -50,8 +55,11 @@ pub struct EvolveConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LowLevelConfig {
+    /// Whether the ES runs.
     pub enabled: bool,
+    /// Generations per iteration.
     pub generations: usize,
+    /// Offspring λ per generation.
     pub lambda: usize,
     /// Log-normal step size on each constant.
     pub sigma: f64,
@@ -73,8 +81,11 @@ impl Default for LowLevelConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConvergenceConfig {
+    /// The EMA's weight on the newest best PA.
     pub ema: f64,
+    /// Movement, bps, that counts as still.
     pub epsilon: f64,
+    /// Still iterations in a row that stop the loop.
     pub window: usize,
 }
 
@@ -123,6 +134,7 @@ impl Default for EvolveConfig {
 }
 
 impl EvolveConfig {
+    /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
         if self.iterations == 0 || self.candidates == 0 {
             return Err("evolve.iterations and evolve.candidates must be at least 1".into());

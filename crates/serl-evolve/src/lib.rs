@@ -2,7 +2,7 @@
 //!
 //! `serl evolve` runs here. For each iteration the designer (an LLM or the
 //! builtin search, from `serl-llm`) proposes K candidate algorithms, each a
-//! set of modules (`serl-modules`); every valid candidate is trained in the
+//! set of modules (`serl-design`); every valid candidate is trained in the
 //! hybrid environment (`serl-train`) and scored on the validation split
 //! (`serl-eval`). The Dual-Level Enhancement Kit then improves the
 //! designer's instructions from the results (high level) and tunes the
@@ -10,16 +10,38 @@
 //! best design is retrained with the full budget and tested once against
 //! TWAP, VWAP, AC, plain PPO and DDQN on identical orders.
 //!
-//! - [`config`]: the `[evolve]` table.
-//! - [`run`]: the loop ([`evolve`]), its run directory and resume.
-//! - [`report`]: the research report and the fine-tuning dataset.
-//! - [`ablation`]: the same run with one part switched off, tabulated.
+//! The loop is [`evolve`]; each stage has a file of its own:
+//!
+//! | stage | file | what |
+//! |---|---|---|
+//! | design | `design_stage.rs` | the designer writes each module; replies validated and smoke-tested, errors fed back |
+//! | train and score | `score.rs` | each design trained on the candidates' budget (side by side where the numbers stay the same) and validated |
+//! | low-level DEK | `dek_low.rs` | a (1+λ)-ES on the best design's constants |
+//! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
+//! | convergence | `run.rs` | the EMA of the best validation PA |
+//! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
+//!
+//! The loop never prints: it tells its caller what it is doing through
+//! [`Event`]s. [`config`] is the `[evolve]` table, [`report`] the research
+//! report and fine-tuning dataset, [`ablation`] the same run with one part
+//! switched off.
+
+#![deny(missing_docs)]
 
 pub mod ablation;
+mod candidate;
 pub mod config;
+mod dek_high;
+mod dek_low;
+mod design_stage;
+mod error;
+mod final_test;
 pub mod report;
-pub mod run;
+mod run;
+mod score;
 
 pub use ablation::{Ablation, AblationRow};
+pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::EvolveConfig;
-pub use run::{evolve, CandidateResult, EvolveError, EvolveInputs, EvolveOutcome};
+pub use error::EvolveError;
+pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};

@@ -9,7 +9,9 @@ use serl_design::ModuleKind;
 use serl_eval::{Provenance, ReportData};
 use serl_report::{html, lines_chart, Chart};
 
-use crate::run::{write_json, CandidateResult, EvolveError, EvolveOutcome};
+use crate::candidate::CandidateResult;
+use crate::error::{write_json, EvolveError};
+use crate::run::EvolveOutcome;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> EvolveError {
     EvolveError::File {

@@ -6,11 +6,12 @@ use std::process::ExitCode;
 use super::read_toml;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig};
 use serl_eval::Provenance;
-use serl_evolve::{evolve, Ablation, AblationRow, EvolveConfig, EvolveInputs};
+use serl_evolve::{evolve, Ablation, AblationRow, Event, EvolveConfig, EvolveInputs};
 use serl_llm::record::{Recorder, Replay};
 use serl_llm::{BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts};
 
@@ -216,6 +217,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
                       designer: Box<dyn Designer + '_>,
                       prompts: Prompts,
                       run_dir: &Path| {
+        let bar = evolve_bar(&evolve_cfg);
         evolve(EvolveInputs {
             cfg: evolve_cfg,
             env_cfg: cfg.env.clone(),
@@ -227,7 +229,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
             designer,
             prompts: Some(prompts),
             run_dir: run_dir.to_path_buf(),
-            progress: true,
+            on_event: Some(Box::new(move |e| show_event(&bar, e))),
         })
     };
     let outcome = run_evolve(cfg.evolve.clone(), designer, prompts, &out)?;
@@ -359,6 +361,66 @@ fn provenance(
         git_commit: super::backtest::git_commit(),
         created: super::backtest::now(),
     })
+}
+
+/// The evolve progress bar: one tick per designed candidate.
+fn evolve_bar(cfg: &EvolveConfig) -> ProgressBar {
+    ProgressBar::new((cfg.iterations * cfg.candidates) as u64).with_style(
+        ProgressStyle::with_template(
+            "{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    )
+}
+
+/// What the loop says, on the bar or above it (on stderr when the bar is
+/// hidden, as in a log).
+fn show_event(bar: &ProgressBar, e: Event) {
+    let say = |line: String| {
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
+    match e {
+        Event::Designing {
+            iteration,
+            iterations,
+            candidate,
+        } => bar.set_message(format!(
+            "iteration {iteration}/{iterations} candidate {candidate}"
+        )),
+        Event::Training {
+            iteration,
+            iterations,
+            designs,
+            parallel,
+        } => bar.set_message(format!(
+            "iteration {iteration}/{iterations}: training {designs} designs, {parallel} at a time"
+        )),
+        Event::CandidateDone => bar.inc(1),
+        Event::Iteration(s) => say(format!(
+            "iteration {}: {} valid of {} designed, {} low-level trials, best score {}, best validation PA so far {:.3} bps",
+            s.iteration,
+            s.valid,
+            s.designed,
+            s.low_level_trials,
+            s.best_score.map_or("-".into(), |v| format!("{v:.3}")),
+            s.best_pa
+        )),
+        Event::Converged { iterations } => say(format!("converged after {iterations} iterations")),
+        Event::Validated {
+            best_pa,
+            baseline_pa,
+        } => {
+            bar.finish_and_clear();
+            eprintln!(
+                "validation PA: best design {best_pa:.3} bps, plain PPO with the default modules {baseline_pa:.3} bps"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,203 @@
+//! The design stage: the designer writes each module of a candidate,
+//! every reply validated and smoke-tested, with the error fed back on a
+//! retry.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serl_design::{smoke_test, Design, Module, ModuleKind, SmokeReport, StateModule};
+use serl_env::{EnvConfig, MarketData, ParentOrder};
+use serl_llm::prompts::{Feedback, ModuleContext, Prompts, TaskInfo};
+use serl_llm::{generate, Designer};
+
+use crate::candidate::{top_examples, CandidateResult, ModuleRecord};
+use crate::config::EvolveConfig;
+use crate::error::EvolveError;
+use crate::score::Pending;
+
+/// What designing a round's candidates reads: the config, the task, the
+/// current instructions, the last round's feedback and every result so far.
+pub(crate) struct Round<'a> {
+    pub cfg: &'a EvolveConfig,
+    pub task: &'a TaskInfo,
+    pub micro: &'a HashMap<ModuleKind, String>,
+    pub feedback: Option<&'a Feedback>,
+    pub history: &'a [CandidateResult],
+    pub prompts: Option<&'a Prompts>,
+    pub smoke: SmokeBench<'a>,
+}
+
+impl Round<'_> {
+    /// The context the designer sees for a `kind` module.
+    pub fn context(&self, kind: ModuleKind) -> ModuleContext {
+        let mut ctx = ModuleContext::new(
+            kind,
+            self.task.clone(),
+            &self.cfg.macro_instruction,
+            &self.micro[&kind],
+        );
+        ctx.examples = top_examples(self.history, kind, self.cfg.top_k);
+        ctx.feedback = self.feedback.cloned();
+        ctx
+    }
+
+    /// Designs one candidate, module by module. A designer that cannot
+    /// answer at all stops the run; a module it fails to write leaves the
+    /// candidate invalid.
+    pub fn design(
+        &self,
+        designer: &mut dyn Designer,
+        key: String,
+        path: PathBuf,
+        seed: u64,
+    ) -> Result<Pending, EvolveError> {
+        let mut modules = Vec::new();
+        let mut parts: HashMap<ModuleKind, Module> = HashMap::new();
+        let (mut prompt_tokens, mut completion_tokens) = (0, 0);
+        let reward_smoke: Mutex<Option<SmokeReport>> = Mutex::new(None);
+        for &kind in &self.cfg.modules {
+            let ctx = self.context(kind);
+            let check = |m: &Module| -> Result<(), String> {
+                let report = self.smoke.check(m)?;
+                if matches!(m, Module::Reward(_)) {
+                    *reward_smoke.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                }
+                Ok(())
+            };
+            let g = generate(designer, kind, &ctx, self.cfg.max_attempts, &check);
+            if let Some(f) = g.fatal {
+                return Err(EvolveError::Designer(f));
+            }
+            prompt_tokens += g.prompt_tokens;
+            completion_tokens += g.completion_tokens;
+            let prompt = match self.prompts {
+                Some(p) => p.render(kind.name(), &ctx.to_value()).unwrap_or_default(),
+                None => String::new(),
+            };
+            modules.push(ModuleRecord {
+                kind,
+                text: g.module.as_ref().map(Module::text),
+                attempts: g.attempts.len(),
+                errors: g.attempts.iter().filter_map(|a| a.error.clone()).collect(),
+                prompt,
+                replies: g.attempts.iter().map(|a| a.reply.clone()).collect(),
+            });
+            if let Some(m) = g.module {
+                parts.insert(kind, m);
+            }
+        }
+        Ok(Pending {
+            path,
+            seed,
+            key,
+            design: assemble(&parts, self.cfg.modules.len()),
+            success_rate: success_rate(&modules),
+            modules,
+            prompt_tokens,
+            completion_tokens,
+            reward_smoke: reward_smoke.into_inner().unwrap_or_else(|p| p.into_inner()),
+        })
+    }
+}
+
+/// Mean over modules of 1/attempts (0 for a module that failed).
+fn success_rate(modules: &[ModuleRecord]) -> f64 {
+    modules
+        .iter()
+        .map(|m| {
+            if m.text.is_some() {
+                1.0 / m.attempts.max(1) as f64
+            } else {
+                0.0
+            }
+        })
+        .sum::<f64>()
+        / modules.len().max(1) as f64
+}
+
+/// Where smoke tests play: one real training order.
+#[derive(Clone, Copy)]
+pub(crate) struct SmokeBench<'a> {
+    pub market: &'a MarketData,
+    pub env_cfg: &'a EnvConfig,
+    pub order: Option<&'a ParentOrder>,
+}
+
+impl SmokeBench<'_> {
+    /// Plays a reward or state module on the smoke episode (a state module
+    /// with the default reward, a reward without designed features); other
+    /// modules pass. The report is `None` for those.
+    fn check(&self, m: &Module) -> Result<Option<SmokeReport>, String> {
+        let Some(o) = self.order else { return Ok(None) };
+        let (reward, state) = match m {
+            Module::Reward(r) => (
+                r.clone(),
+                StateModule {
+                    features: Vec::new(),
+                },
+            ),
+            Module::State(s) => (Design::baseline().reward, s.clone()),
+            _ => return Ok(None),
+        };
+        let view = self
+            .market
+            .get(&o.symbol, o.date)
+            .ok_or("no session for the smoke order")?;
+        smoke_test(&reward, &state, view, o, self.env_cfg)
+            .map(Some)
+            .map_err(|e| format!("smoke test: {e}"))
+    }
+}
+
+/// A design from the generated modules; modules not designed keep the
+/// baseline's. `None` when any designed module failed.
+pub(crate) fn assemble(parts: &HashMap<ModuleKind, Module>, wanted: usize) -> Option<Design> {
+    if parts.len() < wanted {
+        return None;
+    }
+    let mut d = Design::baseline();
+    for m in parts.values() {
+        match m {
+            Module::Reward(r) => d.reward = r.clone(),
+            Module::State(s) => d.state = s.clone(),
+            Module::Architecture(a) => d.architecture = a.clone(),
+            Module::Imagination(i) => d.imagination = i.clone(),
+            Module::Profiling(p) => d.profiling = Some(p.clone()),
+            Module::Communication(c) => d.communication = Some(c.clone()),
+        }
+    }
+    Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(text: bool, attempts: usize) -> ModuleRecord {
+        ModuleRecord {
+            kind: ModuleKind::Reward,
+            text: text.then(|| "step_pa".into()),
+            attempts,
+            errors: Vec::new(),
+            prompt: String::new(),
+            replies: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_success_rate_charges_retries_and_failures() {
+        assert_eq!(success_rate(&[record(true, 1), record(true, 2)]), 0.75);
+        assert_eq!(success_rate(&[record(true, 1), record(false, 3)]), 0.5);
+    }
+
+    #[test]
+    fn a_design_needs_every_wanted_module_and_keeps_the_baseline_elsewhere() {
+        let reward = Module::parse(ModuleKind::Reward, "twap_gain").unwrap();
+        let parts = HashMap::from([(ModuleKind::Reward, reward)]);
+        assert!(assemble(&parts, 2).is_none(), "one module failed");
+        let d = assemble(&parts, 1).unwrap();
+        assert_eq!(d.reward.program, "twap_gain");
+        assert_eq!(d.architecture, Design::baseline().architecture);
+    }
+}

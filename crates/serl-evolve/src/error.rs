@@ -1,0 +1,51 @@
+//! What can go wrong in a run, and the run directory's JSON files.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum EvolveError {
+    /// The `[evolve]` table, or a design built from it, is invalid.
+    #[error("evolve config: {0}")]
+    Config(String),
+    /// A training failed.
+    #[error(transparent)]
+    Train(#[from] serl_train::TrainError),
+    /// A file of the run directory could not be read or written.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The designer could not answer at all (not a rejected module).
+    #[error("the designer failed: {0}")]
+    Designer(String),
+    /// Every candidate of every iteration was invalid.
+    #[error("no candidate was valid in {0} iterations; see the attempts in the run directory")]
+    NoValidDesign(usize),
+}
+
+pub(crate) fn file_err(path: &Path, e: impl std::fmt::Display) -> EvolveError {
+    EvolveError::File {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Writes `v` as pretty JSON, atomically, creating the folders above it.
+pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvolveError> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| file_err(d, e))?;
+    }
+    let text = serde_json::to_string_pretty(v).map_err(|e| file_err(path, e))?;
+    serl_report::write_atomic(path, text.as_bytes()).map_err(|e| file_err(path, e))
+}
+
+/// A JSON file the run wrote earlier; `None` when absent or cut short.
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}

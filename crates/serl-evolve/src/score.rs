@@ -1,0 +1,321 @@
+//! Training and scoring: a design trained on the candidates' budget and
+//! validated on held-out orders, several side by side where that gives
+//! the same numbers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serl_design::{Design, ProgramReward, SmokeReport};
+use serl_env::{
+    DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue,
+    Venue,
+};
+use serl_eval::{run_backtest, summarize, OrderResult, StrategyFactory};
+use serl_train::task::execution_envs;
+use serl_train::{train, Algo, Policy, PolicyStrategy, TrainSetup};
+
+use crate::candidate::{CandidateResult, ModuleRecord, Validation};
+use crate::config::EvolveConfig;
+use crate::error::{read_json, write_json, EvolveError};
+
+/// What training and scoring a design needs: the inputs without the
+/// designer, shared by candidates training in parallel.
+#[derive(Clone, Copy)]
+pub(crate) struct Scoring<'a> {
+    pub(crate) cfg: &'a EvolveConfig,
+    pub(crate) env_cfg: &'a EnvConfig,
+    pub(crate) market_cfg: &'a MarketConfig,
+    pub(crate) market: &'a MarketData,
+    pub(crate) train_orders: &'a [ParentOrder],
+    pub(crate) val_orders: &'a [ParentOrder],
+}
+
+/// A designed candidate waiting for training.
+pub(crate) struct Pending {
+    pub(crate) key: String,
+    pub(crate) path: PathBuf,
+    pub(crate) design: Option<Design>,
+    pub(crate) modules: Vec<ModuleRecord>,
+    pub(crate) success_rate: f64,
+    pub(crate) seed: u64,
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
+    pub(crate) reward_smoke: Option<SmokeReport>,
+}
+
+/// A candidate's result and what it cost (zero when loaded from disk).
+pub(crate) struct Trained {
+    pub(crate) result: CandidateResult,
+    pub(crate) train_secs: f64,
+    pub(crate) eval_secs: f64,
+}
+
+impl Pending {
+    /// Whether its training uses the fused learner, which gives the same
+    /// numbers however many trainings share the machine.
+    pub(crate) fn trains_fused(&self, base: &serl_train::TrainConfig) -> bool {
+        self.design
+            .as_ref()
+            .is_none_or(|d| trains_fused(base, d, Algo::Ppo))
+    }
+
+    /// Trains and scores the design (or loads the result of an earlier
+    /// run), and writes the result into the run directory.
+    pub(crate) fn train(
+        &self,
+        scoring: &Scoring,
+        iteration: usize,
+        done: &(dyn Fn() + Sync),
+    ) -> Result<Trained, EvolveError> {
+        if let Some(result) = read_json::<CandidateResult>(&self.path) {
+            done();
+            return Ok(Trained {
+                result,
+                train_secs: 0.0,
+                eval_secs: 0.0,
+            });
+        }
+        let (mut result, eval_secs) = match &self.design {
+            Some(d) => train_and_score(
+                scoring,
+                d,
+                self.key.clone(),
+                iteration,
+                self.success_rate,
+                self.seed,
+            )?,
+            None => (
+                CandidateResult::invalid(self.key.clone(), iteration, self.success_rate),
+                0.0,
+            ),
+        };
+        result.modules = self.modules.clone();
+        result.prompt_tokens = self.prompt_tokens;
+        result.completion_tokens = self.completion_tokens;
+        result.reward_smoke = self.reward_smoke.clone();
+        write_json(&self.path, &result)?;
+        done();
+        Ok(Trained {
+            train_secs: result.train_secs,
+            result,
+            eval_secs,
+        })
+    }
+}
+
+/// Whether `algo` trains `d` with the fused learner, which gives the same
+/// numbers however many trainings share the machine.
+pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Algo) -> bool {
+    let mut tc = base.clone();
+    tc.algo = algo;
+    tc.network = d.architecture.clone();
+    tc.trains_fused()
+}
+
+/// Runs `work` on every item and returns the results in the items' order:
+/// `parallel` at a time for the items `fused` admits, one at a time for the
+/// rest. Only fused trainings share the machine, because burn's learner
+/// sums in parallel in an order that depends on what else runs, while the
+/// fused one gives the same numbers in any company. Stops after the first
+/// group with an error.
+pub(crate) fn side_by_side<T: Sync, R: Send>(
+    items: &[T],
+    parallel: usize,
+    fused: impl Fn(&T) -> bool,
+    work: impl Fn(&T) -> Result<R, EvolveError> + Sync,
+) -> Result<Vec<R>, EvolveError> {
+    let (together, alone): (Vec<usize>, Vec<usize>) =
+        (0..items.len()).partition(|&i| fused(&items[i]));
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for group in together.chunks(parallel.max(1)).chain(alone.chunks(1)) {
+        let done: Vec<Result<R, EvolveError>> = if group.len() == 1 {
+            vec![work(&items[group[0]])]
+        } else {
+            group.par_iter().map(|&i| work(&items[i])).collect()
+        };
+        for (&i, r) in group.iter().zip(done) {
+            out[i] = Some(r?);
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// Trains `design` and returns its policy and the values its programs
+/// repaired: the final policy, or with `eval_every` > 0 the one that
+/// scored best on the validation orders, checked every that many updates.
+pub(crate) fn train_design(
+    inputs: &Scoring,
+    d: &Design,
+    algo: Algo,
+    steps: usize,
+    seed: u64,
+    dir: Option<&Path>,
+    eval_every: usize,
+) -> Result<(Policy, u64), EvolveError> {
+    let reward =
+        Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
+    let mut tc = inputs.cfg.train.clone();
+    tc.algo = algo;
+    tc.total_steps = steps;
+    tc.seed = seed;
+    tc.network = d.architecture.clone();
+    tc.features = d.state.features.clone();
+    // In the multi-agent scenario the design's communication is how the
+    // agents talk.
+    if let Some(team) = &mut tc.team {
+        if d.communication.is_some() {
+            team.communication = d.communication.clone();
+        }
+    }
+    // Without scenarios the shares play nothing (`TrainConfig::dynamic_market`,
+    // `ExecutionEnv::with_imagined_replay`).
+    tc.imagination = d.imagination.clone();
+    let market_cfg = d
+        .profiling
+        .as_ref()
+        .map_or(inputs.market_cfg.clone(), |p| (*p.market).clone());
+    let envs = execution_envs(
+        &tc,
+        inputs.market,
+        inputs.train_orders,
+        inputs.env_cfg,
+        reward.clone(),
+        &market_cfg,
+    )?;
+    let selects = eval_every > 0;
+    if selects {
+        tc.eval_every = eval_every;
+    }
+    let val_orders = if selects {
+        validation_orders(inputs)
+    } else {
+        Vec::new()
+    };
+    let validate: Option<serl_train::Validator> = selects.then(|| {
+        Box::new(|p: &Policy| {
+            serl_train::validate::static_pa(p, inputs.market, &val_orders, inputs.env_cfg)
+        }) as serl_train::Validator
+    });
+    let out = train(TrainSetup {
+        config: tc,
+        envs,
+        validate,
+        run_dir: dir.map(Path::to_path_buf),
+        resume: false,
+        on_update: None,
+    })?;
+    let policy = if selects {
+        out.policy
+    } else {
+        out.final_policy
+    };
+    Ok((policy, reward.repaired()))
+}
+
+/// Trains `design` on the candidates' budget and validates it: the
+/// result is scored PA × `success_rate`. Also returns the seconds spent
+/// validating (the result holds the training time).
+pub(crate) fn train_and_score(
+    inputs: &Scoring,
+    design: &Design,
+    key: String,
+    iteration: usize,
+    success_rate: f64,
+    seed: u64,
+) -> Result<(CandidateResult, f64), EvolveError> {
+    let t = Instant::now();
+    let (policy, repaired) = train_design(
+        inputs,
+        design,
+        Algo::Ppo,
+        inputs.cfg.train.total_steps,
+        seed,
+        None,
+        0,
+    )?;
+    let train_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let v = validate(inputs, &policy);
+    let r = CandidateResult {
+        design: Some(design.clone()),
+        score: Some(v.pa * success_rate),
+        validation: Some(v),
+        repaired,
+        train_secs,
+        ..CandidateResult::invalid(key, iteration, success_rate)
+    };
+    Ok((r, t.elapsed().as_secs_f64()))
+}
+
+/// `validation_orders` of the validation split, spread evenly over it.
+pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
+    let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
+    let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
+    (0..n)
+        .map(|i| inputs.val_orders[(i as f64 * step) as usize].clone())
+        .collect()
+}
+
+pub(crate) fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
+    let orders = validation_orders(inputs);
+    let p = policy.clone();
+    let f = [StrategyFactory {
+        label: "candidate".into(),
+        make: Box::new(move || Box::new(PolicyStrategy::new(p.clone(), "candidate".into()))),
+    }];
+    let reward = DefaultReward {
+        inventory_penalty: inputs.env_cfg.inventory_penalty,
+        terminal_penalty: inputs.env_cfg.terminal_penalty,
+    };
+    let rows = run_backtest(
+        inputs.market,
+        &orders,
+        &f,
+        &[&StaticVenue as &dyn Venue],
+        inputs.env_cfg,
+        &reward,
+        &|_| {},
+    );
+    let refs: Vec<&OrderResult> = rows.iter().collect();
+    let s = summarize("candidate", "static", &refs, inputs.cfg.seed);
+    let nd = inputs.cfg.dynamic_validation_orders.min(orders.len());
+    let dynamic = DynamicVenue {
+        market: inputs.market_cfg.clone(),
+        seed: inputs.cfg.seed,
+    };
+    let drows = run_backtest(
+        inputs.market,
+        &orders[..nd],
+        &f,
+        &[&dynamic as &dyn Venue],
+        inputs.env_cfg,
+        &reward,
+        &|_| {},
+    );
+    let mean = |v: &[OrderResult]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().map(|r| r.pa_bps).sum::<f64>() / v.len() as f64
+        }
+    };
+    let pa_dynamic = mean(&drows);
+    let static_subset = mean(
+        &rows
+            .iter()
+            .filter(|r| drows.iter().any(|d| d.order_id == r.order_id))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    Validation {
+        pa: s.pa.mean,
+        pa_std: s.pa_std,
+        wr: s.wr,
+        glr: s.glr.unwrap_or(0.0),
+        afi: s.afi,
+        illusory_gain: static_subset - pa_dynamic,
+        pa_dynamic,
+    }
+}
