@@ -153,11 +153,6 @@ impl ProgramReward {
         })
     }
 
-    /// NaN, ±∞ and division-by-zero values replaced so far.
-    pub fn repaired(&self) -> u64 {
-        self.repaired.load(Ordering::Relaxed)
-    }
-
     /// The compiled program.
     pub fn program(&self) -> &Program {
         &self.program
@@ -178,6 +173,10 @@ impl Reward for ProgramReward {
 
     fn describe(&self) -> String {
         self.program.source().to_string()
+    }
+
+    fn repaired(&self) -> u64 {
+        self.repaired.load(Ordering::Relaxed)
     }
 }
 

@@ -40,7 +40,8 @@ pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};
 pub use error::EnvError;
 pub use obs::OBS_DIM;
 pub use order::{
-    check_window, generate_orders, OrderConfig, OrderSide, ParentOrder, Quantity, Sides,
+    check_window, generate_orders, spread_orders, OrderConfig, OrderSide, ParentOrder, Quantity,
+    Sides,
 };
 pub use reward::{DefaultReward, Reward, StepInfo};
 pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};

@@ -133,6 +133,17 @@ pub fn check_window(start: u16, end: u16, data: &DataConfig) -> Result<(), EnvEr
     Ok(())
 }
 
+/// `n` of `orders` spread evenly over them (every `len / n`-th), so that a
+/// capped validation set spans the whole split: all of them when `n` is at
+/// least their number, none when `n` is 0.
+pub fn spread_orders(orders: &[ParentOrder], n: usize) -> Vec<ParentOrder> {
+    let n = n.min(orders.len());
+    let step = (orders.len() as f64 / n.max(1) as f64).max(1.0);
+    (0..n)
+        .map(|i| orders[(i as f64 * step) as usize].clone())
+        .collect()
+}
+
 /// Average daily volume before `i` in a symbol's sessions.
 pub fn adv_before(sessions: &[Session], i: usize, lookback: usize) -> f64 {
     let look = &sessions[i.saturating_sub(lookback)..i];

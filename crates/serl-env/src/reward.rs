@@ -44,6 +44,11 @@ pub struct StepInfo {
 pub trait Reward: Send + Sync {
     fn reward(&self, s: &StepInfo) -> f64;
     fn describe(&self) -> String;
+    /// NaN, ±∞ and division-by-zero values replaced so far (a designed
+    /// reward program repairs them; a written-out reward has none).
+    fn repaired(&self) -> u64 {
+        0
+    }
 }
 
 /// Per-step PA of the filled quantity minus a quadratic inventory penalty,

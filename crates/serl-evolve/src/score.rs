@@ -3,18 +3,16 @@
 //! the same numbers.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serl_design::{Design, ProgramReward, SmokeReport};
+use serl_design::{Design, SmokeReport};
 use serl_env::{
-    DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue,
-    Venue,
+    spread_orders, DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder,
+    StaticVenue, Venue,
 };
 use serl_eval::{run_backtest, summarize, OrderResult, StrategyFactory};
-use serl_train::task::execution_envs;
-use serl_train::{train, Algo, Policy, PolicyStrategy, TrainSetup};
+use serl_train::{Algo, Policy, PolicyStrategy, TrainSession};
 
 use crate::candidate::{CandidateResult, ModuleRecord, Validation};
 use crate::config::EvolveConfig;
@@ -154,64 +152,31 @@ pub(crate) fn train_design(
     dir: Option<&Path>,
     eval_every: usize,
 ) -> Result<(Policy, u64), EvolveError> {
-    let reward =
-        Arc::new(ProgramReward::new(&d.reward).map_err(|e| EvolveError::Config(e.to_string()))?);
-    let mut tc = inputs.cfg.train.clone();
-    tc.algo = algo;
-    tc.total_steps = steps;
-    tc.seed = seed;
-    tc.network = d.architecture.clone();
-    tc.features = d.state.features.clone();
-    // In the multi-agent scenario the design's communication is how the
-    // agents talk.
-    if let Some(team) = &mut tc.team {
-        if d.communication.is_some() {
-            team.communication = d.communication.clone();
-        }
-    }
-    // Without scenarios the shares play nothing (`TrainConfig::dynamic_market`,
-    // `ExecutionEnv::with_imagined_replay`).
-    tc.imagination = d.imagination.clone();
-    let market_cfg = d
-        .profiling
-        .as_ref()
-        .map_or(inputs.market_cfg.clone(), |p| (*p.market).clone());
-    let envs = execution_envs(
-        &tc,
-        inputs.market,
-        inputs.train_orders,
-        inputs.env_cfg,
-        reward.clone(),
-        &market_cfg,
-    )?;
     let selects = eval_every > 0;
-    if selects {
-        tc.eval_every = eval_every;
-    }
     let val_orders = if selects {
         validation_orders(inputs)
     } else {
         Vec::new()
     };
-    let validate: Option<serl_train::Validator> = selects.then(|| {
-        Box::new(|p: &Policy| {
-            serl_train::validate::static_pa(p, inputs.market, &val_orders, inputs.env_cfg)
-        }) as serl_train::Validator
-    });
-    let out = train(TrainSetup {
-        config: tc,
-        envs,
-        validate,
-        run_dir: dir.map(Path::to_path_buf),
-        resume: false,
-        on_update: None,
-    })?;
-    let policy = if selects {
-        out.policy
-    } else {
-        out.final_policy
-    };
-    Ok((policy, reward.repaired()))
+    let mut session = TrainSession::for_design(
+        &inputs.cfg.train,
+        d,
+        algo,
+        inputs.market,
+        inputs.env_cfg,
+        inputs.market_cfg,
+        inputs.train_orders,
+        &val_orders,
+    )
+    .map_err(|e| EvolveError::Config(e.to_string()))?;
+    session.config.total_steps = steps;
+    session.config.seed = seed;
+    if selects {
+        session.config.eval_every = eval_every;
+    }
+    let reward = session.reward.clone();
+    let out = session.run(dir.map(Path::to_path_buf), false, None)?;
+    Ok((out.policy, reward.repaired()))
 }
 
 /// Trains `design` on the candidates' budget and validates it: the
@@ -251,11 +216,7 @@ pub(crate) fn train_and_score(
 
 /// `validation_orders` of the validation split, spread evenly over it.
 pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
-    let n = inputs.cfg.validation_orders.min(inputs.val_orders.len());
-    let step = (inputs.val_orders.len() as f64 / n.max(1) as f64).max(1.0);
-    (0..n)
-        .map(|i| inputs.val_orders[(i as f64 * step) as usize].clone())
-        .collect()
+    spread_orders(inputs.val_orders, inputs.cfg.validation_orders)
 }
 
 pub(crate) fn validate(inputs: &Scoring, policy: &Policy) -> Validation {

@@ -44,6 +44,7 @@ pub mod report;
 pub mod rollout;
 pub mod run;
 mod rundir;
+mod session;
 pub mod task;
 pub mod team;
 pub mod validate;
@@ -57,6 +58,7 @@ pub use policy::{Algo, Pace, Policy, PolicyStrategy, Squash};
 pub use run::{train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
 pub use rundir::{load_run_policy, read_metrics, write_atomic};
 pub use serl_design::{NetworkSpec, SpecError};
+pub use session::TrainSession;
 pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
 
 #[derive(Debug, thiserror::Error)]

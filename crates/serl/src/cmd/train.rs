@@ -12,12 +12,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder,
+    generate_orders, spread_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig,
 };
-use serl_train::task::execution_envs;
-use serl_train::validate::static_pa;
-use serl_train::{load_run_policy, UpdateRecord};
-use serl_train::{train, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSetup};
+use serl_train::{
+    load_run_policy, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSession, UpdateRecord,
+};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -185,17 +184,6 @@ fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     })
 }
 
-/// Every `step`-th order, so that a capped validation set spans the split.
-fn spread(orders: Vec<ParentOrder>, max: usize) -> Vec<ParentOrder> {
-    if orders.len() <= max || max == 0 {
-        return orders;
-    }
-    let step = orders.len() as f64 / max as f64;
-    (0..max)
-        .map(|i| orders[(i as f64 * step) as usize].clone())
-        .collect()
-}
-
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
     let Some(data_path) = cfg.data_path.clone() else {
@@ -211,10 +199,11 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let ds = serl_data::load(&data_path, &cfg.data)
         .with_context(|| format!("loading {}", data_path.display()))?;
     let train_orders = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
-    let val_orders = spread(
-        generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?,
-        cfg.validation.max_orders,
-    );
+    let val_orders = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
+    let val_orders = match cfg.validation.max_orders {
+        0 => val_orders,
+        max => spread_orders(&val_orders, max),
+    };
     if train_orders.is_empty() {
         bail!("the train split of {} has no orders", data_path.display());
     }
@@ -232,32 +221,19 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
             .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
     }
-    let reward = reward_of(&cfg)?;
-    let envs = execution_envs(
-        &cfg.train,
-        &market,
-        &train_orders,
-        &cfg.env,
-        reward,
-        &cfg.market,
-    )?;
-    let validate: Option<serl_train::Validator<'_>> = if val_orders.is_empty() {
-        None
-    } else {
-        Some(Box::new(|p: &serl_train::Policy| {
-            static_pa(p, &market, &val_orders, &cfg.env)
-        }))
+    let session = TrainSession {
+        config: cfg.train.clone(),
+        reward: reward_of(&cfg)?,
+        market: &market,
+        env: &cfg.env,
+        population: cfg.market.clone(),
+        train_orders: &train_orders,
+        val_orders: &val_orders,
     };
     let bar = training_bar(&cfg.train);
     let shown = bar.clone();
-    let out = train(TrainSetup {
-        config: cfg.train.clone(),
-        envs,
-        validate,
-        run_dir: Some(a.out.clone()),
-        resume: a.resume,
-        on_update: Some(Box::new(move |r: &UpdateRecord| show_update(&shown, r))),
-    })?;
+    let on_update: serl_train::OnUpdate = Box::new(move |r| show_update(&shown, r));
+    let out = session.run(Some(a.out.clone()), a.resume, Some(on_update))?;
     bar.finish_and_clear();
     print_summary(&out.records);
     println!(

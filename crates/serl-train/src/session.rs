@@ -1,0 +1,117 @@
+//! The pipeline "orders + market + design → trained policy", wired once:
+//! `serl train` and `serl evolve` both build a [`TrainSession`] and run it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serl_design::{Design, ModuleError, ProgramReward};
+use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
+
+use crate::config::TrainConfig;
+use crate::policy::{Algo, Policy};
+use crate::run::{train, OnUpdate, TrainOutcome, TrainSetup, Validator};
+use crate::task::execution_envs;
+use crate::validate::static_pa;
+use crate::TrainError;
+
+/// Everything a training run is made of: how to train, what to reward,
+/// where the episodes play and which orders it learns and selects on.
+pub struct TrainSession<'a> {
+    /// How to train (the design's modules already applied).
+    pub config: TrainConfig,
+    /// The per-step reward.
+    pub reward: Arc<dyn Reward>,
+    /// The sessions the orders play on.
+    pub market: &'a MarketData,
+    /// The execution task.
+    pub env: &'a EnvConfig,
+    /// The dynamic market's population.
+    pub population: MarketConfig,
+    /// Orders to learn on.
+    pub train_orders: &'a [ParentOrder],
+    /// Orders to select the best policy on (greedy static PA); none keeps
+    /// the last policy.
+    pub val_orders: &'a [ParentOrder],
+}
+
+impl TrainConfig {
+    /// This config with a design's modules in place: its network, its
+    /// state features, its imagined days and, in the multi-agent scenario,
+    /// its communication.
+    pub fn with_design(&self, d: &Design) -> TrainConfig {
+        let mut tc = self.clone();
+        tc.network = d.architecture.clone();
+        tc.features = d.state.features.clone();
+        if let Some(team) = &mut tc.team {
+            if d.communication.is_some() {
+                team.communication = d.communication.clone();
+            }
+        }
+        // Without scenarios the shares play nothing
+        // (`TrainConfig::dynamic_market`, `ExecutionEnv::with_imagined_replay`).
+        tc.imagination = d.imagination.clone();
+        tc
+    }
+}
+
+impl<'a> TrainSession<'a> {
+    /// The session that trains `design` with `algo`: `base` with the
+    /// design's modules ([`TrainConfig::with_design`]), its reward program,
+    /// and its profiled population in place of `population`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_design(
+        base: &TrainConfig,
+        design: &Design,
+        algo: Algo,
+        market: &'a MarketData,
+        env: &'a EnvConfig,
+        population: &MarketConfig,
+        train_orders: &'a [ParentOrder],
+        val_orders: &'a [ParentOrder],
+    ) -> Result<Self, ModuleError> {
+        let mut config = base.with_design(design);
+        config.algo = algo;
+        Ok(TrainSession {
+            config,
+            reward: Arc::new(ProgramReward::new(&design.reward)?),
+            market,
+            env,
+            population: design
+                .profiling
+                .as_ref()
+                .map_or(population.clone(), |p| (*p.market).clone()),
+            train_orders,
+            val_orders,
+        })
+    }
+
+    /// Trains: the best policy by validation PA when there are validation
+    /// orders, else the final one. With a run directory, writes metrics,
+    /// checkpoints and the report there; with `resume`, continues it.
+    pub fn run(
+        self,
+        run_dir: Option<PathBuf>,
+        resume: bool,
+        on_update: Option<OnUpdate<'a>>,
+    ) -> Result<TrainOutcome, TrainError> {
+        let envs = execution_envs(
+            &self.config,
+            self.market,
+            self.train_orders,
+            self.env,
+            self.reward.clone(),
+            &self.population,
+        )?;
+        let (market, orders, env) = (self.market, self.val_orders, self.env);
+        let validate: Option<Validator> = (!orders.is_empty())
+            .then(|| Box::new(move |p: &Policy| static_pa(p, market, orders, env)) as Validator);
+        train(TrainSetup {
+            config: self.config,
+            envs,
+            validate,
+            run_dir,
+            resume,
+            on_update,
+        })
+    }
+}
