@@ -30,12 +30,16 @@
 //! [`Simulator::recording`] also keeps the trade tape and minute-end book
 //! snapshots, and [`facts`] measures the stylized facts.
 
+mod calibration_checks;
 pub mod facts;
 pub mod impact;
 mod lobster_stats;
 mod path;
 mod sim;
 
+pub use calibration_checks::{
+    compare_days, mean_depth, minute_returns_bps, DayComparison, PROFILE_MINUTES,
+};
 pub use lobster_stats::OrderStats;
 pub use path::PathModel;
 pub use sim::{

@@ -94,10 +94,6 @@ struct Summary {
     stylized_facts: Vec<Check>,
 }
 
-fn rel(a: f64, b: f64) -> f64 {
-    (a / b - 1.0).abs()
-}
-
 /// A real session turned into the simulator's calibration.
 struct Session {
     symbol: String,
@@ -181,7 +177,6 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let session = load_session(a.session)?;
     let (cal, mcfg) = (&session.cal, &session.market);
     let sym = session.symbol.clone();
-    let minutes = cal.minute_price.len();
     let bar = indicatif::ProgressBar::new(a.seeds);
     // The first seed's day also leaves its tape and book snapshots.
     let first = Simulator::recording(cal, mcfg, session.seed, 5);
@@ -194,85 +189,12 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let returns: Vec<Vec<f64>> = days
-        .iter()
-        .map(|d| d.mid.windows(2).map(|w| (w[1] / w[0]).ln() * 1e4).collect())
-        .collect();
-    let mut depth = [0.0; 5];
-    for d in &days {
-        for (acc, v) in depth.iter_mut().zip(d.depth) {
-            *acc += v / days.len() as f64;
-        }
-    }
-    // Calibration: seed-averaged day against the real one.
-    let n = days.len() as f64;
-    let avg = |f: &dyn Fn(&serl_market::MinuteStats) -> f64| days.iter().map(f).sum::<f64>() / n;
-    let open_err = rel(avg(&|d| d.mid[0]), cal.minute_price[0]);
-    let half_hours = minutes.div_ceil(30);
-    let bucket = |v: &[f64], h: usize| v[h * 30..((h + 1) * 30).min(v.len())].iter().sum::<f64>();
-    let real_total: f64 = cal.minute_volume.iter().sum();
-    let sim_total = avg(&|d| d.volume.iter().sum());
-    let mut worst = 0.0f64;
-    let mut profile = Vec::new();
-    for h in 0..half_hours {
-        let r = bucket(&cal.minute_volume, h);
-        let s = avg(&|d| bucket(&d.volume, h));
-        profile.push((h, r, s));
-        if r > 0.0 {
-            worst = worst.max(rel(s, r));
-        }
-    }
-    let rv = |p: &[f64]| {
-        p.windows(2)
-            .map(|w| (w[1] / w[0]).ln().powi(2))
-            .sum::<f64>()
-            .sqrt()
-    };
-    let real_rv = rv(&cal.minute_price);
-    let sim_rv = avg(&|d| rv(&d.mid));
-    let sim_spread_bps = avg(&|d| {
-        let s: Vec<f64> = d
-            .spread
-            .iter()
-            .zip(&d.mid)
-            .filter(|(s, _)| **s > 0.0)
-            .map(|(s, m)| s / m * 1e4)
-            .collect();
-        s.iter().sum::<f64>() / s.len().max(1) as f64
-    });
-    let calibration = vec![
-        Check {
-            name: "opening price level".into(),
-            value: format!("{:.3}% off", open_err * 100.0),
-            target: "within 1%".into(),
-            pass: open_err < 0.01,
-        },
-        Check {
-            name: "daily volume".into(),
-            value: format!("{sim_total:.0} vs {real_total:.0}"),
-            target: "within 20%".into(),
-            pass: rel(sim_total, real_total) < 0.2,
-        },
-        Check {
-            name: "volume per half hour (U shape)".into(),
-            value: format!("worst bucket {:.1}% off", worst * 100.0),
-            target: "within 20% per half hour".into(),
-            pass: worst < 0.2,
-        },
-        Check {
-            name: "realised volatility".into(),
-            value: format!("{:.1} vs {:.1} bps", sim_rv * 1e4, real_rv * 1e4),
-            target: "within 25%".into(),
-            pass: rel(sim_rv, real_rv) < 0.25,
-        },
-        Check {
-            name: "typical spread".into(),
-            value: format!("{sim_spread_bps:.2} vs {:.2} bps", session.spread_bps),
-            target: "within 50%".into(),
-            pass: rel(sim_spread_bps, session.spread_bps) < 0.5,
-        },
-    ];
-    let facts = stylized_facts(&returns, &depth);
+    let compared = serl_market::compare_days(cal, &days, session.spread_bps);
+    let (calibration, profile) = (compared.checks, compared.profile);
+    let facts = stylized_facts(
+        &serl_market::minute_returns_bps(&days),
+        &serl_market::mean_depth(&days),
+    );
     let outputs = Outputs {
         out: &out,
         session: &session,
