@@ -72,8 +72,31 @@ pub fn write(
         out.iterations_run,
         out.candidates.len()
     );
+    let (best_line, points) = iterations_table(&mut md, out);
+    let svgs = score_plots(dir, &mut md, best_line, points)?;
+    best_design(&mut md, out, modules);
 
-    // Scores per iteration.
+    // The final test.
+    let data = ReportData::new(&out.test, provenance);
+    serl_eval::write_report(&dir.join("test"), &out.test, &data)
+        .map_err(|e| err(&dir.join("test"), e))?;
+    md.push_str("## Test split (once), identical orders\n\n");
+    md.push_str(&serl_eval::report::results_tables(&data, "###"));
+    md.push_str(
+        "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
+    );
+    cost_and_ablations(&mut md, out, ablations);
+    std::fs::write(dir.join("report.md"), &md).map_err(|e| err(dir, e))?;
+    std::fs::write(dir.join("report.html"), html(&md, &svgs)).map_err(|e| err(dir, e))?;
+    write_finetune(dir, &out.candidates)?;
+    Ok(data)
+}
+
+type Points = Vec<(f64, f64)>;
+
+/// The table of iterations; returns the best score so far and every
+/// candidate's score, by iteration, for the plots.
+fn iterations_table(md: &mut String, out: &EvolveOutcome) -> (Points, Points) {
     let iters = out.iterations_run;
     let mut best_line = Vec::new();
     let mut points = Vec::new();
@@ -126,6 +149,16 @@ pub fn write(
         );
     }
     md.push('\n');
+    (best_line, points)
+}
+
+/// The score plots, written beside the report; returns them for the HTML.
+fn score_plots(
+    dir: &Path,
+    md: &mut String,
+    best_line: Points,
+    points: Points,
+) -> Result<Vec<(String, String)>, EvolveError> {
     let mut svgs = Vec::new();
     let mut svg = String::new();
     let series = [
@@ -159,7 +192,13 @@ pub fn write(
         std::fs::write(dir.join(format!("evolve{k}.svg")), s).map_err(|e| err(dir, e))?;
     }
 
-    // The best design, and how it changed.
+    Ok(svgs)
+}
+
+/// The best design, module by module, and how each changed between the
+/// iterations' best candidates.
+fn best_design(md: &mut String, out: &EvolveOutcome, modules: &[ModuleKind]) {
+    let iters = out.iterations_run;
     let _ = writeln!(md, "## The best design: `{}`\n", out.best.key);
     if let Some(v) = &out.best.validation {
         let _ = writeln!(md, "Validation: score {:.3}, PA {:.3} bps (std {:.2}), WR {:.3}, GLR {:.2}, AFI {:.4}; dynamic PA {:.3}, illusory gain {:.3} bps.\n",
@@ -206,18 +245,10 @@ pub fn write(
             }
         }
     }
+}
 
-    // The final test.
-    let data = ReportData::new(&out.test, provenance);
-    serl_eval::write_report(&dir.join("test"), &out.test, &data)
-        .map_err(|e| err(&dir.join("test"), e))?;
-    md.push_str("## Test split (once), identical orders\n\n");
-    md.push_str(&serl_eval::report::results_tables(&data, "###"));
-    md.push_str(
-        "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
-    );
-
-    // Cost.
+/// What the run cost, and the ablation table.
+fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::AblationRow]) {
     let (pt, ct): (u64, u64) = out.candidates.iter().fold((0, 0), |a, c| {
         (a.0 + c.prompt_tokens, a.1 + c.completion_tokens)
     });
@@ -234,10 +265,6 @@ pub fn write(
         md.push_str("Each row is a full run with the same seed, data and orders (`ablations/NAME/` holds its own report): the search's best validation score, and its best design retrained and tested once on the static test split.\n\n");
         md.push_str(&crate::ablation::table(ablations));
     }
-    std::fs::write(dir.join("report.md"), &md).map_err(|e| err(dir, e))?;
-    std::fs::write(dir.join("report.html"), html(&md, &svgs)).map_err(|e| err(dir, e))?;
-    write_finetune(dir, &out.candidates)?;
-    Ok(data)
 }
 
 /// `finetune/sft.jsonl`: each iteration's winning module with its prompt;

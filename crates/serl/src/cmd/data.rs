@@ -80,13 +80,28 @@ fn policy(p: Policy) -> ErrorPolicy {
 }
 
 fn print_catalog(cat: &Catalog, all: bool) {
+    print_overview(cat);
+    print_short_histories(cat);
+    print_missing_minutes(cat, all);
+    print_problems(cat);
+    print_symbols(cat, all);
+}
+
+/// A table in the catalog's style.
+fn table(header: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(header);
+    t
+}
+
+/// Files, symbols, sessions, rows, gaps and the splits.
+fn print_overview(cat: &Catalog) {
     let range = match (cat.first_date, cat.last_date) {
         (Some(a), Some(b)) => format!("{a} .. {b}"),
         _ => "-".into(),
     };
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec!["dataset", &cat.path]);
+    let mut t = table(vec!["dataset", &cat.path]);
     t.add_row(vec![
         "files".to_string(),
         format!("{} ({} skipped)", cat.files, cat.files_skipped),
@@ -120,15 +135,16 @@ fn print_catalog(cat: &Catalog, all: bool) {
     ]);
     t.add_row(vec!["test split".to_string(), split(&cat.splits.test)]);
     println!("{t}");
+}
 
+/// Symbols with fewer sessions than the dataset has dates.
+fn print_short_histories(cat: &Catalog) {
     if !cat.short_histories.is_empty() {
         println!(
             "\nShort histories (fewer sessions than the dataset's {} dates):",
             cat.dates
         );
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec!["symbol", "sessions", "first", "last"]);
+        let mut t = table(vec!["symbol", "sessions", "first", "last"]);
         for s in &cat.short_histories {
             t.add_row(vec![
                 s.symbol.clone(),
@@ -139,7 +155,10 @@ fn print_catalog(cat: &Catalog, all: bool) {
         }
         println!("{t}");
     }
+}
 
+/// Sessions with missing minutes, most gaps first (ten, or all).
+fn print_missing_minutes(cat: &Catalog, all: bool) {
     if !cat.missing_minute_sessions.is_empty() {
         let mut worst = cat.missing_minute_sessions.clone();
         worst.sort_by(|a, b| b.missing.cmp(&a.missing).then(a.symbol.cmp(&b.symbol)));
@@ -157,9 +176,7 @@ fn print_catalog(cat: &Catalog, all: bool) {
                 ""
             }
         );
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec!["symbol", "date", "missing", "filled"]);
+        let mut t = table(vec!["symbol", "date", "missing", "filled"]);
         for s in &worst[..shown] {
             t.add_row(vec![
                 s.symbol.clone(),
@@ -170,12 +187,13 @@ fn print_catalog(cat: &Catalog, all: bool) {
         }
         println!("{t}");
     }
+}
 
+/// Every kind of problem met, with its counts.
+fn print_problems(cat: &Catalog) {
     if !cat.problems.is_empty() {
         println!("\nProblems (`serl data validate` lists each one):");
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED);
-        t.set_header(vec!["kind", "severity", "reports", "rows"]);
+        let mut t = table(vec!["kind", "severity", "reports", "rows"]);
         for p in &cat.problems {
             t.add_row(vec![
                 format!("{:?}", p.kind),
@@ -186,7 +204,10 @@ fn print_catalog(cat: &Catalog, all: bool) {
         }
         println!("{t}");
     }
+}
 
+/// One row per symbol (twenty, or all).
+fn print_symbols(cat: &Catalog, all: bool) {
     let shown = if all {
         cat.per_symbol.len()
     } else {
@@ -201,9 +222,7 @@ fn print_catalog(cat: &Catalog, all: bool) {
             ""
         }
     );
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    let mut t = table(vec![
         "symbol",
         "sessions",
         "rows",

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
-use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig};
+use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
 use serl_eval::Provenance;
 use serl_evolve::{evolve, Ablation, AblationRow, Event, EvolveConfig, EvolveInputs};
 use serl_llm::record::{Recorder, Replay};
@@ -98,7 +98,9 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-pub fn run(a: EvolveArgs) -> Result<ExitCode> {
+/// The run directory and its config: a resumed run's saved one, or the
+/// given config with the command line's overrides; validated.
+fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
     let (out, mut cfg) = match &a.resume {
         Some(dir) => {
             let saved = dir.join("evolve.toml");
@@ -150,6 +152,13 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     cfg.evolve
         .validate()
         .map_err(|m| anyhow::anyhow!("[evolve] {m}"))?;
+    Ok((out, cfg))
+}
+
+/// Writes a new run's config and its copy of the prompts; returns the data
+/// path and the prompts the run asks with (its own copy, so a resumed or
+/// replayed run asks exactly what the original asked).
+fn prepare_run_dir(a: &EvolveArgs, out: &Path, cfg: &EvolveFile) -> Result<(PathBuf, PathBuf)> {
     let data_path = cfg
         .data_path
         .clone()
@@ -158,22 +167,26 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         .prompts
         .clone()
         .unwrap_or_else(|| PathBuf::from("prompts"));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     if a.resume.is_none() {
-        std::fs::write(out.join("evolve.toml"), toml::to_string(&cfg)?)
+        std::fs::write(out.join("evolve.toml"), toml::to_string(cfg)?)
             .with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
         if prompt_dir.is_dir() {
             copy_dir(&prompt_dir, &out.join("prompts"))
                 .with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
         }
     }
-    // The run's own copy of the prompts, so a resumed or replayed run asks
-    // exactly what the original asked.
     let prompts_used = if out.join("prompts").is_dir() {
         out.join("prompts")
     } else {
         prompt_dir.clone()
     };
+    Ok((data_path, prompts_used))
+}
+
+pub fn run(a: EvolveArgs) -> Result<ExitCode> {
+    let (out, cfg) = resolve(&a)?;
+    let (data_path, prompts_used) = prepare_run_dir(&a, &out, &cfg)?;
     let prompts = Prompts::load(&prompts_used)
         .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
 
@@ -212,76 +225,27 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         out.display()
     );
     let modules = cfg.evolve.modules.clone();
-    // The main run and each ablation: the same data and orders.
-    let run_evolve = |evolve_cfg: EvolveConfig,
-                      designer: Box<dyn Designer + '_>,
-                      prompts: Prompts,
-                      run_dir: &Path| {
-        let bar = evolve_bar(&evolve_cfg);
-        evolve(EvolveInputs {
-            cfg: evolve_cfg,
-            env_cfg: cfg.env.clone(),
-            market_cfg: cfg.market.clone(),
-            market: &market,
-            train_orders: &train,
-            val_orders: &val,
-            test_orders: &test,
-            designer,
-            prompts: Some(prompts),
-            run_dir: run_dir.to_path_buf(),
-            on_event: Some(Box::new(move |e| show_event(&bar, e))),
-        })
+    let study = Study {
+        cfg: &cfg,
+        market: &market,
+        train: &train,
+        val: &val,
+        test: &test,
     };
-    let outcome = run_evolve(cfg.evolve.clone(), designer, prompts, &out)?;
+    let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
-    let mut ablations = Vec::new();
-    if !cfg.evolve.ablations.is_empty() {
-        ablations.push(AblationRow::from_outcome(
+    let ablations = if cfg.evolve.ablations.is_empty() {
+        Vec::new()
+    } else {
+        let full = AblationRow::from_outcome(
             "full",
             "the run as configured",
             &outcome,
             main_secs,
             cfg.evolve.seed,
-        ));
-    }
-    for &ablation in &cfg.evolve.ablations {
-        let sub = out.join("ablations").join(ablation.name());
-        std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
-        let backend = match ablation {
-            Ablation::Builtin => LlmChoice::Builtin,
-            _ => cfg.llm.backend,
-        };
-        let sub_transcript = sub.join("transcript.jsonl");
-        let designer = make_designer(
-            &cfg,
-            backend,
-            &prompts_used,
-            &sub_transcript,
-            &sub_transcript,
-        )?;
-        let name = designer.name();
-        eprintln!(
-            "ablation {}: {} ({name})",
-            ablation.name(),
-            ablation.describe()
         );
-        let t = std::time::Instant::now();
-        let sub_outcome = run_evolve(
-            ablation.apply(&cfg.evolve),
-            designer,
-            Prompts::load(&prompts_used)?,
-            &sub,
-        )?;
-        let provenance = provenance(&cfg, &data_path, test.len(), &sub_outcome)?;
-        serl_evolve::report::write(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
-        ablations.push(AblationRow::from_outcome(
-            ablation.name(),
-            ablation.describe(),
-            &sub_outcome,
-            t.elapsed().as_secs_f64(),
-            cfg.evolve.seed,
-        ));
-    }
+        study.ablations(full, &out, &prompts_used, &data_path)?
+    };
     if !ablations.is_empty() {
         eprint!("{}", serl_evolve::ablation::table(&ablations));
     }
@@ -361,6 +325,90 @@ fn provenance(
         git_commit: super::backtest::git_commit(),
         created: super::backtest::now(),
     })
+}
+
+/// The data and orders that the main run and every ablation share.
+struct Study<'a> {
+    cfg: &'a EvolveFile,
+    market: &'a MarketData,
+    train: &'a [ParentOrder],
+    val: &'a [ParentOrder],
+    test: &'a [ParentOrder],
+}
+
+impl Study<'_> {
+    /// One run of the loop with its own progress bar.
+    fn evolve(
+        &self,
+        evolve_cfg: EvolveConfig,
+        designer: Box<dyn Designer + '_>,
+        prompts: Prompts,
+        run_dir: &Path,
+    ) -> Result<serl_evolve::EvolveOutcome, serl_evolve::EvolveError> {
+        let bar = evolve_bar(&evolve_cfg);
+        evolve(EvolveInputs {
+            cfg: evolve_cfg,
+            env_cfg: self.cfg.env.clone(),
+            market_cfg: self.cfg.market.clone(),
+            market: self.market,
+            train_orders: self.train,
+            val_orders: self.val,
+            test_orders: self.test,
+            designer,
+            prompts: Some(prompts),
+            run_dir: run_dir.to_path_buf(),
+            on_event: Some(Box::new(move |e| show_event(&bar, e))),
+        })
+    }
+
+    /// Each configured ablation, run after the main one in
+    /// `ablations/NAME/` with its own report; the rows of the table, the
+    /// main run's (`full`) first.
+    fn ablations(
+        &self,
+        full: AblationRow,
+        out: &Path,
+        prompts_used: &Path,
+        data_path: &Path,
+    ) -> Result<Vec<AblationRow>> {
+        let cfg = self.cfg;
+        let modules = cfg.evolve.modules.clone();
+        let mut ablations = vec![full];
+        for &ablation in &cfg.evolve.ablations {
+            let sub = out.join("ablations").join(ablation.name());
+            std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
+            let backend = match ablation {
+                Ablation::Builtin => LlmChoice::Builtin,
+                _ => cfg.llm.backend,
+            };
+            let sub_transcript = sub.join("transcript.jsonl");
+            let designer =
+                make_designer(cfg, backend, prompts_used, &sub_transcript, &sub_transcript)?;
+            let name = designer.name();
+            eprintln!(
+                "ablation {}: {} ({name})",
+                ablation.name(),
+                ablation.describe()
+            );
+            let t = std::time::Instant::now();
+            let sub_outcome = self.evolve(
+                ablation.apply(&cfg.evolve),
+                designer,
+                Prompts::load(prompts_used)?,
+                &sub,
+            )?;
+            let provenance = provenance(cfg, data_path, self.test.len(), &sub_outcome)?;
+            serl_evolve::report::write(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
+            ablations.push(AblationRow::from_outcome(
+                ablation.name(),
+                ablation.describe(),
+                &sub_outcome,
+                t.elapsed().as_secs_f64(),
+                cfg.evolve.seed,
+            ));
+        }
+        Ok(ablations)
+    }
 }
 
 /// The evolve progress bar: one tick per designed candidate.

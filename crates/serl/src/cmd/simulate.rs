@@ -12,7 +12,7 @@ use serl_data::DataConfig;
 use serl_env::{calibrate, MarketConfig, MarketData};
 use serl_lob::lobster::{parse_messages, LobsterInput};
 use serl_market::facts::{stylized_facts, Check};
-use serl_market::impact::{impact_study, ImpactSpec};
+use serl_market::impact::{impact_study, ImpactSpec, ImpactStudy};
 use serl_market::Simulator;
 use serl_market::{Calibration, FitEffort, OrderStats, Recording};
 
@@ -452,6 +452,39 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
          in bps (positive: the price moved against the trader).\n",
         spec.child_interval_s, spec.start_minute, spec.end_minute, spec.seeds
     );
+    impact_table(&mut md, &study);
+    let _ = writeln!(
+        md,
+        "\nFitted exponent δ in I ∝ (Q/V)^δ: **{delta}** (target: concave, between 0.3 and 0.7): **{}**.\n",
+        if concave { "pass" } else { "fail" }
+    );
+    let svgs = impact_plots(&study, out)?;
+    let (t1, t2) = (&svgs[0].0, &svgs[1].0);
+    let _ = writeln!(md, "![{t1}](impact0.svg)\n\n![{t2}](impact1.svg)\n");
+    std::fs::write(out.join("report.md"), &md)?;
+    std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
+    for r in &study.rows {
+        println!(
+            "Q/V {:>5.1}%  peak {:>7.2} bps  [{:.2}, {:.2}]  after +{} min {:.2} bps",
+            r.fraction * 100.0,
+            r.peak_bps,
+            r.peak_ci.0,
+            r.peak_ci.1,
+            study.decay_minutes.last().copied().unwrap_or(0),
+            r.after_bps.last().copied().unwrap_or(0.0)
+        );
+    }
+    println!(
+        "{} δ = {delta} (concave between 0.3 and 0.7)",
+        if concave { "PASS" } else { "FAIL" }
+    );
+    println!("report: {}", out.join("report.html").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The impact table: peak impact with its interval and the decay after
+/// the metaorder, per size.
+fn impact_table(md: &mut String, study: &ImpactStudy) {
     let _ = write!(md, "| Q/V | shares | peak impact (bps) | 95% CI |");
     for d in &study.decay_minutes {
         let _ = write!(md, " +{d} min |");
@@ -476,11 +509,11 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         }
         md.push('\n');
     }
-    let _ = writeln!(
-        md,
-        "\nFitted exponent δ in I ∝ (Q/V)^δ: **{delta}** (target: concave, between 0.3 and 0.7): **{}**.\n",
-        if concave { "pass" } else { "fail" }
-    );
+}
+
+/// The impact plots (peak against size on log axes, and the mean paths),
+/// written beside the report; returns them with their titles.
+fn impact_plots(study: &ImpactStudy, out: &Path) -> Result<Vec<(String, String)>> {
     let mut svgs = Vec::new();
     let points: Vec<(f64, f64)> = study
         .rows
@@ -533,24 +566,5 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
     for (k, (_, s)) in svgs.iter().enumerate() {
         std::fs::write(out.join(format!("impact{k}.svg")), s)?;
     }
-    let _ = writeln!(md, "![{t1}](impact0.svg)\n\n![{t2}](impact1.svg)\n");
-    std::fs::write(out.join("report.md"), &md)?;
-    std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
-    for r in &study.rows {
-        println!(
-            "Q/V {:>5.1}%  peak {:>7.2} bps  [{:.2}, {:.2}]  after +{} min {:.2} bps",
-            r.fraction * 100.0,
-            r.peak_bps,
-            r.peak_ci.0,
-            r.peak_ci.1,
-            study.decay_minutes.last().copied().unwrap_or(0),
-            r.after_bps.last().copied().unwrap_or(0.0)
-        );
-    }
-    println!(
-        "{} δ = {delta} (concave between 0.3 and 0.7)",
-        if concave { "PASS" } else { "FAIL" }
-    );
-    println!("report: {}", out.join("report.html").display());
-    Ok(ExitCode::SUCCESS)
+    Ok(svgs)
 }
