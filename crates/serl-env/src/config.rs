@@ -37,13 +37,21 @@ pub enum ActionSpace {
     Discrete(Vec<f64>),
 }
 
+/// The environment's settings: decision cadence, action space, what
+/// happens at the end of the window, the benchmark, the participation cap
+/// and the default reward's penalty weights. The same settings drive the
+/// static replay and the dynamic market.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EnvConfig {
     /// Minutes between decisions (1, 5, 30, ...).
     pub decision_minutes: u16,
+    /// What an action means: a continuous fraction or an index into a
+    /// table of fractions of the order.
     pub action: ActionSpace,
+    /// What happens to inventory left when the window ends.
     pub terminal: Terminal,
+    /// The price PA is measured against.
     pub benchmark: Benchmark,
     /// Largest share of a minute's volume a child order may take.
     pub participation_cap: f64,
@@ -69,6 +77,8 @@ impl Default for EnvConfig {
 }
 
 impl EnvConfig {
+    /// Checks the settings; the error names the offending field
+    /// (`env.<field>`).
     pub fn validate(&self) -> Result<(), EnvError> {
         let bad = |field: &str, message: String| {
             Err(EnvError::Config {

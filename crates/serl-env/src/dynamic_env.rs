@@ -113,9 +113,13 @@ pub struct DynamicEnv<'a> {
 /// scenario, where several executions move one price.
 #[derive(Debug, Clone)]
 pub struct Peer {
+    /// The peer's side.
     pub side: OrderSide,
+    /// Its parent order's size, shares.
     pub qty: f64,
+    /// Shares it still has to trade.
     pub remaining: f64,
+    /// Shares it has filled.
     pub filled: f64,
     /// Dollars paid (buys) or received (sells).
     pub notional: f64,
@@ -167,6 +171,7 @@ impl<'a> DynamicEnv<'a> {
         }));
     }
 
+    /// The peers trading beside the agent, in the order they were added.
     pub fn peers(&self) -> &[Peer] {
         &self.peers
     }

@@ -2,38 +2,47 @@
 //!
 //! The task every agent is judged on, following SE-RL: sell or buy a parent
 //! order of Q shares inside a window, deciding every k minutes what fraction
-//! of Q to trade now.
+//! of Q to trade now. Prices are judged by the price advantage (PA, in bps)
+//! of the average fill over the window's benchmark.
 //!
-//! - [`order`]: [`ParentOrder`]s and [`generate_orders`], which draws them
-//!   over a dataset split (default 1% of ADV, both sides, whole session).
-//! - [`view`]: [`SessionView`], a session prepared once (minute prices,
-//!   spreads, volumes, look-back statistics), and [`MarketData`], all of them.
-//! - [`obs`]: the observation layout, the same in every environment.
-//! - [`reward`]: the [`Reward`] interface and the [`DefaultReward`] (step PA
-//!   minus a quadratic inventory penalty).
-//! - [`static_env`]: [`StaticEnv`], the historical replay with no impact,
-//!   the [`Strategy`] interface that baselines and policies implement, and
-//!   [`run_static`], which plays one episode.
+//! How the pieces connect:
 //!
-//! - [`dynamic_env`]: [`DynamicEnv`] and [`run_dynamic`], the same
-//!   episode with the agent's child orders sent as market orders into a
-//!   `serl-market` simulation calibrated to the session, so they move the
-//!   price.
-//! - [`venue`]: the one interface both implement. An [`Episode`] is a
-//!   parent order being worked (observe, decide, step, outcome with its
-//!   `pa_bps`); [`play`] runs a strategy through any episode; a [`Venue`]
-//!   ([`StaticVenue`], [`DynamicVenue`]) opens episodes for backtests and
-//!   validation. Training steps the same episodes one action at a time.
+//! - Orders: [`generate_orders`] draws [`ParentOrder`]s over a dataset
+//!   split as [`OrderConfig`] says (default 1% of ADV, both sides, whole
+//!   session).
+//! - Market data: [`MarketData`] prepares every session once as a
+//!   [`SessionView`] (minute prices, spreads, volumes, look-back
+//!   statistics); [`SessionView::imagined`] reshapes a day by a
+//!   [`Scenario`].
+//! - Episodes: an [`Episode`] is one parent order being worked (observe,
+//!   decide, step, [`ExecutionOutcome`] with its `pa_bps`). [`StaticEnv`]
+//!   replays the historical day with no impact; [`DynamicEnv`] sends the
+//!   agent's child orders as market orders into a `serl-market` simulation
+//!   calibrated to the session ([`calibrate`]), so they move the price, and
+//!   can add [`Peer`] execution agents. Both are set by an [`EnvConfig`].
+//! - Observations: [`obs`] fixes one layout ([`OBS_DIM`] columns) for every
+//!   environment, so one policy runs in all of them.
+//! - Rewards: each step yields a [`StepInfo`]; a [`Reward`] turns it into a
+//!   number ([`DefaultReward`]: step PA minus a quadratic inventory
+//!   penalty).
+//! - Strategies: baselines and trained policies implement [`Strategy`]
+//!   (acting on a [`Decision`]; [`Twap`] is the reference). [`play`] runs a
+//!   strategy through any episode, and a [`Venue`] ([`StaticVenue`],
+//!   [`DynamicVenue`]) opens episodes for backtests and validation;
+//!   [`run_static`] and [`run_dynamic`] play one episode directly. Training
+//!   steps the same episodes one action at a time.
 
-pub mod config;
-pub mod dynamic_env;
+#![deny(missing_docs)]
+
+mod config;
+mod dynamic_env;
 mod error;
 pub mod obs;
-pub mod order;
-pub mod reward;
-pub mod static_env;
-pub mod venue;
-pub mod view;
+mod order;
+mod reward;
+mod static_env;
+mod venue;
+mod view;
 
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
 pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};

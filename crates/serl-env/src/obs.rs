@@ -24,9 +24,11 @@
 //! nothing on average. The horizons reach back to the previous decision at
 //! the usual cadences (5 and 30 minutes) and beyond.
 
+/// Book levels per side in the observation.
 pub const LEVELS: usize = 5;
 /// Horizons of the return features, minutes.
 pub const RETURN_HORIZONS: [usize; 5] = [1, 5, 15, 30, 60];
+/// Number of return features, one per horizon.
 pub const RETURNS: usize = RETURN_HORIZONS.len();
 /// Width of the default observation.
 pub const OBS_DIM: usize = 2 + 4 * LEVELS + RETURNS + 2;
@@ -55,9 +57,13 @@ pub fn feature_names() -> Vec<String> {
 /// A top-of-book-and-depth picture, in bps from mid and in shares.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BookPicture {
+    /// Bid prices of levels 1–5, bps from mid (negative).
     pub bid_bps: [f64; LEVELS],
+    /// Bid sizes of levels 1–5, shares.
     pub bid_size: [f64; LEVELS],
+    /// Ask prices of levels 1–5, bps from mid (positive).
     pub ask_bps: [f64; LEVELS],
+    /// Ask sizes of levels 1–5, shares.
     pub ask_size: [f64; LEVELS],
 }
 

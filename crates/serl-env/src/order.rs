@@ -10,10 +10,13 @@ use serl_data::{time::format_minute, DataConfig, Dataset, Session, Split};
 
 use crate::EnvError;
 
+/// Whether a parent order buys or sells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OrderSide {
+    /// Buy `qty` shares: lower prices are better.
     Buy,
+    /// Sell `qty` shares: higher prices are better.
     Sell,
 }
 
@@ -26,6 +29,7 @@ impl OrderSide {
         }
     }
 
+    /// The other side.
     pub fn opposite(self) -> OrderSide {
         match self {
             OrderSide::Buy => OrderSide::Sell,
@@ -48,12 +52,21 @@ impl std::fmt::Display for OrderSide {
 /// after midnight, exchange local time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParentOrder {
+    /// The order's number: its index in the list [`generate_orders`]
+    /// drew, so unique within it. Paired comparisons match orders by it,
+    /// and the dynamic market's seed derives from it.
     pub id: u64,
+    /// The stock traded.
     pub symbol: Arc<str>,
+    /// The session traded.
     pub date: NaiveDate,
+    /// Buy or sell.
     pub side: OrderSide,
+    /// Shares to trade (Q).
     pub qty: f64,
+    /// First minute of the window, minutes after midnight (inclusive).
     pub start_minute: u16,
+    /// End of the window, minutes after midnight (exclusive).
     pub end_minute: u16,
 }
 
@@ -61,17 +74,25 @@ pub struct ParentOrder {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Quantity {
+    /// A fixed number of shares.
     Shares(f64),
     /// A fraction of the average daily volume over the look-back window
     /// before the order's day (the day's own volume when it has no history).
     AdvFraction(f64),
 }
 
+/// Which sides the generator draws orders on: one order per side listed
+/// for each of `per_session` draws. With `per_session` > 1 each order's
+/// side is then flipped with probability ½ (so that ids do not encode the
+/// side), whichever variant is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Sides {
+    /// A buy and a sell per draw.
     Both,
+    /// Buys (only buys when `per_session` is 1).
     Buy,
+    /// Sells (only sells when `per_session` is 1).
     Sell,
 }
 
@@ -79,13 +100,17 @@ pub enum Sides {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OrderConfig {
+    /// How big each order is.
     pub quantity: Quantity,
     /// Orders per symbol-session (each side counts).
     pub per_session: usize,
+    /// Which sides to draw.
     pub sides: Sides,
-    /// Window start and end, `HH:MM`.
+    /// Window start, `HH:MM` exchange local time.
     pub start: String,
+    /// Window end, `HH:MM` exchange local time (exclusive).
     pub end: String,
+    /// Seed of the generator: the same seed draws the same orders.
     pub seed: u64,
     /// Only these symbols (all when empty).
     pub symbols: Vec<String>,

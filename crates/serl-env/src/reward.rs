@@ -27,6 +27,8 @@ pub struct StepInfo {
     /// PA of this step's fills against the step benchmark, in bps,
     /// weighted by `fill_frac` (sums to about the episode PA).
     pub step_pa: f64,
+    /// The session's estimated bid-ask spread, bps (one figure for the
+    /// day, the same every step).
     pub spread_bps: f64,
     /// After this step.
     pub time_left: f64,
@@ -38,11 +40,17 @@ pub struct StepInfo {
     pub volume: f64,
     /// Number of decision steps in the episode.
     pub steps: usize,
+    /// Whether this was the episode's last step.
     pub done: bool,
 }
 
+/// Turns what happened in a step into the learning signal. Episodes sum
+/// it into `ExecutionOutcome::reward`; the designer's reward programs
+/// (`serl_design::ProgramReward`) implement it too.
 pub trait Reward: Send + Sync {
+    /// The reward for one step.
     fn reward(&self, s: &StepInfo) -> f64;
+    /// The reward as a formula, for reports and provenance.
     fn describe(&self) -> String;
     /// NaN, ±∞ and division-by-zero values replaced so far (a designed
     /// reward program repairs them; a written-out reward has none).
@@ -55,7 +63,11 @@ pub trait Reward: Send + Sync {
 /// and a larger one on what is left at the end.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DefaultReward {
+    /// Weight of the per-step penalty, bps: each step loses
+    /// `inventory_penalty × inventory_left² / steps`.
     pub inventory_penalty: f64,
+    /// Weight of the end-of-episode penalty, bps: the last step also loses
+    /// `terminal_penalty × inventory_left²`.
     pub terminal_penalty: f64,
 }
 

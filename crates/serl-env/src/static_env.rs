@@ -20,16 +20,26 @@ use crate::view::{SessionView, ViewRef};
 /// a strategy must only read bars before `from_minute`, except the oracle,
 /// which is labelled as the upper bound it is.
 pub struct Decision<'a> {
+    /// The observation for the coming step, in the layout of
+    /// [`crate::obs`].
     pub obs: &'a [f32],
+    /// Index of the coming step, from 0.
     pub step: usize,
+    /// Decision steps in the episode.
     pub steps: usize,
+    /// The order's size, shares.
     pub qty: f64,
+    /// Shares still to trade.
     pub remaining: f64,
+    /// First minute of the coming step, minutes after midnight.
     pub from_minute: u16,
+    /// End of the coming step (exclusive), minutes after midnight.
     pub to_minute: u16,
     /// Market volume traded in the previous step (0 at the first).
     pub last_step_volume: f64,
+    /// The whole session (read only bars before `from_minute`).
     pub view: &'a SessionView,
+    /// The parent order being worked.
     pub order: &'a ParentOrder,
 }
 
@@ -75,6 +85,7 @@ impl<'a> Decision<'a> {
 
 /// An execution strategy: a baseline or a trained policy.
 pub trait Strategy: Send {
+    /// The strategy's name in reports (`twap`, `pov(0.05)`).
     fn name(&self) -> String;
     /// Called before each episode.
     fn reset(&mut self, _view: &SessionView, _order: &ParentOrder, _env: &EnvConfig) {}
@@ -175,23 +186,33 @@ pub(crate) fn step_info(
 /// How an episode ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutionOutcome {
+    /// The order's [`ParentOrder::id`].
     pub order_id: u64,
     /// The order's side: what the prices are judged for.
     pub side: OrderSide,
+    /// Shares filled.
     pub filled: f64,
     /// Sum of fill price × shares.
     pub notional: f64,
+    /// The benchmark price PA is measured against: in the static replay
+    /// the window's TWAP or VWAP of minute prices ([`Benchmark`]); in the
+    /// dynamic market the mean simulated mid over the minutes played.
     pub bench_price: f64,
-    /// The first minute price of the window: the arrival price for
-    /// implementation shortfall.
+    /// The price when the order arrived, for implementation shortfall:
+    /// the window's first minute price in the static replay, the simulated
+    /// mid at the window's start in the dynamic market.
     pub arrival_price: f64,
+    /// The episode's reward, summed over its steps.
     pub reward: f64,
+    /// Decision steps in the episode.
     pub steps: usize,
     /// Inventory left (fraction of the order) after each step.
     pub inventory_path: Vec<f32>,
 }
 
 impl ExecutionOutcome {
+    /// Average fill price (notional ÷ shares filled); `None` when nothing
+    /// filled.
     pub fn avg_price(&self) -> Option<f64> {
         (self.filled > 0.0).then(|| self.notional / self.filled)
     }
@@ -271,10 +292,12 @@ impl<'a> StaticEnv<'a> {
         }
     }
 
+    /// Shares still to trade.
     pub fn remaining(&self) -> f64 {
         self.remaining
     }
 
+    /// The window's benchmark price ([`Benchmark`]).
     pub fn benchmark(&self) -> f64 {
         self.bench
     }

@@ -14,18 +14,27 @@ use serl_market::Scenario;
 /// volumes and the look-back statistics a strategy may use.
 #[derive(Debug, Clone)]
 pub struct SessionView {
+    /// The stock.
     pub symbol: Arc<str>,
+    /// The session's date.
     pub date: NaiveDate,
+    /// Each bar's minute, minutes after midnight, ascending (minutes
+    /// without trades have no bar).
     pub minute: Vec<u16>,
     /// The price a bar's volume traded at (VWAP, else (H+L+C)/3).
     pub price: Vec<f64>,
+    /// Each bar's close.
     pub close: Vec<f64>,
+    /// Each bar's traded volume, shares.
     pub volume: Vec<f64>,
     /// Half the bid-ask spread, in price units, per bar: from quotes where
     /// the session has them, else the session's estimated spread.
     pub half_spread: Vec<f64>,
-    /// Quoted sizes at the touch, where the session has quotes.
+    /// Quoted bid size at the touch per bar, shares, where the session
+    /// has quotes.
     pub bid_size: Option<Vec<f64>>,
+    /// Quoted ask size at the touch per bar, shares, where the session
+    /// has quotes.
     pub ask_size: Option<Vec<f64>>,
     /// 1-minute log returns of the close, in bps (0 for the first bar).
     pub ret_bps: Vec<f64>,
@@ -43,7 +52,10 @@ pub struct SessionView {
     /// Mean intraday volume profile of earlier sessions, per
     /// `profile_bucket` minutes from the open (uniform without history).
     pub profile: Vec<f64>,
+    /// Width of a `profile` bucket, minutes.
     pub profile_bucket: u16,
+    /// The session's open, minutes after midnight (from the data
+    /// config's session hours; 09:30 when unset).
     pub open_minute: u16,
     /// The simulated market's fitted noise rates, per market config (its
     /// debug form): fitted once per session, shared by every episode.
@@ -185,7 +197,9 @@ fn minute_returns_bps(close: &[f64]) -> Vec<f64> {
 /// imagined day ([`SessionView::imagined`]) that the episode owns.
 #[derive(Debug, Clone)]
 pub enum ViewRef<'a> {
+    /// A session of [`MarketData`].
     Borrowed(&'a SessionView),
+    /// An imagined day, owned by the episode.
     Owned(Arc<SessionView>),
 }
 
@@ -226,6 +240,8 @@ pub struct MarketData {
 }
 
 impl MarketData {
+    /// Prepares every session of `ds` (in parallel), each with the
+    /// sessions of its symbol before it as the look-back.
     pub fn new(ds: &Dataset, cfg: &DataConfig) -> Self {
         use rayon::prelude::*;
         let symbols = ds.symbols();
@@ -244,16 +260,19 @@ impl MarketData {
         MarketData { views, index }
     }
 
+    /// The session of `symbol` on `date`, if the data has it.
     pub fn get(&self, symbol: &str, date: NaiveDate) -> Option<&Arc<SessionView>> {
         self.index
             .get(&(Arc::from(symbol), date))
             .map(|&i| &self.views[i])
     }
 
+    /// Number of sessions.
     pub fn len(&self) -> usize {
         self.views.len()
     }
 
+    /// Whether there are no sessions.
     pub fn is_empty(&self) -> bool {
         self.views.is_empty()
     }

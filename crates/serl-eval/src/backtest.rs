@@ -8,7 +8,9 @@ use crate::metrics::OrderResult;
 
 /// A named way to make fresh strategy instances (one per worker).
 pub struct StrategyFactory {
+    /// The strategy's name in results and reports.
     pub label: String,
+    /// Makes a fresh instance; each backtest worker calls it once.
     pub make: Box<dyn Fn() -> Box<dyn Strategy> + Send + Sync>,
 }
 

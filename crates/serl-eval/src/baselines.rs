@@ -32,6 +32,7 @@ impl Strategy for Vwap {
 /// step (of the expected volume at the first step).
 #[derive(Debug, Clone)]
 pub struct Pov {
+    /// Share of the market volume to trade (0.05: 5%).
     pub rate: f64,
 }
 
@@ -56,12 +57,16 @@ impl Strategy for Pov {
 /// spread.
 #[derive(Debug, Clone)]
 pub struct AlmgrenChriss {
+    /// λ: how much variance of cost the trader will pay to avoid (0 gives
+    /// the even TWAP schedule; larger values trade earlier).
     pub risk_aversion: f64,
     kappa: f64,
     horizon: f64,
 }
 
 impl AlmgrenChriss {
+    /// The strategy for `risk_aversion` λ; κ and the horizon are set for
+    /// each order when it is reset.
     pub fn new(risk_aversion: f64) -> Self {
         AlmgrenChriss {
             risk_aversion,
@@ -160,10 +165,21 @@ impl Strategy for Oracle {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategySpec {
+    /// [`Twap`].
     Twap,
+    /// [`Vwap`].
     Vwap,
-    Pov { rate: f64 },
-    Ac { risk_aversion: f64 },
+    /// [`Pov`].
+    Pov {
+        /// Share of the market volume (default 0.05).
+        rate: f64,
+    },
+    /// [`AlmgrenChriss`].
+    Ac {
+        /// λ (default 1e-7).
+        risk_aversion: f64,
+    },
+    /// [`Oracle`].
     Oracle,
 }
 
@@ -196,6 +212,7 @@ impl StrategySpec {
         }
     }
 
+    /// The name it parses from, with its parameter (`pov:0.05`, `ac:1e-7`).
     pub fn label(&self) -> String {
         match self {
             StrategySpec::Twap => "twap".into(),
@@ -206,6 +223,7 @@ impl StrategySpec {
         }
     }
 
+    /// A fresh instance of the strategy.
     pub fn build(&self) -> Box<dyn Strategy> {
         match *self {
             StrategySpec::Twap => Box::new(Twap),

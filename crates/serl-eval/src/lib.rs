@@ -1,23 +1,37 @@
 //! # serl-eval: baselines, metrics, backtests and reports
 //!
-//! - [`baselines`]: TWAP, VWAP (look-back volume profile), POV,
+//! How the pieces connect:
+//!
+//! - Baselines: TWAP, VWAP (look-back volume profile), POV,
 //!   Almgren–Chriss and the perfect-foresight oracle, each a
-//!   [`serl_env::Strategy`]; [`StrategySpec`] parses them by name.
-//! - [`backtest`]: [`run_backtest`] plays every strategy on every parent
-//!   order in every environment ([`EpisodeRunner`]), in parallel.
-//! - [`metrics`]: PA, PA-std, WR, GLR, AFI, fill rate and implementation
-//!   shortfall, with bootstrap CIs and paired differences.
-//! - [`report`]: `orders.csv`, `summary.json`, `report.md` and a
-//!   self-contained `report.html` with SVG plots.
+//!   [`serl_env::Strategy`]; [`StrategySpec`] parses them by name and a
+//!   [`StrategyFactory`] makes fresh instances of one (or of a trained
+//!   policy, built by the caller).
+//! - Backtests: [`run_backtest`] plays every factory's strategy on every
+//!   parent order at every [`serl_env::Venue`] (static replay, dynamic
+//!   market), in parallel, and returns one [`OrderResult`] per order,
+//!   strategy and venue.
+//! - Metrics: [`summarize`] turns a group of results into a [`Summary`]
+//!   (PA, PA-std, WR, GLR, AFI, fill rate and implementation shortfall,
+//!   with bootstrap CIs from [`bootstrap_mean`]); [`paired_diff`] compares
+//!   two strategies on the same orders.
+//! - Reports: [`ReportData::new`] computes every summary, the paired
+//!   differences against TWAP and the [`IllusoryGain`] of static over
+//!   dynamic PA; [`write_report`] writes `orders.csv`, `orders.parquet`,
+//!   `summary.json`, `report.md` and a self-contained `report.html` with
+//!   SVG plots, and [`results_tables`] gives the markdown tables for other
+//!   reports.
 
-pub mod backtest;
-pub mod baselines;
-pub mod metrics;
-pub mod report;
+#![deny(missing_docs)]
 
-pub use backtest::{run_backtest, StrategyFactory};
-pub use baselines::StrategySpec;
+mod backtest;
+mod baselines;
+mod metrics;
+mod report;
+
+pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
+pub use baselines::{AlmgrenChriss, Oracle, Pov, StrategySpec, Twap, Vwap};
 pub use metrics::{
     bootstrap_mean, paired_diff, summarize, Estimate, OrderResult, PairedDiff, Summary,
 };
-pub use report::{write_report, Provenance, ReportData};
+pub use report::{results_tables, write_report, IllusoryGain, Provenance, ReportData};

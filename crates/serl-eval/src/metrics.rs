@@ -9,16 +9,27 @@ use serl_env::{ExecutionOutcome, OrderSide, ParentOrder};
 /// One order executed by one strategy in one environment.
 #[derive(Debug, Clone, Serialize)]
 pub struct OrderResult {
+    /// The strategy's label.
     pub strategy: String,
+    /// The venue's name (`static`, `dynamic`).
     pub env: String,
+    /// The order's id.
     pub order_id: u64,
+    /// The stock.
     pub symbol: String,
+    /// The session.
     pub date: chrono::NaiveDate,
+    /// Buy or sell.
     pub side: OrderSide,
+    /// The order's size, shares.
     pub qty: f64,
+    /// Shares filled.
     pub filled: f64,
+    /// Average fill price; `None` when nothing filled.
     pub avg_price: Option<f64>,
+    /// The benchmark price PA is measured against.
     pub bench_price: f64,
+    /// The price when the order arrived.
     pub arrival_price: f64,
     /// Price advantage over the benchmark, bps; positive is good. 0 when
     /// nothing filled.
@@ -28,12 +39,17 @@ pub struct OrderResult {
     pub is_bps: f64,
     /// Unfilled share of the order.
     pub unfilled: f64,
+    /// The episode's summed reward.
     pub reward: f64,
+    /// Inventory left (share of the order) after each step; kept only for
+    /// the first few orders ([`crate::EXAMPLE_ORDERS`]), for the report's
+    /// plots.
     #[serde(skip)]
     pub inventory_path: Vec<f32>,
 }
 
 impl OrderResult {
+    /// The result of `strategy` at venue `env` on order `o`.
     pub fn new(strategy: &str, env: &str, o: &ParentOrder, out: ExecutionOutcome) -> Self {
         let avg = out.avg_price();
         let (pa, is) = (out.pa_bps(), out.is_bps());
@@ -69,8 +85,11 @@ impl OrderResult {
 /// A mean with its bootstrap 95% confidence interval.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Estimate {
+    /// The sample mean.
     pub mean: f64,
+    /// Lower end of the interval (2.5th percentile).
     pub lo: f64,
+    /// Upper end of the interval (97.5th percentile).
     pub hi: f64,
 }
 
@@ -131,11 +150,15 @@ pub fn bootstrap_mean(x: &[f64], resamples: usize, seed: u64) -> Estimate {
 /// The metrics of one strategy in one environment.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The strategy's label.
     pub strategy: String,
+    /// The venue's name.
     pub env: String,
+    /// Orders summarised.
     pub orders: usize,
     /// PA, bps, with its bootstrap CI.
     pub pa: Estimate,
+    /// Standard deviation of PA over orders, bps.
     pub pa_std: f64,
     /// Share of orders with PA > 0.
     pub wr: f64,
@@ -143,12 +166,16 @@ pub struct Summary {
     pub glr: Option<f64>,
     /// Mean unfilled share.
     pub afi: f64,
+    /// Mean filled share: 1 − AFI.
     pub fill_rate: f64,
     /// Implementation shortfall, bps.
     pub is: Estimate,
+    /// Mean episode reward.
     pub reward: f64,
 }
 
+/// The metrics of `rows` (one strategy at one venue); `seed` seeds the
+/// bootstraps.
 pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) -> Summary {
     let pa: Vec<f64> = rows.iter().map(|r| r.pa_bps).collect();
     let is: Vec<f64> = rows.iter().map(|r| r.is_bps).collect();
@@ -182,14 +209,21 @@ pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) ->
 /// Paired difference of PA between two strategies over the orders both ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct PairedDiff {
+    /// The strategy compared.
     pub strategy: String,
+    /// The strategy it is compared with (TWAP in reports).
     pub reference: String,
+    /// The venue.
     pub env: String,
+    /// Orders both ran.
     pub orders: usize,
     /// mean(PA_strategy − PA_reference), bps, with its bootstrap CI.
     pub diff: Estimate,
 }
 
+/// PA of the strategy of `a` minus that of `b`, order by order, over the
+/// orders both ran; `None` when either is empty. `seed` seeds the
+/// bootstrap.
 pub fn paired_diff(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<PairedDiff> {
     let by_id: std::collections::HashMap<u64, f64> =
         b.iter().map(|r| (r.order_id, r.pa_bps)).collect();

@@ -13,15 +13,26 @@ use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summ
 /// Where the orders and data came from.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Provenance {
+    /// The dataset's path.
     pub data_path: String,
+    /// The split the orders were drawn from.
     pub split: String,
+    /// The seed of the run (a backtest's order seed); it also seeds the
+    /// report's bootstraps.
     pub seed: u64,
+    /// Parent orders drawn.
     pub orders: usize,
+    /// The order generator's settings, as JSON.
     pub order_config: String,
+    /// The environment's settings, as JSON.
     pub env_config: String,
+    /// The reward the episodes were scored with, in words.
     pub reward: String,
+    /// The `serl` version that wrote the report.
     pub serl_version: String,
+    /// The commit it was built from.
     pub git_commit: String,
+    /// When the report was written.
     pub created: String,
 }
 
@@ -29,24 +40,34 @@ pub struct Provenance {
 /// dynamic market, on the same orders.
 #[derive(Debug, Clone, Serialize)]
 pub struct IllusoryGain {
+    /// The strategy.
     pub strategy: String,
+    /// Mean PA in the static replay, bps.
     pub pa_static: f64,
+    /// Mean PA in the dynamic market, bps.
     pub pa_dynamic: f64,
+    /// `pa_static − pa_dynamic`, bps.
     pub gain: f64,
 }
 
 /// Everything a report says, as `summary.json` holds it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportData {
+    /// Where the orders and data came from.
     pub provenance: Provenance,
+    /// One per strategy and venue.
     pub summaries: Vec<Summary>,
+    /// Each strategy's PA minus TWAP's, per venue.
     pub paired_vs_twap: Vec<PairedDiff>,
+    /// Each strategy played at both venues.
     pub illusory_gain: Vec<IllusoryGain>,
     /// Mean PA per symbol: env → strategy → symbol → PA.
     pub pa_by_symbol: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
 }
 
 impl ReportData {
+    /// Summarises `results` by venue and strategy, pairs each strategy with
+    /// TWAP at its venue and computes the illusory gains.
     pub fn new(results: &[OrderResult], provenance: Provenance) -> Self {
         let mut groups: BTreeMap<(String, String), Vec<&OrderResult>> = BTreeMap::new();
         for r in results {

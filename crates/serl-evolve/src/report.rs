@@ -81,7 +81,7 @@ pub fn write(
     serl_eval::write_report(&dir.join("test"), &out.test, &data)
         .map_err(|e| err(&dir.join("test"), e))?;
     md.push_str("## Test split (once), identical orders\n\n");
-    md.push_str(&serl_eval::report::results_tables(&data, "###"));
+    md.push_str(&serl_eval::results_tables(&data, "###"));
     md.push_str(
         "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
     );

@@ -99,6 +99,7 @@ pub struct BuiltinDesigner {
 }
 
 impl BuiltinDesigner {
+    /// A designer whose search is deterministic in `seed`.
     pub fn new(seed: u64) -> Self {
         BuiltinDesigner {
             rng: SmallRng::seed_from_u64(seed),

@@ -10,11 +10,15 @@ use crate::prompts::{ModuleContext, Prompts};
 /// What a designer answered.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Reply {
+    /// The answer as written: a module somewhere in prose or fences, or
+    /// (for `refine`) the new instruction.
     pub text: String,
     /// The rendered prompt (empty for the builtin designer, which reads
     /// the context directly).
     pub prompt: String,
+    /// Tokens the prompt took (0 for the builtin designer).
     pub prompt_tokens: u64,
+    /// Tokens the answer took (0 for the builtin designer).
     pub completion_tokens: u64,
 }
 
@@ -23,6 +27,7 @@ pub struct Reply {
 pub trait Designer: Send {
     /// How it is named in logs and reports.
     fn name(&self) -> String;
+    /// Whether a language model answers (false for the builtin search).
     fn is_llm(&self) -> bool;
     /// A module of `ctx.module`'s kind; `ctx.error` holds the last
     /// rejection when retrying.
@@ -34,9 +39,14 @@ pub trait Designer: Send {
 
 /// An LLM designer: renders the module's template and asks the backend.
 pub struct LlmDesigner {
+    /// The templates rendered for each question.
     pub prompts: Prompts,
+    /// The chat model asked.
     pub backend: Box<dyn Backend>,
+    /// Sampling temperature of every request (default 0.7).
     pub temperature: f64,
+    /// Base seed: call `n` asks with `seed + n`, so that retries differ
+    /// and a rerun or replay asks the same questions.
     pub seed: u64,
     /// Send the expression grammar to servers that constrain decoding.
     pub constrained: bool,
@@ -44,6 +54,8 @@ pub struct LlmDesigner {
 }
 
 impl LlmDesigner {
+    /// A designer asking `backend` with `prompts`, temperature 0.7 and no
+    /// grammar constraint.
     pub fn new(prompts: Prompts, backend: Box<dyn Backend>, seed: u64) -> Self {
         LlmDesigner {
             prompts,
@@ -100,6 +112,7 @@ impl Designer for LlmDesigner {
 /// One try at a module.
 #[derive(Debug, Clone, Serialize)]
 pub struct Attempt {
+    /// The designer's answer (empty when asking it failed).
     pub reply: String,
     /// Why it was rejected (`None` for the accepted one).
     pub error: Option<String>,
@@ -108,10 +121,15 @@ pub struct Attempt {
 /// The outcome of generating one module.
 #[derive(Debug, Clone, Serialize)]
 pub struct Generated {
+    /// Which module was asked for.
     pub kind: ModuleKind,
+    /// The accepted module, if an attempt passed.
     pub module: Option<Module>,
+    /// Every attempt in order; the accepted one, if any, is last.
     pub attempts: Vec<Attempt>,
+    /// Prompt tokens over all attempts.
     pub prompt_tokens: u64,
+    /// Answer tokens over all attempts.
     pub completion_tokens: u64,
     /// Set when the designer itself failed in a way retrying cannot fix
     /// (an unreachable server, a missing key, a broken template, a replay

@@ -21,17 +21,23 @@ pub enum Flavor {
     Ollama,
 }
 
+/// How to reach a chat server (`[llm]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
+    /// The wire format.
     pub flavor: Flavor,
     /// e.g. `https://api.openai.com/v1`, `http://localhost:8080/v1`,
     /// `http://localhost:11434` (Ollama native).
     pub base_url: String,
+    /// The model name sent with each request.
     pub model: String,
     /// The environment variable holding the API key (never the key itself).
     pub api_key_env: Option<String>,
+    /// Per-request timeout, seconds.
     pub timeout_secs: f64,
+    /// Retries after the first attempt, on timeouts, connection errors,
+    /// 429 and 5xx.
     pub max_retries: u32,
     /// First backoff; doubled each retry, with ±50% jitter.
     pub backoff_ms: u64,
@@ -54,6 +60,8 @@ impl Default for HttpConfig {
     }
 }
 
+/// A chat model behind HTTP ([`HttpConfig`]); blocking calls over its own
+/// single-threaded runtime, with at most `concurrency` requests in flight.
 pub struct HttpBackend {
     cfg: HttpConfig,
     key: Option<String>,
@@ -63,6 +71,8 @@ pub struct HttpBackend {
 }
 
 impl HttpBackend {
+    /// Builds the client. The API key is read from `api_key_env` now; a
+    /// missing key is an error only for an `https://` endpoint.
     pub fn new(cfg: HttpConfig) -> Result<Self, LlmError> {
         let key = match &cfg.api_key_env {
             // A local server needs no key; a missing variable is only an

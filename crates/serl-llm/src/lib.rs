@@ -1,28 +1,38 @@
 //! # serl-llm: the designer
 //!
-//! The "LLM as RL researcher" half of SE-RL, open to any model:
+//! The "LLM as RL researcher" half of SE-RL, open to any model. How the
+//! pieces connect:
 //!
+//! - A [`Designer`] proposes modules (`serl-design`) from a
+//!   [`ModuleContext`]: [`LlmDesigner`] renders a prompt template and asks
+//!   a chat model; [`BuiltinDesigner`] is the offline designer, a seeded
+//!   search with no model.
+//! - [`generate`] drives either kind: extract, validate, smoke-test and
+//!   retry with the error until a module passes ([`Generated`]).
 //! - [`prompts`]: minijinja templates in a directory (`prompts/`), one per
 //!   module plus the system prompt, the feedback block and the
-//!   instruction-refinement prompt, with a documented context and a check.
-//! - [`backend`]: the [`Backend`] trait every chat model implements, and
-//!   [`http`]: OpenAI-compatible chat completions and Ollama's native API
-//!   over reqwest, with timeouts, backoff and a concurrency limit.
-//! - [`record`]: a transcript of every exchange, which doubles as a cache,
-//!   and [`record::Replay`], which reproduces a recorded run exactly.
-//! - [`builtin`]: the offline designer, a seeded search with no model.
-//! - [`designer`]: the [`Designer`] interface both kinds implement, and
-//!   [`generate`]: extract, validate, smoke-test and retry with the error.
+//!   instruction-refinement prompt, with a documented context and a check
+//!   ([`Prompts::check`]).
+//! - A [`Backend`] is a chat model: [`HttpBackend`] speaks
+//!   OpenAI-compatible chat completions or Ollama's native API over
+//!   reqwest, with timeouts, backoff and a concurrency limit
+//!   ([`HttpConfig`]).
+//! - [`Recorder`] wraps a backend and writes a transcript of every
+//!   exchange, which doubles as a cache; [`Replay`] answers from a
+//!   transcript alone, reproducing a recorded run exactly.
 
-pub mod backend;
-pub mod builtin;
-pub mod designer;
-pub mod http;
+#![deny(missing_docs)]
+
+mod backend;
+mod builtin;
+mod designer;
+mod http;
 pub mod prompts;
-pub mod record;
+mod record;
 
 pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message};
 pub use builtin::BuiltinDesigner;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
 pub use http::{Flavor, HttpBackend, HttpConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};
+pub use record::{Recorder, Replay};

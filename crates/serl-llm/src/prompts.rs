@@ -23,6 +23,8 @@ pub const REQUIRED: [&str; 9] = [
     "communication",
 ];
 
+/// A directory of prompt templates, loaded and parsed once; undefined
+/// variables are errors when rendering.
 pub struct Prompts {
     env: Environment<'static>,
     dir: PathBuf,
@@ -76,6 +78,7 @@ impl Prompts {
         })
     }
 
+    /// The directory the templates came from.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -85,6 +88,8 @@ impl Prompts {
         &self.names
     }
 
+    /// Renders template `name` (without `.j2`) with `ctx`, normally a
+    /// [`ModuleContext::to_value`]; an error names the file and line.
     pub fn render(&self, name: &str, ctx: &Value) -> Result<String, LlmError> {
         let file = format!("{name}.j2");
         let t = self
@@ -130,36 +135,58 @@ impl Prompts {
 /// One past design shown to the designer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Example {
+    /// The module's text.
     pub source: String,
+    /// The best score of a candidate that used it.
     pub score: f64,
 }
 
 /// One candidate's results in the feedback block.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CandidateFeedback {
+    /// The candidate's key in the run.
     pub name: String,
+    /// Its score: validation PA × the design's success rate.
     pub score: f64,
+    /// Mean validation PA, bps, in the static replay.
     pub pa: f64,
+    /// Win rate: share of orders with positive PA.
     pub wr: f64,
+    /// Gain-loss ratio: mean gain over mean loss, in PA.
     pub glr: f64,
+    /// Average fill incompleteness: mean share of the order left unfilled.
     pub afi: f64,
+    /// Static minus dynamic PA on the same orders, bps: what the replay
+    /// overstates.
     pub illusory_gain: f64,
+    /// NaN, ±∞ and division-by-zero values its reward repaired in
+    /// training.
     pub repaired: u64,
 }
 
+/// The last round's results, for the `feedback` block of every module
+/// template.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Feedback {
+    /// The round's scored candidates.
     pub candidates: Vec<CandidateFeedback>,
+    /// Statistics of the best candidate's reward on the smoke episode
+    /// (`mean`, `min`, `max`, `repaired`), when it has them.
     pub reward_stats: Option<Value>,
+    /// The first rejection messages of the round.
     pub errors: Vec<String>,
 }
 
 /// The task as the prompts describe it.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskInfo {
+    /// The execution task in words.
     pub description: String,
+    /// Decision steps per episode.
     pub steps: usize,
+    /// Minutes between decisions.
     pub decision_minutes: u16,
+    /// The benchmark's name (`TWAP`, `VWAP`).
     pub benchmark: String,
 }
 
@@ -179,16 +206,25 @@ impl Default for TaskInfo {
 /// Everything a module template may use (see `docs/prompts.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct ModuleContext {
+    /// The module being designed (`reward`, `state`, ...).
     pub module: String,
+    /// The execution task.
     pub task: TaskInfo,
+    /// The user's research instruction (`[evolve] macro_instruction`).
     pub macro_instruction: String,
+    /// This module's current instruction, evolved by high-level DEK.
     pub micro_instruction: String,
     /// `{name, doc}` of each variable the module may read.
     pub variables: Vec<Value>,
+    /// The expression language over those variables, as GBNF.
     pub grammar: String,
+    /// Width of the observation.
     pub obs_dim: usize,
+    /// Most parameters a network may have.
     pub max_params: usize,
+    /// The best distinct designs of this module so far.
     pub examples: Vec<Example>,
+    /// The last round's results (none in the first round).
     pub feedback: Option<Feedback>,
     /// The previous reply's rejection, when retrying.
     pub error: Option<String>,
@@ -197,6 +233,9 @@ pub struct ModuleContext {
 }
 
 impl ModuleContext {
+    /// The context for a `kind` module: its variables and grammar (reward
+    /// variables for a reward, observation features otherwise), with no
+    /// examples, feedback, error or history yet.
     pub fn new(
         kind: ModuleKind,
         task: TaskInfo,
@@ -236,6 +275,7 @@ impl ModuleContext {
         }
     }
 
+    /// The context as JSON, as templates receive it.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }

@@ -56,6 +56,8 @@ pub struct Recorder<B> {
 }
 
 impl<B: Backend> Recorder<B> {
+    /// Wraps `inner`, loading the transcript at `path` (if any) as the
+    /// cache; new exchanges are appended to it.
     pub fn new(inner: B, path: &Path) -> Result<Self, LlmError> {
         let cache = read_transcript(path)?
             .into_iter()
@@ -108,6 +110,7 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Loads the transcript at `path`; it must exist.
     pub fn open(path: &Path) -> Result<Self, LlmError> {
         if !path.exists() {
             return Err(file_err(path, "no transcript to replay"));

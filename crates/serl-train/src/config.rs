@@ -27,6 +27,8 @@ pub enum DeviceChoice {
 }
 
 impl DeviceChoice {
+    /// The burn device; [`TrainError::Device`] for wgpu in a build
+    /// without the `wgpu` feature.
     pub fn device(self) -> Result<Device, TrainError> {
         match self {
             // The design card names burn-ndarray; it is deprecated upstream in
@@ -41,19 +43,29 @@ impl DeviceChoice {
     }
 }
 
+/// Everything a training run is set with (`[train]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
+    /// The learner: PPO or DDQN.
     pub algo: Algo,
+    /// Seeds the weight initialisation, the environments' draws and the
+    /// minibatches: the same config and data train the same policy.
     pub seed: u64,
     /// Environment steps to train for, over all environments.
     pub total_steps: usize,
     /// Environments stepped together.
     pub n_envs: usize,
+    /// Where tensors live.
     pub device: DeviceChoice,
+    /// The network (the architecture module).
     pub network: NetworkSpec,
+    /// PPO's settings (also the rollout length per update).
     pub ppo: PpoConfig,
+    /// DDQN's settings.
     pub ddqn: DdqnConfig,
+    /// How the static and dynamic losses are weighted, and how many
+    /// environments are dynamic.
     pub hybrid: HybridConfig,
     /// Imagined days (the imagination module): dynamic environments that
     /// play a scenario, and replayed days reshaped by one.
@@ -64,7 +76,7 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Designed state features (the state-space module), appended to the
     /// observation; the environments must already carry them
-    /// ([`crate::features::WithFeatures`]).
+    /// ([`crate::WithFeatures`]).
     pub features: Vec<FeatureDef>,
     /// The multi-agent scenario: peers in every dynamic episode, and what
     /// the agents tell each other. None trains alone.
@@ -100,6 +112,8 @@ fn bad(field: &str, message: impl Into<String>) -> TrainError {
 }
 
 impl TrainConfig {
+    /// Checks every setting for an observation `obs_dim` wide; the error
+    /// names the field.
     pub fn validate(&self, obs_dim: usize) -> Result<(), TrainError> {
         self.network.validate(obs_dim)?;
         if self.n_envs == 0 {

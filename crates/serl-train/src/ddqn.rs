@@ -15,16 +15,23 @@ use crate::net::QNetwork;
 use crate::policy::{argmax, floats, indices};
 use crate::task::Source;
 
+/// DDQN's settings (`[train.ddqn]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DdqnConfig {
     /// The fractions of the order the agent may trade per step.
     pub actions: Vec<f64>,
+    /// Capacity of the replay buffer, transitions.
     pub buffer: usize,
+    /// Transitions per gradient step.
     pub batch_size: usize,
+    /// Adam's learning rate.
     pub learning_rate: f64,
+    /// Discount factor per decision step.
     pub gamma: f64,
+    /// Exploration rate ε at the start.
     pub epsilon_start: f64,
+    /// Exploration rate ε after `epsilon_decay_steps`.
     pub epsilon_end: f64,
     /// Environment steps over which ε falls linearly.
     pub epsilon_decay_steps: usize,
@@ -34,6 +41,7 @@ pub struct DdqnConfig {
     pub gradient_steps: usize,
     /// Environment steps between target-network refreshes.
     pub target_every: usize,
+    /// Largest gradient norm (per parameter tensor).
     pub max_grad_norm: f32,
 }
 
@@ -57,6 +65,7 @@ impl Default for DdqnConfig {
 }
 
 impl DdqnConfig {
+    /// ε after `step` environment steps.
     pub fn epsilon(&self, step: usize) -> f64 {
         let f = (step as f64 / self.epsilon_decay_steps.max(1) as f64).min(1.0);
         self.epsilon_start + f * (self.epsilon_end - self.epsilon_start)
@@ -103,10 +112,6 @@ impl Replay {
 
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -17,6 +17,7 @@ pub struct WithFeatures<E> {
 }
 
 impl<E: TrainEnv> WithFeatures<E> {
+    /// Wraps `inner`: its observation followed by one column per feature.
     pub fn new(inner: E, features: FeatureSet) -> Self {
         let base = vec![0.0; inner.obs_dim()];
         let states = features.states();

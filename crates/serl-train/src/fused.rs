@@ -303,8 +303,11 @@ fn zeros_like(tensors: &[Vec<f32>]) -> Vec<Vec<f32>> {
 /// Adam's moments for every tensor of one network, as burn keeps them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AdamState {
+    /// Steps taken (Adam's t, for the bias corrections).
     pub time: i32,
+    /// First moment (mean of gradients), one vector per tensor.
     pub moment_1: Vec<Vec<f32>>,
+    /// Second moment (mean of squared gradients), one vector per tensor.
     pub moment_2: Vec<Vec<f32>>,
 }
 
@@ -359,7 +362,9 @@ impl AdamState {
 /// The optimiser state of both networks, saved in a checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FusedOptimizer {
+    /// The actor's (with the log standard deviation of a Gaussian head).
     pub actor: AdamState,
+    /// The critic's.
     pub critic: AdamState,
 }
 
@@ -416,6 +421,7 @@ impl FusedPpo {
         })
     }
 
+    /// The optimiser state, to save with a checkpoint.
     pub fn optimizer(&self) -> &FusedOptimizer {
         &self.optim
     }

@@ -7,9 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How the static and dynamic losses are weighted, and which
+/// environments are played.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HybridMode {
+    /// Both environments; α and β follow each one's share of the loss
+    /// (the SE-RL default).
     Adaptive,
     /// Ablation: fixed α (β = 1 − α).
     Fixed,
@@ -19,9 +23,11 @@ pub enum HybridMode {
     DynamicOnly,
 }
 
+/// The hybrid loss's settings (`[train.hybrid]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HybridConfig {
+    /// How the weights move and which environments play.
     pub mode: HybridMode,
     /// Start (and, in the fixed mode, constant) weight of the static loss.
     pub alpha: f64,
@@ -48,11 +54,15 @@ impl Default for HybridConfig {
 /// The current α and β.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LossWeights {
+    /// Weight of the static loss.
     pub alpha: f64,
+    /// Weight of the dynamic loss.
     pub beta: f64,
 }
 
 impl LossWeights {
+    /// The starting weights: α = `cfg.alpha`, β = 1 − α, or all on the one
+    /// environment of a single-environment mode.
     pub fn new(cfg: &HybridConfig) -> Self {
         match cfg.mode {
             HybridMode::StaticOnly => LossWeights {

@@ -25,6 +25,7 @@ fn act(a: Activation, x: Tensor<2>) -> Tensor<2> {
     }
 }
 
+/// A linear layer and its activation (`BlockSpec::Dense`).
 #[derive(Module, Debug)]
 pub struct Dense {
     linear: Linear,
@@ -42,6 +43,7 @@ impl Dense {
     }
 }
 
+/// x + W₂·act(W₁·x), at constant width (`BlockSpec::Residual`).
 #[derive(Module, Debug)]
 pub struct Residual {
     first: Linear,
@@ -50,6 +52,8 @@ pub struct Residual {
     activation: Activation,
 }
 
+/// A GRU over the observation window, oldest first; outputs its last
+/// hidden state (`BlockSpec::Gru`).
 #[derive(Module, Debug)]
 pub struct WindowGru {
     gru: Gru,
@@ -59,6 +63,9 @@ pub struct WindowGru {
     obs_dim: usize,
 }
 
+/// Self-attention over the newest observation's book levels, one token
+/// per level, mean-pooled and put before the other columns
+/// (`BlockSpec::BookAttention`).
 #[derive(Module, Debug)]
 pub struct BookAttention {
     embed: Linear,
@@ -73,12 +80,18 @@ pub struct BookAttention {
 
 // Blocks are built once per network and never moved in a hot loop.
 #[allow(clippy::large_enum_variant)]
+/// One built block of a trunk, one variant per `BlockSpec`.
 #[derive(Module, Debug)]
 pub enum Block {
+    /// A dense layer.
     Dense(Dense),
+    /// A layer norm.
     Norm(LayerNorm),
+    /// A residual pair of dense layers.
     Residual(Residual),
+    /// A GRU over the window.
     Gru(WindowGru),
+    /// Attention over the book levels.
     Attention(BookAttention),
 }
 
@@ -198,6 +211,7 @@ impl Trunk {
         &mut self.blocks
     }
 
+    /// Runs the blocks in order over `[batch, window * obs_dim]` rows.
     pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {
         for b in &self.blocks {
             x = b.forward(x);
@@ -221,14 +235,22 @@ pub enum Head {
 /// the reference MlpPolicy.
 #[derive(Module, Debug)]
 pub struct ActorCritic {
+    /// The policy's trunk.
     pub actor: Trunk,
+    /// The value's trunk.
     pub critic: Trunk,
+    /// Gaussian mean (one output) or logits (one per action), initialised
+    /// near zero.
     pub policy_head: Linear,
+    /// The state value.
     pub value_head: Linear,
+    /// The Gaussian's log standard deviation, learned and the same for
+    /// every state (starts at −0.5; unused by a categorical head).
     pub log_std: Param<Tensor<1>>,
 }
 
 impl ActorCritic {
+    /// Builds both trunks from `spec` and the heads `head` needs.
     pub fn new(
         spec: &NetworkSpec,
         obs_dim: usize,
@@ -272,11 +294,14 @@ impl ActorCritic {
 /// DDQN's Q-network: one Q value per discrete action.
 #[derive(Module, Debug)]
 pub struct QNetwork {
+    /// The trunk.
     pub trunk: Trunk,
+    /// One output per action.
     pub head: Linear,
 }
 
 impl QNetwork {
+    /// Builds the trunk from `spec` and a head of `actions` outputs.
     pub fn new(
         spec: &NetworkSpec,
         obs_dim: usize,
@@ -290,6 +315,7 @@ impl QNetwork {
         })
     }
 
+    /// Q values, `[batch, actions]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         self.head.forward(self.trunk.forward(x))
     }

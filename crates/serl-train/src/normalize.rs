@@ -6,14 +6,21 @@ use serde::{Deserialize, Serialize};
 /// Clip normalised features to ±this, as the reference PPO setups do.
 const CLIP: f32 = 10.0;
 
+/// Per-feature running mean and variance (Welford); [`RunningNorm::apply`]
+/// maps features to z-scores clipped to ±10.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunningNorm {
+    /// Rows seen.
     pub count: f64,
+    /// Mean of each feature.
     pub mean: Vec<f64>,
+    /// Sum of squared deviations from the mean, per feature (variance ×
+    /// count).
     pub m2: Vec<f64>,
 }
 
 impl RunningNorm {
+    /// A normaliser of `dim` features that has seen no rows.
     pub fn new(dim: usize) -> Self {
         RunningNorm {
             count: 0.0,
@@ -22,6 +29,7 @@ impl RunningNorm {
         }
     }
 
+    /// Features per row.
     pub fn dim(&self) -> usize {
         self.mean.len()
     }

@@ -70,22 +70,32 @@ impl Pace {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algo {
+    /// Proximal policy optimisation (an actor-critic).
     Ppo,
+    /// Double DQN (a Q-network over discrete actions).
     Ddqn,
 }
 
 /// Everything but the weights: enough to rebuild the network and use it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicyMeta {
+    /// Which learner trained it, and so which network it has.
     pub algo: Algo,
+    /// The network's architecture.
     pub spec: NetworkSpec,
+    /// Columns of one observation: the environment's, then heard messages,
+    /// then designed features.
     pub obs_dim: usize,
+    /// What the policy head outputs.
     pub head: Head,
+    /// How a Gaussian sample becomes a fraction (with an absolute pace).
     pub squash: Squash,
+    /// How an action becomes the share of the order traded.
     #[serde(default)]
     pub pace: Pace,
     /// The fraction of each discrete action (empty for continuous ones).
     pub discrete: Vec<f64>,
+    /// The observation normaliser, frozen as training left it.
     pub norm: RunningNorm,
     /// Designed features appended to the environment's observation
     /// (`obs_dim` counts them).
@@ -100,13 +110,17 @@ pub struct PolicyMeta {
 
 // Built once per policy; the size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
+/// A policy's network: PPO's actor-critic or DDQN's Q-network.
 #[derive(Module, Debug)]
 pub enum Model {
+    /// PPO's actor-critic.
     Ppo(ActorCritic),
+    /// DDQN's Q-network.
     Ddqn(QNetwork),
 }
 
 impl Model {
+    /// A freshly initialised network as `meta` describes it.
     pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
         Ok(match meta.algo {
             Algo::Ppo => Model::Ppo(ActorCritic::new(
@@ -136,15 +150,21 @@ pub struct Sampled {
     pub env_action: f64,
     /// What the learner stores: the pre-squash Gaussian sample or the index.
     pub raw: f32,
+    /// Log-probability of `raw` under the policy (0 for DDQN).
     pub log_prob: f32,
+    /// The critic's value of the state (for DDQN, the chosen action's Q
+    /// value).
     pub value: f32,
 }
 
 /// A policy ready to act (no gradients).
 #[derive(Debug, Clone)]
 pub struct Policy {
+    /// Everything but the weights.
     pub meta: PolicyMeta,
+    /// The network with its weights.
     pub model: Model,
+    /// The device the network lives on.
     pub device: Device,
 }
 
@@ -176,6 +196,7 @@ impl Policy {
         self.meta.discrete.get(a).copied().unwrap_or(0.0)
     }
 
+    /// Columns of one input row: `obs_dim` × the window.
     pub fn width(&self) -> usize {
         self.meta.obs_dim * self.meta.spec.window
     }
@@ -355,6 +376,7 @@ pub struct History {
 }
 
 impl History {
+    /// An empty history of `window` observations of `obs_dim` columns.
     pub fn new(window: usize, obs_dim: usize) -> Self {
         let mut h = History {
             window,
@@ -365,6 +387,7 @@ impl History {
         h
     }
 
+    /// Forgets the episode: every observation zero again.
     pub fn clear(&mut self) {
         self.rows.clear();
         for _ in 0..self.window {
@@ -372,6 +395,7 @@ impl History {
         }
     }
 
+    /// Adds the newest observation, dropping the oldest.
     pub fn push(&mut self, obs: &[f32]) {
         if self.rows.len() == self.window {
             self.rows.pop_front();
@@ -379,6 +403,7 @@ impl History {
         self.rows.push_back(obs.to_vec());
     }
 
+    /// Appends the window to `out`, oldest first: one network input row.
     pub fn write(&self, out: &mut Vec<f32>) {
         for r in &self.rows {
             out.extend_from_slice(r);
@@ -398,6 +423,8 @@ pub struct PolicyStrategy {
 }
 
 impl PolicyStrategy {
+    /// Plays `policy` under the name `label`, compiling its designed
+    /// features again (they are saved as programs).
     pub fn new(policy: Policy, label: String) -> Self {
         use rand::SeedableRng;
         let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);

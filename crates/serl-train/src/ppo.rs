@@ -21,23 +21,34 @@ use crate::policy::{indices, Pace, Squash};
 use crate::rollout::{gae, Rollout};
 use crate::task::Source;
 
+/// PPO's settings (`[train.ppo]` in configs). `n_steps` also sets the
+/// length of a DDQN update.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PpoConfig {
     /// Decisions collected per environment per update.
     pub n_steps: usize,
+    /// Samples per minibatch.
     pub batch_size: usize,
+    /// Passes over the rollout per update.
     pub epochs: usize,
+    /// Adam's learning rate.
     pub learning_rate: f64,
+    /// Discount factor per decision step.
     pub gamma: f64,
+    /// GAE's λ.
     pub gae_lambda: f64,
+    /// The probability ratio is clipped to [1 − clip, 1 + clip].
     pub clip: f64,
+    /// Weight of the value loss in the total.
     pub value_coef: f64,
+    /// Weight of the entropy bonus (subtracted from the loss).
     pub entropy_coef: f64,
     /// Largest gradient norm per parameter tensor.
     pub max_grad_norm: f32,
     /// `continuous` (Gaussian) or a list of fractions (categorical).
     pub discrete: Vec<f64>,
+    /// How a Gaussian sample becomes a fraction of the order.
     pub squash: Squash,
     /// `absolute` (the action is the share of the order) or
     /// `{ tilt = MAX }` (the action tilts the even pace; see [`Pace`]).
@@ -70,6 +81,8 @@ impl Default for PpoConfig {
 }
 
 impl PpoConfig {
+    /// The policy head these settings need: Gaussian, or categorical over
+    /// `discrete`.
     pub fn head(&self) -> Head {
         if self.discrete.is_empty() {
             Head::Gaussian
@@ -83,15 +96,25 @@ impl PpoConfig {
 /// minibatch's samples).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct PpoStats {
+    /// The minimised loss, α·L_static + β·L_dynamic.
     pub loss: f64,
+    /// The clipped surrogate loss, −min(r·A, clip(r)·A).
     pub policy_loss: f64,
+    /// Squared error of the value against the return (before
+    /// `value_coef`).
     pub value_loss: f64,
+    /// The policy's entropy.
     pub entropy: f64,
+    /// Estimated KL divergence from the rollout's policy, mean of
+    /// (r − 1) − ln r.
     pub approx_kl: f64,
+    /// Share of samples whose ratio r left [1 − clip, 1 + clip].
     pub clip_fraction: f64,
-    /// Mean total loss of the static and the dynamic samples (`None` when
-    /// the rollout had none of that kind).
+    /// Mean total loss of the static samples (`None` when the rollout had
+    /// none).
     pub loss_static: Option<f64>,
+    /// Mean total loss of the dynamic samples (`None` when the rollout had
+    /// none).
     pub loss_dynamic: Option<f64>,
 }
 

@@ -45,8 +45,11 @@ impl Actor for Policy {
 /// A finished episode.
 #[derive(Debug, Clone, Copy)]
 pub struct EpisodeStat {
+    /// The environment it played in.
     pub source: Source,
+    /// Its summed reward.
     pub reward: f64,
+    /// Its price advantage, bps.
     pub pa: f64,
 }
 
@@ -96,18 +99,22 @@ impl<'a> VecEnv<'a> {
         v
     }
 
+    /// Number of environments.
     pub fn len(&self) -> usize {
         self.envs.len()
     }
 
+    /// Whether there are no environments.
     pub fn is_empty(&self) -> bool {
         self.envs.is_empty()
     }
 
+    /// Columns of one observation (the first environment's).
     pub fn obs_dim(&self) -> usize {
         self.obs_dim
     }
 
+    /// Each environment's source, in order.
     pub fn sources(&self) -> Vec<Source> {
         self.envs.iter().map(|e| e.source()).collect()
     }
@@ -189,6 +196,7 @@ impl<'a> VecEnv<'a> {
         (rewards, dones)
     }
 
+    /// The episodes finished since the last call.
     pub fn take_finished(&mut self) -> Vec<EpisodeStat> {
         std::mem::take(&mut self.finished)
     }
@@ -197,14 +205,24 @@ impl<'a> VecEnv<'a> {
 /// `steps` decisions of every environment, time-major (`[t][env]`).
 #[derive(Debug, Clone, Default)]
 pub struct Rollout {
+    /// Environments.
     pub n_envs: usize,
+    /// Decisions per environment.
     pub steps: usize,
+    /// Columns of one observation window (a network input row).
     pub width: usize,
+    /// The normalised observation windows the policy saw, `width` columns
+    /// per decision.
     pub obs: Vec<f32>,
+    /// The sampled actions as the learner stores them ([`Sampled::raw`]).
     pub raw: Vec<f32>,
+    /// Their log-probabilities when sampled.
     pub log_prob: Vec<f32>,
+    /// The critic's values of the observations.
     pub value: Vec<f32>,
+    /// The rewards received.
     pub reward: Vec<f32>,
+    /// Whether the decision ended its episode.
     pub done: Vec<bool>,
     /// Per environment.
     pub source: Vec<Source>,

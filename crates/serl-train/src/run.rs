@@ -26,26 +26,48 @@ use crate::TrainError;
 /// One line of `metrics.jsonl`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct UpdateRecord {
+    /// The update's index, from 0.
     pub update: usize,
+    /// Environment steps taken by the end of the update, over all
+    /// environments.
     pub env_steps: usize,
+    /// Seconds since the run began, over every session of a resumed run.
     pub secs: f64,
     /// Environment steps per second over this update, updates included.
     pub steps_per_sec: f64,
+    /// Mean minimised loss, α·L_static + β·L_dynamic, over the update's
+    /// minibatches (DDQN: gradient steps; 0 before learning starts).
     pub loss: f64,
+    /// Mean loss of the static samples (`None` without any).
     pub loss_static: Option<f64>,
+    /// Mean loss of the dynamic samples (`None` without any).
     pub loss_dynamic: Option<f64>,
+    /// Weight of the static loss after the update.
     pub alpha: f64,
+    /// Weight of the dynamic loss after the update.
     pub beta: f64,
+    /// PPO's clipped surrogate loss (`None` for DDQN).
     pub policy_loss: Option<f64>,
+    /// PPO's value loss (`None` for DDQN).
     pub value_loss: Option<f64>,
+    /// PPO's policy entropy (`None` for DDQN).
     pub entropy: Option<f64>,
+    /// PPO's estimated KL divergence from the rollout's policy (`None` for
+    /// DDQN).
     pub approx_kl: Option<f64>,
+    /// DDQN's exploration rate ε at the update's start (`None` for PPO).
     pub epsilon: Option<f64>,
+    /// Training episodes that finished during the update.
     pub episodes: usize,
+    /// Their mean summed reward (`None` when none finished).
     pub episode_reward: Option<f64>,
+    /// Their mean PA, bps.
     pub episode_pa: Option<f64>,
+    /// Mean PA, bps, of those played in static environments.
     pub episode_pa_static: Option<f64>,
+    /// Mean PA, bps, of those played in dynamic environments.
     pub episode_pa_dynamic: Option<f64>,
+    /// Validation PA, bps, when this update validated.
     pub val_pa: Option<f64>,
 }
 

@@ -171,6 +171,8 @@ pub fn load_run_policy(dir: &Path, device: &Device) -> Result<Policy, TrainError
     Policy::load(dir, name, device)
 }
 
+/// Reads a run's `metrics.jsonl`: one [`UpdateRecord`] per update (none
+/// when the file does not exist).
 pub fn read_metrics(path: &Path) -> Result<Vec<UpdateRecord>, TrainError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,

@@ -25,16 +25,21 @@ use serl_env::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
+    /// The historical replay (of the real day or an imagined one).
     Static,
+    /// The dynamic market (plain or with an imagined scenario).
     Dynamic,
 }
 
 /// An episodic environment the trainer can step.
 pub trait TrainEnv: Send {
+    /// Columns of the observation.
     fn obs_dim(&self) -> usize;
+    /// Which loss its transitions count in.
     fn source(&self) -> Source;
     /// Starts a new episode drawn with `rng`.
     fn reset(&mut self, rng: &mut SmallRng);
+    /// Writes the current observation (`obs_dim()` columns) into `out`.
     fn observe(&self, out: &mut [f32]);
     /// Applies an action (a fraction of the order, or a discrete index);
     /// returns the reward and whether the episode ended.
@@ -252,9 +257,13 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
 /// gives its PA in closed form. TWAP earns 0 and a random policy little.
 #[derive(Debug, Clone)]
 pub struct DriftTask {
+    /// Decision steps per episode (default 8).
     pub steps: usize,
+    /// Price move per step, bps of the starting price (default 4).
     pub drift_bps: f64,
+    /// Largest share of the order one step may sell (default 0.25).
     pub cap: f64,
+    /// Discount on what is left at the end, bps (default 25).
     pub penalty_bps: f64,
     direction: f64,
     step: usize,
@@ -264,6 +273,8 @@ pub struct DriftTask {
 }
 
 impl DriftTask {
+    /// The default task: 8 steps, 4 bps drift, a cap of a quarter of the
+    /// order, a 25 bps penalty.
     pub fn new() -> Self {
         DriftTask {
             steps: 8,

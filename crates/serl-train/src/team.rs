@@ -26,6 +26,8 @@ pub struct TeamConfig {
     pub peer_size: f64,
     /// Peers trade the learner's side (a crowded trade) or the opposite one.
     pub same_side: bool,
+    /// What the agents broadcast and how the learner hears it (the
+    /// communication module); none means no messages.
     pub communication: Option<Communication>,
 }
 
@@ -44,6 +46,7 @@ impl Default for TeamConfig {
 pub const MAX_PEERS: usize = 16;
 
 impl TeamConfig {
+    /// Checks the settings; the error names the field (`team.<field>`).
     pub fn validate(&self) -> Result<(), TrainError> {
         let bad = |field: &str, message: String| TrainError::Config {
             field: format!("team.{field}"),

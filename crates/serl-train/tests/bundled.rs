@@ -69,7 +69,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
         eval_every: 4,
         ..Default::default()
     };
-    let untrained = serl_train::run::initial_policy(&cfg, serl_env::OBS_DIM).unwrap();
+    let untrained = serl_train::initial_policy(&cfg, serl_env::OBS_DIM).unwrap();
     cfg.ppo.n_steps = 64;
     cfg.ppo.batch_size = 128;
     cfg.ppo.learning_rate = 1e-3;
@@ -84,7 +84,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
     })
     .unwrap();
 
-    let loss = |r: &serl_train::run::UpdateRecord| r.value_loss.unwrap();
+    let loss = |r: &serl_train::UpdateRecord| r.value_loss.unwrap();
     let first = loss(&out.records[0]);
     let last = out.records[out.records.len() - 2..]
         .iter()

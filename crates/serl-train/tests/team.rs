@@ -56,8 +56,8 @@ impl Bundled {
 fn one_dynamic(team: Option<TeamConfig>) -> TrainConfig {
     TrainConfig {
         n_envs: 1,
-        hybrid: serl_train::hybrid::HybridConfig {
-            mode: serl_train::hybrid::HybridMode::DynamicOnly,
+        hybrid: serl_train::HybridConfig {
+            mode: serl_train::HybridMode::DynamicOnly,
             ..Default::default()
         },
         team,

@@ -222,7 +222,7 @@ fn sim(a: BenchArgs) -> Result<ExitCode> {
         // The first calibration of a session runs the pilot days that fit
         // the noise rates; it is timed apart from the day itself.
         let t = Instant::now();
-        let (cal, cfg) = serl_env::dynamic_env::calibrate(view, &base);
+        let (cal, cfg) = serl_env::calibrate(view, &base);
         let fit_seconds = t.elapsed().as_secs_f64();
         let mut secs = Vec::new();
         let mut events = 0;

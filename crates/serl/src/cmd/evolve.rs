@@ -12,8 +12,10 @@ use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
 use serl_eval::Provenance;
 use serl_evolve::{evolve, Ablation, AblationRow, Event, EvolveConfig, EvolveInputs};
-use serl_llm::record::{Recorder, Replay};
-use serl_llm::{BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts};
+use serl_llm::{
+    BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts, Recorder,
+    Replay,
+};
 
 #[derive(Args)]
 pub struct EvolveArgs {
