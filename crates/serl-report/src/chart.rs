@@ -69,6 +69,38 @@ const PALETTE: [RGBColor; 8] = [
 /// Most named x positions drawn as labels; beyond it they are ranks.
 const MAX_X_LABELS: usize = 30;
 
+/// Most x labels written upright; more are turned to fit.
+const UPRIGHT_LABELS: usize = 10;
+
+/// Axis numbers without a float's noise: large ones whole, with thousands
+/// separated; small ones to four decimals at most.
+fn y_fmt(y: &f64) -> String {
+    if y.abs() >= 1e4 {
+        let digits = format!("{:.0}", y.abs());
+        let mut out = String::new();
+        for (k, c) in digits.chars().enumerate() {
+            if k > 0 && (digits.len() - k) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if *y < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else {
+        // Four decimals at most, without trailing zeros: ticks land on
+        // round numbers, their float sums do not.
+        let s = format!("{y:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s == "-0" {
+            "0".into()
+        } else {
+            s.into()
+        }
+    }
+}
+
 type Series = (String, Vec<(f64, f64)>);
 
 fn bounds(series: &[Series], y_floor: Option<f64>) -> (f64, f64, f64, f64) {
@@ -97,13 +129,14 @@ pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotRe
     }
     let pad = ((y1 - y0) * 0.05).max(1e-9);
     let named = !chart.x_labels.is_empty() && chart.x_labels.len() <= MAX_X_LABELS;
+    let turned = named && chart.x_labels.len() > UPRIGHT_LABELS;
     let root =
-        SVGBackend::with_string(svg, (760, if named { 400 } else { 360 })).into_drawing_area();
+        SVGBackend::with_string(svg, (760, if turned { 400 } else { 360 })).into_drawing_area();
     root.fill(&WHITE)?;
     let mut ctx = ChartBuilder::on(&root)
         .caption(&chart.title, ("sans-serif", 18))
         .margin(12)
-        .x_label_area_size(if named { 76 } else { 36 })
+        .x_label_area_size(if turned { 76 } else { 36 })
         .y_label_area_size(56)
         .build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
     let x_fmt = |x: &f64| -> String {
@@ -123,7 +156,13 @@ pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotRe
         format!("{x}")
     };
     let mut mesh = ctx.configure_mesh();
-    mesh.x_desc(&chart.x_desc)
+    // Too many names to read: the axis counts ranks instead.
+    let x_desc = if chart.x_labels.is_empty() || named {
+        chart.x_desc.clone()
+    } else {
+        format!("{} rank", chart.x_desc)
+    };
+    mesh.x_desc(x_desc)
         .y_desc(&chart.y_desc)
         .x_label_formatter(&x_fmt);
     if chart.integer_x {
@@ -132,13 +171,14 @@ pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotRe
         let span = (x1 - x0).round() as usize;
         mesh.x_labels(span.clamp(2, if named { MAX_X_LABELS + 1 } else { 12 }) + 1);
     }
-    if named {
+    if turned {
         mesh.x_label_style(
             ("sans-serif", 12)
                 .into_font()
                 .transform(FontTransform::Rotate90),
         );
     }
+    mesh.y_label_formatter(&y_fmt);
     mesh.draw()?;
     let radius = if series.iter().map(|s| s.1.len()).max().unwrap_or(0) > 100 {
         2
@@ -212,4 +252,19 @@ pub fn bars_chart(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_numbers_read_as_people_write_them() {
+        assert_eq!(y_fmt(&0.7000000000000001), "0.7");
+        assert_eq!(y_fmt(&-0.0), "0");
+        assert_eq!(y_fmt(&12.0), "12");
+        assert_eq!(y_fmt(&167.5), "167.5");
+        assert_eq!(y_fmt(&30_000_000.0), "30,000,000");
+        assert_eq!(y_fmt(&-12_345.0), "-12,345");
+    }
 }

@@ -8,8 +8,8 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:1000px;margin:2em aut
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th{background:#f3f3f3}td:first-child,td:nth-child(2){text-align:left}\
 figure{margin:1.5em 0}figcaption{color:#666;font-size:90%}\
-code{background:#f5f5f5;padding:0 3px}pre{background:#f5f5f5;padding:8px 12px;overflow-x:auto}\
-pre code{padding:0}";
+td{overflow-wrap:anywhere}code{background:#f5f5f5;padding:0 3px}\
+pre{background:#f5f5f5;padding:8px 12px;white-space:pre-wrap;overflow-wrap:anywhere}pre code{padding:0}";
 
 /// Renders `md` (CommonMark with tables) as a self-contained HTML page.
 /// Each image in it is replaced, in order, by the SVG of `svgs` with the
@@ -45,6 +45,12 @@ pub fn html(md: &str, svgs: &[(String, String)]) -> String {
     )
 }
 
+/// `s` as the text of a Markdown table cell: its `|` escaped, so that a
+/// value such as `|r|` stays in its cell.
+pub fn table_cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -66,6 +72,19 @@ mod tests {
         );
         assert!(page.contains("<td><code>x</code></td>"), "{page}");
         assert!(!page.contains("###"), "{page}");
+    }
+
+    #[test]
+    fn a_pipe_inside_a_cell_stays_in_its_cell() {
+        let md = format!(
+            "| check | value |\n|---|---|\n| {} | 1 |\n",
+            table_cell("autocorrelation of |r|")
+        );
+        let page = html(&md, &[]);
+        assert!(
+            page.contains("<td>autocorrelation of |r|</td><td>1</td>"),
+            "{page}"
+        );
     }
 
     #[test]

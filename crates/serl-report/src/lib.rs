@@ -24,7 +24,7 @@ mod chart;
 mod html;
 
 pub use chart::{bars_chart, lines_chart, Chart, PlotResult};
-pub use html::html;
+pub use html::{html, table_cell};
 
 use std::path::Path;
 

@@ -352,9 +352,9 @@ impl Outputs<'_> {
                 let _ = writeln!(
                     md,
                     "| {} | {} | {} | {} |",
-                    c.name,
-                    c.value,
-                    c.target,
+                    serl_report::table_cell(&c.name),
+                    serl_report::table_cell(&c.value),
+                    serl_report::table_cell(&c.target),
                     if c.pass { "pass" } else { "**fail**" }
                 );
             }
