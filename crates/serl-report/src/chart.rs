@@ -1,5 +1,7 @@
 //! SVG charts for the reports: lines or points, and histograms as bars.
 
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// What a chart draws besides its data: the title, the axes and how the x
@@ -120,6 +122,21 @@ fn bounds(series: &[Series], y_floor: Option<f64>) -> (f64, f64, f64, f64) {
     (x0, x1, y0, y1)
 }
 
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws the legend and writes the chart out.
+fn legend_and_present<'b>(
+    ctx: &mut Plot<'b, 'b>,
+    root: &DrawingArea<SVGBackend<'b>, Shift>,
+) -> PlotResult {
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// A line (or point) chart as an SVG string; used by every serl report.
 pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotResult {
     let (mut x0, mut x1, y0, y1) = bounds(series, None);
@@ -199,12 +216,7 @@ pub fn lines_chart(svg: &mut String, chart: &Chart, series: &[Series]) -> PlotRe
                 });
         }
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    legend_and_present(&mut ctx, &root)
 }
 
 /// Histograms as bars: each series is a list of (bin centre, height) over
@@ -246,12 +258,7 @@ pub fn bars_chart(
             Rectangle::new([(x - half, 0.0), (x + half, h)], color.stroke_width(1))
         }))?;
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    legend_and_present(&mut ctx, &root)
 }
 
 #[cfg(test)]
