@@ -46,7 +46,11 @@ fn mean_spread_bps(d: &MinuteStats) -> f64 {
 
 /// Compares `days` (one per seed) with the real session `cal` describes,
 /// whose typical spread was `real_spread_bps`.
-pub fn compare_days(cal: &Calibration, days: &[MinuteStats], real_spread_bps: f64) -> DayComparison {
+pub fn compare_days(
+    cal: &Calibration,
+    days: &[MinuteStats],
+    real_spread_bps: f64,
+) -> DayComparison {
     let n = days.len().max(1) as f64;
     let avg = |f: &dyn Fn(&MinuteStats) -> f64| days.iter().map(f).sum::<f64>() / n;
     let open_err = rel(avg(&|d| d.mid[0]), cal.minute_price[0]);
