@@ -45,6 +45,7 @@ impl RowCheck {
 
     /// Compares prices and sizes of all *L* levels on both sides of `row`
     /// (LOBSTER's line `line`) with `book`, counting the row if any differ.
+    #[inline]
     pub(super) fn compare(&mut self, book: &OrderBook, line: u64, row: &[i64]) {
         let levels = self.levels;
         book.depth_into(Side::Ask, levels, &mut self.asks);

@@ -145,6 +145,7 @@ impl<'a> Replayer<'a> {
     /// level was out of view, or lost lots to an unrecorded cancel that the
     /// replay had to assign to some order at its level; the rest then comes
     /// from the level's anonymous order, then from its newest orders.
+    #[inline]
     fn remove_at_level(&mut self, line: u64, m: &MessageRow, p: Ticks) -> Result<(), ReplayError> {
         let side = side_of(m.direction);
         let execute = m.kind == 4;
@@ -210,6 +211,7 @@ impl<'a> Replayer<'a> {
         Ok(())
     }
 
+    #[inline]
     pub(super) fn apply(&mut self, line: u64, m: &MessageRow) -> Result<(), ReplayError> {
         let side = side_of(m.direction);
         let size = m.size as u64;
@@ -241,6 +243,7 @@ impl<'a> Replayer<'a> {
     /// Brings levels that just came into view to the row's sizes, then makes
     /// this row the previous one. Returns true when the book already agreed
     /// with the row on both sides, so nothing needed checking.
+    #[inline]
     pub(super) fn reconcile(&mut self, row: &[i64]) -> Result<bool, LobError> {
         let mut agreed = true;
         for (side, off) in [(Side::Ask, 0usize), (Side::Bid, 2usize)] {

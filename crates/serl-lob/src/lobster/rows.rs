@@ -200,6 +200,7 @@ impl<'a> RowFeed<'a> {
         self.width
     }
 
+    #[inline]
     pub(super) fn row(&mut self, i: usize) -> Result<&[i64], ReplayError> {
         if self.fallback.is_none() && self.at == self.rows {
             let used = std::mem::take(&mut self.cur);
