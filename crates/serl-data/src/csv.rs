@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use chrono::NaiveDate;
 use polars::prelude::*;
 
 use crate::config::ColumnMapping;
@@ -140,20 +141,7 @@ pub(crate) fn read_csv(
     if layout.vwap {
         numeric.push(&map.vwap);
     }
-    let typed = read_frame(bytes, &header, &numeric);
-    let (df, typed_ok) = match typed {
-        Ok(df) => (df, true),
-        Err(_) => {
-            let text = read_frame(bytes, &header, &[]).map_err(|e| {
-                Problem::file_error(
-                    file,
-                    ProblemKind::BadValue,
-                    format!("not a readable CSV: {e}"),
-                )
-            })?;
-            (text, false)
-        }
-    };
+    let (df, typed_ok) = read_typed_or_text(file, bytes, &header, &numeric)?;
     if df.height() == 0 {
         return Err(Problem::file_error(
             file,
@@ -162,138 +150,195 @@ pub(crate) fn read_csv(
         ));
     }
     let n = df.height();
-    let col = |name: &str| -> Result<&Column, Problem> {
-        df.column(name).map_err(|e| {
-            Problem::file_error(file, ProblemKind::Header, format!("column `{name}`: {e}"))
-        })
+    let mut cells = Cells {
+        file,
+        df: &df,
+        ok: vec![true; n],
+        problems,
     };
-    // Each row's validity; a row with any bad cell is dropped.
-    let mut ok = vec![true; n];
     let mut values: Vec<Vec<f64>> = Vec::with_capacity(numeric.len());
     for name in &numeric {
-        let c = col(name)?;
-        let mut out = vec![f64::NAN; n];
-        if typed_ok {
-            let ca = c.f64().map_err(|e| {
-                Problem::file_error(file, ProblemKind::BadValue, format!("column `{name}`: {e}"))
+        values.push(cells.numbers(name, typed_ok)?);
+    }
+    let (dates, minutes) = match &layout.time {
+        TimeLayout::Timestamp(name) => cells.timestamps(name)?,
+        TimeLayout::Split { date, time } => cells.dates_and_times(date, time)?,
+    };
+    let symbols: Vec<Arc<str>> = if layout.symbol {
+        cells.symbols(&map.symbol)?
+    } else {
+        vec![symbol_from_path.clone(); n]
+    };
+    let columns = Columns {
+        symbols,
+        dates,
+        minutes,
+        values,
+    };
+    Ok(columns.keep(&cells.ok, layout.vwap))
+}
+
+/// Reads the file with typed numeric columns, or, when that fails (a bad
+/// number, an empty cell), again as text so that each bad cell can be
+/// named. The flag says whether the typed read worked.
+fn read_typed_or_text(
+    file: &Path,
+    bytes: &[u8],
+    header: &[String],
+    numeric: &[&str],
+) -> Result<(DataFrame, bool), Problem> {
+    match read_frame(bytes, header, numeric) {
+        Ok(df) => Ok((df, true)),
+        Err(_) => {
+            let text = read_frame(bytes, header, &[]).map_err(|e| {
+                Problem::file_error(
+                    file,
+                    ProblemKind::BadValue,
+                    format!("not a readable CSV: {e}"),
+                )
             })?;
+            Ok((text, false))
+        }
+    }
+}
+
+/// The columns of a frame read cell by cell, with each row's validity: a
+/// row with any bad cell is dropped, and each bad cell is reported.
+struct Cells<'a> {
+    file: &'a Path,
+    df: &'a DataFrame,
+    ok: Vec<bool>,
+    problems: &'a mut Vec<Problem>,
+}
+
+impl<'a> Cells<'a> {
+    fn column(&self, name: &str) -> Result<&'a Column, Problem> {
+        self.df.column(name).map_err(|e| {
+            Problem::file_error(
+                self.file,
+                ProblemKind::Header,
+                format!("column `{name}`: {e}"),
+            )
+        })
+    }
+
+    fn type_error(&self, name: &str, e: PolarsError) -> Problem {
+        Problem::file_error(
+            self.file,
+            ProblemKind::BadValue,
+            format!("column `{name}`: {e}"),
+        )
+    }
+
+    fn strings(&self, name: &str) -> Result<&'a StringChunked, Problem> {
+        self.column(name)?
+            .str()
+            .map_err(|e| self.type_error(name, e))
+    }
+
+    /// Marks row `i` bad because of its cell in `field`.
+    fn bad(&mut self, i: usize, field: &str, message: &str) {
+        self.ok[i] = false;
+        self.problems.push(bad_cell(self.file, i, field, message));
+    }
+
+    /// A numeric column's values (NaN where a cell is bad), from the typed
+    /// frame or parsed from the text one.
+    fn numbers(&mut self, name: &str, typed: bool) -> Result<Vec<f64>, Problem> {
+        let c = self.column(name)?;
+        let mut out = vec![f64::NAN; self.ok.len()];
+        if typed {
+            let ca = c.f64().map_err(|e| self.type_error(name, e))?;
             for (i, v) in ca.iter().enumerate() {
                 match v {
                     Some(v) => out[i] = v,
-                    None => {
-                        ok[i] = false;
-                        problems.push(bad_cell(file, i, name, "empty value"));
-                    }
+                    None => self.bad(i, name, "empty value"),
                 }
             }
         } else {
-            let ca = c.str().map_err(|e| {
-                Problem::file_error(file, ProblemKind::BadValue, format!("column `{name}`: {e}"))
-            })?;
+            let ca = c.str().map_err(|e| self.type_error(name, e))?;
             for (i, v) in ca.iter().enumerate() {
                 match v.map(|s| (s, s.trim().parse::<f64>())) {
                     Some((_, Ok(v))) => out[i] = v,
-                    Some((s, Err(_))) => {
-                        ok[i] = false;
-                        problems.push(bad_cell(file, i, name, &format!("`{s}` is not a number")));
-                    }
-                    None => {
-                        ok[i] = false;
-                        problems.push(bad_cell(file, i, name, "empty value"));
-                    }
+                    Some((s, Err(_))) => self.bad(i, name, &format!("`{s}` is not a number")),
+                    None => self.bad(i, name, "empty value"),
                 }
             }
         }
-        values.push(out);
+        Ok(out)
     }
 
-    let mut dates = Vec::with_capacity(n);
-    let mut minutes = Vec::with_capacity(n);
-    match &layout.time {
-        TimeLayout::Timestamp(name) => {
-            let ca = col(name)?.str().map_err(|e| {
-                Problem::file_error(file, ProblemKind::BadValue, format!("column `{name}`: {e}"))
-            })?;
-            for (i, v) in ca.iter().enumerate() {
-                match v.and_then(|s| parse_timestamp(s.trim().as_bytes())) {
-                    Some((d, m)) => {
-                        dates.push(d);
-                        minutes.push(m);
-                    }
-                    None => {
-                        ok[i] = false;
-                        dates.push(chrono::NaiveDate::MIN);
-                        minutes.push(0);
-                        let s = v.unwrap_or("");
-                        problems.push(bad_cell(
-                            file,
-                            i,
-                            name,
-                            &format!("`{s}` is not a timestamp YYYY-MM-DD HH:MM[:SS]"),
-                        ));
-                    }
+    /// Dates and minutes from one timestamp column.
+    fn timestamps(&mut self, name: &str) -> Result<(Vec<NaiveDate>, Vec<u16>), Problem> {
+        let ca = self.strings(name)?;
+        let n = self.ok.len();
+        let (mut dates, mut minutes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for (i, v) in ca.iter().enumerate() {
+            match v.and_then(|s| parse_timestamp(s.trim().as_bytes())) {
+                Some((d, m)) => {
+                    dates.push(d);
+                    minutes.push(m);
+                }
+                None => {
+                    dates.push(NaiveDate::MIN);
+                    minutes.push(0);
+                    let s = v.unwrap_or("");
+                    let message = format!("`{s}` is not a timestamp YYYY-MM-DD HH:MM[:SS]");
+                    self.bad(i, name, &message);
                 }
             }
         }
-        TimeLayout::Split { date, time } => {
-            let dc = col(date)?.str().map_err(|e| {
-                Problem::file_error(file, ProblemKind::BadValue, format!("column `{date}`: {e}"))
-            })?;
-            let tc = col(time)?.str().map_err(|e| {
-                Problem::file_error(file, ProblemKind::BadValue, format!("column `{time}`: {e}"))
-            })?;
-            let mut last: Option<(&str, chrono::NaiveDate)> = None;
-            for (i, (d, t)) in dc.iter().zip(tc.iter()).enumerate() {
-                let d = d.unwrap_or("");
-                let parsed = match last {
-                    Some((s, v)) if s == d => Some(v),
-                    _ => parse_date(d.trim().as_bytes()),
-                };
-                if let Some(v) = parsed {
-                    last = Some((d, v));
-                }
-                let m = t.and_then(|t| parse_time_minute(t.trim().as_bytes()));
-                match (parsed, m) {
-                    (Some(d), Some(m)) => {
-                        dates.push(d);
-                        minutes.push(m);
-                    }
-                    (p, _) => {
-                        ok[i] = false;
-                        dates.push(chrono::NaiveDate::MIN);
-                        minutes.push(0);
-                        if p.is_none() {
-                            problems.push(bad_cell(
-                                file,
-                                i,
-                                date,
-                                &format!("`{d}` is not a date YYYY-MM-DD"),
-                            ));
-                        } else {
-                            let t = t.unwrap_or("");
-                            problems.push(bad_cell(
-                                file,
-                                i,
-                                time,
-                                &format!("`{t}` is not a minute HH:MM[:SS]"),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
+        Ok((dates, minutes))
     }
 
-    let symbols: Vec<Arc<str>> = if layout.symbol {
-        let ca = col(&map.symbol)?.str().map_err(|e| {
-            Problem::file_error(
-                file,
-                ProblemKind::BadValue,
-                format!("column `{}`: {e}", map.symbol),
-            )
-        })?;
+    /// Dates and minutes from a date column and a time column.
+    fn dates_and_times(
+        &mut self,
+        date: &str,
+        time: &str,
+    ) -> Result<(Vec<NaiveDate>, Vec<u16>), Problem> {
+        let dc = self.strings(date)?;
+        let tc = self.strings(time)?;
+        let n = self.ok.len();
+        let (mut dates, mut minutes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        // Rows of one day repeat its date: parse each distinct run once.
+        let mut last: Option<(&str, NaiveDate)> = None;
+        for (i, (d, t)) in dc.iter().zip(tc.iter()).enumerate() {
+            let d = d.unwrap_or("");
+            let parsed = match last {
+                Some((s, v)) if s == d => Some(v),
+                _ => parse_date(d.trim().as_bytes()),
+            };
+            if let Some(v) = parsed {
+                last = Some((d, v));
+            }
+            let m = t.and_then(|t| parse_time_minute(t.trim().as_bytes()));
+            match (parsed, m) {
+                (Some(d), Some(m)) => {
+                    dates.push(d);
+                    minutes.push(m);
+                }
+                (p, _) => {
+                    dates.push(NaiveDate::MIN);
+                    minutes.push(0);
+                    if p.is_none() {
+                        self.bad(i, date, &format!("`{d}` is not a date YYYY-MM-DD"));
+                    } else {
+                        let t = t.unwrap_or("");
+                        self.bad(i, time, &format!("`{t}` is not a minute HH:MM[:SS]"));
+                    }
+                }
+            }
+        }
+        Ok((dates, minutes))
+    }
+
+    /// The symbol column, one shared string per run of equal symbols.
+    fn symbols(&self, name: &str) -> Result<Vec<Arc<str>>, Problem> {
+        let ca = self.strings(name)?;
         let mut last: Option<Arc<str>> = None;
-        ca.iter()
+        Ok(ca
+            .iter()
             .map(|s| {
                 let s = s.unwrap_or("").trim();
                 match &last {
@@ -305,30 +350,43 @@ pub(crate) fn read_csv(
                     }
                 }
             })
-            .collect()
-    } else {
-        vec![symbol_from_path.clone(); n]
-    };
-
-    let mut raw = RawBars {
-        vwap: layout.vwap.then(Vec::new),
-        ..Default::default()
-    };
-    for i in (0..n).filter(|&i| ok[i]) {
-        raw.symbol.push(symbols[i].clone());
-        raw.date.push(dates[i]);
-        raw.minute.push(minutes[i]);
-        raw.open.push(values[0][i]);
-        raw.high.push(values[1][i]);
-        raw.low.push(values[2][i]);
-        raw.close.push(values[3][i]);
-        raw.volume.push(values[4][i]);
-        if let Some(v) = &mut raw.vwap {
-            v.push(values[5][i]);
-        }
-        raw.line.push(i as u64 + 2);
+            .collect())
     }
-    Ok(raw)
+}
+
+/// Every row's parsed cells, good and bad.
+struct Columns {
+    symbols: Vec<Arc<str>>,
+    dates: Vec<NaiveDate>,
+    minutes: Vec<u16>,
+    /// open, high, low, close, volume, then vwap when the file has it.
+    values: Vec<Vec<f64>>,
+}
+
+impl Columns {
+    /// The rows marked `ok`, with their source lines.
+    fn keep(self, ok: &[bool], vwap: bool) -> RawBars {
+        let values = &self.values;
+        let mut raw = RawBars {
+            vwap: vwap.then(Vec::new),
+            ..Default::default()
+        };
+        for i in (0..ok.len()).filter(|&i| ok[i]) {
+            raw.symbol.push(self.symbols[i].clone());
+            raw.date.push(self.dates[i]);
+            raw.minute.push(self.minutes[i]);
+            raw.open.push(values[0][i]);
+            raw.high.push(values[1][i]);
+            raw.low.push(values[2][i]);
+            raw.close.push(values[3][i]);
+            raw.volume.push(values[4][i]);
+            if let Some(v) = &mut raw.vwap {
+                v.push(values[5][i]);
+            }
+            raw.line.push(i as u64 + 2);
+        }
+        raw
+    }
 }
 
 fn bad_cell(file: &Path, row: usize, field: &str, message: &str) -> Problem {

@@ -91,6 +91,41 @@ fn row_problem(
     }
 }
 
+/// Rows of one kind of warning: how many, and the line of the first.
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    first_line: u64,
+}
+
+impl Tally {
+    fn note(&mut self, line: u64) {
+        if self.count == 0 {
+            self.first_line = line;
+        }
+        self.count += 1;
+    }
+
+    /// One warning for all the rows, pointing at the first; none if none.
+    fn warning(
+        &self,
+        file: &Path,
+        field: Option<&str>,
+        kind: ProblemKind,
+        message: &str,
+    ) -> Option<Problem> {
+        (self.count > 0).then(|| Problem {
+            file: file.to_path_buf(),
+            line: Some(self.first_line),
+            field: field.map(Into::into),
+            kind,
+            severity: Severity::Warning,
+            count: self.count,
+            message: message.into(),
+        })
+    }
+}
+
 /// Checks values, sorts, drops duplicates and builds sessions.
 pub(crate) fn clean(
     file: &Path,
@@ -98,75 +133,100 @@ pub(crate) fn clean(
     hours: Hours,
     problems: &mut Vec<Problem>,
 ) -> Cleaned {
+    let (mut keep, outside) = valid_rows(file, &raw, hours, problems);
+    sort_rows(file, &raw, &mut keep, problems);
+    let deduped = dedupe(file, &raw, &keep, problems);
+    let rows = deduped.len() as u64;
+    Cleaned {
+        sessions: split_sessions(&raw, &deduped, hours),
+        outside_session: outside,
+        rows,
+    }
+}
+
+/// The rows inside the session whose values pass the checks, and how many
+/// fell outside the session. Each bad row is reported; rows with zero
+/// volume are kept, with one warning for all of them.
+fn valid_rows(
+    file: &Path,
+    raw: &RawBars,
+    hours: Hours,
+    problems: &mut Vec<Problem>,
+) -> (Vec<u32>, u64) {
     let n = raw.len();
     let mut keep: Vec<u32> = Vec::with_capacity(n);
     let mut outside = 0u64;
-    let mut zero_volume = (0u64, 0u64);
-    let fields = ["open", "high", "low", "close"];
+    let mut zero_volume = Tally::default();
     for i in 0..n {
         let m = raw.minute[i];
         if m < hours.open || m > hours.last {
             outside += 1;
             continue;
         }
-        let prices = [raw.open[i], raw.high[i], raw.low[i], raw.close[i]];
-        if let Some(k) = prices.iter().position(|p| !(p.is_finite() && *p > 0.0)) {
-            problems.push(row_problem(
-                file,
-                raw.line[i],
-                fields[k],
-                ProblemKind::NonPositivePrice,
-                Severity::Error,
-                format!("price {} is not positive; row dropped", prices[k]),
-            ));
+        if let Some(p) = bad_values(file, raw, i) {
+            problems.push(p);
             continue;
         }
-        if raw.high[i] < raw.low[i] {
-            problems.push(row_problem(
-                file,
-                raw.line[i],
-                "high",
-                ProblemKind::HighBelowLow,
-                Severity::Error,
-                format!(
-                    "high {} is below low {}; row dropped",
-                    raw.high[i], raw.low[i]
-                ),
-            ));
-            continue;
-        }
-        let v = raw.volume[i];
-        if !(v.is_finite() && v >= 0.0) {
-            problems.push(row_problem(
-                file,
-                raw.line[i],
-                "volume",
-                ProblemKind::BadVolume,
-                Severity::Error,
-                format!("volume {v} is negative or not finite; row dropped"),
-            ));
-            continue;
-        }
-        if v == 0.0 {
-            if zero_volume.0 == 0 {
-                zero_volume.1 = raw.line[i];
-            }
-            zero_volume.0 += 1;
+        if raw.volume[i] == 0.0 {
+            zero_volume.note(raw.line[i]);
         }
         keep.push(i as u32);
     }
-    if zero_volume.0 > 0 {
-        problems.push(Problem {
-            file: file.to_path_buf(),
-            line: Some(zero_volume.1),
-            field: Some("volume".into()),
-            kind: ProblemKind::ZeroVolume,
-            severity: Severity::Warning,
-            count: zero_volume.0,
-            message: "bars with zero volume (kept); first one here".into(),
-        });
-    }
+    problems.extend(zero_volume.warning(
+        file,
+        Some("volume"),
+        ProblemKind::ZeroVolume,
+        "bars with zero volume (kept); first one here",
+    ));
+    (keep, outside)
+}
 
+/// The first thing wrong with row `i`'s values, if any: a price that is
+/// not positive, a high below the low, a negative or non-finite volume.
+fn bad_values(file: &Path, raw: &RawBars, i: usize) -> Option<Problem> {
+    let fields = ["open", "high", "low", "close"];
+    let prices = [raw.open[i], raw.high[i], raw.low[i], raw.close[i]];
+    let error = |field: &str, kind, message| {
+        Some(row_problem(
+            file,
+            raw.line[i],
+            field,
+            kind,
+            Severity::Error,
+            message,
+        ))
+    };
+    if let Some(k) = prices.iter().position(|p| !(p.is_finite() && *p > 0.0)) {
+        return error(
+            fields[k],
+            ProblemKind::NonPositivePrice,
+            format!("price {} is not positive; row dropped", prices[k]),
+        );
+    }
+    if raw.high[i] < raw.low[i] {
+        return error(
+            "high",
+            ProblemKind::HighBelowLow,
+            format!(
+                "high {} is below low {}; row dropped",
+                raw.high[i], raw.low[i]
+            ),
+        );
+    }
+    let v = raw.volume[i];
+    if !(v.is_finite() && v >= 0.0) {
+        return error(
+            "volume",
+            ProblemKind::BadVolume,
+            format!("volume {v} is negative or not finite; row dropped"),
+        );
+    }
+    None
+}
+
+/// Sorts the kept rows by (symbol, date, minute) if they are out of order,
+/// with a warning at the first place time goes backwards.
+fn sort_rows(file: &Path, raw: &RawBars, keep: &mut [u32], problems: &mut Vec<Problem>) {
     let key = |i: u32| {
         let i = i as usize;
         (raw.symbol[i].clone(), raw.date[i], raw.minute[i])
@@ -183,12 +243,14 @@ pub(crate) fn clean(
         });
         keep.sort_by_key(|&i| key(i)); // stable: the first occurrence stays first
     }
+}
 
-    // Duplicates: identical rows are dropped; rows that share a timestamp but
-    // not their values keep the first and are reported as conflicts.
+/// Duplicates: identical rows are dropped; rows that share a timestamp but
+/// not their values keep the first and are reported as conflicts.
+fn dedupe(file: &Path, raw: &RawBars, keep: &[u32], problems: &mut Vec<Problem>) -> Vec<u32> {
     let mut deduped: Vec<u32> = Vec::with_capacity(keep.len());
-    let (mut dup, mut dup_line, mut conflict, mut conflict_line) = (0u64, 0u64, 0u64, 0u64);
-    for &i in &keep {
+    let (mut dup, mut conflict) = (Tally::default(), Tally::default());
+    for &i in keep {
         if let Some(&j) = deduped.last() {
             let (iu, ju) = (i as usize, j as usize);
             if raw.minute[iu] == raw.minute[ju]
@@ -196,66 +258,48 @@ pub(crate) fn clean(
                 && raw.symbol[iu] == raw.symbol[ju]
             {
                 if raw.same_values(iu, ju) {
-                    if dup == 0 {
-                        dup_line = raw.line[iu];
-                    }
-                    dup += 1;
+                    dup.note(raw.line[iu]);
                 } else {
-                    if conflict == 0 {
-                        conflict_line = raw.line[iu];
-                    }
-                    conflict += 1;
+                    conflict.note(raw.line[iu]);
                 }
                 continue;
             }
         }
         deduped.push(i);
     }
-    if dup > 0 {
-        problems.push(Problem {
-            file: file.to_path_buf(),
-            line: Some(dup_line),
-            field: None,
-            kind: ProblemKind::DuplicateRows,
-            severity: Severity::Warning,
-            count: dup,
-            message: "exact duplicate rows dropped; first one here".into(),
-        });
-    }
-    if conflict > 0 {
-        problems.push(Problem {
-            file: file.to_path_buf(),
-            line: Some(conflict_line),
-            field: None,
-            kind: ProblemKind::ConflictingRows,
-            severity: Severity::Warning,
-            count: conflict,
-            message: "rows repeat an earlier timestamp with other values; the first was kept"
-                .into(),
-        });
-    }
+    problems.extend(dup.warning(
+        file,
+        None,
+        ProblemKind::DuplicateRows,
+        "exact duplicate rows dropped; first one here",
+    ));
+    problems.extend(conflict.warning(
+        file,
+        None,
+        ProblemKind::ConflictingRows,
+        "rows repeat an earlier timestamp with other values; the first was kept",
+    ));
+    deduped
+}
 
-    let rows = deduped.len() as u64;
+/// One session per run of rows with the same symbol and date.
+fn split_sessions(raw: &RawBars, rows: &[u32], hours: Hours) -> Vec<Session> {
     let mut sessions = Vec::new();
     let mut start = 0;
-    while start < deduped.len() {
-        let first = deduped[start] as usize;
+    while start < rows.len() {
+        let first = rows[start] as usize;
         let mut end = start + 1;
-        while end < deduped.len() {
-            let j = deduped[end] as usize;
+        while end < rows.len() {
+            let j = rows[end] as usize;
             if raw.date[j] != raw.date[first] || raw.symbol[j] != raw.symbol[first] {
                 break;
             }
             end += 1;
         }
-        sessions.push(build_session(&raw, &deduped[start..end], hours));
+        sessions.push(build_session(raw, &rows[start..end], hours));
         start = end;
     }
-    Cleaned {
-        sessions,
-        outside_session: outside,
-        rows,
-    }
+    sessions
 }
 
 fn build_session(raw: &RawBars, idx: &[u32], hours: Hours) -> Session {

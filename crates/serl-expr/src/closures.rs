@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::compile::{repair, Op, BIG};
+use super::compile::{repair, Op};
 
 /// What a step's closures read and write.
 pub(crate) struct Frame<'a> {
@@ -44,138 +44,238 @@ fn b2f(b: bool) -> f64 {
 
 /// Builds the tree by running the bytecode symbolically.
 pub(crate) fn build(code: &[Op]) -> Tree {
-    let mut stack: Vec<Node> = Vec::new();
-    // What each stack entry is, so that arithmetic with a constant operand
-    // becomes one closure instead of two calls.
-    let mut leaf: Vec<Option<f64>> = Vec::new();
-    let mut lets: Vec<(u16, Node)> = Vec::new();
-    macro_rules! un {
-        ($f:expr) => {{
-            let a = stack.pop().expect("checked program");
-            stack.push(Box::new(move |fr: &mut Frame| {
-                let x = a(fr);
-                #[allow(clippy::redundant_closure_call)]
-                $f(x, fr)
-            }));
-        }};
+    let mut b = Builder::default();
+    for &op in code {
+        b.op(op);
     }
-    macro_rules! bin {
-        ($f:expr) => {{
-            let b = stack.pop().expect("checked program");
-            let a = stack.pop().expect("checked program");
-            stack.push(Box::new(move |fr: &mut Frame| {
-                let x = a(fr);
-                let y = b(fr);
-                #[allow(clippy::redundant_closure_call)]
-                $f(x, y, fr)
-            }));
-        }};
+    let root = b.stack.pop().unwrap_or_else(|| Box::new(|_| 0.0));
+    Tree(Arc::new(root))
+}
+
+/// The symbolic stack machine: the nodes the bytecode has pushed so far.
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Node>,
+    /// What each stack entry is (`Some` for a constant), so that
+    /// arithmetic with a constant operand becomes one closure instead of
+    /// two calls.
+    leaf: Vec<Option<f64>>,
+    /// Values of the `let`s whose bodies are being built, innermost last.
+    lets: Vec<(u16, Node)>,
+}
+
+impl Builder {
+    fn pop(&mut self) -> Node {
+        self.stack.pop().expect("checked program")
     }
-    for op in code {
-        // Arithmetic with one constant side: capture the constant.
-        if let (Op::Add | Op::Sub | Op::Mul, Some(&Some(c))) = (*op, leaf.last()) {
-            if stack.len() >= 2 {
-                stack.pop();
-                leaf.pop();
-                let a = stack.pop().expect("checked program");
-                leaf.pop();
-                let f: Node = match *op {
+
+    fn op(&mut self, op: Op) {
+        if self.fold_constant(op) {
+            return;
+        }
+        match op {
+            Op::Const(_) | Op::Var(_) | Op::Local(_) | Op::Window(_) => self.load(op),
+            Op::SetLocal(_) | Op::EndLet(_) => self.bind(op),
+            Op::Clip | Op::Select => self.ternary(op),
+            Op::Neg
+            | Op::Not
+            | Op::Abs
+            | Op::Sqrt
+            | Op::Log
+            | Op::Exp
+            | Op::Tanh
+            | Op::Sign
+            | Op::Powi(_) => self.unary(op),
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::And
+            | Op::Or
+            | Op::Min
+            | Op::Max => self.binary(op),
+        }
+        self.track_leaf(op);
+    }
+
+    /// Keeps `leaf` the height of `stack`: entries below the top are
+    /// untouched by an op; the top is a constant only if the op was one.
+    fn track_leaf(&mut self, op: Op) {
+        let is_const = if let Op::Const(v) = op { Some(v) } else { None };
+        let h = self.stack.len();
+        self.leaf.truncate(h.saturating_sub(1));
+        while self.leaf.len() + 1 < h {
+            self.leaf.push(None);
+        }
+        if h > 0 {
+            self.leaf.push(is_const);
+        }
+    }
+
+    /// Arithmetic with one constant side: one closure that captures the
+    /// constant. Returns false, changing nothing, for any other op.
+    fn fold_constant(&mut self, op: Op) -> bool {
+        if let (Op::Add | Op::Sub | Op::Mul, Some(&Some(c))) = (op, self.leaf.last()) {
+            if self.stack.len() >= 2 {
+                self.stack.pop();
+                self.leaf.pop();
+                let a = self.pop();
+                self.leaf.pop();
+                let f: Node = match op {
                     Op::Add => Box::new(move |fr| a(fr) + c),
                     Op::Sub => Box::new(move |fr| a(fr) - c),
                     _ => Box::new(move |fr| a(fr) * c),
                 };
-                stack.push(f);
-                leaf.push(None);
-                continue;
+                self.stack.push(f);
+                self.leaf.push(None);
+                return true;
             }
         }
-        if let (Op::Add | Op::Mul, true) = (*op, leaf.len() >= 2) {
-            if let Some(c) = leaf[leaf.len() - 2] {
-                let b = stack.pop().expect("checked program");
-                stack.pop();
-                leaf.pop();
-                leaf.pop();
-                let f: Node = match *op {
+        if let (Op::Add | Op::Mul, true) = (op, self.leaf.len() >= 2) {
+            if let Some(c) = self.leaf[self.leaf.len() - 2] {
+                let b = self.pop();
+                self.stack.pop();
+                self.leaf.pop();
+                self.leaf.pop();
+                let f: Node = match op {
                     Op::Add => Box::new(move |fr| c + b(fr)),
                     _ => Box::new(move |fr| c * b(fr)),
                 };
-                stack.push(f);
-                leaf.push(None);
-                continue;
+                self.stack.push(f);
+                self.leaf.push(None);
+                return true;
             }
         }
-        let is_const = if let Op::Const(v) = *op {
-            Some(v)
-        } else {
-            None
-        };
-        match *op {
-            Op::Const(v) => stack.push(Box::new(move |_| v)),
+        false
+    }
+
+    /// A constant, or a read of a variable, local or window value.
+    fn load(&mut self, op: Op) {
+        let node: Node = match op {
+            Op::Const(v) => Box::new(move |_| v),
             Op::Var(i) => {
                 let i = i as usize;
-                stack.push(Box::new(move |fr| fr.vars[i]))
+                Box::new(move |fr| fr.vars[i])
             }
             Op::Local(i) => {
                 let i = i as usize;
-                stack.push(Box::new(move |fr| fr.locals[i]))
+                Box::new(move |fr| fr.locals[i])
             }
             Op::Window(i) => {
                 let i = i as usize;
-                stack.push(Box::new(move |fr| fr.windows[i]))
+                Box::new(move |fr| fr.windows[i])
             }
+            _ => unreachable!("not a load: {op:?}"),
+        };
+        self.stack.push(node);
+    }
+
+    /// `SetLocal` holds the value until its `EndLet`, which makes one node
+    /// that stores it and then runs the body.
+    fn bind(&mut self, op: Op) {
+        match op {
             Op::SetLocal(i) => {
-                let v = stack.pop().expect("checked program");
-                lets.push((i, v));
+                let v = self.pop();
+                self.lets.push((i, v));
             }
             Op::EndLet(_) => {
-                let body = stack.pop().expect("checked program");
-                let (i, v) = lets.pop().expect("checked program");
+                let body = self.pop();
+                let (i, v) = self.lets.pop().expect("checked program");
                 let i = i as usize;
-                stack.push(Box::new(move |fr| {
+                self.stack.push(Box::new(move |fr| {
                     fr.locals[i] = v(fr);
                     body(fr)
                 }));
             }
-            Op::Add => bin!(|a: f64, b: f64, _: &mut Frame| a + b),
-            Op::Sub => bin!(|a: f64, b: f64, _: &mut Frame| a - b),
-            Op::Mul => bin!(|a: f64, b: f64, _: &mut Frame| a * b),
-            Op::Div => bin!(|a: f64, b: f64, fr: &mut Frame| if b == 0.0 {
-                *fr.repaired += 1;
-                0.0
-            } else {
-                repair(a / b, fr.repaired)
+            _ => unreachable!("not a binding: {op:?}"),
+        }
+    }
+
+    /// A node applying `f` to its child's value.
+    fn un(&mut self, f: impl Fn(f64, &mut Frame) -> f64 + Send + Sync + 'static) {
+        let a = self.pop();
+        self.stack.push(Box::new(move |fr: &mut Frame| {
+            let x = a(fr);
+            f(x, fr)
+        }));
+    }
+
+    /// A node applying `f` to its two children's values, left first.
+    fn bin(&mut self, f: impl Fn(f64, f64, &mut Frame) -> f64 + Send + Sync + 'static) {
+        let b = self.pop();
+        let a = self.pop();
+        self.stack.push(Box::new(move |fr: &mut Frame| {
+            let x = a(fr);
+            let y = b(fr);
+            f(x, y, fr)
+        }));
+    }
+
+    fn unary(&mut self, op: Op) {
+        match op {
+            Op::Neg => self.un(|a, _| -a),
+            Op::Not => self.un(|a, _| 1.0 - a),
+            Op::Abs => self.un(|a, _| a.abs()),
+            Op::Sqrt => self.un(|a, fr| repair(a.sqrt(), fr.repaired)),
+            Op::Log => self.un(|a, fr| repair(a.ln(), fr.repaired)),
+            Op::Exp => self.un(|a, fr| repair(a.exp(), fr.repaired)),
+            Op::Tanh => self.un(|a, _| a.tanh()),
+            Op::Sign => self.un(|a, _| {
+                if a > 0.0 {
+                    1.0
+                } else if a < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
             }),
-            Op::Pow => bin!(|a: f64, b: f64, fr: &mut Frame| repair(a.powf(b), fr.repaired)),
-            Op::Lt => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a < b)),
-            Op::Le => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a <= b)),
-            Op::Gt => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a > b)),
-            Op::Ge => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a >= b)),
-            Op::Eq => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a == b)),
-            Op::Ne => bin!(|a: f64, b: f64, _: &mut Frame| b2f(a != b)),
-            Op::And => bin!(|a: f64, b: f64, _: &mut Frame| a * b),
-            Op::Or => bin!(|a: f64, b: f64, _: &mut Frame| a.max(b)),
-            Op::Min => bin!(|a: f64, b: f64, _: &mut Frame| a.min(b)),
-            Op::Max => bin!(|a: f64, b: f64, _: &mut Frame| a.max(b)),
-            Op::Neg => un!(|a: f64, _: &mut Frame| -a),
-            Op::Not => un!(|a: f64, _: &mut Frame| 1.0 - a),
-            Op::Abs => un!(|a: f64, _: &mut Frame| a.abs()),
-            Op::Sqrt => un!(|a: f64, fr: &mut Frame| repair(a.sqrt(), fr.repaired)),
-            Op::Log => un!(|a: f64, fr: &mut Frame| repair(a.ln(), fr.repaired)),
-            Op::Exp => un!(|a: f64, fr: &mut Frame| repair(a.exp(), fr.repaired)),
-            Op::Tanh => un!(|a: f64, _: &mut Frame| a.tanh()),
-            Op::Sign => un!(|a: f64, _: &mut Frame| if a > 0.0 {
-                1.0
-            } else if a < 0.0 {
-                -1.0
-            } else {
-                0.0
+            Op::Powi(n) => self.un(move |a, fr| repair(a.powi(n), fr.repaired)),
+            _ => unreachable!("not unary: {op:?}"),
+        }
+    }
+
+    fn binary(&mut self, op: Op) {
+        match op {
+            Op::Add => self.bin(|a, b, _| a + b),
+            Op::Sub => self.bin(|a, b, _| a - b),
+            Op::Mul => self.bin(|a, b, _| a * b),
+            Op::Div => self.bin(|a, b, fr| {
+                if b == 0.0 {
+                    *fr.repaired += 1;
+                    0.0
+                } else {
+                    repair(a / b, fr.repaired)
+                }
             }),
-            Op::Powi(n) => un!(move |a: f64, fr: &mut Frame| repair(a.powi(n), fr.repaired)),
+            Op::Pow => self.bin(|a, b, fr| repair(a.powf(b), fr.repaired)),
+            Op::Lt => self.bin(|a, b, _| b2f(a < b)),
+            Op::Le => self.bin(|a, b, _| b2f(a <= b)),
+            Op::Gt => self.bin(|a, b, _| b2f(a > b)),
+            Op::Ge => self.bin(|a, b, _| b2f(a >= b)),
+            Op::Eq => self.bin(|a, b, _| b2f(a == b)),
+            Op::Ne => self.bin(|a, b, _| b2f(a != b)),
+            Op::And => self.bin(|a, b, _| a * b),
+            Op::Or => self.bin(|a, b, _| a.max(b)),
+            Op::Min => self.bin(|a, b, _| a.min(b)),
+            Op::Max => self.bin(|a, b, _| a.max(b)),
+            _ => unreachable!("not binary: {op:?}"),
+        }
+    }
+
+    fn ternary(&mut self, op: Op) {
+        match op {
             Op::Clip => {
-                let hi = stack.pop().expect("checked program");
-                let lo = stack.pop().expect("checked program");
-                let x = stack.pop().expect("checked program");
-                stack.push(Box::new(move |fr| {
+                let hi = self.pop();
+                let lo = self.pop();
+                let x = self.pop();
+                self.stack.push(Box::new(move |fr| {
                     let (x, lo, hi) = (x(fr), lo(fr), hi(fr));
                     if lo <= hi {
                         x.clamp(lo, hi)
@@ -185,12 +285,12 @@ pub(crate) fn build(code: &[Op]) -> Tree {
                 }));
             }
             Op::Select => {
-                let e = stack.pop().expect("checked program");
-                let t = stack.pop().expect("checked program");
-                let c = stack.pop().expect("checked program");
+                let e = self.pop();
+                let t = self.pop();
+                let c = self.pop();
                 // Both branches run, as in the column evaluator, so that
                 // the repair counts agree.
-                stack.push(Box::new(move |fr| {
+                self.stack.push(Box::new(move |fr| {
                     let (c, t, e) = (c(fr), t(fr), e(fr));
                     if c != 0.0 {
                         t
@@ -199,19 +299,7 @@ pub(crate) fn build(code: &[Op]) -> Tree {
                     }
                 }));
             }
-        }
-        // Keep `leaf` the height of `stack`: entries below the top are
-        // untouched by an op; the top is a constant only if the op was one.
-        let h = stack.len();
-        leaf.truncate(h.saturating_sub(1));
-        while leaf.len() + 1 < h {
-            leaf.push(None);
-        }
-        if h > 0 {
-            leaf.push(is_const);
+            _ => unreachable!("not ternary: {op:?}"),
         }
     }
-    let root = stack.pop().unwrap_or_else(|| Box::new(|_| 0.0));
-    let _ = BIG;
-    Tree(Arc::new(root))
 }

@@ -1,4 +1,9 @@
 //! Type checking, code generation and evaluation.
+//!
+//! The step evaluator is here ([`Program::eval`], which runs the closure
+//! tree of [`crate::closures`]); the column evaluator is in `columns`.
+
+mod columns;
 
 use super::syntax::{lex, BinOp, Expr, Node, Parser};
 use super::{suggest, CompileError, Limits, Pos, VarSet};
@@ -562,146 +567,6 @@ impl Program {
         };
         let v = (self.tree.0)(&mut frame);
         repair(v, &mut st.repaired)
-    }
-
-    /// Evaluates every row of `columns` (one column per variable, in
-    /// [`VarSet`] order) into `out`; returns how many values were repaired.
-    /// Programs with windows are evaluated in row (time) order.
-    // The select and clip loops read three stack rows at the same index.
-    #[allow(clippy::needless_range_loop)]
-    pub fn eval_columns(&self, columns: &[&[f64]], out: &mut [f64]) -> u64 {
-        let n = out.len();
-        if self.has_windows() {
-            let mut st = self.new_state();
-            let mut row = vec![0.0; self.vars];
-            for (r, o) in out.iter_mut().enumerate() {
-                for (v, c) in row.iter_mut().zip(columns) {
-                    *v = c[r];
-                }
-                *o = self.eval(&mut st, &row);
-            }
-            return st.repaired;
-        }
-        const CHUNK: usize = 128;
-        let mut stack = vec![[0f64; CHUNK]; self.stack + 1];
-        let mut locals = vec![[0f64; CHUNK]; self.locals];
-        let mut repaired = 0u64;
-        let mut start = 0;
-        while start < n {
-            let len = CHUNK.min(n - start);
-            let mut sp = 0usize;
-            for op in &self.code {
-                macro_rules! bin {
-                    ($f:expr) => {{
-                        sp -= 1;
-                        let (lo, hi) = stack.split_at_mut(sp);
-                        let (a, b) = (&mut lo[sp - 1], &hi[0]);
-                        for i in 0..len {
-                            a[i] = $f(a[i], b[i]);
-                        }
-                    }};
-                }
-                macro_rules! un {
-                    ($f:expr) => {{
-                        let a = &mut stack[sp - 1];
-                        for x in a[..len].iter_mut() {
-                            *x = $f(*x);
-                        }
-                    }};
-                }
-                let b2f = |b: bool| if b { 1.0 } else { 0.0 };
-                match *op {
-                    Op::Const(v) => {
-                        stack[sp][..len].fill(v);
-                        sp += 1;
-                    }
-                    Op::Var(i) => {
-                        stack[sp][..len].copy_from_slice(&columns[i as usize][start..start + len]);
-                        sp += 1;
-                    }
-                    Op::Local(i) => {
-                        stack[sp] = locals[i as usize];
-                        sp += 1;
-                    }
-                    Op::SetLocal(i) => {
-                        sp -= 1;
-                        locals[i as usize] = stack[sp];
-                    }
-                    Op::Window(_) => unreachable!("programs with windows take the row path"),
-                    Op::Add => bin!(|a, b| a + b),
-                    Op::Sub => bin!(|a, b| a - b),
-                    Op::Mul => bin!(|a, b| a * b),
-                    Op::Div => bin!(|a: f64, b: f64| {
-                        let q = a / b;
-                        if q.is_finite() {
-                            q
-                        } else {
-                            repaired += 1;
-                            if b == 0.0 || q.is_nan() {
-                                0.0
-                            } else {
-                                q.clamp(-BIG, BIG)
-                            }
-                        }
-                    }),
-                    Op::Pow => bin!(|a: f64, b: f64| repair(a.powf(b), &mut repaired)),
-                    Op::Neg => un!(|a: f64| -a),
-                    Op::Not => un!(|a: f64| 1.0 - a),
-                    Op::Lt => bin!(|a, b| b2f(a < b)),
-                    Op::Le => bin!(|a, b| b2f(a <= b)),
-                    Op::Gt => bin!(|a, b| b2f(a > b)),
-                    Op::Ge => bin!(|a, b| b2f(a >= b)),
-                    Op::Eq => bin!(|a, b| b2f(a == b)),
-                    Op::Ne => bin!(|a, b| b2f(a != b)),
-                    Op::And => bin!(|a: f64, b: f64| a * b),
-                    Op::Or => bin!(|a: f64, b: f64| a.max(b)),
-                    Op::Abs => un!(f64::abs),
-                    Op::Sqrt => un!(|a: f64| repair(a.sqrt(), &mut repaired)),
-                    Op::Log => un!(|a: f64| repair(a.ln(), &mut repaired)),
-                    Op::Exp => un!(|a: f64| repair(a.exp(), &mut repaired)),
-                    Op::Tanh => un!(f64::tanh),
-                    Op::Sign => un!(|a: f64| if a > 0.0 {
-                        1.0
-                    } else if a < 0.0 {
-                        -1.0
-                    } else {
-                        0.0
-                    }),
-                    Op::Min => bin!(f64::min),
-                    Op::Max => bin!(f64::max),
-                    Op::Powi(n) => un!(|a: f64| repair(a.powi(n), &mut repaired)),
-                    Op::EndLet(_) => {}
-                    Op::Clip => {
-                        sp -= 2;
-                        for i in 0..len {
-                            let (lo, hi) = (stack[sp][i], stack[sp + 1][i]);
-                            let x = stack[sp - 1][i];
-                            stack[sp - 1][i] = if lo <= hi {
-                                x.clamp(lo, hi)
-                            } else {
-                                x.clamp(hi, lo)
-                            };
-                        }
-                    }
-                    Op::Select => {
-                        sp -= 2;
-                        for i in 0..len {
-                            let c = stack[sp - 1][i];
-                            stack[sp - 1][i] = if c != 0.0 {
-                                stack[sp][i]
-                            } else {
-                                stack[sp + 1][i]
-                            };
-                        }
-                    }
-                }
-            }
-            for (o, v) in out[start..start + len].iter_mut().zip(&stack[0][..len]) {
-                *o = repair(*v, &mut repaired);
-            }
-            start += len;
-        }
-        repaired
     }
 
     /// The same program with its numeric literals replaced, in the order

@@ -13,10 +13,19 @@
 //!
 //! Freed order and level slots are reused, so a book in steady state does
 //! not allocate per message.
+//!
+//! This file holds the book and every message that changes it (the hot
+//! path, kept together); [`levels`] the storage types under it, `queries`
+//! the read-only questions and `invariants` the full structural check.
+
+mod invariants;
+mod levels;
+mod queries;
 
 use crate::index::{IdIndex, Probe};
 use crate::types::*;
 use crate::LobError;
+use levels::{key, search, side_ix, Ladder, Level, Node, Placed};
 
 const NIL: u32 = u32::MAX;
 
@@ -24,74 +33,6 @@ const NIL: u32 = u32::MAX;
 /// counterparty is outside the book (as in a LOBSTER replay).
 pub const EXTERNAL: OrderId = OrderId::MAX;
 pub const EXTERNAL_OWNER: Owner = Owner::MAX;
-
-/// A resting order in the slab. Its price and side are its level's: 32
-/// bytes, two to a cache line, where carrying them cost 48.
-#[derive(Debug, Clone, Copy)]
-#[repr(align(32))]
-struct Node {
-    id: OrderId,
-    qty: Lots,
-    owner: Owner,
-    level: u32,
-    prev: u32,
-    next: u32,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Level {
-    price: Ticks,
-    qty: Lots,
-    count: u32,
-    head: u32,
-    tail: u32,
-    side: Side,
-}
-
-/// A node with its level's price and side.
-#[derive(Debug, Clone, Copy)]
-struct Placed {
-    qty: Lots,
-    owner: Owner,
-    level: u32,
-    price: Ticks,
-    side: Side,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Ladder {
-    /// Ascending; the best level is last.
-    keys: Vec<Ticks>,
-    levels: Vec<u32>,
-}
-
-#[inline(always)]
-fn key(side: Side, price: Ticks) -> Ticks {
-    match side {
-        Side::Bid => price,
-        Side::Ask => -price,
-    }
-}
-
-/// Position of `k` in ascending `keys`, searching from the end first
-/// because almost all activity is near the top of the book.
-#[inline]
-fn search(keys: &[Ticks], k: Ticks) -> Result<usize, usize> {
-    let n = keys.len();
-    let mut i = n;
-    let stop = n.saturating_sub(8);
-    while i > stop {
-        let kk = keys[i - 1];
-        if kk == k {
-            return Ok(i - 1);
-        }
-        if kk < k {
-            return Err(i);
-        }
-        i -= 1;
-    }
-    keys[..i].binary_search(&k)
-}
 
 /// Where a resting order stands in its level's queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,14 +61,6 @@ pub struct OrderBook {
 impl Default for OrderBook {
     fn default() -> Self {
         Self::new(SelfTradePolicy::Allow)
-    }
-}
-
-#[inline(always)]
-fn side_ix(side: Side) -> usize {
-    match side {
-        Side::Bid => 0,
-        Side::Ask => 1,
     }
 }
 
@@ -740,222 +673,5 @@ impl OrderBook {
             self.resting[side_ix(n.side)] -= qty;
             Ok(n.qty - qty)
         }
-    }
-
-    // ----- queries -------------------------------------------------------
-
-    fn ladder(&self, side: Side) -> &Ladder {
-        match side {
-            Side::Bid => &self.bids,
-            Side::Ask => &self.asks,
-        }
-    }
-
-    fn view(&self, li: u32) -> LevelView {
-        let l = &self.levels[li as usize];
-        LevelView {
-            price: l.price,
-            qty: l.qty,
-            orders: l.count,
-        }
-    }
-
-    /// The best level of a side.
-    #[inline]
-    pub fn best(&self, side: Side) -> Option<LevelView> {
-        self.ladder(side).levels.last().map(|&li| self.view(li))
-    }
-
-    pub fn best_bid(&self) -> Option<Ticks> {
-        self.best(Side::Bid).map(|l| l.price)
-    }
-
-    pub fn best_ask(&self) -> Option<Ticks> {
-        self.best(Side::Ask).map(|l| l.price)
-    }
-
-    pub fn spread(&self) -> Option<Ticks> {
-        Some(self.best_ask()? - self.best_bid()?)
-    }
-
-    /// Mid price in ticks.
-    pub fn mid(&self) -> Option<f64> {
-        Some((self.best_ask()? + self.best_bid()?) as f64 / 2.0)
-    }
-
-    /// Levels of a side from the best outwards.
-    pub fn levels(&self, side: Side) -> impl Iterator<Item = LevelView> + '_ {
-        self.ladder(side)
-            .levels
-            .iter()
-            .rev()
-            .map(move |&li| self.view(li))
-    }
-
-    /// The top `depth` levels of a side, written into `out` (cleared first)
-    /// so that a caller can reuse one buffer.
-    pub fn depth_into(&self, side: Side, depth: usize, out: &mut Vec<LevelView>) {
-        out.clear();
-        out.extend(self.levels(side).take(depth));
-    }
-
-    /// The top `depth` levels of a side.
-    pub fn depth(&self, side: Side, depth: usize) -> Vec<LevelView> {
-        self.levels(side).take(depth).collect()
-    }
-
-    /// Number of price levels on a side.
-    pub fn level_count(&self, side: Side) -> usize {
-        self.ladder(side).levels.len()
-    }
-
-    /// Lots resting at one price.
-    pub fn qty_at(&self, side: Side, price: Ticks) -> Lots {
-        let ladder = self.ladder(side);
-        match search(&ladder.keys, key(side, price)) {
-            Ok(pos) => self.levels[ladder.levels[pos] as usize].qty,
-            Err(_) => 0,
-        }
-    }
-
-    /// Lots resting on a side.
-    pub fn resting_volume(&self, side: Side) -> Lots {
-        self.resting[side_ix(side)]
-    }
-
-    /// Number of resting orders.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.index.len() == 0
-    }
-
-    pub fn order(&self, id: OrderId) -> Option<RestingOrder> {
-        let n = self.placed(self.slot(id)?);
-        Some(RestingOrder {
-            id,
-            owner: n.owner,
-            side: n.side,
-            price: n.price,
-            qty: n.qty,
-        })
-    }
-
-    /// The queue ahead of a resting order at its price.
-    pub fn queue_position(&self, id: OrderId) -> Option<QueuePosition> {
-        let oi = self.slot(id)?;
-        let mut pos = QueuePosition {
-            orders_ahead: 0,
-            qty_ahead: 0,
-        };
-        let mut cur = self.levels[self.nodes[oi as usize].level as usize].head;
-        while cur != oi {
-            let n = &self.nodes[cur as usize];
-            pos.orders_ahead += 1;
-            pos.qty_ahead += n.qty;
-            cur = n.next;
-        }
-        Some(pos)
-    }
-
-    /// The resting orders at one level, front of the queue first.
-    pub fn queue(&self, side: Side, price: Ticks) -> Vec<RestingOrder> {
-        let ladder = self.ladder(side);
-        let Ok(pos) = search(&ladder.keys, key(side, price)) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        let mut cur = self.levels[ladder.levels[pos] as usize].head;
-        while cur != NIL {
-            let n = &self.nodes[cur as usize];
-            out.push(RestingOrder {
-                id: n.id,
-                owner: n.owner,
-                side,
-                price,
-                qty: n.qty,
-            });
-            cur = n.next;
-        }
-        out
-    }
-
-    pub fn totals(&self) -> Totals {
-        self.totals
-    }
-
-    /// Checks every structural invariant; for tests and fuzzing. Returns a
-    /// description of the first violation.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        if let (Some(b), Some(a)) = (self.best_bid(), self.best_ask()) {
-            if b >= a {
-                return Err(format!("crossed book: bid {b} >= ask {a}"));
-            }
-        }
-        let mut count = 0usize;
-        for side in [Side::Bid, Side::Ask] {
-            let ladder = self.ladder(side);
-            if ladder.keys.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(format!("{side:?} ladder not strictly sorted"));
-            }
-            let mut side_qty = 0;
-            for (&k, &li) in ladder.keys.iter().zip(&ladder.levels) {
-                let l = &self.levels[li as usize];
-                if key(side, l.price) != k {
-                    return Err(format!("level key mismatch at {}", l.price));
-                }
-                if l.side != side {
-                    return Err(format!(
-                        "{:?} level at {} on the {side:?} side",
-                        l.side, l.price
-                    ));
-                }
-                if l.count == 0 {
-                    return Err(format!("empty level left at {}", l.price));
-                }
-                let (mut q, mut c, mut cur, mut prev) = (0, 0, l.head, NIL);
-                while cur != NIL {
-                    let n = &self.nodes[cur as usize];
-                    if n.prev != prev || n.level != li {
-                        return Err(format!("broken queue at level {}", l.price));
-                    }
-                    if n.qty == 0 {
-                        return Err(format!("zero-size order {} resting", n.id));
-                    }
-                    if self.slot(n.id) != Some(cur) {
-                        return Err(format!("order {} not indexed", n.id));
-                    }
-                    q += n.qty;
-                    c += 1;
-                    prev = cur;
-                    cur = n.next;
-                }
-                if prev != l.tail || q != l.qty || c != l.count {
-                    return Err(format!("level {} totals disagree with its queue", l.price));
-                }
-                side_qty += q;
-                count += c as usize;
-            }
-            if side_qty != self.resting[side_ix(side)] {
-                return Err(format!("{side:?} resting volume disagrees with its levels"));
-            }
-        }
-        if count != self.index.len() {
-            return Err(format!(
-                "{} orders indexed, {count} in queues",
-                self.index.len()
-            ));
-        }
-        let t = self.totals;
-        let resting = (self.resting[0] + self.resting[1]) as u128;
-        if t.submitted != resting + t.filled + t.cancelled {
-            return Err(format!(
-                "quantity not conserved: submitted {} != resting {resting} + filled {} + cancelled {}",
-                t.submitted, t.filled, t.cancelled
-            ));
-        }
-        Ok(())
     }
 }

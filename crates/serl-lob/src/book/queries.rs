@@ -1,0 +1,149 @@
+//! Read-only questions about the book: best levels, depth, queues.
+
+use super::levels::{key, search, side_ix, Ladder};
+use super::{OrderBook, QueuePosition, NIL};
+use crate::types::*;
+
+impl OrderBook {
+    pub(super) fn ladder(&self, side: Side) -> &Ladder {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+
+    fn view(&self, li: u32) -> LevelView {
+        let l = &self.levels[li as usize];
+        LevelView {
+            price: l.price,
+            qty: l.qty,
+            orders: l.count,
+        }
+    }
+
+    /// The best level of a side.
+    #[inline]
+    pub fn best(&self, side: Side) -> Option<LevelView> {
+        self.ladder(side).levels.last().map(|&li| self.view(li))
+    }
+
+    pub fn best_bid(&self) -> Option<Ticks> {
+        self.best(Side::Bid).map(|l| l.price)
+    }
+
+    pub fn best_ask(&self) -> Option<Ticks> {
+        self.best(Side::Ask).map(|l| l.price)
+    }
+
+    pub fn spread(&self) -> Option<Ticks> {
+        Some(self.best_ask()? - self.best_bid()?)
+    }
+
+    /// Mid price in ticks.
+    pub fn mid(&self) -> Option<f64> {
+        Some((self.best_ask()? + self.best_bid()?) as f64 / 2.0)
+    }
+
+    /// Levels of a side from the best outwards.
+    pub fn levels(&self, side: Side) -> impl Iterator<Item = LevelView> + '_ {
+        self.ladder(side)
+            .levels
+            .iter()
+            .rev()
+            .map(move |&li| self.view(li))
+    }
+
+    /// The top `depth` levels of a side, written into `out` (cleared first)
+    /// so that a caller can reuse one buffer.
+    pub fn depth_into(&self, side: Side, depth: usize, out: &mut Vec<LevelView>) {
+        out.clear();
+        out.extend(self.levels(side).take(depth));
+    }
+
+    /// The top `depth` levels of a side.
+    pub fn depth(&self, side: Side, depth: usize) -> Vec<LevelView> {
+        self.levels(side).take(depth).collect()
+    }
+
+    /// Number of price levels on a side.
+    pub fn level_count(&self, side: Side) -> usize {
+        self.ladder(side).levels.len()
+    }
+
+    /// Lots resting at one price.
+    pub fn qty_at(&self, side: Side, price: Ticks) -> Lots {
+        let ladder = self.ladder(side);
+        match search(&ladder.keys, key(side, price)) {
+            Ok(pos) => self.levels[ladder.levels[pos] as usize].qty,
+            Err(_) => 0,
+        }
+    }
+
+    /// Lots resting on a side.
+    pub fn resting_volume(&self, side: Side) -> Lots {
+        self.resting[side_ix(side)]
+    }
+
+    /// Number of resting orders.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.len() == 0
+    }
+
+    pub fn order(&self, id: OrderId) -> Option<RestingOrder> {
+        let n = self.placed(self.slot(id)?);
+        Some(RestingOrder {
+            id,
+            owner: n.owner,
+            side: n.side,
+            price: n.price,
+            qty: n.qty,
+        })
+    }
+
+    /// The queue ahead of a resting order at its price.
+    pub fn queue_position(&self, id: OrderId) -> Option<QueuePosition> {
+        let oi = self.slot(id)?;
+        let mut pos = QueuePosition {
+            orders_ahead: 0,
+            qty_ahead: 0,
+        };
+        let mut cur = self.levels[self.nodes[oi as usize].level as usize].head;
+        while cur != oi {
+            let n = &self.nodes[cur as usize];
+            pos.orders_ahead += 1;
+            pos.qty_ahead += n.qty;
+            cur = n.next;
+        }
+        Some(pos)
+    }
+
+    /// The resting orders at one level, front of the queue first.
+    pub fn queue(&self, side: Side, price: Ticks) -> Vec<RestingOrder> {
+        let ladder = self.ladder(side);
+        let Ok(pos) = search(&ladder.keys, key(side, price)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut cur = self.levels[ladder.levels[pos] as usize].head;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            out.push(RestingOrder {
+                id: n.id,
+                owner: n.owner,
+                side,
+                price,
+                qty: n.qty,
+            });
+            cur = n.next;
+        }
+        out
+    }
+
+    pub fn totals(&self) -> Totals {
+        self.totals
+    }
+}

@@ -1,0 +1,152 @@
+//! Parsing a whole order-book file into a table of rows: the fallback
+//! when the streaming reader ([`super::rows`]) stops on a row it does not
+//! accept, and the public [`parse_orderbook`].
+
+use super::digits::{lines, uint_at, Fields};
+use super::ReplayError;
+
+/// Order-book rows, flattened: `4 * levels` integers per row.
+pub struct BookRows {
+    pub levels: usize,
+    pub values: Vec<i64>,
+}
+
+impl BookRows {
+    pub fn len(&self) -> usize {
+        self.values.len() / (4 * self.levels)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    pub fn row(&self, i: usize) -> &[i64] {
+        let w = 4 * self.levels;
+        &self.values[i * w..(i + 1) * w]
+    }
+}
+
+/// Parses an order-book file; the number of levels comes from the first row.
+///
+/// One pass over the bytes with no per-field search: this file is several
+/// times larger than the message file and dominates parsing. Anything the
+/// fast pass does not accept is handed to the line-by-line parser, which
+/// names the line and field at fault.
+pub fn parse_orderbook(file: &str, bytes: &[u8]) -> Result<BookRows, ReplayError> {
+    let first = lines(bytes).next().ok_or_else(|| ReplayError::Parse {
+        file: file.into(),
+        line: 1,
+        field: "ask_price_1",
+        message: "empty order-book file".into(),
+    })?;
+    let width = first.iter().filter(|&&c| c == b',').count() + 1;
+    if width % 4 != 0 {
+        return Err(ReplayError::Parse {
+            file: file.into(),
+            line: 1,
+            field: "row",
+            message: format!("{width} fields; an order-book row has 4 per level"),
+        });
+    }
+    match parse_orderbook_fast(bytes, width) {
+        Some(values) => Ok(BookRows {
+            levels: width / 4,
+            values,
+        }),
+        None => parse_orderbook_checked(file, bytes, width),
+    }
+}
+
+pub(super) fn parse_orderbook_fast(b: &[u8], width: usize) -> Option<Vec<i64>> {
+    let mut values = Vec::with_capacity(b.len() / 6);
+    let mut i = 0;
+    let mut in_row = 0usize;
+    while i < b.len() {
+        match b[i] {
+            b'\n' | b'\r' if in_row == 0 => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let neg = b[i] == b'-';
+        if neg {
+            i += 1;
+        }
+        let v = uint_at(b, &mut i)?;
+        values.push(if neg { -v } else { v });
+        in_row += 1;
+        match b.get(i) {
+            Some(b',') if in_row < width => i += 1,
+            Some(b'\n') | Some(b'\r') | None if in_row == width => {
+                in_row = 0;
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    (in_row == 0).then_some(values)
+}
+
+/// Non-empty lines, as [`lines`] sees them, counted without parsing.
+pub(super) fn count_lines(b: &[u8]) -> usize {
+    lines(b).count()
+}
+
+pub(super) fn parse_orderbook_checked(
+    file: &str,
+    bytes: &[u8],
+    width: usize,
+) -> Result<BookRows, ReplayError> {
+    let mut values = Vec::with_capacity(bytes.len() / 6);
+    for (i, line) in lines(bytes).enumerate() {
+        let mut f = Fields { b: line, pos: 0 };
+        for k in 0..width {
+            match f.int() {
+                Some(v) => values.push(v),
+                None => {
+                    return Err(ReplayError::Parse {
+                        file: file.into(),
+                        line: i as u64 + 1,
+                        field: ["ask_price", "ask_size", "bid_price", "bid_size"][k % 4],
+                        message: format!(
+                            "level {}: not an integer, or fewer than {width} fields",
+                            k / 4 + 1
+                        ),
+                    })
+                }
+            }
+        }
+        if f.next_raw().is_some() {
+            return Err(ReplayError::Parse {
+                file: file.into(),
+                line: i as u64 + 1,
+                field: "row",
+                message: format!("more than {width} fields"),
+            });
+        }
+    }
+    Ok(BookRows {
+        levels: width / 4,
+        values,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_and_checked_orderbook_parsers_agree() {
+        let text = b"2239500,100,2231800,100\r\n2239500,100,-9999999999,0\n";
+        let fast = parse_orderbook_fast(text, 4).unwrap();
+        let checked = parse_orderbook_checked("x", text, 4).unwrap().values;
+        assert_eq!(fast, checked);
+        assert_eq!(
+            fast,
+            vec![2239500, 100, 2231800, 100, 2239500, 100, -9999999999, 0]
+        );
+        assert!(parse_orderbook_fast(b"1,2,3\n", 4).is_none());
+        assert!(parse_orderbook_fast(b"1,2,3,4,5\n", 4).is_none());
+    }
+}

@@ -1,0 +1,180 @@
+//! Building a simulator: the day's fundamental, arrival rates and sizes
+//! derived from the calibration, the population, and the opening wake-ups.
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use rand_distr::LogNormal;
+use serl_lob::{OrderBook, SelfTradePolicy};
+
+use super::agents::population;
+use super::{
+    AgentKind, Calibration, MarketConfig, MinuteStats, Recording, Scenario, Simulator, US_PER_MIN,
+};
+
+/// A calibration's value for minute `m`, or `default` past its end.
+fn at(v: &[f64], m: usize, default: f64) -> f64 {
+    v.get(m).copied().unwrap_or(default)
+}
+
+/// The fundamental per minute, ticks: the real path filled in by the path
+/// model between anchors, with the scenario's volatility, drift and jumps.
+fn fundamental(cal: &Calibration, cfg: &MarketConfig, seed: u64, real: &[f64]) -> Vec<f64> {
+    let minutes = real.len();
+    let sc = &cfg.scenario;
+    let p0 = real[0];
+    // The path has its own random stream so that changing an agent
+    // population does not change the day's fundamental.
+    let mut path_rng = SmallRng::seed_from_u64(seed ^ 0x005e_ed0f_fa7e_u64);
+    let path = cfg.path.log_path(real, &mut path_rng);
+    (0..minutes)
+        .map(|m| {
+            let dev = (path[m] - p0.ln()) * sc.volatility_mult + sc.shift_bps(m, minutes) / 1e4;
+            p0 * dev.exp() / cal.tick
+        })
+        .collect()
+}
+
+/// The noise arrival rate per minute, per noise trader, per microsecond.
+///
+/// Noise market orders are sized to the real volume; the other takers'
+/// trades are largely offset by what the noise traders' limit orders no
+/// longer meet (measured: the day's volume lands within about 15% of the
+/// real one).
+fn noise_rates(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    minutes: usize,
+    n_noise: usize,
+    mean_size: f64,
+) -> Vec<f64> {
+    let sc = &cfg.scenario;
+    (0..minutes)
+        .map(|m| {
+            let v =
+                at(&cal.minute_volume, m, 0.0) * sc.liquidity_mult * at(&cal.noise_scale, m, 1.0);
+            let orders_per_min = v / mean_size / cfg.market_order_share.max(1e-3);
+            orders_per_min / n_noise as f64 / US_PER_MIN as f64
+        })
+        .collect()
+}
+
+/// A market maker's size at the touch per minute, shares: a share of the
+/// minute's volume, never below the median order.
+fn mm_sizes(cal: &Calibration, cfg: &MarketConfig, minutes: usize, median: f64) -> Vec<f64> {
+    (0..minutes)
+        .map(|m| {
+            (at(&cal.minute_volume, m, 0.0) * cfg.mm_depth_share * cfg.scenario.liquidity_mult)
+                .max(median)
+        })
+        .collect()
+}
+
+/// The real day's volatility: the root of its summed squared minute log
+/// returns.
+fn day_volatility(real: &[f64]) -> f64 {
+    real.windows(2)
+        .map(|w| (w[1] / w[0]).ln().powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Each minute's volume over the day's mean minute volume, bounded to
+/// [0.05, 20].
+fn activity(cal: &Calibration, sc: &Scenario, minutes: usize, daily_volume: f64) -> Vec<f64> {
+    (0..minutes)
+        .map(|m| {
+            let v = at(&cal.minute_volume, m, 0.0);
+            (v * sc.liquidity_mult.max(1e-9) * minutes as f64 / daily_volume.max(1.0))
+                .clamp(0.05, 20.0)
+        })
+        .collect()
+}
+
+impl MinuteStats {
+    /// All zeros for a day of `minutes` minutes.
+    fn zeroed(minutes: usize) -> Self {
+        MinuteStats {
+            volume: vec![0.0; minutes],
+            mid: vec![0.0; minutes],
+            vwap: vec![0.0; minutes],
+            spread: vec![0.0; minutes],
+            depth: [0.0; 5],
+        }
+    }
+}
+
+impl Simulator {
+    pub(super) fn build(
+        cal: &Calibration,
+        cfg: &MarketConfig,
+        seed: u64,
+        recording: Option<Recording>,
+    ) -> Self {
+        let minutes = cal.minute_price.len().max(1);
+        let sc = &cfg.scenario;
+        let p0 = cal.minute_price.first().copied().unwrap_or(100.0);
+        let real: Vec<f64> = (0..minutes).map(|m| at(&cal.minute_price, m, p0)).collect();
+        let n_noise = cfg.noise_agents.max(1);
+        let median = cfg.order_size.max(1.0);
+        let size_dist = LogNormal::new(median.ln(), 0.8).expect("valid lognormal");
+        let mean_size = median * (0.8f64 * 0.8 / 2.0).exp();
+        let spread_ticks = (p0 * cal.spread_bps / 1e4 / cal.tick).max(1.0);
+        let daily_volume: f64 = cal.minute_volume.iter().sum::<f64>() * sc.liquidity_mult.max(1e-9);
+        let mut sim = Simulator {
+            book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
+            agents: population(cfg, n_noise),
+            queue: Default::default(),
+            seq: 0,
+            now: 0,
+            rng: SmallRng::seed_from_u64(seed),
+            cfg: cfg.clone(),
+            tick: cal.tick,
+            fundamental: fundamental(cal, cfg, seed, &real),
+            noise_rate: noise_rates(cal, cfg, minutes, n_noise, mean_size),
+            n_noise: n_noise as u32,
+            mm_size: mm_sizes(cal, cfg, minutes, median),
+            spread_ticks,
+            grid: (spread_ticks / 4.0).floor().max(1.0) as i64,
+            flow: 0.0,
+            flow_at: 0,
+            shift_cache: std::cell::Cell::new((u64::MAX, 0.0)),
+            flow_scale: cfg.flow_impact * day_volatility(&real) * p0 / cal.tick,
+            daily_volume: daily_volume.max(1.0),
+            minute_volume: (0..minutes)
+                .map(|m| at(&cal.minute_volume, m, 0.0) * sc.liquidity_mult)
+                .collect(),
+            activity: activity(cal, sc, minutes, daily_volume),
+            next_id: 1,
+            size_dist,
+            stats: MinuteStats::zeroed(minutes),
+            pv: 0.0,
+            minutes,
+            events: 0,
+            recording,
+        };
+        sim.open();
+        sim
+    }
+
+    /// Schedules every clock's first wake-up and lets the market makers
+    /// quote, so that the book opens two-sided.
+    fn open(&mut self) {
+        // The noise traders arrive as one Poisson stream (the sum of theirs),
+        // carried by the first of them, each arrival then acting for one of
+        // them at random: the same process, with one clock in the queue
+        // instead of hundreds that mostly wake only to redraw.
+        for a in 0..self.agents.len() as u32 {
+            if self.agents[a as usize].kind == AgentKind::Noise && a != 0 {
+                continue;
+            }
+            let t = self.first_wake(a);
+            self.schedule(t, a);
+        }
+        let mms: Vec<u32> = (0..self.agents.len() as u32)
+            .filter(|&a| self.agents[a as usize].kind == AgentKind::MarketMaker)
+            .collect();
+        for a in mms {
+            self.wake(a);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The population and its parameters, and the overrides of an imagined day.
+
+use serde::{Deserialize, Serialize};
+
+use crate::path::PathModel;
+
+/// Overrides for imagined days.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    /// Scales the fundamental's deviations from the open.
+    pub volatility_mult: f64,
+    /// Adds a linear drift over the day, bps.
+    pub drift_bps: f64,
+    /// Scales arrival rates and market-maker depth.
+    pub liquidity_mult: f64,
+    /// Jumps in the fundamental: (minute, size in bps).
+    pub jumps: Vec<(u32, f64)>,
+}
+
+impl Scenario {
+    /// The drift and jumps reached by `minute` of a `minutes`-long day, bps.
+    pub fn shift_bps(&self, minute: usize, minutes: usize) -> f64 {
+        let jumps: f64 = self
+            .jumps
+            .iter()
+            .filter(|&&(m, _)| m as usize <= minute)
+            .map(|&(_, bps)| bps)
+            .sum();
+        self.drift_bps * minute as f64 / minutes.max(1) as f64 + jumps
+    }
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            volatility_mult: 1.0,
+            drift_bps: 0.0,
+            liquidity_mult: 1.0,
+            jumps: Vec::new(),
+        }
+    }
+}
+
+/// The population and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MarketConfig {
+    pub noise_agents: usize,
+    pub value_agents: usize,
+    pub market_makers: usize,
+    /// Share of noise arrivals that are market orders.
+    pub market_order_share: f64,
+    /// Share of noise arrivals that cancel an own resting order.
+    pub cancel_share: f64,
+    /// Resting orders a noise trader keeps; the oldest goes first.
+    pub noise_max_orders: usize,
+    /// Weight of the fundamental (against the book's mid) in the price
+    /// noise traders place their limit orders around.
+    pub noise_fundamental_weight: f64,
+    /// The gap to the fundamental, bps, at which noise traders lean 10
+    /// points more to one side (60/40).
+    pub noise_tilt_bps: f64,
+    /// Median order size, shares.
+    pub order_size: f64,
+    /// Market-maker levels per side and re-quote interval.
+    pub mm_levels: usize,
+    pub mm_interval_ms: u64,
+    /// Market-maker size at the touch as a share of a minute's volume.
+    pub mm_depth_share: f64,
+    /// Impact of aggressive flow on what traders believe: a net flow of
+    /// a share x of the day's volume shifts beliefs by about
+    /// `flow_impact` × daily volatility × √x.
+    pub flow_impact: f64,
+    /// Minutes over which that flow is forgotten.
+    pub flow_memory_min: f64,
+    /// Weight of the fundamental (against the book's mid) in the price
+    /// market makers quote around: how fast news reaches the quotes.
+    pub mm_fundamental_weight: f64,
+    /// How much stale liquidity a market maker takes per re-quote, as a
+    /// multiple of its touch size (0 turns sniping off).
+    pub mm_snipe_mult: f64,
+    /// The most a market maker shifts its quotes against its inventory,
+    /// ticks.
+    pub mm_max_skew_ticks: f64,
+    /// Minutes of the day's volume resting deep behind the quotes, split
+    /// between the market makers (0 leaves none).
+    pub mm_deep_minutes: f64,
+    /// Value-trader wake-ups per minute each.
+    pub value_rate_per_min: f64,
+    /// Per-agent message latency, microseconds.
+    pub latency_us: u64,
+    /// Trend followers: market orders in the direction of the mid's move
+    /// over the last `momentum_lookback_min` minutes, when it exceeds
+    /// `momentum_threshold_bps`.
+    pub momentum_agents: usize,
+    pub momentum_rate_per_min: f64,
+    pub momentum_lookback_min: usize,
+    pub momentum_threshold_bps: f64,
+    /// Informed traders: they see the fundamental `informed_horizon_min`
+    /// minutes ahead, blurred by `informed_noise_bps`, and take liquidity
+    /// toward it.
+    pub informed_agents: usize,
+    pub informed_rate_per_min: f64,
+    pub informed_horizon_min: f64,
+    pub informed_noise_bps: f64,
+    /// Informed order size as a multiple of the typical order size.
+    pub informed_size_mult: f64,
+    /// How the fundamental fills in the real day between anchors.
+    pub path: PathModel,
+    pub scenario: Scenario,
+}
+
+impl Default for MarketConfig {
+    fn default() -> Self {
+        MarketConfig {
+            noise_agents: 50,
+            value_agents: 50,
+            market_makers: 2,
+            market_order_share: 0.2,
+            cancel_share: 0.3,
+            noise_max_orders: 2,
+            noise_fundamental_weight: 0.5,
+            noise_tilt_bps: 10.0,
+            order_size: 10.0,
+            mm_levels: 5,
+            mm_interval_ms: 1_000,
+            mm_depth_share: 0.02,
+            flow_impact: 0.7,
+            flow_memory_min: 30.0,
+            mm_fundamental_weight: 1.0,
+            mm_snipe_mult: 2.0,
+            mm_max_skew_ticks: 2.0,
+            mm_deep_minutes: 2.0,
+            value_rate_per_min: 0.5,
+            latency_us: 200,
+            momentum_agents: 10,
+            momentum_rate_per_min: 0.5,
+            momentum_lookback_min: 5,
+            momentum_threshold_bps: 5.0,
+            informed_agents: 10,
+            informed_rate_per_min: 1.0,
+            informed_horizon_min: 0.25,
+            informed_noise_bps: 2.0,
+            informed_size_mult: 5.0,
+            path: PathModel::default(),
+            scenario: Scenario::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    Noise,
+    Value,
+    MarketMaker,
+    Momentum,
+    Informed,
+}

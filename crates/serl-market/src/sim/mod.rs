@@ -1,0 +1,351 @@
+//! The event loop and the agents.
+//!
+//! This file holds the simulator's state, its clock and the way an order
+//! reaches the book; [`agents`] what each kind of trader does when it
+//! wakes, `build` how a calibration becomes a simulator, and `calibration`,
+//! `config` and `record` the types a day goes in and comes out as.
+
+mod agents;
+mod build;
+mod calibration;
+mod config;
+mod record;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rand::rngs::SmallRng;
+use rand_distr::{Distribution, LogNormal};
+use serl_lob::{ExecReport, NewOrder, OrderBook, OrderId, OrderKind, Side};
+
+use agents::Agent;
+pub use calibration::{fit_noise_volume, Calibration, FitEffort};
+pub use config::{AgentKind, MarketConfig, Scenario};
+use record::Trades;
+pub use record::{BookSnapshot, MinuteStats, Recording, TapeTrade};
+
+/// Owner id of the external execution agent(s) start here.
+pub const EXECUTION_OWNER: u32 = 1_000_000;
+
+const US_PER_MIN: u64 = 60_000_000;
+
+pub struct Simulator {
+    pub book: OrderBook,
+    agents: Vec<Agent>,
+    queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    now: u64,
+    rng: SmallRng,
+    cfg: MarketConfig,
+    tick: f64,
+    /// Fundamental per minute, ticks.
+    fundamental: Vec<f64>,
+    /// Noise arrival rate per minute, per agent, per microsecond.
+    noise_rate: Vec<f64>,
+    /// Noise traders: the first `n_noise` agents.
+    n_noise: u32,
+    mm_size: Vec<f64>,
+    spread_ticks: f64,
+    /// Ticks between the price levels agents think in: 1 for most stocks,
+    /// more where the tick is tiny against the spread (AMZN at $1,500 has a
+    /// spread of about 45 ticks, and real books there are not one tick
+    /// apart).
+    grid: i64,
+    /// Net aggressive volume (buys positive), decayed, and when it was
+    /// last brought up to date.
+    flow: f64,
+    flow_at: u64,
+    /// The flow's shift for one second: (second, ticks).
+    shift_cache: std::cell::Cell<(u64, f64)>,
+    /// Price shift per unit of the flow response, ticks: the day's
+    /// volatility times `flow_impact`.
+    flow_scale: f64,
+    daily_volume: f64,
+    /// Each minute's volume over the day's mean minute volume.
+    activity: Vec<f64>,
+    /// Each minute's real volume (scenario applied), shares.
+    minute_volume: Vec<f64>,
+    next_id: OrderId,
+    size_dist: LogNormal<f64>,
+    stats: MinuteStats,
+    pv: f64,
+    minutes: usize,
+    events: u64,
+    recording: Option<Recording>,
+}
+
+impl Simulator {
+    /// A simulator that also keeps the trade tape and a book snapshot of
+    /// `levels` levels per side at every minute's end.
+    pub fn recording(cal: &Calibration, cfg: &MarketConfig, seed: u64, levels: usize) -> Self {
+        Self::build(
+            cal,
+            cfg,
+            seed,
+            Some(Recording {
+                levels: levels.max(1),
+                ..Recording::default()
+            }),
+        )
+    }
+
+    pub fn new(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Self {
+        Self::build(cal, cfg, seed, None)
+    }
+
+    /// The fundamental at each minute's close, dollars (the real day's
+    /// path at the anchors, the scenario applied).
+    pub fn fundamental(&self) -> Vec<f64> {
+        self.fundamental.iter().map(|f| f * self.tick).collect()
+    }
+
+    pub fn minutes(&self) -> usize {
+        self.minutes
+    }
+
+    /// Agent wake-ups and order messages processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Number of agents (the execution agents excluded).
+    pub fn agents(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Simulated time, microseconds since the open.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    fn minute_at(&self, t: u64) -> usize {
+        ((t / US_PER_MIN) as usize).min(self.minutes - 1)
+    }
+
+    fn schedule(&mut self, t: u64, agent: u32) {
+        self.seq += 1;
+        self.queue.push(Reverse((t, self.seq, agent)));
+    }
+    /// Runs every agent event up to time `t` (microseconds since the open).
+    pub fn run_until(&mut self, t: u64) {
+        while let Some(&Reverse((when, _, a))) = self.queue.peek() {
+            if when > t {
+                break;
+            }
+            self.queue.pop();
+            self.events += 1;
+            self.advance_clock(when);
+            self.wake(a);
+            let next = self.next_wake(a, when);
+            if next < self.minutes as u64 * US_PER_MIN {
+                self.schedule(next, a);
+            }
+        }
+        self.advance_clock(t);
+    }
+
+    fn advance_clock(&mut self, t: u64) {
+        // Close the minutes passed: record the mid.
+        let from = self.minute_at(self.now);
+        let to = self.minute_at(t);
+        for m in from..to.max(from) {
+            self.close_minute(m);
+        }
+        self.now = self.now.max(t);
+    }
+
+    fn close_minute(&mut self, m: usize) {
+        let mid = self.mid_price().unwrap_or(self.fundamental[m] * self.tick);
+        self.stats.mid[m] = mid;
+        self.stats.vwap[m] = if self.stats.volume[m] > 0.0 {
+            self.pv / self.stats.volume[m]
+        } else {
+            mid
+        };
+        self.stats.spread[m] = self.book.spread().map_or(0.0, |s| s as f64 * self.tick);
+        let n = self.minutes as f64;
+        for side in [Side::Bid, Side::Ask] {
+            for (k, l) in self.book.levels(side).take(5).enumerate() {
+                self.stats.depth[k] += l.qty as f64 / (2.0 * n);
+            }
+        }
+        self.pv = 0.0;
+        if let Some(rec) = &mut self.recording {
+            let top = |side| {
+                self.book
+                    .levels(side)
+                    .take(rec.levels)
+                    .map(|l| (l.price as f64 * self.tick, l.qty))
+                    .collect()
+            };
+            rec.snapshots.push(BookSnapshot {
+                minute: m,
+                bids: top(Side::Bid),
+                asks: top(Side::Ask),
+            });
+        }
+    }
+
+    /// Finishes the day and returns its per-minute statistics.
+    pub fn finish(self) -> MinuteStats {
+        self.finish_recorded().0
+    }
+
+    /// Like [`Simulator::finish`], with the tape and snapshots of a
+    /// [`Simulator::recording`] simulator (empty otherwise).
+    pub fn finish_recorded(mut self) -> (MinuteStats, Recording) {
+        let end = self.minutes as u64 * US_PER_MIN;
+        self.run_until(end - 1);
+        let last = self.minutes - 1;
+        self.close_minute(last);
+        (self.stats, self.recording.unwrap_or_default())
+    }
+
+    pub fn stats(&self) -> &MinuteStats {
+        &self.stats
+    }
+
+    /// Mid in dollars.
+    pub fn mid_price(&self) -> Option<f64> {
+        self.book.mid().map(|m| m * self.tick)
+    }
+
+    pub fn tick(&self) -> f64 {
+        self.tick
+    }
+
+    fn id(&mut self) -> OrderId {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn decayed_flow(&self) -> f64 {
+        let memory = self.cfg.flow_memory_min.max(1e-3) * US_PER_MIN as f64;
+        self.flow * (-((self.now - self.flow_at) as f64) / memory).exp()
+    }
+
+    /// How far aggressive flow has moved what traders believe the price
+    /// is, ticks. Concave in the flow: linear for small imbalances, then
+    /// growing as its square root (the square-root law of impact), and it
+    /// fades as the flow is forgotten.
+    fn flow_shift(&self) -> f64 {
+        // Read on every wake-up; the memory is half an hour, so the value
+        // of the current second serves until the flow changes.
+        let second = self.now / 1_000_000;
+        let (at, cached) = self.shift_cache.get();
+        if at == second {
+            return cached;
+        }
+        let x = self.decayed_flow() / self.daily_volume;
+        let shift = self.flow_scale * x / (x.abs() + 1e-4).sqrt();
+        self.shift_cache.set((second, shift));
+        shift
+    }
+
+    fn record(&mut self, r: &ExecReport, side: Side, informative: bool) {
+        if r.filled > 0 {
+            if informative {
+                let signed = if side == Side::Bid { 1.0 } else { -1.0 } * r.filled as f64;
+                self.flow = self.decayed_flow() + signed;
+                self.flow_at = self.now;
+                self.shift_cache.set((u64::MAX, 0.0));
+            }
+            let m = self.minute_at(self.now);
+            self.stats.volume[m] += r.filled as f64;
+            self.pv += r.notional as f64 * self.tick;
+        }
+    }
+
+    /// Sends an order to the book and records its trades.
+    fn place(
+        &mut self,
+        owner: u32,
+        side: Side,
+        kind: OrderKind,
+        qty: u64,
+    ) -> Option<(OrderId, ExecReport)> {
+        if qty == 0 {
+            return None;
+        }
+        let id = self.id();
+        self.events += 1;
+        let order = NewOrder {
+            id,
+            owner,
+            side,
+            kind,
+            qty,
+        };
+        let r = match &mut self.recording {
+            None => self.book.submit(order, &mut ()).ok()?,
+            Some(rec) => {
+                let mut fills = Vec::new();
+                let r = self.book.submit(order, &mut Trades(&mut fills)).ok()?;
+                rec.trades.extend(fills.iter().map(|f| TapeTrade {
+                    time_us: self.now,
+                    price: f.price as f64 * self.tick,
+                    qty: f.qty,
+                    aggressor: f.taker_side,
+                    taker_owner: f.taker_owner,
+                    maker_owner: f.maker_owner,
+                }));
+                r
+            }
+        };
+        // Flow moves beliefs when it carries news the fundamental path does
+        // not already hold: the noise and trend traders' and the execution
+        // agents'. Value and informed traders trade because the fundamental
+        // moved, and the makers' clean-up trades follow their own quotes;
+        // counting them would move the price twice for one piece of news.
+        let informative = self
+            .agents
+            .get(owner as usize)
+            .is_none_or(|a| matches!(a.kind, AgentKind::Noise | AgentKind::Momentum));
+        self.record(&r, side, informative);
+        Some((id, r))
+    }
+
+    /// An agent's order, with its inventory and live orders kept.
+    fn submit(&mut self, a: u32, side: Side, kind: OrderKind, qty: u64) -> Option<ExecReport> {
+        let (id, r) = self.place(a, side, kind, qty)?;
+        let agent = &mut self.agents[a as usize];
+        let signed = if side == Side::Bid {
+            r.filled as i64
+        } else {
+            -(r.filled as i64)
+        };
+        agent.inventory += signed;
+        if r.resting > 0 {
+            agent.live.push_back(id);
+        }
+        Some(r)
+    }
+
+    fn size(&mut self) -> u64 {
+        self.size_dist.sample(&mut self.rng).round().max(1.0) as u64
+    }
+
+    fn reference(&self) -> f64 {
+        self.book
+            .mid()
+            .unwrap_or(self.fundamental[self.minute_at(self.now)])
+    }
+
+    /// The fundamental at time `t`, ticks: it moves linearly within each
+    /// minute from the last minute's close to this one's, so that prices
+    /// have no reason to jump at minute boundaries.
+    fn fundamental_at(&self, t: u64) -> f64 {
+        let m = self.minute_at(t);
+        let frac = ((t.saturating_sub(m as u64 * US_PER_MIN)) as f64 / US_PER_MIN as f64).min(1.0);
+        let prev = self.fundamental[m.saturating_sub(1)];
+        prev + (self.fundamental[m] - prev) * frac + self.flow_shift()
+    }
+
+    /// An external execution agent's market order of `qty` shares now.
+    /// Returns the report (filled shares, notional in ticks × shares).
+    pub fn execute_market(&mut self, owner: u32, side: Side, qty: u64) -> ExecReport {
+        self.place(owner, side, OrderKind::Market, qty)
+            .map(|(_, r)| r)
+            .unwrap_or_default()
+    }
+}

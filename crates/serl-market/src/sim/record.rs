@@ -1,0 +1,63 @@
+//! What a day leaves behind: per-minute statistics, and for a recording
+//! simulator the trade tape and minute-end book snapshots.
+
+use serde::Serialize;
+use serl_lob::{Event, EventSink, Fill, Side};
+
+/// Per-minute results of the simulated day.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MinuteStats {
+    pub volume: Vec<f64>,
+    /// Mid at the end of each minute, dollars.
+    pub mid: Vec<f64>,
+    /// Volume-weighted trade price per minute (the mid when no trade).
+    pub vwap: Vec<f64>,
+    /// Quoted spread at the end of each minute, dollars.
+    pub spread: Vec<f64>,
+    /// Mean resting size per level (1..=5, both sides averaged) at minute
+    /// ends over the day.
+    pub depth: [f64; 5],
+}
+
+/// One trade on the simulated tape.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TapeTrade {
+    /// Microseconds since the open.
+    pub time_us: u64,
+    /// Dollars.
+    pub price: f64,
+    pub qty: u64,
+    /// The aggressor's side.
+    pub aggressor: Side,
+    pub taker_owner: u32,
+    pub maker_owner: u32,
+}
+
+/// The top of the book at the end of a minute: (price in dollars, shares)
+/// per level, best first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BookSnapshot {
+    pub minute: usize,
+    pub bids: Vec<(f64, u64)>,
+    pub asks: Vec<(f64, u64)>,
+}
+
+/// Everything a recorded day leaves behind besides its minute statistics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Recording {
+    pub trades: Vec<TapeTrade>,
+    pub snapshots: Vec<BookSnapshot>,
+    /// Levels per side in each snapshot.
+    pub levels: usize,
+}
+
+/// Keeps the trades among the book's events.
+pub(super) struct Trades<'a>(pub(super) &'a mut Vec<Fill>);
+
+impl EventSink for Trades<'_> {
+    fn event(&mut self, e: Event) {
+        if let Event::Trade(f) = e {
+            self.0.push(f);
+        }
+    }
+}
