@@ -1,5 +1,6 @@
 //! Loading real-looking bar files, and every kind of broken one.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serl_data::*;
@@ -14,6 +15,23 @@ fn repo(rel: &str) -> PathBuf {
     Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
         .join("../..")
         .join(rel)
+}
+
+/// `../shared/data/{rel}`, or `None` after a `SKIP` line for `test` when this
+/// machine lacks the shared data set. The line goes to the stderr handle
+/// itself: the test harness captures `eprintln!` and shows it only for
+/// failing tests, and a skipped test would pass silently.
+fn shared_data(rel: &str, test: &str) -> Option<PathBuf> {
+    let path = repo("../shared/data").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP {test}: {} not found; this test checked nothing",
+        path.display()
+    );
+    None
 }
 
 fn skip_policy() -> DataConfig {
@@ -246,11 +264,12 @@ fn the_bundled_lean_sample_loads_with_quotes() {
 /// The shared real dataset, when this machine has it (CI does).
 #[test]
 fn us_equities_2018_catalog_matches_its_readme() {
-    let path = repo("../shared/data/us-equities-1min-2018");
-    if !path.exists() {
-        eprintln!("skipped: {} not present", path.display());
+    let Some(path) = shared_data(
+        "us-equities-1min-2018",
+        "us_equities_2018_catalog_matches_its_readme",
+    ) else {
         return;
-    }
+    };
     let cfg = DataConfig::default();
     let ds = load(&path, &cfg).unwrap();
     let cat = Catalog::new(&path, &ds, &cfg);

@@ -1,9 +1,18 @@
 //! Hostile and broken designer replies: every one is rejected with a
 //! precise message, and none panics or hangs.
 
+#[path = "../../serl-expr/tests/gbnf/mod.rs"]
+mod gbnf;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serl_design::{extract, Module, ModuleKind};
+use serl_data::{load, DataConfig, Split};
+use serl_design::{
+    extract, reward_vars, smoke_test, Module, ModuleKind, RewardModule, SmokeReport, StateModule,
+};
+use serl_env::{generate_orders, EnvConfig, MarketData, OrderConfig};
+use serl_expr::Program;
 
 use ModuleKind::*;
 
@@ -145,4 +154,137 @@ fn good_replies_in_prose_and_fences_are_accepted() {
         let text = extract(kind, reply).unwrap();
         Module::parse(kind, &text).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
     }
+}
+
+/// The reward programs of the corpus, as they reach the compiler: each is
+/// refused by the parser and checker, and the grammar that the prompts hand
+/// to constrained decoders (`gbnf(reward_vars())`) cannot derive it, except
+/// where the grammar leaves the reason to the checker by design (types and
+/// bounds) or to the reward module (no windows in a reward).
+#[test]
+fn hostile_reward_programs_are_refused_by_the_parser_and_by_the_grammar() {
+    let vars = reward_vars();
+    let g = gbnf::Grammar::parse(&serl_expr::grammar::gbnf(&vars));
+    let mut derivable = Vec::new();
+    let mut refused = 0;
+    for (kind, reply, needle) in corpus() {
+        if kind != Reward {
+            continue;
+        }
+        let program = extract(kind, &reply).unwrap_or(reply);
+        let shown: String = program.chars().take(60).collect();
+        let compiled = Program::compile(&program, &vars);
+        if g.derives(&program) {
+            derivable.push(needle);
+            if needle == "window functions belong in state features" {
+                // The grammar and the compiler take a window function;
+                // only the reward module refuses it.
+                assert!(compiled.is_ok(), "`{shown}`: {:?}", compiled.err());
+                let e = Module::parse(kind, &program).unwrap_err().to_string();
+                assert!(e.contains(needle), "`{shown}`: {e}");
+                continue;
+            }
+        } else {
+            refused += 1;
+        }
+        let e = compiled
+            .err()
+            .unwrap_or_else(|| panic!("the compiler takes `{shown}`"))
+            .to_string();
+        assert!(e.contains(needle), "`{shown}`: expected `{needle}` in: {e}");
+    }
+    // What the grammar derives and the checker refuses, and why.
+    derivable.sort_unstable();
+    assert_eq!(
+        derivable,
+        [
+            // 2000 terms, and a 5000-digit number: longer than
+            // Limits::max_source.
+            "bytes",
+            "bytes",
+            // 200 nested parentheses, and 300 prefix minus signs:
+            // deeper than Limits::max_depth.
+            "deeper",
+            "deeper",
+            // Types: `if` on a number, a condition plus 1, a program that
+            // is a comparison.
+            "must be a condition",
+            "must be a number",
+            "must give a number",
+            // The reward module's own rule, which the grammar handed to
+            // decoders for rewards does not carry: it derives window calls.
+            "window functions belong in state features",
+        ]
+    );
+    assert!(
+        refused >= 20,
+        "{refused} reward programs the grammar cannot derive"
+    );
+}
+
+/// The first training order of the bundled data and its session, as the
+/// evolve loop smoke-tests designs on.
+fn smoke_episode() -> (MarketData, serl_env::ParentOrder) {
+    let cfg = DataConfig::default();
+    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
+        .join("../../data/lean");
+    let ds = load(&path, &cfg).unwrap();
+    let orders = generate_orders(&ds, Split::Train, &cfg, &OrderConfig::default()).unwrap();
+    (MarketData::new(&ds, &cfg), orders[0].clone())
+}
+
+/// Programs that compile but produce NaN, ±inf or a division by zero when
+/// they run: the smoke test on a real episode sees every one, and either
+/// refuses the design saying so or counts the repaired values.
+#[test]
+fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
+    let (md, order) = smoke_episode();
+    let view = md.get(&order.symbol, order.date).unwrap();
+    let env = EnvConfig::default();
+    let no_features = StateModule {
+        features: Vec::new(),
+    };
+    let smoke = |program: &str| -> Result<SmokeReport, String> {
+        // Each is a valid module: nothing here is a parse error.
+        Module::parse(Reward, program).unwrap_or_else(|e| panic!("`{program}`: {e}"));
+        let reward = RewardModule {
+            program: program.into(),
+        };
+        smoke_test(&reward, &no_features, view, &order, &env).map_err(|e| e.to_string())
+    };
+    let sane = smoke("step_pa").unwrap();
+    assert_eq!(sane.repaired, 0);
+    let n = sane.steps;
+    assert!(n > 2, "{n} steps");
+    let every_step =
+        format!("reward module: {n} of {n} steps produced NaN, infinity or a division by zero");
+    for program in [
+        // 0 / 0 through variables: a division by zero on every step.
+        "step_pa / (done - done)",
+        // The log of a negative number: NaN on every step (fill_qty <= 1).
+        "log(fill_qty - 1)",
+        "sqrt(-1 - volatility)",
+        "(-1 - spread_bps) ^ 0.5",
+    ] {
+        assert_eq!(smoke(program).unwrap_err(), every_step, "`{program}`");
+    }
+    // Once in the episode (on its last step): repaired, counted, and
+    // reported to the designer, but not refused.
+    for program in [
+        "step_pa + sqrt(-done)",          // NaN
+        "step_pa + 1 / (1 - done)",       // a division by zero
+        "step_pa + 0 * exp(1000 * done)", // +inf, repaired to 1e12, times 0
+    ] {
+        let r = smoke(program).unwrap_or_else(|e| panic!("`{program}`: {e}"));
+        assert_eq!(r.repaired, 1, "`{program}`: {r:?}");
+        assert_eq!(r.steps, n);
+    }
+    // +inf once, repaired to 1e12 and kept: refused for its range (the
+    // message shows the repaired value, not that it was an infinity).
+    let e = smoke("step_pa + exp(1000 * done)").unwrap_err();
+    assert!(
+        e.starts_with("reward module: rewards ranged over [")
+            && e.ends_with(", 1.000e12] on a TWAP episode; keep them within ±1e4 (bps-scale)"),
+        "{e}"
+    );
 }

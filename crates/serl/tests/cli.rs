@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::io::Write;
+
 use common::{serl, text};
 
 #[test]
@@ -444,16 +446,37 @@ fn the_shipped_market_config_spells_out_the_defaults() {
     assert_eq!(file.market, serl_market::MarketConfig::default());
 }
 
+/// `../shared/data/{rel}` beside the repository, or `None` after a `SKIP`
+/// line for `test` when this machine lacks the shared data set. The line
+/// goes to the stderr handle itself: the test harness captures
+/// `eprintln!` and shows it only for failing tests, and a skipped test
+/// would pass silently.
+fn shared_data(rel: &str, test: &str) -> Option<std::path::PathBuf> {
+    let path = common::repo().join("../shared/data").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIP {test}: {} not found; this test checked nothing",
+        path.display()
+    );
+    None
+}
+
 #[test]
 fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
-    let shared = common::repo().join("../shared/data");
-    let sample = shared.join("lobster-2012-06-21/LOBSTER_SampleFile_AAPL_2012-06-21_1.zip");
-    if !sample.exists() {
-        eprintln!("skipped: {} is not here", sample.display());
+    let test = "lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists";
+    let Some(sample) = shared_data(
+        "lobster-2012-06-21/LOBSTER_SampleFile_AAPL_2012-06-21_1.zip",
+        test,
+    ) else {
         return;
-    }
+    };
+    let Some(data) = shared_data("us-equities-1min-2018/AAPL.csv.gz", test) else {
+        return;
+    };
     let out = tempfile::tempdir().unwrap();
-    let data = shared.join("us-equities-1min-2018/AAPL.csv.gz");
     let args = |lobster: &str| {
         vec![
             "simulate".to_string(),

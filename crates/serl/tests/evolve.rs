@@ -4,6 +4,7 @@
 mod common;
 
 use common::{repo, serl, text};
+use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -80,6 +81,48 @@ fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
+}
+
+/// What training leaves in a run directory, with each file's contents and
+/// modification time: every `candidates/*.json` (a trained and scored
+/// candidate), every `metrics.jsonl` (a training's log, with its wall
+/// times) and every `*.bpk` (a trained policy). A candidate or final
+/// policy trained again rewrites its files; the times change even when the
+/// numbers do not.
+fn trained_files(run: &Path) -> Vec<(PathBuf, std::time::SystemTime, usize, u64)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, std::time::SystemTime, usize, u64)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+                continue;
+            }
+            let name = p.file_name().unwrap().to_string_lossy();
+            let candidate = p.parent().unwrap().ends_with("candidates") && name.ends_with(".json");
+            if candidate || name == "metrics.jsonl" || name.ends_with(".bpk") {
+                let modified = std::fs::metadata(&p).unwrap().modified().unwrap();
+                let bytes = std::fs::read(&p).unwrap();
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
+                out.push((p.clone(), modified, bytes.len(), h.finish()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(run, &mut out);
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    // Not vacuous: the candidates, the baseline and the three final
+    // trainings are all there.
+    let count = |f: &dyn Fn(&Path) -> bool| out.iter().filter(|e| f(&e.0)).count();
+    let candidates = count(&|p| p.starts_with(run.join("candidates")));
+    assert!(candidates >= 5, "{candidates} candidates");
+    assert!(run.join("candidates/baseline.json").exists());
+    for name in ["serl-best", "ppo-default", "ddqn-default"] {
+        let dir = run.join("final").join(name);
+        assert!(count(&|p| p == dir.join("metrics.jsonl")) == 1, "{name}");
+        assert!(count(&|p| p == dir.join("final.bpk")) == 1, "{name}");
+    }
+    out
 }
 
 #[test]
@@ -181,8 +224,39 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     );
 
     // Resuming a finished run trains nothing again and gives the same table.
+    let table = |run: &Path| {
+        let report = std::fs::read_to_string(run.join("test/report.md")).unwrap();
+        report
+            .lines()
+            .filter(|l| l.starts_with("| static") || l.starts_with("| dynamic"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let table_before = table(&run);
+    let trained_before = trained_files(&run);
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
+    assert_eq!(table(&run), table_before, "the resumed run's test table");
+    // The resume tested again and printed the same table.
+    let printed = |o: &std::process::Output| {
+        text(o)
+            .lines()
+            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(!printed(&o).is_empty(), "{t}");
+    assert_eq!(printed(&o2), printed(&o));
+    let trained_after = trained_files(&run);
+    let rewritten: Vec<String> = trained_after
+        .iter()
+        .filter(|f| !trained_before.contains(f))
+        .map(|f| f.0.display().to_string())
+        .collect();
+    assert!(
+        rewritten.is_empty() && trained_after.len() == trained_before.len(),
+        "the resume trained again (candidates, training logs or policies written anew): {rewritten:?}"
+    );
 
     // The same seed gives the same scores and the same test table, trained
     // one at a time or two at once (candidates, ES offspring, and the
@@ -197,14 +271,6 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     ]);
     assert!(o3.status.success(), "{}", text(&o3));
     assert_eq!(scores(&run), scores(&again));
-    let table = |run: &Path| {
-        let report = std::fs::read_to_string(run.join("test/report.md")).unwrap();
-        report
-            .lines()
-            .filter(|l| l.starts_with("| static") || l.starts_with("| dynamic"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
     assert!(table(&run).iter().any(|l| l.contains("serl-best")));
     assert_eq!(table(&run), table(&again));
 }
