@@ -1,6 +1,5 @@
 //! Loading real-looking bar files, and every kind of broken one.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serl_data::*;
@@ -17,22 +16,9 @@ fn repo(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// `../shared/data/{rel}`, or `None` after a `SKIP` line for `test` when this
-/// machine lacks the shared data set. The line goes to the stderr handle
-/// itself: the test harness captures `eprintln!` and shows it only for
-/// failing tests, and a skipped test would pass silently.
-fn shared_data(rel: &str, test: &str) -> Option<PathBuf> {
-    let path = repo("../shared/data").join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP {test}: {} not found; this test checked nothing",
-        path.display()
-    );
-    None
-}
+#[path = "../../../tests-support/shared_data.rs"]
+mod shared_data;
+use shared_data::shared_data;
 
 fn skip_policy() -> DataConfig {
     DataConfig::default()

@@ -1,31 +1,15 @@
 //! The sanity checks every execution study must pass: TWAP pays about its
 //! spread and no more, and perfect foresight is clearly positive.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serl_data::{load, DataConfig, Split};
 use serl_env::*;
 use serl_eval::*;
 
-/// `../shared/data/{rel}`, or `None` after a `SKIP` line for `test` when this
-/// machine lacks the shared data set. The line goes to the stderr handle
-/// itself: the test harness captures `eprintln!` and shows it only for
-/// failing tests, and a skipped test would pass silently.
-fn shared_data(rel: &str, test: &str) -> Option<PathBuf> {
-    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
-        .join("../../../shared/data")
-        .join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP {test}: {} not found; this test checked nothing",
-        path.display()
-    );
-    None
-}
+#[path = "../../../tests-support/shared_data.rs"]
+mod shared_data;
+use shared_data::shared_data;
 
 fn provenance(path: &Path, split: Split, orders: usize) -> Provenance {
     Provenance {

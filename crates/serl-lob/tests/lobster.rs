@@ -1,29 +1,13 @@
 //! LOBSTER replay: the real samples replay with zero mismatches, and bad
 //! files give errors that name the file and line.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serl_lob::lobster::{replay, LobsterInput, ReplayError, ReplayOptions};
 
-/// `../shared/data/{rel}`, or `None` after a `SKIP` line for `test` when this
-/// machine lacks the shared data set. The line goes to the stderr handle
-/// itself: the test harness captures `eprintln!` and shows it only for
-/// failing tests, and a skipped test would pass silently.
-fn shared_data(rel: &str, test: &str) -> Option<PathBuf> {
-    let path = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"))
-        .join("../../../shared/data")
-        .join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP {test}: {} not found; this test checked nothing",
-        path.display()
-    );
-    None
-}
+#[path = "../../../tests-support/shared_data.rs"]
+mod shared_data;
+use shared_data::shared_data;
 
 fn samples(test: &str) -> Option<Vec<PathBuf>> {
     let dir = shared_data("lobster-2012-06-21", test)?;

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::io::Write;
-
 use common::{serl, text};
 
 #[test]
@@ -446,23 +444,9 @@ fn the_shipped_market_config_spells_out_the_defaults() {
     assert_eq!(file.market, serl_market::MarketConfig::default());
 }
 
-/// `../shared/data/{rel}` beside the repository, or `None` after a `SKIP`
-/// line for `test` when this machine lacks the shared data set. The line
-/// goes to the stderr handle itself: the test harness captures
-/// `eprintln!` and shows it only for failing tests, and a skipped test
-/// would pass silently.
-fn shared_data(rel: &str, test: &str) -> Option<std::path::PathBuf> {
-    let path = common::repo().join("../shared/data").join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIP {test}: {} not found; this test checked nothing",
-        path.display()
-    );
-    None
-}
+#[path = "../../../tests-support/shared_data.rs"]
+mod shared_data;
+use shared_data::shared_data;
 
 #[test]
 fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
