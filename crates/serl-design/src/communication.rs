@@ -22,32 +22,72 @@ pub enum Aggregate {
     Attention,
 }
 
-/// What each execution agent broadcasts and how it hears the others.
+/// What each execution agent broadcasts and how it hears the others,
+/// compiled: built only by [`Communication::new`] or by deserializing
+/// `{"broadcast": [...], "aggregate": ...}`, both of which check and
+/// compile the broadcast programs once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "CommunicationText", into = "CommunicationText")]
 pub struct Communication {
-    /// Feature programs over the agent's own observation, one value each.
-    pub broadcast: Vec<FeatureDef>,
-    /// How a receiver combines the others' messages.
-    pub aggregate: Aggregate,
+    broadcast: FeatureSet,
+    aggregate: Aggregate,
+}
+
+/// A communication module as it is written and stored.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommunicationText {
+    pub(crate) broadcast: Vec<FeatureDef>,
+    pub(crate) aggregate: Aggregate,
+}
+
+impl TryFrom<CommunicationText> for Communication {
+    type Error = ModuleError;
+    fn try_from(t: CommunicationText) -> Result<Self, ModuleError> {
+        Communication::new(&t.broadcast, t.aggregate)
+    }
+}
+
+impl From<Communication> for CommunicationText {
+    fn from(c: Communication) -> Self {
+        CommunicationText {
+            broadcast: c.broadcast.into(),
+            aggregate: c.aggregate,
+        }
+    }
 }
 
 impl Communication {
-    /// Checks the broadcast programs as a designed module and compiles
-    /// them over the environment's observation.
-    pub fn validate(&self) -> Result<FeatureSet, ModuleError> {
+    /// Checks the broadcast programs as a designed module (1 to
+    /// [`MAX_BROADCAST`] of them) and compiles them over the environment's
+    /// observation.
+    pub fn new(broadcast: &[FeatureDef], aggregate: Aggregate) -> Result<Self, ModuleError> {
         let kind = ModuleKind::Communication;
-        if self.broadcast.is_empty() || self.broadcast.len() > MAX_BROADCAST {
+        if broadcast.is_empty() || broadcast.len() > MAX_BROADCAST {
             return Err(err(
                 kind,
                 format!(
                     "broadcast 1 to {MAX_BROADCAST} values, not {}",
-                    self.broadcast.len()
+                    broadcast.len()
                 ),
             ));
         }
-        check_features(&self.broadcast)
-            .map_err(|e| err(kind, format!("{}: {}", e.field("broadcast"), e.message)))
+        let broadcast = check_features(broadcast)
+            .map_err(|e| err(kind, format!("{}: {}", e.field("broadcast"), e.message)))?;
+        Ok(Communication {
+            broadcast,
+            aggregate,
+        })
+    }
+
+    /// The compiled broadcast programs, one value each.
+    pub fn broadcast(&self) -> &FeatureSet {
+        &self.broadcast
+    }
+
+    /// How a receiver combines the others' messages.
+    pub fn aggregation(&self) -> Aggregate {
+        self.aggregate
     }
 
     /// The combined message agent `me` receives from the others.
@@ -96,20 +136,15 @@ mod tests {
 
     #[test]
     fn attention_weighs_similar_messages_more() {
-        let c = Communication {
-            broadcast: vec![FeatureDef {
-                name: "a".into(),
-                program: "time_left".into(),
-            }],
-            aggregate: Aggregate::Attention,
+        let a = FeatureDef {
+            name: "a".into(),
+            program: "time_left".into(),
         };
+        let c = Communication::new(std::slice::from_ref(&a), Aggregate::Attention).unwrap();
         let msgs = vec![vec![2.0], vec![2.0], vec![-2.0]];
         let got = c.aggregate(&msgs, 0);
         assert!(got[0] > 1.9, "{got:?}");
-        let mean = Communication {
-            aggregate: Aggregate::Mean,
-            ..c
-        };
+        let mean = Communication::new(&[a], Aggregate::Mean).unwrap();
         assert_eq!(mean.aggregate(&msgs, 0), vec![0.0]);
     }
 }

@@ -46,11 +46,41 @@ impl FeatureError {
 }
 
 /// Compiled features over a base observation with the given names.
-#[derive(Debug, Clone)]
+///
+/// As serde data it is the list of [`FeatureDef`]s; deserializing one
+/// checks and compiles the list over the environment's observation
+/// ([`check_features`]), so a stored or configured feature set is valid
+/// once read and never compiled again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<FeatureDef>", into = "Vec<FeatureDef>")]
 pub struct FeatureSet {
     defs: Vec<FeatureDef>,
     programs: Vec<Program>,
     base: usize,
+}
+
+impl TryFrom<Vec<FeatureDef>> for FeatureSet {
+    type Error = FeatureError;
+    fn try_from(defs: Vec<FeatureDef>) -> Result<Self, FeatureError> {
+        check_features(&defs)
+    }
+}
+
+impl From<FeatureSet> for Vec<FeatureDef> {
+    fn from(f: FeatureSet) -> Self {
+        f.defs
+    }
+}
+
+impl Default for FeatureSet {
+    /// No features, over the environment's observation.
+    fn default() -> Self {
+        FeatureSet {
+            defs: Vec::new(),
+            programs: Vec::new(),
+            base: serl_env::OBS_DIM,
+        }
+    }
 }
 
 impl FeatureSet {

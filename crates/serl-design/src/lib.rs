@@ -2,18 +2,24 @@
 //!
 //! SE-RL's designer (a language model or the builtin search) writes six
 //! modules of an RL algorithm. This crate holds each as typed data with its
-//! limits, its validator and, where it runs, its compiled form; every
-//! crate above it (the trainer, the LLM layer, the outer loop) consumes
-//! these types and none defines its own.
+//! limits and its validator; every crate above it (the trainer, the LLM
+//! layer, the outer loop) consumes these types and none defines its own.
+//!
+//! A module is checked once, when it is built, and holds its compiled form
+//! from then on: [`RewardModule`], [`FeatureSet`] (inside [`StateModule`])
+//! and [`Communication`] can only be made by compiling their programs
+//! (`compile`/`new`, [`Module::parse`], or deserializing their JSON or
+//! TOML), so the smoke test, the trainer and the constant-tuning ES use
+//! the programs as they are and never compile a designer's text again.
 //!
 //! | module | type | compiled into |
 //! |---|---|---|
-//! | reward | [`RewardModule`]: a program over [`REWARD_VARS`] | [`ProgramReward`], a `serl_env::Reward` |
+//! | reward | [`RewardModule`]: a program over [`REWARD_VARS`] | [`RewardModule::reward`]: a [`ProgramReward`], the environment's `serl_env::Reward` |
 //! | state | [`StateModule`]: named [`FeatureDef`] programs over the observation | [`FeatureSet`] |
 //! | architecture | [`NetworkSpec`]: blocks, validated against [`MAX_PARAMS`] | the trainer's networks |
 //! | imagination | [`ImaginationModule`]: market scenarios and their shares | the trainer's imagined days |
 //! | profiling | [`ProfilingModule`]: the market's population | a `serl_market::MarketConfig` |
-//! | communication | [`Communication`]: broadcast programs and an [`Aggregate`] | a [`FeatureSet`] per agent and [`Communication::aggregate`] |
+//! | communication | [`Communication`]: broadcast programs and an [`Aggregate`] | [`Communication::broadcast`], a [`FeatureSet`], and [`Communication::aggregate`] |
 //!
 //! A reply travels: [`extract`] pulls the module's text out of prose and
 //! fences, [`Module::parse`] validates it with a message precise enough to

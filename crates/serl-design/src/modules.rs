@@ -3,23 +3,32 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::communication::Communication;
-use crate::features::{check_features, FeatureDef};
+use crate::communication::{Communication, CommunicationText};
+use crate::features::{check_features, FeatureDef, FeatureSet};
 use crate::imagination::ImaginationModule;
 use crate::kind::{err, json, ModuleError, ModuleKind};
 use crate::network::NetworkSpec;
 use crate::profiling::ProfilingModule;
-use crate::reward::{ProgramReward, RewardModule, DEFAULT_REWARD_PROGRAM};
+use crate::reward::RewardModule;
 
-/// Designed state features.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Designed state features, compiled (a [`FeatureSet`] is only built by
+/// checking and compiling its programs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateModule {
     /// The features, appended to the observation in order.
-    pub features: Vec<FeatureDef>,
+    pub features: FeatureSet,
 }
 
-/// A validated module.
+/// The state module as it is written: JSON with a feature list, checked
+/// by [`Module::parse`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateText {
+    features: Vec<FeatureDef>,
+}
+
+/// A validated, compiled module.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "module")]
 pub enum Module {
@@ -50,54 +59,53 @@ impl Module {
         }
     }
 
-    /// Parses and validates a module's text (already extracted from a
-    /// reply), with a message precise enough to send back to the designer.
+    /// Parses, checks and compiles a module's text (already extracted
+    /// from a reply), with a message precise enough to send back to the
+    /// designer. This is the only time a designer's text is compiled: the
+    /// module holds the compiled programs from here on.
     pub fn parse(kind: ModuleKind, text: &str) -> Result<Module, ModuleError> {
-        let m = match kind {
-            ModuleKind::Reward => Module::Reward(RewardModule {
-                program: text.trim().to_string(),
-            }),
-            ModuleKind::State => Module::State(json(kind, text)?),
-            ModuleKind::Architecture => Module::Architecture(json(kind, text)?),
-            ModuleKind::Imagination => Module::Imagination(json(kind, text)?),
-            ModuleKind::Profiling => Module::Profiling(json(kind, text)?),
-            ModuleKind::Communication => Module::Communication(json(kind, text)?),
-        };
-        m.validate()?;
-        Ok(m)
-    }
-
-    /// Checks the module against every limit of its kind.
-    pub fn validate(&self) -> Result<(), ModuleError> {
-        let kind = self.kind();
-        match self {
-            Module::Reward(r) => ProgramReward::new(r).map(|_| ()),
-            Module::State(s) => {
-                if s.features.is_empty() {
+        Ok(match kind {
+            ModuleKind::Reward => Module::Reward(RewardModule::compile(text)?),
+            ModuleKind::State => {
+                let defs: StateText = json(kind, text)?;
+                if defs.features.is_empty() {
                     return Err(err(
                         kind,
                         "no features; give at least one {\"name\", \"program\"}",
                     ));
                 }
-                check_features(&s.features)
-                    .map(|_| ())
-                    .map_err(|e| err(kind, format!("{}: {}", e.field("features"), e.message)))
+                let features = check_features(&defs.features)
+                    .map_err(|e| err(kind, format!("{}: {}", e.field("features"), e.message)))?;
+                Module::State(StateModule { features })
             }
-            Module::Architecture(spec) => spec
-                .validate(serl_env::OBS_DIM)
-                .map(|_| ())
-                .map_err(|e| err(kind, e.to_string())),
-            Module::Imagination(m) => m.validate(),
-            Module::Profiling(p) => p.validate(),
-            Module::Communication(c) => c.validate().map(|_| ()),
-        }
+            ModuleKind::Architecture => {
+                let spec: NetworkSpec = json(kind, text)?;
+                spec.validate(serl_env::OBS_DIM)
+                    .map_err(|e| err(kind, e.to_string()))?;
+                Module::Architecture(spec)
+            }
+            ModuleKind::Imagination => {
+                let m: ImaginationModule = json(kind, text)?;
+                m.validate()?;
+                Module::Imagination(m)
+            }
+            ModuleKind::Profiling => {
+                let p: ProfilingModule = json(kind, text)?;
+                p.validate()?;
+                Module::Profiling(p)
+            }
+            ModuleKind::Communication => {
+                let c: CommunicationText = json(kind, text)?;
+                Module::Communication(Communication::new(&c.broadcast, c.aggregate)?)
+            }
+        })
     }
 
     /// The module as the text a designer writes (a program or JSON).
     pub fn text(&self) -> String {
         let j = |v: serde_json::Result<String>| v.unwrap_or_default();
         match self {
-            Module::Reward(r) => r.program.clone(),
+            Module::Reward(r) => r.source().to_string(),
             Module::State(s) => j(serde_json::to_string_pretty(s)),
             Module::Architecture(s) => j(serde_json::to_string_pretty(s)),
             Module::Imagination(s) => j(serde_json::to_string_pretty(s)),
@@ -131,12 +139,8 @@ impl Design {
     /// features, the MLP [64, 64], no imagined days ("plain PPO").
     pub fn baseline() -> Self {
         Design {
-            reward: RewardModule {
-                program: DEFAULT_REWARD_PROGRAM.into(),
-            },
-            state: StateModule {
-                features: Vec::new(),
-            },
+            reward: RewardModule::plain(),
+            state: StateModule::default(),
             architecture: NetworkSpec::default(),
             imagination: ImaginationModule::none(),
             profiling: None,

@@ -124,39 +124,92 @@ pub fn reward_vars() -> VarSet {
 pub const DEFAULT_REWARD_PROGRAM: &str =
     "step_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2";
 
-/// A reward program.
+/// A reward program, compiled: it can only be built by compiling and
+/// checking its source ([`RewardModule::compile`], or deserializing
+/// `{"program": "..."}`), so holding one means the program is valid, and
+/// turning it into a [`ProgramReward`] compiles nothing again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RewardText", into = "RewardText")]
 pub struct RewardModule {
-    /// The program's source text.
-    pub program: String,
-}
-
-/// A reward program as the environment's [`Reward`]. Rewards are per
-/// step, so they may not use window functions.
-#[derive(Debug)]
-pub struct ProgramReward {
     program: Program,
-    repaired: AtomicU64,
 }
 
-impl ProgramReward {
-    /// Compiles and checks the module's program.
-    pub fn new(m: &RewardModule) -> Result<Self, ModuleError> {
-        let program = Program::compile(&m.program, &reward_vars())
+/// A reward module as it is written and stored.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewardText {
+    program: String,
+}
+
+impl TryFrom<RewardText> for RewardModule {
+    type Error = ModuleError;
+    fn try_from(t: RewardText) -> Result<Self, ModuleError> {
+        RewardModule::compile(&t.program)
+    }
+}
+
+impl From<RewardModule> for RewardText {
+    fn from(m: RewardModule) -> Self {
+        RewardText {
+            program: m.program.source().to_string(),
+        }
+    }
+}
+
+impl RewardModule {
+    /// Compiles `source` over [`REWARD_VARS`] and checks that it reads
+    /// only this step's variables (rewards are per step, so no window
+    /// functions).
+    pub fn compile(source: &str) -> Result<Self, ModuleError> {
+        let program = Program::compile(source.trim(), &reward_vars())
             .map_err(|e| err(ModuleKind::Reward, e.to_string()))?;
         if program.has_windows() {
             return Err(err(ModuleKind::Reward, "a reward reads only this step's variables; window functions belong in state features"));
         }
-        Ok(ProgramReward {
-            program,
-            repaired: AtomicU64::new(0),
-        })
+        Ok(RewardModule { program })
+    }
+
+    /// "Plain PPO"'s reward, [`DEFAULT_REWARD_PROGRAM`].
+    pub fn plain() -> Self {
+        Self::compile(DEFAULT_REWARD_PROGRAM).expect("the default reward program compiles")
+    }
+
+    /// The program's source text.
+    pub fn source(&self) -> &str {
+        self.program.source()
     }
 
     /// The compiled program.
     pub fn program(&self) -> &Program {
         &self.program
     }
+
+    /// The same program with its numeric literals replaced, in the order
+    /// `program().constants()` lists them.
+    pub fn with_constants(&self, values: &[f64]) -> Result<Self, ModuleError> {
+        let program = self
+            .program
+            .with_constants(values)
+            .map_err(|e| err(ModuleKind::Reward, e.to_string()))?;
+        Ok(RewardModule { program })
+    }
+
+    /// The module as the environment's [`Reward`], with its own count of
+    /// repaired values; nothing is compiled again.
+    pub fn reward(&self) -> ProgramReward {
+        ProgramReward {
+            program: self.program.clone(),
+            repaired: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A compiled reward program as the environment's [`Reward`]
+/// ([`RewardModule::reward`]).
+#[derive(Debug)]
+pub struct ProgramReward {
+    program: Program,
+    repaired: AtomicU64,
 }
 
 impl Reward for ProgramReward {
@@ -186,10 +239,7 @@ mod tests {
 
     #[test]
     fn the_default_reward_program_equals_the_default_reward() {
-        let r = ProgramReward::new(&RewardModule {
-            program: DEFAULT_REWARD_PROGRAM.into(),
-        })
-        .unwrap();
+        let r = RewardModule::plain().reward();
         let d = serl_env::DefaultReward {
             inventory_penalty: 2.0,
             terminal_penalty: 50.0,
@@ -224,10 +274,7 @@ mod tests {
             done: true,
         };
         for (k, var) in REWARD_VARS.iter().enumerate() {
-            let r = ProgramReward::new(&RewardModule {
-                program: var.name.into(),
-            })
-            .unwrap();
+            let r = RewardModule::compile(var.name).unwrap().reward();
             let want = if var.name == "done" {
                 1.0
             } else {

@@ -7,7 +7,7 @@ use serl_env::{EnvConfig, Episode, ParentOrder, Reward, SessionView, StaticEnv, 
 use crate::features::FeatureSet;
 use crate::kind::{ModuleError, ModuleKind};
 use crate::modules::StateModule;
-use crate::reward::{ProgramReward, RewardModule};
+use crate::reward::RewardModule;
 
 /// What the smoke episode showed; part of the designer's feedback.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,14 +38,8 @@ pub fn smoke_test(
     order: &ParentOrder,
     cfg: &EnvConfig,
 ) -> Result<SmokeReport, ModuleError> {
-    let r = ProgramReward::new(reward)?;
-    let fs =
-        FeatureSet::compile(&state.features, &serl_env::obs::feature_names()).map_err(|e| {
-            ModuleError {
-                kind: ModuleKind::State.name(),
-                message: format!("{}: {}", e.field("features"), e.message),
-            }
-        })?;
+    let r = reward.reward();
+    let fs = &state.features;
     let mut states = fs.states();
     let mut env = StaticEnv::new(view, order, cfg);
     let mut obs = [0f32; OBS_DIM];

@@ -8,9 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serl_data::{load, DataConfig, Split};
-use serl_design::{
-    extract, reward_vars, smoke_test, Module, ModuleKind, RewardModule, SmokeReport, StateModule,
-};
+use serl_design::{extract, reward_vars, smoke_test, Module, ModuleKind, SmokeReport, StateModule};
 use serl_env::{generate_orders, EnvConfig, MarketData, OrderConfig};
 use serl_expr::Program;
 
@@ -241,14 +239,13 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
     let (md, order) = smoke_episode();
     let view = md.get(&order.symbol, order.date).unwrap();
     let env = EnvConfig::default();
-    let no_features = StateModule {
-        features: Vec::new(),
-    };
+    let no_features = StateModule::default();
     let smoke = |program: &str| -> Result<SmokeReport, String> {
         // Each is a valid module: nothing here is a parse error.
-        Module::parse(Reward, program).unwrap_or_else(|e| panic!("`{program}`: {e}"));
-        let reward = RewardModule {
-            program: program.into(),
+        let Module::Reward(reward) =
+            Module::parse(Reward, program).unwrap_or_else(|e| panic!("`{program}`: {e}"))
+        else {
+            unreachable!("a reward module parses as one")
         };
         smoke_test(&reward, &no_features, view, &order, &env).map_err(|e| e.to_string())
     };

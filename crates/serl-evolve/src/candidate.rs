@@ -206,7 +206,7 @@ mod tests {
             let mut c = CandidateResult::invalid(key.into(), 0, 1.0);
             c.score = score;
             let mut d = Design::baseline();
-            d.reward.program = program.into();
+            d.reward = serl_design::RewardModule::compile(program).unwrap();
             c.design = Some(d);
             c
         };

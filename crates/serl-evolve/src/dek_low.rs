@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
-use serl_design::{Design, ProgramReward, RewardModule};
+use serl_design::{Design, RewardModule};
 use serl_train::Algo;
 
 use crate::candidate::{CandidateKind, CandidateResult};
@@ -20,17 +20,16 @@ use crate::score::{side_by_side, train_and_score, trains_fused, Scoring};
 /// the design imagines days at all, so that a reward without literals
 /// (`twap_gain`) is still tuned.
 struct Tunable {
-    reward: ProgramReward,
+    reward: RewardModule,
     imagines: bool,
 }
 
 impl Tunable {
-    fn of(design: &Design) -> Result<Self, EvolveError> {
-        Ok(Tunable {
-            reward: ProgramReward::new(&design.reward)
-                .map_err(|e| EvolveError::Config(e.to_string()))?,
+    fn of(design: &Design) -> Self {
+        Tunable {
+            reward: design.reward.clone(),
             imagines: !design.imagination.scenarios.is_empty(),
-        })
+        }
     }
 
     fn constants(&self, design: &Design) -> Vec<f64> {
@@ -48,10 +47,7 @@ impl Tunable {
         let (for_reward, for_imagination) = constants.split_at(literals.min(constants.len()));
         let mut d = design.clone();
         if literals > 0 {
-            let program = self.reward.program().with_constants(for_reward).ok()?;
-            d.reward = RewardModule {
-                program: program.source().to_string(),
-            };
+            d.reward = self.reward.with_constants(for_reward).ok()?;
         }
         let mut now = for_reward.to_vec();
         if self.imagines {
@@ -73,7 +69,7 @@ struct Member {
 
 enum Job {
     Stored(Box<CandidateResult>),
-    Train(Design, u64),
+    Train(Box<Design>, u64),
 }
 
 /// (1+λ)-ES on the design's numeric constants (`Tunable`): each generation tries λ
@@ -90,7 +86,7 @@ pub(crate) fn tune_constants(
     let Some(design) = best.design.clone() else {
         return Ok(Vec::new());
     };
-    let tunable = Tunable::of(&design)?;
+    let tunable = Tunable::of(&design);
     let constants = tunable.constants(&design);
     if constants.is_empty() {
         return Ok(Vec::new());
@@ -120,7 +116,7 @@ pub(crate) fn tune_constants(
                     let seed = inputs.cfg.seed
                         ^ ((j * 1000 + 500 + g * 10 + m) as u64)
                             .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    Job::Train(d, seed)
+                    Job::Train(Box::new(d), seed)
                 }
             };
             members.push(Member {
@@ -173,9 +169,7 @@ mod tests {
 
     fn timing_design(reward: &str) -> Design {
         let mut d = Design::baseline();
-        d.reward = RewardModule {
-            program: reward.into(),
-        };
+        d.reward = RewardModule::compile(reward).unwrap();
         d.imagination = ImaginationModule {
             scenarios: vec![serl_env::Scenario {
                 volatility_mult: 1.0,
@@ -192,7 +186,7 @@ mod tests {
     #[test]
     fn the_es_tunes_the_imagination_of_a_reward_without_literals() {
         let d = timing_design("twap_gain");
-        let t = Tunable::of(&d).unwrap();
+        let t = Tunable::of(&d);
         assert_eq!(t.constants(&d), vec![0.5, 0.6, 1.0, -120.0, 1.0]);
 
         let (tuned, now) = t.apply(&d, &[0.4, 1.2, 1.1, -150.0, 0.8]).unwrap();
@@ -205,16 +199,16 @@ mod tests {
     #[test]
     fn the_es_tunes_reward_literals_first_and_skips_what_is_out_of_range() {
         let d = timing_design("twap_gain - 2 * remaining_inv^2 / steps");
-        let t = Tunable::of(&d).unwrap();
+        let t = Tunable::of(&d);
         let c = t.constants(&d);
         assert_eq!(c[..2], [2.0, 2.0]);
         let mut changed = c.clone();
         changed[0] = 3.0;
         let (tuned, _) = t.apply(&d, &changed).unwrap();
         assert!(
-            tuned.reward.program.contains("3 *"),
+            tuned.reward.source().contains("3 *"),
             "{}",
-            tuned.reward.program
+            tuned.reward.source()
         );
         assert_eq!(tuned.imagination, d.imagination);
 
@@ -224,13 +218,7 @@ mod tests {
 
         // Without imagined days only the reward's literals are tuned.
         let plain = Design::baseline();
-        let t = Tunable::of(&plain).unwrap();
-        assert_eq!(
-            t.constants(&plain),
-            ProgramReward::new(&plain.reward)
-                .unwrap()
-                .program()
-                .constants()
-        );
+        let t = Tunable::of(&plain);
+        assert_eq!(t.constants(&plain), plain.reward.program().constants());
     }
 }

@@ -131,12 +131,7 @@ impl SmokeBench<'_> {
     fn check(&self, m: &Module) -> Result<Option<SmokeReport>, String> {
         let Some(o) = self.order else { return Ok(None) };
         let (reward, state) = match m {
-            Module::Reward(r) => (
-                r.clone(),
-                StateModule {
-                    features: Vec::new(),
-                },
-            ),
+            Module::Reward(r) => (r.clone(), StateModule::default()),
             Module::State(s) => (Design::baseline().reward, s.clone()),
             _ => return Ok(None),
         };
@@ -197,7 +192,7 @@ mod tests {
         let parts = HashMap::from([(ModuleKind::Reward, reward)]);
         assert!(assemble(&parts, 2).is_none(), "one module failed");
         let d = assemble(&parts, 1).unwrap();
-        assert_eq!(d.reward.program, "twap_gain");
+        assert_eq!(d.reward.source(), "twap_gain");
         assert_eq!(d.architecture, Design::baseline().architecture);
     }
 }

@@ -46,7 +46,7 @@ fn module_source(c: &CandidateResult, kind: ModuleKind) -> String {
     };
     let pretty = |v: serde_json::Result<String>| v.unwrap_or_default();
     match kind {
-        ModuleKind::Reward => d.reward.program.clone(),
+        ModuleKind::Reward => d.reward.source().to_string(),
         ModuleKind::State => pretty(serde_json::to_string_pretty(&d.state)),
         ModuleKind::Architecture => pretty(serde_json::to_string_pretty(&d.architecture)),
         ModuleKind::Imagination => pretty(serde_json::to_string_pretty(&d.imagination)),

@@ -167,8 +167,7 @@ pub(crate) fn train_design(
         inputs.market_cfg,
         inputs.train_orders,
         &val_orders,
-    )
-    .map_err(|e| EvolveError::Config(e.to_string()))?;
+    );
     session.config.total_steps = steps;
     session.config.seed = seed;
     if selects {

@@ -292,7 +292,7 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
     );
     if full {
         c.examples = vec![Example {
-            source: serl_design::Design::baseline().reward.program,
+            source: serl_design::DEFAULT_REWARD_PROGRAM.to_string(),
             score: 0.42,
         }];
         c.feedback = Some(Feedback {

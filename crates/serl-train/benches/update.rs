@@ -49,7 +49,7 @@ fn update(c: &mut Criterion) {
         pace: Default::default(),
         discrete: Vec::new(),
         norm: RunningNorm::new(OBS),
-        features: Vec::new(),
+        features: Default::default(),
         message_dims: 0,
     };
     let model = ActorCritic::new(&meta.spec, OBS, meta.head, &device).expect("a valid spec");

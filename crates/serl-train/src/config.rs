@@ -4,7 +4,7 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use serl_design::{FeatureDef, ImaginationModule, NetworkSpec};
+use serl_design::{FeatureSet, ImaginationModule, NetworkSpec};
 use serl_env::MarketConfig;
 
 use crate::ddqn::DdqnConfig;
@@ -76,8 +76,9 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Designed state features (the state-space module), appended to the
     /// observation; the environments must already carry them
-    /// ([`crate::WithFeatures`]).
-    pub features: Vec<FeatureDef>,
+    /// ([`crate::WithFeatures`]). Written as a list of `{name, program}`,
+    /// checked and compiled when the config is read.
+    pub features: FeatureSet,
     /// The multi-agent scenario: peers in every dynamic episode, and what
     /// the agents tell each other. None trains alone.
     pub team: Option<crate::team::TeamConfig>,
@@ -98,7 +99,7 @@ impl Default for TrainConfig {
             imagination: ImaginationModule::none(),
             eval_every: 5,
             checkpoint_every: 1,
-            features: Vec::new(),
+            features: FeatureSet::default(),
             team: None,
         }
     }

@@ -742,7 +742,7 @@ mod tests {
                 Head::Categorical(k) => (0..k).map(|a| a as f64 / (k - 1) as f64).collect(),
             },
             norm: RunningNorm::new(OBS),
-            features: Vec::new(),
+            features: Default::default(),
             message_dims: 0,
         }
     }

@@ -16,7 +16,7 @@ use serl_env::{Decision, EnvConfig, ParentOrder, SessionView, Strategy};
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
 use crate::TrainError;
-use serl_design::{FeatureDef, FeatureSet, NetworkSpec};
+use serl_design::{FeatureSet, NetworkSpec};
 
 /// How a Gaussian policy's sample becomes a fraction in [0, 1].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,8 +99,9 @@ pub struct PolicyMeta {
     pub norm: RunningNorm,
     /// Designed features appended to the environment's observation
     /// (`obs_dim` counts them).
+    /// Saved as their programs, compiled again when the policy is read.
     #[serde(default)]
-    pub features: Vec<FeatureDef>,
+    pub features: FeatureSet,
     /// Columns of heard messages between the environment's observation
     /// and the features (the multi-agent scenario); zero when backtested
     /// alone.
@@ -423,21 +424,16 @@ pub struct PolicyStrategy {
 }
 
 impl PolicyStrategy {
-    /// Plays `policy` under the name `label`, compiling its designed
-    /// features again (they are saved as programs).
+    /// Plays `policy` under the name `label`, with the designed features
+    /// it was trained with.
     pub fn new(policy: Policy, label: String) -> Self {
         use rand::SeedableRng;
         let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);
-        // A saved policy's features compiled when it was trained.
-        let features = (!policy.meta.features.is_empty())
-            .then(|| {
-                FeatureSet::compile(&policy.meta.features, &serl_env::obs::feature_names()).ok()
-            })
-            .flatten()
-            .map(|f| {
-                let s = f.states();
-                (f, s)
-            });
+        let features = (!policy.meta.features.is_empty()).then(|| {
+            let f = policy.meta.features.clone();
+            let s = f.states();
+            (f, s)
+        });
         PolicyStrategy {
             policy,
             features,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serl_design::{Design, ModuleError, ProgramReward};
+use serl_design::Design;
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
 use crate::config::TrainConfig;
@@ -68,12 +68,12 @@ impl<'a> TrainSession<'a> {
         population: &MarketConfig,
         train_orders: &'a [ParentOrder],
         val_orders: &'a [ParentOrder],
-    ) -> Result<Self, ModuleError> {
+    ) -> Self {
         let mut config = base.with_design(design);
         config.algo = algo;
-        Ok(TrainSession {
+        TrainSession {
             config,
-            reward: Arc::new(ProgramReward::new(&design.reward)?),
+            reward: Arc::new(design.reward.reward()),
             market,
             env,
             population: design
@@ -82,7 +82,7 @@ impl<'a> TrainSession<'a> {
                 .map_or(population.clone(), |p| (*p.market).clone()),
             train_orders,
             val_orders,
-        })
+        }
     }
 
     /// Trains: the best policy by validation PA when there are validation

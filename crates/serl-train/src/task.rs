@@ -385,24 +385,12 @@ pub fn execution_envs<'a>(
     base_market: &MarketConfig,
 ) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
     use crate::features::WithFeatures;
-    let features = if cfg.features.is_empty() {
-        None
-    } else {
-        Some(
-            serl_design::FeatureSet::compile(&cfg.features, &serl_env::obs::feature_names())
-                .map_err(|e| crate::TrainError::Config {
-                    field: e.field("features"),
-                    message: e.message,
-                })?,
-        )
-    };
-    let channel = match cfg.team.as_ref().and_then(|t| t.communication.as_ref()) {
-        Some(c) => Some(crate::team::Channel::compile(
-            c,
-            &serl_env::obs::feature_names(),
-        )?),
-        None => None,
-    };
+    let features = (!cfg.features.is_empty()).then(|| cfg.features.clone());
+    let channel = cfg
+        .team
+        .as_ref()
+        .and_then(|t| t.communication.as_ref())
+        .map(crate::team::Channel::new);
     let n_dyn = cfg.dynamic_envs();
     let n_static = cfg.n_envs - n_dyn;
     let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);

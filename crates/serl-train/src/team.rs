@@ -11,7 +11,7 @@
 //! message columns are zero.
 
 use serde::{Deserialize, Serialize};
-use serl_design::{Communication, FeatureSet};
+use serl_design::Communication;
 use serl_expr::State;
 
 use crate::TrainError;
@@ -66,13 +66,16 @@ impl TeamConfig {
 
     /// Observation columns the messages add.
     pub fn message_dims(&self) -> usize {
-        self.communication.as_ref().map_or(0, |c| c.broadcast.len())
+        self.communication
+            .as_ref()
+            .map_or(0, |c| c.broadcast().len())
     }
 
     /// The names of those columns (`heard_<broadcast name>`).
     pub fn message_names(&self) -> Vec<String> {
         self.communication.as_ref().map_or(Vec::new(), |c| {
-            c.broadcast
+            c.broadcast()
+                .defs()
                 .iter()
                 .map(|d| format!("heard_{}", d.name))
                 .collect()
@@ -80,40 +83,36 @@ impl TeamConfig {
     }
 }
 
-/// Compiled broadcast programs, with one window state per agent.
+/// The broadcast programs (compiled with the communication module), with
+/// one window state per agent.
 #[derive(Debug, Clone)]
 pub struct Channel {
     comm: Communication,
-    programs: FeatureSet,
     states: Vec<Vec<State>>,
     messages: Vec<Vec<f64>>,
 }
 
 impl Channel {
-    /// Programs over an agent's observation, named `obs_names`.
-    pub fn compile(comm: &Communication, obs_names: &[String]) -> Result<Self, TrainError> {
-        let programs =
-            FeatureSet::compile(&comm.broadcast, obs_names).map_err(|e| TrainError::Config {
-                field: e.field("team.communication.broadcast"),
-                message: e.message,
-            })?;
-        Ok(Channel {
+    /// A channel for `comm`'s programs over an agent's observation.
+    pub fn new(comm: &Communication) -> Self {
+        Channel {
             comm: comm.clone(),
-            programs,
             states: Vec::new(),
             messages: Vec::new(),
-        })
+        }
     }
 
     /// A new episode with `agents` agents (the learner first).
     pub fn reset(&mut self, agents: usize) {
-        self.states = (0..agents).map(|_| self.programs.states()).collect();
-        self.messages = vec![vec![0.0; self.programs.len()]; agents];
+        let programs = self.comm.broadcast();
+        self.states = (0..agents).map(|_| programs.states()).collect();
+        self.messages = vec![vec![0.0; programs.len()]; agents];
     }
 
     /// Agent `k` broadcasts what its programs say about `obs`.
     pub fn broadcast(&mut self, k: usize, obs: &[f32]) {
-        self.programs
+        self.comm
+            .broadcast()
             .eval_into(&mut self.states[k], obs, &mut self.messages[k]);
     }
 
@@ -135,39 +134,48 @@ mod tests {
     use serl_design::{Aggregate, FeatureDef};
 
     fn comm(aggregate: Aggregate) -> Communication {
-        Communication {
-            broadcast: vec![FeatureDef {
-                name: "left".into(),
-                program: "inv".into(),
-            }],
-            aggregate,
-        }
+        let left = FeatureDef {
+            name: "left".into(),
+            program: "inventory_left".into(),
+        };
+        Communication::new(&[left], aggregate).unwrap()
+    }
+
+    /// An observation whose `inventory_left` column is `v`.
+    fn obs(v: f32) -> Vec<f32> {
+        let names = serl_env::obs::feature_names();
+        let at = names.iter().position(|n| n == "inventory_left").unwrap();
+        let mut o = vec![0.0; names.len()];
+        o[at] = v;
+        o
     }
 
     #[test]
     fn the_learner_hears_the_others_combined() {
-        let names = vec!["inv".to_string()];
-        let mut ch = Channel::compile(&comm(Aggregate::Mean), &names).unwrap();
+        let mut ch = Channel::new(&comm(Aggregate::Mean));
         ch.reset(3);
         for (k, v) in [0.9f32, 0.2, 0.6].iter().enumerate() {
-            ch.broadcast(k, &[*v]);
+            ch.broadcast(k, &obs(*v));
         }
         let mut out = [0.0f32];
         ch.heard(&mut out);
         assert!((out[0] - 0.4).abs() < 1e-6, "{out:?}");
-        let mut sum = Channel::compile(&comm(Aggregate::Sum), &names).unwrap();
+        let mut sum = Channel::new(&comm(Aggregate::Sum));
         sum.reset(1);
-        sum.broadcast(0, &[0.5]);
+        sum.broadcast(0, &obs(0.5));
         sum.heard(&mut out);
         assert_eq!(out[0], 0.0, "alone, the learner hears nothing");
-        let bad = Communication {
-            broadcast: vec![FeatureDef {
-                name: "x".into(),
-                program: "invv".into(),
-            }],
-            aggregate: Aggregate::Mean,
-        };
-        let err = Channel::compile(&bad, &names).unwrap_err().to_string();
-        assert!(err.contains("team.communication.broadcast.x"), "{err}");
+    }
+
+    #[test]
+    fn a_configured_broadcast_program_is_checked_when_read() {
+        let text = r#"
+            peers = 2
+            [communication]
+            aggregate = "mean"
+            broadcast = [{ name = "x", program = "invv" }]
+        "#;
+        let err = toml::from_str::<TeamConfig>(text).unwrap_err().to_string();
+        assert!(err.contains("broadcast.x") && err.contains("invv"), "{err}");
     }
 }

@@ -70,13 +70,16 @@ fn team(peers: usize) -> TeamConfig {
         peers,
         peer_size: 2.0,
         same_side: true,
-        communication: Some(Communication {
-            broadcast: vec![FeatureDef {
-                name: "left".into(),
-                program: "inventory_left".into(),
-            }],
-            aggregate: Aggregate::Mean,
-        }),
+        communication: Some(
+            Communication::new(
+                &[FeatureDef {
+                    name: "left".into(),
+                    program: "inventory_left".into(),
+                }],
+                Aggregate::Mean,
+            )
+            .unwrap(),
+        ),
     }
 }
 

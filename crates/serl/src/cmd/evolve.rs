@@ -321,7 +321,7 @@ fn provenance(
                 .best
                 .design
                 .as_ref()
-                .map_or("-".into(), |d| d.reward.program.clone())
+                .map_or("-".into(), |d| d.reward.source().to_string())
         ),
         serl_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: super::backtest::git_commit(),

@@ -172,10 +172,9 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     Ok(match &cfg.reward {
         Some(program) => Arc::new(
-            serl_design::ProgramReward::new(&serl_design::RewardModule {
-                program: program.clone(),
-            })
-            .with_context(|| format!("[train config] reward = {program:?}"))?,
+            serl_design::RewardModule::compile(program)
+                .with_context(|| format!("[train config] reward = {program:?}"))?
+                .reward(),
         ),
         None => Arc::new(DefaultReward {
             inventory_penalty: cfg.env.inventory_penalty,
