@@ -6,13 +6,11 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serl_train::fused::FusedPpo;
-use serl_train::net::{ActorCritic, Head};
-use serl_train::normalize::RunningNorm;
-use serl_train::policy::{Algo, PolicyMeta, Squash};
-use serl_train::ppo::{self, PpoConfig};
-use serl_train::rollout::Rollout;
-use serl_train::{DeviceChoice, LossWeights, NetworkSpec, Source};
+use serl_train::parts::{ppo_optimizer, ppo_update, ActorCritic, FusedPpo, Rollout};
+use serl_train::{
+    Algo, DeviceChoice, Head, LossWeights, NetworkSpec, PolicyMeta, PpoConfig, RunningNorm, Source,
+    Squash,
+};
 
 const OBS: usize = 29;
 
@@ -68,11 +66,11 @@ fn update(c: &mut Criterion) {
     g.bench_function("fused", |b| {
         b.iter(|| fused.update(&cfg, &r, weights, &mut SmallRng::seed_from_u64(2)))
     });
-    let mut optim = ppo::optimizer(&cfg);
+    let mut optim = ppo_optimizer(&cfg);
     let mut m = Some(model);
     g.bench_function("burn autodiff", |b| {
         b.iter(|| {
-            let (next, stats) = ppo::update(
+            let (next, stats) = ppo_update(
                 m.take().expect("the model"),
                 &mut optim,
                 &cfg,

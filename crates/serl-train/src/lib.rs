@@ -7,32 +7,35 @@
 //! - [`TrainConfig`]: everything a run is set with, validated with errors
 //!   that name the field; it decides which learner trains
 //!   ([`TrainConfig::trains_fused`]) and how many environments are dynamic.
-//! - [`task`]: [`TrainEnv`], the interface rollouts step; real orders in
-//!   either environment ([`ExecutionEnv`], built for a config by
-//!   [`task::execution_envs`]) and a synthetic task with a closed-form
-//!   optimum ([`DriftTask`]). [`WithFeatures`] appends designed state
-//!   features (expression programs over the observation); [`team`] adds
-//!   peer agents and the messages they broadcast.
-//! - [`rollout`]: N environments stepped in parallel with one batched
-//!   network call per step ([`rollout::VecEnv`]), observations normalised
-//!   by a [`normalize::RunningNorm`], and GAE.
+//! - Environments (`task.rs`): [`TrainEnv`], the interface rollouts step;
+//!   real orders in either venue ([`ExecutionEnv`], built for a config by
+//!   [`execution_envs`]) and a synthetic task with a closed-form optimum
+//!   ([`DriftTask`]). [`WithFeatures`] appends designed state features
+//!   (the state module's compiled programs); a [`TeamConfig`] adds peer
+//!   agents and a [`Channel`] for the messages they broadcast.
+//! - Rollouts (`rollout.rs`): N environments stepped in parallel with one
+//!   batched network call per step, observations normalised by a
+//!   [`RunningNorm`], and GAE.
 //! - [`net`]: the burn modules built from a [`NetworkSpec`] (the
-//!   architecture module, `serl_design`).
-//! - Learners: [`ppo`] (burn's autodiff, any network and device),
-//!   [`fused`] (PPO's plain-MLP networks on the CPU without autodiff: same
-//!   loss, same optimiser, several times faster) and DDQN
-//!   ([`DdqnConfig`]), all with the hybrid loss
-//!   L = α·L_static + β·L_dynamic, whose weights ([`LossWeights`]) move as
-//!   [`HybridConfig`] says.
+//!   architecture module, `serl_design`); a [`Policy`] holds them.
+//! - Learners (`learner.rs`, one interface): burn's PPO (`ppo.rs`,
+//!   autodiff, any network and device), the fused PPO learner (`fused.rs`:
+//!   plain MLPs on the CPU without autodiff, same loss and optimiser,
+//!   several times faster) and DDQN ([`DdqnConfig`]), all with the hybrid
+//!   loss L = α·L_static + β·L_dynamic, whose weights ([`LossWeights`])
+//!   move as [`HybridConfig`] says. [`parts`] exposes the pieces the
+//!   benchmarks time.
 //! - [`train`]: the training loop (`run.rs`). It holds one learner behind
 //!   one interface and calls it once per update, validates with a
-//!   [`Validator`] (see [`validate`]), reports each [`UpdateRecord`] to an
-//!   [`OnUpdate`] callback, and keeps a run directory: checkpoints for
-//!   resume, metrics JSONL ([`read_metrics`]), the best and final policies
-//!   ([`load_run_policy`]) and the training report.
-//! - [`policy`]: a trained [`Policy`] at inference, saved and loaded as a
-//!   burnpack file plus JSON, and [`PolicyStrategy`], which plays it in
-//!   `serl-eval` backtests.
+//!   [`Validator`] (usually [`static_pa`]), reports each [`UpdateRecord`]
+//!   to an [`OnUpdate`] callback, and keeps a run directory: checkpoints
+//!   for resume, metrics JSONL ([`read_metrics`]), the best and final
+//!   policies ([`load_run_policy`]) and the training report.
+//! - [`TrainSession`]: the pipeline "design + data + orders + market ->
+//!   trained policy" that both `serl train` and `serl evolve` run.
+//! - Policies (`policy.rs`): a trained [`Policy`] at inference, saved and
+//!   loaded as a burnpack file plus JSON ([`PolicyMeta`]), and
+//!   [`PolicyStrategy`], which plays it in `serl-eval` backtests.
 //!
 //! The backend is chosen at run time by the device ([`DeviceChoice`]):
 //! NdArray on the CPU by default, wgpu with the `wgpu` cargo feature.
@@ -42,21 +45,23 @@
 mod config;
 mod ddqn;
 mod features;
-pub mod fused;
+mod fused;
 mod hybrid;
 mod learner;
 pub mod net;
-pub mod normalize;
-pub mod policy;
-pub mod ppo;
+mod normalize;
+mod policy;
+mod ppo;
 mod report;
-pub mod rollout;
+mod rollout;
 mod run;
 mod rundir;
 mod session;
-pub mod task;
-pub mod team;
-pub mod validate;
+mod task;
+mod team;
+#[cfg(test)]
+mod tests;
+mod validate;
 
 use std::path::Path;
 
@@ -65,12 +70,29 @@ pub use config::{DeviceChoice, TrainConfig};
 pub use ddqn::DdqnConfig;
 pub use features::WithFeatures;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
-pub use policy::{Algo, Pace, Policy, PolicyStrategy, Squash};
-pub use run::{initial_policy, train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
+pub use net::Head;
+pub use normalize::RunningNorm;
+pub use policy::{Algo, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash};
+pub use ppo::{PpoConfig, PpoStats};
+pub use rollout::EpisodeStat;
+pub use run::{train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
 pub use rundir::{load_run_policy, read_metrics, write_atomic};
 pub use serl_design::{NetworkSpec, SpecError};
 pub use session::TrainSession;
-pub use task::{DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
+pub use task::{env_rng, execution_envs, DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
+pub use team::{Channel, TeamConfig, MAX_PEERS};
+pub use validate::static_pa;
+
+/// The learners' inner parts, public for the criterion benches and `serl
+/// bench train`, which time one update and the environments alone; a
+/// training needs none of them ([`train`] and [`TrainSession`] build and
+/// drive them).
+pub mod parts {
+    pub use crate::fused::FusedPpo;
+    pub use crate::net::ActorCritic;
+    pub use crate::ppo::{optimizer as ppo_optimizer, update as ppo_update};
+    pub use crate::rollout::{Rollout, VecEnv};
+}
 
 /// What can go wrong setting up, running, saving or loading a training.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,6 @@
 //! with [`Minibatch`] and sum their statistics with [`StatsSum`], so they
 //! see the same samples and report the same figures.
 
-use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{activation, Device, Tensor, TensorData};
@@ -54,7 +53,7 @@ pub struct PpoConfig {
     /// `{ tilt = MAX }` (the action tilts the even pace; see [`Pace`]).
     pub pace: Pace,
     /// Train plain MLPs on the CPU with the fused learner
-    /// ([`crate::fused`]) instead of burn's autodiff; other networks and
+    /// ([`crate::parts::FusedPpo`]) instead of burn's autodiff; other networks and
     /// devices always use burn.
     pub fused: bool,
 }
@@ -392,9 +391,4 @@ pub fn update(
         });
     }
     (model, sums.finish())
-}
-
-/// The model without gradient tracking, for rollouts.
-pub fn inference(model: &ActorCritic) -> ActorCritic {
-    model.valid()
 }

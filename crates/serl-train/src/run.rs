@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::TrainConfig;
 use crate::hybrid::LossWeights;
 use crate::learner::{self, Experience, Learner};
-use crate::policy::{Model, Policy, PolicyMeta};
+use crate::policy::{Policy, PolicyMeta};
 use crate::ppo;
 use crate::rollout::{EpisodeStat, VecEnv};
 use crate::rundir::{LoopState, RunDir};
@@ -136,7 +136,9 @@ fn seeded_init() -> std::sync::MutexGuard<'static, ()> {
 
 /// The policy `train` would start from: the config's network at its seeded
 /// initialisation, before any experience (a random policy).
-pub fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, TrainError> {
+#[cfg(test)]
+pub(crate) fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, TrainError> {
+    use crate::policy::Model;
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
     let init = seeded_init();

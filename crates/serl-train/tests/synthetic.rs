@@ -3,8 +3,29 @@
 //! in the observation. The best policy sells at the cap early when the
 //! price falls and late when it rises; TWAP earns 0.
 
-use serl_train::validate::greedy_pa;
-use serl_train::{train, Algo, DriftTask, TrainConfig, TrainEnv, TrainSetup};
+use serl_train::{env_rng, train, Algo, DriftTask, Policy, TrainConfig, TrainEnv, TrainSetup};
+
+/// Mean episode PA of `policy`, acting greedily, over `episodes` episodes
+/// of `env` (episode `i` drawn with seed `seed + i`).
+fn greedy_pa(policy: &Policy, env: &mut dyn TrainEnv, episodes: usize, seed: u64) -> f64 {
+    assert_eq!(policy.meta.spec.window, 1, "one observation per decision");
+    let mut rng = env_rng(seed, 0);
+    let mut obs = vec![0f32; policy.meta.obs_dim];
+    let mut total = 0.0;
+    for _ in 0..episodes {
+        env.reset(&mut rng);
+        loop {
+            env.observe(&mut obs);
+            policy.meta.norm.apply(&mut obs);
+            let a = policy.act(&obs, 1, false, 0.0, &mut rng)[0].env_action;
+            if env.step(a).1 {
+                break;
+            }
+        }
+        total += env.episode_pa();
+    }
+    total / episodes.max(1) as f64
+}
 
 fn drift_envs(n: usize) -> Vec<Box<dyn TrainEnv>> {
     (0..n)

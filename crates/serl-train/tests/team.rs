@@ -7,9 +7,7 @@ use std::sync::Arc;
 use serl_data::{DataConfig, Split};
 use serl_design::{Aggregate, Communication, FeatureDef};
 use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig, OBS_DIM};
-use serl_train::task::execution_envs;
-use serl_train::team::TeamConfig;
-use serl_train::{train, TrainConfig, TrainEnv, TrainSetup};
+use serl_train::{env_rng, execution_envs, train, TeamConfig, TrainConfig, TrainEnv, TrainSetup};
 
 /// The bundled sample's train orders, with 30-minute decisions.
 struct Bundled {
@@ -90,7 +88,7 @@ fn the_learner_hears_its_peers_work_through_their_orders() {
     let env = &mut envs[0];
     // The observation grows by one heard column.
     assert_eq!(env.obs_dim(), OBS_DIM + 1);
-    let mut rng = serl_train::task::env_rng(3, 0);
+    let mut rng = env_rng(3, 0);
     env.reset(&mut rng);
     let mut obs = vec![0f32; env.obs_dim()];
     env.observe(&mut obs);
@@ -145,7 +143,7 @@ fn peers_on_the_same_side_make_the_learners_execution_worse() {
     let mean_pa = |team: Option<TeamConfig>| {
         let mut envs = bundled.envs(&one_dynamic(team));
         let env = &mut envs[0];
-        let mut rng = serl_train::task::env_rng(11, 0);
+        let mut rng = env_rng(11, 0);
         let episodes = 12;
         let mut total = 0.0;
         for _ in 0..episodes {

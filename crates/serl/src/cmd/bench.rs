@@ -291,7 +291,7 @@ struct TrainFigures {
 }
 
 fn train(a: BenchArgs) -> Result<ExitCode> {
-    use serl_train::rollout::VecEnv;
+    use serl_train::parts::VecEnv;
     use serl_train::{ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, TrainVenue};
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&a.data, &data_cfg)
@@ -355,7 +355,7 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
             }
         }
 
-        let mut norm = serl_train::normalize::RunningNorm::new(serl_env::OBS_DIM);
+        let mut norm = serl_train::RunningNorm::new(serl_env::OBS_DIM);
         let mut venv = VecEnv::new(make_envs(), run as u64, 1, &mut norm, true);
         let t = Instant::now();
         let mut steps = 0usize;

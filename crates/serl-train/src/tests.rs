@@ -1,4 +1,6 @@
-//! Real training, however short, on the bundled LEAN sample: the loss
+//! Real training, however short, on the bundled LEAN sample (a unit test
+//! because it compares with the untrained network, which only the crate
+//! can build): the loss
 //! falls and the trained policy's validation PA beats its untrained
 //! network's. (Uniform random actions are no bar here: they front-load the
 //! order, and on the sample's validation days a favourable drift pays them
@@ -8,12 +10,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::run::initial_policy;
+use crate::{static_pa, train, ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, TrainVenue};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig};
-use serl_train::validate::static_pa;
-use serl_train::{train, ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, TrainVenue};
 
 /// The bundled LEAN sample, 30-minute decisions and the default reward.
 fn bundled() -> (
@@ -69,7 +71,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
         eval_every: 4,
         ..Default::default()
     };
-    let untrained = serl_train::initial_policy(&cfg, serl_env::OBS_DIM).unwrap();
+    let untrained = initial_policy(&cfg, serl_env::OBS_DIM).unwrap();
     cfg.ppo.n_steps = 64;
     cfg.ppo.batch_size = 128;
     cfg.ppo.learning_rate = 1e-3;
@@ -84,7 +86,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
     })
     .unwrap();
 
-    let loss = |r: &serl_train::UpdateRecord| r.value_loss.unwrap();
+    let loss = |r: &crate::UpdateRecord| r.value_loss.unwrap();
     let first = loss(&out.records[0]);
     let last = out.records[out.records.len() - 2..]
         .iter()
