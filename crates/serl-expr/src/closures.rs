@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::compile::{repair, Op};
+use super::compile::Op;
 
 /// What a step's closures read and write.
 pub(crate) struct Frame<'a> {
@@ -31,14 +31,6 @@ impl std::fmt::Debug for Tree {
 impl PartialEq for Tree {
     fn eq(&self, _: &Self) -> bool {
         true
-    }
-}
-
-fn b2f(b: bool) -> f64 {
-    if b {
-        1.0
-    } else {
-        0.0
     }
 }
 
@@ -73,35 +65,11 @@ impl Builder {
         if self.fold_constant(op) {
             return;
         }
-        match op {
+        crate::ops::elementwise!(self, op, {
             Op::Const(_) | Op::Var(_) | Op::Local(_) | Op::Window(_) => self.load(op),
             Op::SetLocal(_) | Op::EndLet(_) => self.bind(op),
             Op::Clip | Op::Select => self.ternary(op),
-            Op::Neg
-            | Op::Not
-            | Op::Abs
-            | Op::Sqrt
-            | Op::Log
-            | Op::Exp
-            | Op::Tanh
-            | Op::Sign
-            | Op::Powi(_) => self.unary(op),
-            Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::Div
-            | Op::Pow
-            | Op::Lt
-            | Op::Le
-            | Op::Gt
-            | Op::Ge
-            | Op::Eq
-            | Op::Ne
-            | Op::And
-            | Op::Or
-            | Op::Min
-            | Op::Max => self.binary(op),
-        }
+        });
         self.track_leaf(op);
     }
 
@@ -199,74 +167,23 @@ impl Builder {
     }
 
     /// A node applying `f` to its child's value.
-    fn un(&mut self, f: impl Fn(f64, &mut Frame) -> f64 + Send + Sync + 'static) {
+    fn un(&mut self, f: impl Fn(f64, &mut u64) -> f64 + Send + Sync + 'static) {
         let a = self.pop();
         self.stack.push(Box::new(move |fr: &mut Frame| {
             let x = a(fr);
-            f(x, fr)
+            f(x, fr.repaired)
         }));
     }
 
     /// A node applying `f` to its two children's values, left first.
-    fn bin(&mut self, f: impl Fn(f64, f64, &mut Frame) -> f64 + Send + Sync + 'static) {
+    fn bin(&mut self, f: impl Fn(f64, f64, &mut u64) -> f64 + Send + Sync + 'static) {
         let b = self.pop();
         let a = self.pop();
         self.stack.push(Box::new(move |fr: &mut Frame| {
             let x = a(fr);
             let y = b(fr);
-            f(x, y, fr)
+            f(x, y, fr.repaired)
         }));
-    }
-
-    fn unary(&mut self, op: Op) {
-        match op {
-            Op::Neg => self.un(|a, _| -a),
-            Op::Not => self.un(|a, _| 1.0 - a),
-            Op::Abs => self.un(|a, _| a.abs()),
-            Op::Sqrt => self.un(|a, fr| repair(a.sqrt(), fr.repaired)),
-            Op::Log => self.un(|a, fr| repair(a.ln(), fr.repaired)),
-            Op::Exp => self.un(|a, fr| repair(a.exp(), fr.repaired)),
-            Op::Tanh => self.un(|a, _| a.tanh()),
-            Op::Sign => self.un(|a, _| {
-                if a > 0.0 {
-                    1.0
-                } else if a < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }),
-            Op::Powi(n) => self.un(move |a, fr| repair(a.powi(n), fr.repaired)),
-            _ => unreachable!("not unary: {op:?}"),
-        }
-    }
-
-    fn binary(&mut self, op: Op) {
-        match op {
-            Op::Add => self.bin(|a, b, _| a + b),
-            Op::Sub => self.bin(|a, b, _| a - b),
-            Op::Mul => self.bin(|a, b, _| a * b),
-            Op::Div => self.bin(|a, b, fr| {
-                if b == 0.0 {
-                    *fr.repaired += 1;
-                    0.0
-                } else {
-                    repair(a / b, fr.repaired)
-                }
-            }),
-            Op::Pow => self.bin(|a, b, fr| repair(a.powf(b), fr.repaired)),
-            Op::Lt => self.bin(|a, b, _| b2f(a < b)),
-            Op::Le => self.bin(|a, b, _| b2f(a <= b)),
-            Op::Gt => self.bin(|a, b, _| b2f(a > b)),
-            Op::Ge => self.bin(|a, b, _| b2f(a >= b)),
-            Op::Eq => self.bin(|a, b, _| b2f(a == b)),
-            Op::Ne => self.bin(|a, b, _| b2f(a != b)),
-            Op::And => self.bin(|a, b, _| a * b),
-            Op::Or => self.bin(|a, b, _| a.max(b)),
-            Op::Min => self.bin(|a, b, _| a.min(b)),
-            Op::Max => self.bin(|a, b, _| a.max(b)),
-            _ => unreachable!("not binary: {op:?}"),
-        }
     }
 
     fn ternary(&mut self, op: Op) {

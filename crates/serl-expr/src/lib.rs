@@ -26,6 +26,7 @@
 mod closures;
 mod compile;
 pub mod grammar;
+mod ops;
 mod syntax;
 
 pub use compile::{Program, State, WindowKind};

@@ -1,7 +1,7 @@
 //! The column evaluator: the bytecode run over chunks of rows, each op a
 //! tight loop over the chunk that the compiler can vectorise.
 
-use super::{repair, Op, Program, BIG};
+use super::{repair, Op, Program};
 
 /// Rows run through the bytecode at a time.
 const CHUNK: usize = 128;
@@ -54,25 +54,6 @@ impl Program {
     }
 }
 
-/// `sign(a)`: -1, 0 or 1 (0 for NaN); never repairs.
-fn sign(a: f64, _: &mut u64) -> f64 {
-    if a > 0.0 {
-        1.0
-    } else if a < 0.0 {
-        -1.0
-    } else {
-        0.0
-    }
-}
-
-fn b2f(b: bool) -> f64 {
-    if b {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 /// The stack machine over one chunk: each stack entry holds a value per
 /// row of the chunk.
 struct Machine {
@@ -90,7 +71,7 @@ impl Machine {
     #[inline(always)]
     fn op(&mut self, op: Op, columns: &[&[f64]], start: usize) {
         let len = self.len;
-        match op {
+        crate::ops::elementwise!(self, op, {
             Op::Const(v) => self.push().fill(v),
             Op::Var(i) => self
                 .push()
@@ -105,45 +86,9 @@ impl Machine {
             }
             Op::Window(_) => unreachable!("programs with windows take the row path"),
             Op::EndLet(_) => {}
-            Op::Add => self.bin(|a, b, _| a + b),
-            Op::Sub => self.bin(|a, b, _| a - b),
-            Op::Mul => self.bin(|a, b, _| a * b),
-            Op::Div => self.bin(|a, b, r| {
-                let q = a / b;
-                if q.is_finite() {
-                    q
-                } else {
-                    *r += 1;
-                    if b == 0.0 || q.is_nan() {
-                        0.0
-                    } else {
-                        q.clamp(-BIG, BIG)
-                    }
-                }
-            }),
-            Op::Pow => self.bin(|a, b, r| repair(a.powf(b), r)),
-            Op::Neg => self.un(|a, _| -a),
-            Op::Not => self.un(|a, _| 1.0 - a),
-            Op::Lt => self.bin(|a, b, _| b2f(a < b)),
-            Op::Le => self.bin(|a, b, _| b2f(a <= b)),
-            Op::Gt => self.bin(|a, b, _| b2f(a > b)),
-            Op::Ge => self.bin(|a, b, _| b2f(a >= b)),
-            Op::Eq => self.bin(|a, b, _| b2f(a == b)),
-            Op::Ne => self.bin(|a, b, _| b2f(a != b)),
-            Op::And => self.bin(|a, b, _| a * b),
-            Op::Or => self.bin(|a, b, _| a.max(b)),
-            Op::Abs => self.un(|a, _| a.abs()),
-            Op::Sqrt => self.un(|a, r| repair(a.sqrt(), r)),
-            Op::Log => self.un(|a, r| repair(a.ln(), r)),
-            Op::Exp => self.un(|a, r| repair(a.exp(), r)),
-            Op::Tanh => self.un(|a, _| a.tanh()),
-            Op::Sign => self.un(sign),
-            Op::Min => self.bin(|a, b, _| a.min(b)),
-            Op::Max => self.bin(|a, b, _| a.max(b)),
-            Op::Powi(n) => self.un(|a, r| repair(a.powi(n), r)),
             Op::Clip => self.clip(),
             Op::Select => self.select(),
-        }
+        })
     }
 
     /// A new top entry, as the chunk's rows.
