@@ -12,9 +12,14 @@ use crate::Problem;
 /// first minutes before any quote use the first quote seen.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QuoteBars {
+    /// Closing bid of each minute, in dollars (NaN if the file had no
+    /// usable two-sided quote at all).
     pub bid: Vec<f64>,
+    /// Closing ask of each minute, in dollars (NaN as for `bid`).
     pub ask: Vec<f64>,
+    /// Last bid size of each minute, in shares.
     pub bid_size: Vec<f64>,
+    /// Last ask size of each minute, in shares.
     pub ask_size: Vec<f64>,
 }
 
@@ -24,16 +29,29 @@ pub struct QuoteBars {
 /// in exchange local time, so 09:30 is 570.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
+    /// Ticker: a symbol column's value as written, else the file or folder
+    /// name in upper case.
     pub symbol: Arc<str>,
+    /// Trading date, exchange local.
     pub date: NaiveDate,
+    /// Each bar's stamp, in minutes after midnight as the source stamps it
+    /// (LEAN: the bar's start).
     pub minute: Vec<u16>,
+    /// Opening price of each bar, in the source's currency (dollars for
+    /// LEAN, whose integer prices are divided by 10 000).
     pub open: Vec<f64>,
+    /// Highest price of each bar, same unit as `open`.
     pub high: Vec<f64>,
+    /// Lowest price of each bar, same unit as `open`.
     pub low: Vec<f64>,
+    /// Closing price of each bar, same unit as `open`.
     pub close: Vec<f64>,
+    /// Shares traded in each bar (zero for filled bars).
     pub volume: Vec<f64>,
     /// Per-bar VWAP, when the source has it.
     pub vwap: Option<Vec<f64>>,
+    /// Top-of-book quotes aligned with the bars, when a LEAN quote file was
+    /// paired with the trade file.
     pub quotes: Option<QuoteBars>,
     /// True for bars inserted by [`crate::MissingMinutes::Fill`].
     pub filled: Vec<bool>,
@@ -44,10 +62,12 @@ pub struct Session {
 }
 
 impl Session {
+    /// Number of bars, filled ones included.
     pub fn len(&self) -> usize {
         self.minute.len()
     }
 
+    /// Whether the session has no bar.
     pub fn is_empty(&self) -> bool {
         self.minute.is_empty()
     }
@@ -67,6 +87,7 @@ impl Session {
         (0..self.len()).map(|i| self.minute_price(i)).collect()
     }
 
+    /// Shares traded over the whole session.
     pub fn total_volume(&self) -> f64 {
         self.volume.iter().sum()
     }
@@ -80,8 +101,12 @@ impl Session {
 /// How one source file fared.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileReport {
+    /// The file (for LEAN, the trade zip).
     pub path: std::path::PathBuf,
+    /// Bars kept after cleaning (inside the session, valid, deduplicated;
+    /// before any fill).
     pub rows: u64,
+    /// Symbol-sessions the file yielded.
     pub sessions: u32,
     /// Bars outside the regular session (pre- and post-market), dropped.
     pub outside_session: u64,
@@ -95,8 +120,11 @@ pub struct FileReport {
 /// every problem met on the way.
 #[derive(Debug, Clone, Default)]
 pub struct Dataset {
+    /// One entry per (symbol, date), sorted by symbol then date.
     pub sessions: Vec<Session>,
+    /// Every defect found, warnings included, in no particular order.
     pub problems: Vec<Problem>,
+    /// One report per source file (LEAN: per trade zip).
     pub files: Vec<FileReport>,
 }
 
@@ -127,10 +155,12 @@ impl Dataset {
         &self.sessions[start..end]
     }
 
+    /// One symbol's session on `date`, if the dataset has it.
     pub fn session(&self, symbol: &str, date: NaiveDate) -> Option<&Session> {
         self.symbol_sessions(symbol).iter().find(|s| s.date == date)
     }
 
+    /// Bars in all sessions together, filled bars included.
     pub fn rows(&self) -> u64 {
         self.sessions.iter().map(|s| s.len() as u64).sum()
     }

@@ -10,29 +10,47 @@ use crate::config::DataConfig;
 use crate::split::Splits;
 use crate::{ProblemKind, Severity};
 
+/// One symbol's coverage in a [`Catalog`].
 #[derive(Debug, Clone, Serialize)]
 pub struct SymbolSummary {
+    /// The ticker.
     pub symbol: String,
+    /// Sessions (trading days) loaded for it.
     pub sessions: usize,
+    /// Bars over all its sessions, filled bars included.
     pub rows: u64,
+    /// Date of its first session.
     pub first_date: NaiveDate,
+    /// Date of its last session.
     pub last_date: NaiveDate,
+    /// Its sessions with at least one regular-session minute absent from
+    /// the source.
     pub sessions_with_missing_minutes: usize,
+    /// Minutes absent from the source, summed over its sessions.
     pub missing_minutes: u64,
+    /// Whether any of its sessions carries quote bars.
     pub has_quotes: bool,
 }
 
+/// One session that lacked bars for some regular-session minutes.
 #[derive(Debug, Clone, Serialize)]
 pub struct MissingMinutesSession {
+    /// The ticker.
     pub symbol: String,
+    /// The session's date.
     pub date: NaiveDate,
+    /// Minutes absent from the source.
     pub missing: u32,
+    /// Of those, how many [`crate::MissingMinutes::Fill`] filled.
     pub filled: u32,
 }
 
+/// How often one kind of problem occurred, at one severity.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProblemCount {
+    /// What kind of defect.
     pub kind: ProblemKind,
+    /// At which severity.
     pub severity: Severity,
     /// Distinct reports (e.g. files or cells).
     pub reports: usize,
@@ -40,30 +58,51 @@ pub struct ProblemCount {
     pub rows: u64,
 }
 
+/// A summary of a [`Dataset`]: coverage, gaps, problems and splits, as
+/// `serl data inspect` prints it (serialisable to JSON).
 #[derive(Debug, Clone, Serialize)]
 pub struct Catalog {
+    /// The path the dataset was loaded from, as displayed.
     pub path: String,
+    /// Source files found (LEAN: trade zips).
     pub files: usize,
+    /// Files left out whole: unreadable, corrupt, empty or without the
+    /// mapped columns.
     pub files_skipped: usize,
+    /// Distinct symbols.
     pub symbols: usize,
+    /// Sessions over all symbols, one per (symbol, date).
     pub symbol_sessions: usize,
+    /// Distinct trading dates over all symbols.
     pub dates: usize,
+    /// Earliest date, `None` for an empty dataset.
     pub first_date: Option<NaiveDate>,
+    /// Latest date, `None` for an empty dataset.
     pub last_date: Option<NaiveDate>,
+    /// Bars over all sessions, filled bars included.
     pub rows: u64,
+    /// Bars dropped for lying outside the regular session.
     pub bars_outside_session: u64,
     /// Symbols with fewer sessions than the dataset has dates.
     pub short_histories: Vec<SymbolSummary>,
+    /// Sessions with at least one minute absent from the source.
     pub sessions_with_missing_minutes: usize,
+    /// Minutes absent from the source, over all sessions.
     pub missing_minutes: u64,
+    /// Of those, how many were filled with flat zero-volume bars.
     pub filled_minutes: u64,
+    /// Every session with missing minutes, in (symbol, date) order.
     pub missing_minute_sessions: Vec<MissingMinutesSession>,
+    /// Problems counted by (kind, severity), in that order.
     pub problems: Vec<ProblemCount>,
+    /// The train / validation / test dates under the config's split rules.
     pub splits: Splits,
+    /// One summary per symbol, in symbol order.
     pub per_symbol: Vec<SymbolSummary>,
 }
 
 impl Catalog {
+    /// Summarises `ds`, loaded from `path`; `cfg` supplies the split rules.
     pub fn new(path: &std::path::Path, ds: &Dataset, cfg: &DataConfig) -> Self {
         let dates = ds.dates();
         let mut per_symbol = Vec::new();

@@ -9,13 +9,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::DataError;
 
+/// Everything that decides how bar files are read, cleaned, split and
+/// summarised: the `[data]` table of a serl config, or a standalone data
+/// config file. Missing tables and keys take their defaults.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct DataConfig {
+    /// CSV header names (`[columns]`).
     pub columns: ColumnMapping,
+    /// Regular-session hours and gap handling (`[session]`).
     pub session: SessionConfig,
+    /// What errors do to a load (`[policy]`).
     pub policy: PolicyConfig,
+    /// Train / validation / test boundaries (`[splits]`).
     pub splits: SplitConfig,
+    /// Statistics windows (`[stats]`).
     pub stats: StatsConfig,
 }
 
@@ -33,6 +41,8 @@ impl DataConfig {
         })
     }
 
+    /// Parses and validates TOML text; the error is a message naming the
+    /// field.
     pub fn from_toml(text: &str) -> Result<Self, String> {
         // Configs for other crates (env, train, ...) embed a `[data]` table;
         // a standalone data config is that table's contents.
@@ -41,6 +51,9 @@ impl DataConfig {
         Ok(cfg)
     }
 
+    /// Checks what serde cannot: session times are `HH:MM` with the open
+    /// before the close, split dates are in order, split fractions are in
+    /// [0, 1) and sum below 1, and the statistics windows are at least 1.
     pub fn validate(&self) -> Result<(), String> {
         let (open, close) = (self.session.open_minute()?, self.session.close_minute()?);
         if open >= close {
@@ -84,13 +97,22 @@ impl DataConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ColumnMapping {
+    /// Combined date-and-time column (default `timestamp`).
     pub timestamp: String,
+    /// Date column, `YYYY-MM-DD`, `YYYY/MM/DD` or `YYYYMMDD` (default
+    /// `date`); used with `time` when there is no `timestamp` column.
     pub date: String,
+    /// Time-of-day column, `HH:MM[:SS]` with zero seconds (default `ToD`).
     pub time: String,
+    /// Opening price column (default `open`).
     pub open: String,
+    /// High price column (default `high`).
     pub high: String,
+    /// Low price column (default `low`).
     pub low: String,
+    /// Closing price column (default `close`).
     pub close: String,
+    /// Volume column, in shares (default `volume`).
     pub volume: String,
     /// Optional: when the header lacks it, the minute price is the typical
     /// price (H+L+C)/3.
@@ -129,6 +151,8 @@ pub enum MissingMinutes {
     Fill,
 }
 
+/// The regular trading session: which bars are kept and how gaps in it
+/// are handled.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SessionConfig {
@@ -141,6 +165,7 @@ pub struct SessionConfig {
     /// are stamped at their start, so LEAN's 16:00 bar is after-hours and is
     /// always dropped.
     pub include_close_bar: bool,
+    /// What to do with session minutes that have no bar.
     pub missing_minutes: MissingMinutes,
 }
 
@@ -161,9 +186,13 @@ fn parse_hhmm(s: &str, field: &str) -> Result<u16, String> {
 }
 
 impl SessionConfig {
+    /// The open in minutes after midnight (09:30 is 570), or a message if
+    /// `open` is not `HH:MM`.
     pub fn open_minute(&self) -> Result<u16, String> {
         parse_hhmm(&self.open, "session.open")
     }
+    /// The close in minutes after midnight (16:00 is 960), or a message if
+    /// `close` is not `HH:MM`.
     pub fn close_minute(&self) -> Result<u16, String> {
         parse_hhmm(&self.close, "session.close")
     }
@@ -180,9 +209,11 @@ pub enum ErrorPolicy {
     Fail,
 }
 
+/// How [`crate::load`] treats errors in the data.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
+    /// Skip or fail on a file with an error-severity problem.
     pub on_error: ErrorPolicy,
 }
 
@@ -194,9 +225,16 @@ pub struct PolicyConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SplitConfig {
+    /// Last date of the training split (inclusive); used only together
+    /// with `validation_end`.
     pub train_end: Option<NaiveDate>,
+    /// Last date of the validation split (inclusive); used only together
+    /// with `train_end`.
     pub validation_end: Option<NaiveDate>,
+    /// Share of the distinct dates that go to training (default 0.6).
     pub train_fraction: f64,
+    /// Share of the distinct dates that go to validation (default 0.2);
+    /// the rest is test.
     pub validation_fraction: f64,
 }
 
@@ -211,6 +249,7 @@ impl Default for SplitConfig {
     }
 }
 
+/// Windows of the per-session statistics ([`crate::SessionStats`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StatsConfig {

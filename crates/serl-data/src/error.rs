@@ -52,16 +52,21 @@ pub enum ProblemKind {
 /// One defect, located as precisely as the input allows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Problem {
+    /// The file it was found in (the dataset path for problems across
+    /// files).
     pub file: PathBuf,
     /// 1-based line in the (decompressed) file, when the defect has one.
     pub line: Option<u64>,
     /// The column, when the defect has one.
     pub field: Option<String>,
+    /// What kind of defect.
     pub kind: ProblemKind,
+    /// Warning or error; errors are what [`crate::ErrorPolicy`] acts on.
     pub severity: Severity,
     /// How many rows share this defect (1 for a single cell; more for
     /// aggregated warnings such as duplicate rows).
     pub count: u64,
+    /// A sentence for people: what is wrong and what was done about it.
     pub message: String,
 }
 
@@ -104,19 +109,42 @@ impl fmt::Display for Problem {
 /// Errors that stop a load as a whole.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
+    /// The data path does not exist.
     #[error("{path}: no such file or directory")]
-    NotFound { path: PathBuf },
+    NotFound {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// The path holds no bar file, or its files yielded no session and no
+    /// error (e.g. every bar lay outside the session).
     #[error(
         "{path}: no market data found (looked for *.csv, *.csv.gz and LEAN *_trade.zip files)"
     )]
-    NoData { path: PathBuf },
+    NoData {
+        /// The path searched.
+        path: PathBuf,
+    },
+    /// A file had an error under [`crate::ErrorPolicy::Fail`], or no session
+    /// survived and this was the first error.
     #[error("{problem}")]
-    FileFailed { problem: Box<Problem> },
+    FileFailed {
+        /// The first error-severity problem.
+        problem: Box<Problem>,
+    },
+    /// A config file does not parse or validate.
     #[error("{path}: {message}")]
-    Config { path: PathBuf, message: String },
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// A config file or a folder could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

@@ -6,12 +6,18 @@ use serde::{Deserialize, Serialize};
 use crate::bars::{Dataset, Session};
 use crate::config::SplitConfig;
 
+/// Which part of the dates a run uses. Parsed from `train`, `validation`
+/// (or `valid`, `val`), `test` and `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Split {
+    /// The earliest dates, for learning.
     Train,
+    /// The dates after training, for model selection.
     Validation,
+    /// The latest dates, held out for the final evaluation.
     Test,
+    /// Every date.
     All,
 }
 
@@ -44,8 +50,11 @@ impl std::fmt::Display for Split {
 /// The dates of each split.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Splits {
+    /// Training dates, ascending.
     pub train: Vec<NaiveDate>,
+    /// Validation dates, ascending, all after the training dates.
     pub validation: Vec<NaiveDate>,
+    /// Test dates, ascending, all after the validation dates.
     pub test: Vec<NaiveDate>,
 }
 
@@ -89,6 +98,7 @@ impl Splits {
         s
     }
 
+    /// The dates of `split`, ascending ([`Split::All`]: all three in turn).
     pub fn dates(&self, split: Split) -> Vec<NaiveDate> {
         match split {
             Split::Train => self.train.clone(),
@@ -103,6 +113,7 @@ impl Splits {
         }
     }
 
+    /// Whether `date` is in `split` ([`Split::All`] contains every date).
     pub fn contains(&self, split: Split, date: NaiveDate) -> bool {
         match split {
             Split::Train => self.train.binary_search(&date).is_ok(),
@@ -114,6 +125,7 @@ impl Splits {
 }
 
 impl Dataset {
+    /// The dataset's distinct dates cut by `cfg` (see [`Splits::new`]).
     pub fn splits(&self, cfg: &SplitConfig) -> Splits {
         Splits::new(&self.dates(), cfg)
     }

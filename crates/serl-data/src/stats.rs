@@ -22,26 +22,38 @@ pub enum SpreadSource {
     HighLow,
 }
 
+/// Statistics of one symbol's session, computed from that session and the
+/// symbol's earlier ones only.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionStats {
+    /// The ticker.
     pub symbol: String,
+    /// The session's date.
     pub date: NaiveDate,
+    /// Number of bars, filled bars included.
     pub bars: usize,
+    /// Shares traded in the session.
     pub daily_volume: f64,
     /// Mean daily volume of up to `adv_lookback` earlier sessions; `None` for
     /// a symbol's first session.
     pub adv: Option<f64>,
-    /// Share of the day's volume in each bucket from the open.
+    /// Share of the day's volume in each `profile_bucket_minutes` bucket
+    /// from the open; sums to 1 (all zeros for a day without volume).
     pub volume_profile: Vec<f64>,
     /// Square root of the sum of squared 1-minute log returns of the close.
     pub realized_vol: f64,
     /// Realised volatility per minute (`realized_vol / sqrt(returns)`).
     pub minute_vol: f64,
+    /// Typical bid-ask spread, in basis points of the mid (see
+    /// [`spread_estimate`]).
     pub spread_bps: f64,
+    /// Whether `spread_bps` was quoted or estimated.
     pub spread_source: SpreadSource,
     /// Volume-weighted mean minute price.
     pub price_level: f64,
+    /// Open of the first bar (NaN for an empty session).
     pub open_price: f64,
+    /// Close of the last bar (NaN for an empty session).
     pub close_price: f64,
 }
 
@@ -85,6 +97,10 @@ pub fn historical_profile(
     })
 }
 
+/// Realised volatility of the session's 1-minute log close returns:
+/// (whole session, per minute). The first is the square root of the sum of
+/// squared returns, the second that divided by the square root of the
+/// number of returns (0 with fewer than two bars).
 pub fn realized_vol(s: &Session) -> (f64, f64) {
     let mut sum = 0.0;
     let mut n = 0usize;

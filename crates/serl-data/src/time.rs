@@ -19,7 +19,8 @@ fn digits(b: &[u8]) -> Option<u32> {
     Some(v)
 }
 
-/// Parses `YYYY-MM-DD` or `YYYYMMDD`.
+/// Parses `YYYY-MM-DD`, `YYYY/MM/DD` or `YYYYMMDD`; `None` for anything
+/// else or a date that does not exist.
 pub fn parse_date(s: &[u8]) -> Option<NaiveDate> {
     let (y, m, d) = match s.len() {
         10 if s[4] == b'-' && s[7] == b'-' => (&s[0..4], &s[5..7], &s[8..10]),
@@ -32,6 +33,11 @@ pub fn parse_date(s: &[u8]) -> Option<NaiveDate> {
 
 /// Parses `HH:MM` or `HH:MM:SS` into minutes after midnight. Seconds must be
 /// zero: a bar stamped mid-minute is not a minute bar.
+///
+/// ```
+/// assert_eq!(serl_data::parse_time_minute(b"09:30"), Some(570));
+/// assert_eq!(serl_data::parse_time_minute(b"09:30:15"), None);
+/// ```
 pub fn parse_time_minute(s: &[u8]) -> Option<u16> {
     let (h, m, sec) = match s.len() {
         5 if s[2] == b':' => (&s[0..2], &s[3..5], &b"00"[..]),
@@ -69,6 +75,10 @@ pub fn parse_timestamp(s: &[u8]) -> Option<(NaiveDate, u16)> {
 }
 
 /// Formats minutes after midnight as `HH:MM`.
+///
+/// ```
+/// assert_eq!(serl_data::format_minute(570), "09:30");
+/// ```
 pub fn format_minute(minute: u16) -> String {
     format!("{:02}:{:02}", minute / 60, minute % 60)
 }

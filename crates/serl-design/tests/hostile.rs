@@ -162,7 +162,7 @@ fn good_replies_in_prose_and_fences_are_accepted() {
 #[test]
 fn hostile_reward_programs_are_refused_by_the_parser_and_by_the_grammar() {
     let vars = reward_vars();
-    let g = gbnf::Grammar::parse(&serl_expr::grammar::gbnf(&vars));
+    let g = gbnf::Grammar::parse(&serl_expr::gbnf(&vars));
     let mut derivable = Vec::new();
     let mut refused = 0;
     for (kind, reply, needle) in corpus() {

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serl_data::{time::format_minute, DataConfig, Dataset, Session, Split};
+use serl_data::{format_minute, DataConfig, Dataset, Session, Split};
 
 use crate::EnvError;
 
@@ -131,7 +131,7 @@ impl Default for OrderConfig {
 }
 
 fn minute(s: &str, field: &str) -> Result<u16, EnvError> {
-    serl_data::time::parse_time_minute(s.as_bytes()).ok_or_else(|| EnvError::Config {
+    serl_data::parse_time_minute(s.as_bytes()).ok_or_else(|| EnvError::Config {
         field: field.into(),
         message: format!("`{s}` is not a time of day HH:MM"),
     })

@@ -24,14 +24,23 @@ impl Ty {
 }
 
 /// Window functions over a variable's recent values (the current step
-/// included).
+/// included). Until k values have been seen, a window covers those there
+/// are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowKind {
+    /// `mean(x, k)`: mean of the last k values.
     Mean,
+    /// `std(x, k)`: population standard deviation of the last k values.
     Std,
+    /// `ema(x, k)`: exponential moving average with weight 2/(k+1) on the
+    /// newest value, over the whole episode, starting at the first value.
     Ema,
+    /// `lag(x, k)`: the value k steps before the current one (0 until
+    /// there is one).
     Lag,
+    /// `min_over(x, k)`: smallest of the last k values.
     Min,
+    /// `max_over(x, k)`: largest of the last k values.
     Max,
 }
 
@@ -445,6 +454,8 @@ impl Program {
         Self::compile_with(source, vars, Limits::default())
     }
 
+    /// Parses `source`, checks it against `vars` and compiles it, refusing
+    /// programs beyond `limits`.
     pub fn compile_with(
         source: &str,
         vars: &VarSet,
@@ -500,10 +511,13 @@ impl Program {
         })
     }
 
+    /// The source text as compiled.
     pub fn source(&self) -> &str {
         &self.source
     }
 
+    /// Size of the syntax tree, in nodes (what [`Limits::max_nodes`]
+    /// bounds).
     pub fn nodes(&self) -> usize {
         self.nodes
     }
@@ -519,6 +533,8 @@ impl Program {
         self.literals.iter().map(|l| l.2).collect()
     }
 
+    /// A fresh state (empty histories, nothing repaired) for a new
+    /// episode.
     pub fn new_state(&self) -> State {
         State {
             history: self

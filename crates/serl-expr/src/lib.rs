@@ -1,40 +1,95 @@
 //! # serl-expr: the expression language
 //!
-//! serl's own small language: the form in which a designer writes
-//! rewards, state features and messages.
+//! serl's own small language: the form in which a designer (a person or a
+//! language model) writes rewards, state features and messages.
 //!
 //! The grammar is the sandbox: there are no loops, no recursion, no
 //! strings and no I/O, and a program's size, node count and depth are
-//! bounded. A program is parsed and type-checked once against a whitelist
-//! of variables ([`VarSet`]), compiled to a flat, branch-free bytecode,
-//! and then evaluated one step at a time ([`Program::eval`]) or over whole
-//! columns ([`Program::eval_columns`]). Division by zero, NaN and overflow
-//! are defined: the value is replaced (NaN by 0, ±∞ by ±10¹²) and counted,
-//! and the count is reported back to the designer as feedback.
+//! bounded ([`Limits`]). Division by zero, NaN and overflow are defined:
+//! the value is replaced (a division by zero and NaN by 0, ±∞ by ±10¹²)
+//! and counted, and the count is reported back to the designer as
+//! feedback.
+//!
+//! ## How the pieces connect
+//!
+//! 1. **Source.** A program is one expression over numbers, `true`/`false`,
+//!    the variables the caller allows, `let ... in`, `if ... then ... else`,
+//!    arithmetic, comparisons, logic, the functions `abs sqrt log exp tanh
+//!    sign min max clip`, and window functions over a variable's recent
+//!    values, `mean std ema lag min_over max_over` ([`WindowKind`]).
+//! 2. **Parse.** [`Program::compile`] (or [`Program::compile_with`] and
+//!    explicit [`Limits`]) lexes and parses the source, refusing programs
+//!    that are too long, too large or nested too deep.
+//! 3. **Compile.** The syntax tree is type-checked (numbers vs conditions)
+//!    against a whitelist of variables, [`VarSet`], and compiled to a flat
+//!    bytecode and, for single steps, a tree of closures. Every mistake is a
+//!    [`CompileError`] with a [`Pos`] and, for a misspelt name, a
+//!    suggestion.
+//! 4. **Program / State.** A [`Program`] is immutable and shareable; the
+//!    history its window functions read lives in a [`State`]
+//!    ([`Program::new_state`], one per episode), which also counts repaired
+//!    values.
+//! 5. **Eval.** [`Program::eval`] runs one step on the variables' values
+//!    in [`VarSet`] order; [`Program::eval_columns`] runs whole columns at
+//!    once. [`Program::constants`] and [`Program::with_constants`] let a
+//!    tuner change the numeric literals without touching the rest.
+//!
+//! For constrained decoding, [`gbnf`] writes the language as a GBNF grammar
+//! over a given [`VarSet`] (llama.cpp and compatible servers), and
+//! [`json_schema`] wraps it in a JSON schema for structured-output APIs.
+//! Every string the grammar derives parses; the checker adds types and
+//! bounds.
 //!
 //! ```
 //! use serl_expr::{Program, VarSet};
 //! let vars = VarSet::new(&["step_pa", "remaining_inv", "time_left"]);
+//!
+//! // Source -> parse -> compile against the variables.
 //! let p = Program::compile("step_pa - 2 * max(remaining_inv - time_left, 0)^2", &vars).unwrap();
+//! // A state per episode; one step's values in VarSet order.
 //! let mut state = p.new_state();
 //! assert_eq!(p.eval(&mut state, &[1.0, 0.5, 0.25]), 1.0 - 2.0 * 0.0625);
 //!
+//! // Windows read the history kept in the state; repairs are counted.
+//! let m = Program::compile("mean(step_pa, 2) / time_left", &vars).unwrap();
+//! let mut state = m.new_state();
+//! assert_eq!(m.eval(&mut state, &[1.0, 0.0, 1.0]), 1.0);
+//! assert_eq!(m.eval(&mut state, &[3.0, 0.0, 0.5]), 4.0);
+//! assert_eq!(m.eval(&mut state, &[3.0, 0.0, 0.0]), 0.0); // 3 / 0
+//! assert_eq!(state.repaired, 1);
+//!
+//! // Whole columns at once.
+//! let (pa, inv, left) = ([1.0, 2.0], [0.0, 1.0], [1.0, 0.5]);
+//! let mut out = [0.0; 2];
+//! assert_eq!(p.eval_columns(&[&pa, &inv, &left], &mut out), 0);
+//! assert_eq!(out, [1.0, 2.0 - 2.0 * 0.25]);
+//!
+//! // Mistakes name the place and suggest a fix.
 //! let e = Program::compile("step_pa - remaining_inventory", &vars).unwrap_err();
 //! assert_eq!(e.to_string(), "line 1, column 11: unknown name `remaining_inventory`; did you mean `remaining_inv`?");
+//!
+//! // The grammar a constrained decoder can enforce.
+//! let g = serl_expr::gbnf(&vars);
+//! assert!(g.starts_with("root") && g.contains("\"remaining_inv\""));
 //! ```
+
+#![deny(missing_docs)]
 
 mod closures;
 mod compile;
-pub mod grammar;
+mod grammar;
 mod ops;
 mod syntax;
 
 pub use compile::{Program, State, WindowKind};
+pub use grammar::{gbnf, json_schema};
 
 /// A place in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pos {
+    /// 1-based line.
     pub line: u32,
+    /// 1-based column, counted in bytes from the line's start.
     pub col: u32,
 }
 
@@ -42,8 +97,11 @@ pub struct Pos {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("line {}, column {}: {message}{}", pos.line, pos.col, suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
 pub struct CompileError {
+    /// Where the mistake is.
     pub pos: Pos,
+    /// What is wrong, in words for the designer.
     pub message: String,
+    /// The known name closest to a misspelt one, if any is close enough.
     pub suggestion: Option<String>,
 }
 
@@ -60,10 +118,14 @@ impl CompileError {
 /// Bounds on what a program may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Longest source, in bytes (default 4096).
     pub max_source: usize,
+    /// Most syntax-tree nodes (default 256).
     pub max_nodes: usize,
+    /// Deepest nesting of expressions and prefix operators (default 24).
     pub max_depth: usize,
-    /// Longest window a window function may look back.
+    /// Longest window a window function may look back, in steps
+    /// (default 64).
     pub max_window: usize,
 }
 
@@ -85,28 +147,35 @@ pub struct VarSet {
 }
 
 impl VarSet {
+    /// The variables named, in this order.
     pub fn new(names: &[&str]) -> Self {
         VarSet {
             names: names.iter().map(|s| s.to_string()).collect(),
         }
     }
 
+    /// Like [`VarSet::new`], taking owned names.
     pub fn from_names(names: Vec<String>) -> Self {
         VarSet { names }
     }
 
+    /// The names, in value order.
     pub fn names(&self) -> &[String] {
         &self.names
     }
 
+    /// Where `name`'s value goes in the slice passed to
+    /// [`Program::eval`], if it is a variable.
     pub fn index(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
     }
 
+    /// How many variables there are.
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
+    /// Whether there are no variables.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }

@@ -5,7 +5,7 @@
 mod gbnf;
 
 use gbnf::{Generator, Grammar};
-use serl_expr::{grammar, Limits, Program, VarSet};
+use serl_expr::{Limits, Program, VarSet};
 
 fn vars() -> VarSet {
     VarSet::new(&["step_pa", "remaining_inv", "time_left", "done"])
@@ -18,7 +18,7 @@ const SEED: u64 = 0x5E51_6BAF;
 #[test]
 fn every_program_derived_from_the_gbnf_compiles() {
     let vars = vars();
-    let g = Grammar::parse(&grammar::gbnf(&vars));
+    let g = Grammar::parse(&serl_expr::gbnf(&vars));
     let mut gen = Generator::new(&g, SEED, Limits::default().max_window);
     let mut failures = Vec::new();
     let mut lengths = Vec::new();
@@ -73,7 +73,7 @@ fn every_program_derived_from_the_gbnf_compiles() {
 #[test]
 fn the_recognizer_refuses_what_the_grammar_does_not_say() {
     let vars = vars();
-    let g = Grammar::parse(&grammar::gbnf(&vars));
+    let g = Grammar::parse(&serl_expr::gbnf(&vars));
     for ok in [
         "step_pa",
         " step_pa - 2 * max(remaining_inv - time_left, 0)^2 ",

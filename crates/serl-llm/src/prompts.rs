@@ -245,7 +245,7 @@ impl ModuleContext {
         let (variables, grammar) = match kind {
             ModuleKind::Reward => (
                 serl_design::reward_vars_doc(),
-                serl_expr::grammar::gbnf(&serl_design::reward_vars()),
+                serl_expr::gbnf(&serl_design::reward_vars()),
             ),
             _ => {
                 let names = serl_design::observation_names();
@@ -255,7 +255,7 @@ impl ModuleContext {
                         .into_iter()
                         .map(|n| json!({"name": n, "doc": "observation feature"}))
                         .collect(),
-                    serl_expr::grammar::gbnf(&vars),
+                    serl_expr::gbnf(&vars),
                 )
             }
         };

@@ -4,9 +4,7 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use serl_lob::lobster::{replay, LobsterInput, ReplayOptions};
-use serl_lob::synthetic::message_stream;
-use serl_lob::{OrderBook, SelfTradePolicy};
+use serl_lob::{message_stream, replay, LobsterInput, OrderBook, ReplayOptions, SelfTradePolicy};
 
 fn matching(c: &mut Criterion) {
     let msgs = message_stream(2_000_000, 7);

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serl_lob::lobster::{replay, LobsterInput, ReplayError, ReplayOptions};
+use serl_lob::{replay, LobsterInput, ReplayError, ReplayOptions};
 
 #[path = "../../../tests-support/shared_data.rs"]
 mod shared_data;

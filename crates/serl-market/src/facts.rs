@@ -1,14 +1,18 @@
 //! Stylized facts of returns and books, for checking that a simulated
 //! market looks like a real one.
+//!
+//! [`stylized_facts`] and [`Check`] are re-exported at the crate root; the
+//! estimators behind them stay inside the crate.
 
 use serde::Serialize;
 
-pub fn mean(x: &[f64]) -> f64 {
+/// Arithmetic mean of `x` (0 for an empty slice).
+pub(crate) fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len().max(1) as f64
 }
 
 /// Excess kurtosis (0 for a Gaussian).
-pub fn excess_kurtosis(x: &[f64]) -> f64 {
+pub(crate) fn excess_kurtosis(x: &[f64]) -> f64 {
     let m = mean(x);
     let (mut m2, mut m4) = (0.0, 0.0);
     for v in x {
@@ -27,7 +31,7 @@ pub fn excess_kurtosis(x: &[f64]) -> f64 {
 
 /// Hill estimator of the tail exponent of |x| over the top `frac` of
 /// observations.
-pub fn hill_exponent(x: &[f64], frac: f64) -> f64 {
+pub(crate) fn hill_exponent(x: &[f64], frac: f64) -> f64 {
     let mut a: Vec<f64> = x.iter().map(|v| v.abs()).filter(|v| *v > 0.0).collect();
     a.sort_by(|p, q| q.total_cmp(p));
     let k = ((a.len() as f64 * frac) as usize)
@@ -46,7 +50,7 @@ pub fn hill_exponent(x: &[f64], frac: f64) -> f64 {
 }
 
 /// Autocorrelation at `lag`.
-pub fn autocorr(x: &[f64], lag: usize) -> f64 {
+pub(crate) fn autocorr(x: &[f64], lag: usize) -> f64 {
     if x.len() <= lag + 1 {
         return 0.0;
     }
@@ -60,23 +64,33 @@ pub fn autocorr(x: &[f64], lag: usize) -> f64 {
 }
 
 /// Sums consecutive blocks of `k` returns (within each day).
-pub fn aggregate(days: &[Vec<f64>], k: usize) -> Vec<f64> {
+pub(crate) fn aggregate(days: &[Vec<f64>], k: usize) -> Vec<f64> {
     days.iter()
         .flat_map(|d| d.chunks_exact(k).map(|c| c.iter().sum::<f64>()))
         .collect()
 }
 
-/// One stylized-fact check.
+/// One pass/fail check of a simulated market, as a report lists it: a
+/// stylized fact ([`stylized_facts`]) or a comparison with the real day
+/// ([`compare_days`](crate::compare_days)).
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
+    /// What is checked, in words (e.g. "heavy tails: Hill tail exponent").
     pub name: String,
+    /// The measured value, formatted for a report (units in the text).
     pub value: String,
+    /// What passes, in words (e.g. "between 2 and 5").
     pub target: String,
+    /// Whether `value` meets `target`.
     pub pass: bool,
 }
 
 /// The stylized-fact checks over several simulated days of 1-minute
-/// returns (one vector per day) and the average depth of the top 5 levels.
+/// returns (one vector per day, any unit: bps from
+/// [`minute_returns_bps`](crate::minute_returns_bps)) and the average depth
+/// of the top 5 levels, shares ([`mean_depth`](crate::mean_depth)): heavy
+/// tails, aggregational Gaussianity, no return autocorrelation, volatility
+/// clustering and a hump-shaped book, six [`Check`]s in that order.
 pub fn stylized_facts(days: &[Vec<f64>], depth: &[f64; 5]) -> Vec<Check> {
     let r: Vec<f64> = days.iter().flatten().copied().collect();
     let n = r.len().max(1) as f64;

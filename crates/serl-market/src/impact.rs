@@ -5,6 +5,8 @@
 //! (a buy, and separately a sell), so the difference between the two mid
 //! paths is the impact alone: the rest of the day's randomness is shared.
 //! Impact is signed so that a buy pushing the price up is positive.
+//!
+//! Everything public here is re-exported at the crate root.
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -14,15 +16,24 @@ use crate::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 
 const US_PER_MIN: u64 = 60_000_000;
 
-/// What to measure.
+/// What [`impact_study`] measures: metaorder sizes, seeds, the TWAP
+/// execution window and when the remaining impact is read. The default is
+/// 1% to 20% of the day's volume over 30 seeds, executed from minute 30 to
+/// 150 in 30-second slices, read 5, 15, 30 and 60 minutes later.
 #[derive(Debug, Clone)]
 pub struct ImpactSpec {
-    /// Metaorder sizes as shares of the day's volume (0.01 = 1%).
+    /// Metaorder sizes as shares of the day's volume (0.01 = 1%), each in
+    /// (0, 1].
     pub fractions: Vec<f64>,
+    /// Simulated days per size and side (at least 1); each costs one day
+    /// without the metaorder and two (buy, sell) per size.
     pub seeds: u64,
+    /// The first of the seeds `first_seed..first_seed + seeds`.
     pub first_seed: u64,
-    /// The execution window, minutes since the open.
+    /// First minute of the execution window, minutes since the open.
     pub start_minute: usize,
+    /// End of the execution window (exclusive), minutes since the open;
+    /// the peak impact is read at this minute's close.
     pub end_minute: usize,
     /// Seconds between child orders.
     pub child_interval_s: u64,
@@ -47,42 +58,59 @@ impl Default for ImpactSpec {
 /// The result for one metaorder size, over seeds and both sides.
 #[derive(Debug, Clone, Serialize)]
 pub struct ImpactRow {
+    /// The metaorder's size as a share of the day's volume (0.01 = 1%).
     pub fraction: f64,
     /// Shares executed (the target; a thin book may fill less).
     pub shares: f64,
-    /// Mean impact at the window's end, bps, with a 95% interval.
+    /// Mean impact at the window's end, bps.
     pub peak_bps: f64,
+    /// 95% confidence interval of `peak_bps` (mean ± 1.96 standard
+    /// errors), bps.
     pub peak_ci: (f64, f64),
     /// Mean impact `decay_minutes[k]` minutes after the end, bps.
     pub after_bps: Vec<f64>,
     /// Mean impact per minute from the window's start to the last decay
     /// reading, bps.
     pub path_bps: Vec<f64>,
+    /// Simulated days averaged: seeds × 2 sides.
     pub samples: usize,
 }
 
+/// What [`impact_study`] found: one row per metaorder size, the window it
+/// was executed in, and the fitted exponent of the impact law.
 #[derive(Debug, Clone, Serialize)]
 pub struct ImpactStudy {
+    /// One row per size, in the order of [`ImpactSpec::fractions`].
     pub rows: Vec<ImpactRow>,
+    /// Minutes after the window's end at which `after_bps` was read.
     pub decay_minutes: Vec<usize>,
+    /// First minute of the execution window, minutes since the open.
     pub start_minute: usize,
+    /// End of the execution window (exclusive), minutes since the open.
     pub end_minute: usize,
     /// The fitted δ in I ∝ (Q/V)^δ (least squares in logs), with its
     /// standard error; `None` when fewer than two sizes moved the price.
     pub delta: Option<(f64, f64)>,
 }
 
+/// Why [`impact_study`] cannot run an [`ImpactSpec`] on a calibration.
 #[derive(Debug, thiserror::Error)]
 pub enum ImpactError {
+    /// The window (start, end, minutes) is empty, or it and its last decay
+    /// reading do not fit in the session's minutes.
     #[error("the execution window {0}..{1} is empty or outside the {2}-minute session")]
     Window(usize, usize, usize),
+    /// A metaorder size outside (0, 1] of the day's volume.
     #[error("metaorder size {0} is not a share of the day's volume in (0, 1]")]
     Fraction(f64),
+    /// The calibration's minute volumes sum to zero.
     #[error("the calibration has no volume to take a share of")]
     NoVolume,
 }
 
-/// Runs the study; `progress` is called once per finished seed.
+/// Runs the study: for each seed, a day without the metaorder and, for
+/// each size, a day with a TWAP buy and one with a TWAP sell (in parallel
+/// over seeds); `progress` is called once per finished seed.
 pub fn impact_study(
     cal: &Calibration,
     cfg: &MarketConfig,

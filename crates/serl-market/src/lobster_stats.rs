@@ -2,7 +2,7 @@
 //! noise traders' order size and cancellation rate from real order flow.
 
 use serde::Serialize;
-use serl_lob::lobster::MessageRow;
+use serl_lob::{LobsterEvent, MessageRow};
 
 use crate::MarketConfig;
 
@@ -16,29 +16,34 @@ pub struct OrderStats {
     /// Shares executed against visible orders (type 4) and hidden ones
     /// (type 5).
     pub executed_shares: u64,
-    /// Median and mean size of a new limit order, shares.
+    /// Median size of a new limit order, shares.
     pub median_size: f64,
+    /// Mean size of a new limit order, shares.
     pub mean_size: f64,
     /// Cancels per submission.
     pub cancel_ratio: f64,
 }
 
 impl OrderStats {
-    /// `None` when the file holds no submissions to measure.
+    /// Measures a day of parsed LOBSTER message rows; `None` when they
+    /// hold no submissions to measure.
     pub fn from_messages(rows: &[MessageRow]) -> Option<OrderStats> {
         let mut sizes: Vec<i64> = rows
             .iter()
-            .filter(|r| r.kind == 1 && r.size > 0)
+            .filter(|r| r.kind == LobsterEvent::Submit && r.size > 0)
             .map(|r| r.size)
             .collect();
         if sizes.is_empty() {
             return None;
         }
         sizes.sort_unstable();
-        let cancels = rows.iter().filter(|r| matches!(r.kind, 2 | 3)).count() as u64;
+        let cancels = rows
+            .iter()
+            .filter(|r| matches!(r.kind, LobsterEvent::Cancel | LobsterEvent::Delete))
+            .count() as u64;
         let executed_shares = rows
             .iter()
-            .filter(|r| matches!(r.kind, 4 | 5))
+            .filter(|r| matches!(r.kind, LobsterEvent::Execute | LobsterEvent::ExecuteHidden))
             .map(|r| r.size.max(0) as u64)
             .sum();
         let n = sizes.len();
@@ -77,7 +82,7 @@ mod tests {
     fn row(kind: u8, size: i64) -> MessageRow {
         MessageRow {
             time: 0.0,
-            kind,
+            kind: LobsterEvent::from_code(kind).unwrap(),
             id: 1,
             size,
             price: 100,

@@ -1,4 +1,4 @@
-//! A small GBNF toolkit for the grammar that `serl_expr::grammar::gbnf`
+//! A small GBNF toolkit for the grammar that `serl_expr::gbnf`
 //! exports: a reader for its rule lines, a recognizer (is a string
 //! derivable?) and a seeded, depth-limited random generator.
 //!

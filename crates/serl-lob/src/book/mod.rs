@@ -29,9 +29,10 @@ use levels::{key, search, side_ix, Ladder, Level, Node, Placed};
 
 const NIL: u32 = u32::MAX;
 
-/// The taker id and owner on fills of [`OrderBook::execute`], where the
-/// counterparty is outside the book (as in a LOBSTER replay).
+/// The taker id on fills of [`OrderBook::execute`], where the counterparty
+/// is outside the book (as in a LOBSTER replay).
 pub const EXTERNAL: OrderId = OrderId::MAX;
+/// The taker owner on fills of [`OrderBook::execute`]; see [`EXTERNAL`].
 pub const EXTERNAL_OWNER: Owner = Owner::MAX;
 
 /// Where a resting order stands in its level's queue.
@@ -43,7 +44,12 @@ pub struct QueuePosition {
     pub qty_ahead: Lots,
 }
 
-/// A price-time priority limit order book.
+/// A price-time priority limit order book, prices in ticks and sizes in
+/// lots.
+///
+/// Every method that changes the book reports each change to an
+/// [`EventSink`]; a refused message returns a [`LobError`] and changes
+/// nothing. [`OrderBook::default`] allows self-trades.
 #[derive(Debug, Clone)]
 pub struct OrderBook {
     nodes: Vec<Node>,
@@ -65,6 +71,8 @@ impl Default for OrderBook {
 }
 
 impl OrderBook {
+    /// An empty book with the given self-trade policy, with room for 1,024
+    /// resting orders before it allocates.
     pub fn new(self_trade: SelfTradePolicy) -> Self {
         Self::with_capacity(self_trade, 1024)
     }
@@ -85,6 +93,7 @@ impl OrderBook {
         }
     }
 
+    /// What the book does when a taker meets a resting order of its owner.
     pub fn self_trade_policy(&self) -> SelfTradePolicy {
         self.self_trade
     }

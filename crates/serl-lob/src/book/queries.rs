@@ -27,19 +27,23 @@ impl OrderBook {
         self.ladder(side).levels.last().map(|&li| self.view(li))
     }
 
+    /// The highest bid price, if any bid rests.
     pub fn best_bid(&self) -> Option<Ticks> {
         self.best(Side::Bid).map(|l| l.price)
     }
 
+    /// The lowest ask price, if any ask rests.
     pub fn best_ask(&self) -> Option<Ticks> {
         self.best(Side::Ask).map(|l| l.price)
     }
 
+    /// Best ask minus best bid in ticks, when both sides have orders.
     pub fn spread(&self) -> Option<Ticks> {
         Some(self.best_ask()? - self.best_bid()?)
     }
 
-    /// Mid price in ticks.
+    /// Mid price in ticks (a half tick when the spread is odd), when both
+    /// sides have orders.
     pub fn mid(&self) -> Option<f64> {
         Some((self.best_ask()? + self.best_bid()?) as f64 / 2.0)
     }
@@ -89,10 +93,13 @@ impl OrderBook {
         self.index.len()
     }
 
+    /// Whether no order rests on either side.
     pub fn is_empty(&self) -> bool {
         self.index.len() == 0
     }
 
+    /// A resting order by id; `None` once it has traded away or been
+    /// cancelled.
     pub fn order(&self, id: OrderId) -> Option<RestingOrder> {
         let n = self.placed(self.slot(id)?);
         Some(RestingOrder {
@@ -143,6 +150,7 @@ impl OrderBook {
         out
     }
 
+    /// The running lot totals since the book was made or last cleared.
     pub fn totals(&self) -> Totals {
         self.totals
     }

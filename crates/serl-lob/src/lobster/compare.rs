@@ -5,13 +5,17 @@ use serde::Serialize;
 use super::{ReplayOptions, EMPTY_ASK, EMPTY_BID};
 use crate::{LevelView, OrderBook, Side};
 
+/// The first level where the engine's book and an order-book row differ.
 #[derive(Debug, Clone, Serialize)]
 pub struct Mismatch {
     /// 1-based row (= message line).
     pub line: u64,
+    /// `"ask"` or `"bid"`.
     pub side: &'static str,
+    /// The 1-based level on that side (1 is the best).
     pub level: usize,
-    /// LOBSTER's (price, size).
+    /// LOBSTER's (price, size), in dollars × 10000 and shares; an empty
+    /// level is (±9999999999, 0).
     pub expected: (i64, i64),
     /// The engine's (price, size), in LOBSTER's price units.
     pub actual: (i64, i64),

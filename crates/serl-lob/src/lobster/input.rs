@@ -6,11 +6,19 @@ use std::path::Path;
 
 use super::ReplayError;
 
-/// A message file and its order-book file, in memory.
+/// A message file and its order-book file, in memory, ready for
+/// [`crate::replay`] or [`crate::parse_messages`].
 pub struct LobsterInput {
+    /// The message file's name for errors and reports: its path, or
+    /// `zip:entry` inside a zip.
     pub message_name: String,
+    /// The order-book file's name, the same way.
     pub orderbook_name: String,
+    /// The message file's bytes (CSV: time, type, id, size, price,
+    /// direction).
     pub messages: Vec<u8>,
+    /// The order-book file's bytes (CSV: ask price, ask size, bid price,
+    /// bid size, for each of *L* levels).
     pub orderbook: Vec<u8>,
 }
 

@@ -5,14 +5,83 @@ use super::digits::{lines, parse_i64, parse_seconds, uint_at, Fields};
 use super::ReplayError;
 use crate::OrderId;
 
-/// One parsed message row.
+/// What a LOBSTER message did: the message file's `type` field, whose
+/// codes 1 to 7 are the discriminants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LobsterEvent {
+    /// A new limit order was submitted.
+    Submit = 1,
+    /// Partial cancellation: `size` shares were taken off a resting order.
+    Cancel = 2,
+    /// Total deletion: the order left the book; `size` is what it held.
+    Delete = 3,
+    /// `size` shares of a visible resting order were executed.
+    Execute = 4,
+    /// A hidden order was executed; the visible book does not change.
+    ExecuteHidden = 5,
+    /// A cross trade, e.g. the opening or closing auction; the visible book
+    /// does not change.
+    Cross = 6,
+    /// A trading halt, quoting resumption or trading resumption (told apart
+    /// by `price`: -1, 0 and 1).
+    Halt = 7,
+}
+
+impl LobsterEvent {
+    /// The event of a LOBSTER type code, or `None` outside 1 to 7.
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => LobsterEvent::Submit,
+            2 => LobsterEvent::Cancel,
+            3 => LobsterEvent::Delete,
+            4 => LobsterEvent::Execute,
+            5 => LobsterEvent::ExecuteHidden,
+            6 => LobsterEvent::Cross,
+            7 => LobsterEvent::Halt,
+            _ => return None,
+        })
+    }
+
+    /// LOBSTER's type code, 1 to 7.
+    #[inline]
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// [`Self::from_code`] for a field parsed as a wider integer.
+    #[inline(always)]
+    fn from_field(v: i64) -> Option<Self> {
+        if (1..=7).contains(&v) {
+            Self::from_code(v as u8)
+        } else {
+            None
+        }
+    }
+}
+
+/// One row of a LOBSTER message file, as read: the six fields with their
+/// ranges checked (a known type, an id and size of zero or more, a
+/// direction of 1 or -1) and nothing else.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MessageRow {
+    /// Seconds after midnight, to the file's precision (milliseconds to
+    /// nanoseconds).
     pub time: f64,
-    pub kind: u8,
+    /// What happened.
+    pub kind: LobsterEvent,
+    /// The order's reference number (NASDAQ's, one per order for the day;
+    /// 0 on halts).
     pub id: OrderId,
+    /// Shares submitted, cancelled or executed.
     pub size: i64,
+    /// Price in dollars × 10000 (LOBSTER's raw price units; a tick of one
+    /// cent is 100).
     pub price: i64,
+    /// The side of the order the message is about: 1 a buy limit order, -1 a
+    /// sell limit order. An execution of a sell order (-1) is a
+    /// buyer-initiated trade.
     pub direction: i8,
 }
 
@@ -41,12 +110,12 @@ fn parse_message(file: &str, line_no: u64, line: &[u8]) -> Result<MessageRow, Re
     let size = int("size")?;
     let price = int("price")?;
     let direction = int("direction")?;
-    if !(1..=7).contains(&kind) {
+    let Some(event) = LobsterEvent::from_field(kind) else {
         return Err(err(
             "type",
             format!("{kind} is not a LOBSTER event type (1-7)"),
         ));
-    }
+    };
     if id < 0 {
         return Err(err("order_id", format!("{id} is negative")));
     }
@@ -61,7 +130,7 @@ fn parse_message(file: &str, line_no: u64, line: &[u8]) -> Result<MessageRow, Re
     }
     Ok(MessageRow {
         time,
-        kind: kind as u8,
+        kind: event,
         id: id as u64,
         size,
         price,
@@ -99,14 +168,11 @@ fn parse_message_fast(line: &[u8]) -> Option<MessageRow> {
     let size = field(&mut i)?;
     let price = field(&mut i)?;
     let direction = field(&mut i)?;
-    let ok = i == line.len()
-        && (1..=7).contains(&kind)
-        && id >= 0
-        && size >= 0
-        && (direction == 1 || direction == -1);
+    let event = LobsterEvent::from_field(kind)?;
+    let ok = i == line.len() && id >= 0 && size >= 0 && (direction == 1 || direction == -1);
     ok.then_some(MessageRow {
         time,
-        kind: kind as u8,
+        kind: event,
         id: id as u64,
         size,
         price,
@@ -114,7 +180,10 @@ fn parse_message_fast(line: &[u8]) -> Option<MessageRow> {
     })
 }
 
-/// Parses a whole message file.
+/// Parses a whole message file (`file` names it in errors).
+///
+/// A row the fast path refuses is parsed again by a checked parser, whose
+/// [`ReplayError::Parse`] names the file, the 1-based line and the field.
 pub fn parse_messages(file: &str, bytes: &[u8]) -> Result<Vec<MessageRow>, ReplayError> {
     let mut out = Vec::with_capacity(bytes.len() / 40);
     for (i, line) in lines(bytes).enumerate() {

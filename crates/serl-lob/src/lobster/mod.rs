@@ -40,8 +40,7 @@ mod window;
 
 pub use compare::Mismatch;
 pub use input::LobsterInput;
-pub use messages::{parse_messages, MessageRow};
-pub use orderbook::{parse_orderbook, BookRows};
+pub use messages::{parse_messages, LobsterEvent, MessageRow};
 pub use replay::{replay, ReplayOptions, ReplayReport};
 
 use std::path::PathBuf;
@@ -57,37 +56,79 @@ const ANON_BASE: OrderId = 1 << 62;
 /// Owner of every order in a replay: LOBSTER does not say who sent what.
 const REPLAY_OWNER: u32 = 1;
 
+/// Why a LOBSTER day could not be opened, parsed or replayed. Every
+/// variant names the file (and, past opening, the 1-based line) at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// A file could not be read, or the order-book file beside a message
+    /// CSV does not exist.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
+    /// The sample zip, or an entry in it, could not be read.
     #[error("{path}: not a readable zip: {message}")]
-    Zip { path: PathBuf, message: String },
+    Zip {
+        /// The zip file.
+        path: PathBuf,
+        /// What the zip reader said.
+        message: String,
+    },
+    /// A zip without a message or order-book entry, or a CSV whose name has
+    /// no `message` to find its order-book file by.
     #[error("{path}: the zip has no {what} file (expected a name containing `_{what}_`)")]
-    MissingFile { path: PathBuf, what: &'static str },
+    MissingFile {
+        /// The zip or message file given.
+        path: PathBuf,
+        /// `"message"` or `"orderbook"`.
+        what: &'static str,
+    },
+    /// A field that is missing, not a number, or out of range.
     #[error("{file}:{line}: field `{field}`: {message}")]
     Parse {
+        /// The file's name (`zip:entry` inside a zip).
         file: String,
+        /// The 1-based line.
         line: u64,
+        /// The field, by LOBSTER's column name (`type`, `size`,
+        /// `bid_price`, …), or `row` for the row as a whole.
         field: &'static str,
+        /// What is wrong with it.
         message: String,
     },
+    /// The engine refused a message (or the replay's own seeding of a
+    /// level), or a price is not on the tick grid.
     #[error("{file}:{line}: {error}")]
     Engine {
+        /// The message file's name.
         file: String,
+        /// The message's 1-based line.
         line: u64,
+        /// The engine's reason.
         error: LobError,
     },
+    /// The files contradict each other beyond what hidden depth explains: a
+    /// cancel or execution larger than its visible level holds, or a first
+    /// message that removes more than the first row shows.
     #[error("{file}:{line}: {message}")]
     Inconsistent {
+        /// The message file's name.
         file: String,
+        /// The message's 1-based line.
         line: u64,
+        /// What does not add up.
         message: String,
     },
+    /// The two files must have one row per message.
     #[error("the message file has {messages} rows but the order-book file has {rows}")]
-    RowCount { messages: usize, rows: usize },
+    RowCount {
+        /// Rows (messages) in the message file.
+        messages: usize,
+        /// Rows in the order-book file.
+        rows: usize,
+    },
 }

@@ -1,26 +1,24 @@
 //! Parsing a whole order-book file into a table of rows: the fallback
 //! when the streaming reader ([`super::rows`]) stops on a row it does not
-//! accept, and the public [`parse_orderbook`].
+//! accept, which names the line and field at fault.
 
 use super::digits::{lines, uint_at, Fields};
 use super::ReplayError;
 
 /// Order-book rows, flattened: `4 * levels` integers per row.
-pub struct BookRows {
-    pub levels: usize,
-    pub values: Vec<i64>,
+pub(super) struct BookRows {
+    pub(super) levels: usize,
+    pub(super) values: Vec<i64>,
 }
 
 impl BookRows {
-    pub fn len(&self) -> usize {
+    /// Number of rows.
+    pub(super) fn len(&self) -> usize {
         self.values.len() / (4 * self.levels)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    pub fn row(&self, i: usize) -> &[i64] {
+    /// Row `i` (0-based): ask price, ask size, bid price, bid size per level.
+    pub(super) fn row(&self, i: usize) -> &[i64] {
         let w = 4 * self.levels;
         &self.values[i * w..(i + 1) * w]
     }
@@ -32,7 +30,7 @@ impl BookRows {
 /// times larger than the message file and dominates parsing. Anything the
 /// fast pass does not accept is handed to the line-by-line parser, which
 /// names the line and field at fault.
-pub fn parse_orderbook(file: &str, bytes: &[u8]) -> Result<BookRows, ReplayError> {
+pub(super) fn parse_orderbook(file: &str, bytes: &[u8]) -> Result<BookRows, ReplayError> {
     let first = lines(bytes).next().ok_or_else(|| ReplayError::Parse {
         file: file.into(),
         line: 1,

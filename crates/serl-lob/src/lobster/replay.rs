@@ -15,15 +15,25 @@ use super::replayer::{opening_book, Replayer};
 use super::rows::{read_rows, RowFeed};
 use super::ReplayError;
 
+/// What a replay found: how well the engine's book matched LOBSTER's after
+/// every message, what it had to assume, and how fast it ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
+    /// The message file's name ([`LobsterInput::message_name`]).
     pub message_file: String,
+    /// The order-book file's name.
     pub orderbook_file: String,
+    /// Levels a side in the order-book file (*L*).
     pub levels: usize,
+    /// Messages replayed (= order-book rows checked).
     pub messages: usize,
-    /// Messages per LOBSTER type 1..=7.
+    /// Messages per LOBSTER type: `by_type[e.code() as usize - 1]` counts
+    /// [`LobsterEvent`](crate::LobsterEvent) `e`.
     pub by_type: [u64; 7],
+    /// Rows where some visible level differed from the engine's book.
     pub mismatched_rows: usize,
+    /// The first mismatching rows (at most
+    /// [`ReplayOptions::keep_mismatches`]), one mismatch each.
     pub first_mismatches: Vec<Mismatch>,
     /// Lots seeded as anonymous liquidity (the opening book and levels that
     /// came into view later).
@@ -33,6 +43,8 @@ pub struct ReplayReport {
     pub unrecorded_cancelled: u64,
     /// Cancels and executions of unknown orders at levels outside the view.
     pub unobserved_messages: u64,
+    /// Orders (anonymous ones included) left in the book after the last
+    /// message.
     pub resting_orders_at_end: usize,
     /// Seconds parsing the message file and counting the order-book rows.
     /// The rows themselves are read on a second thread while the replay
@@ -44,6 +56,7 @@ pub struct ReplayReport {
     pub messages_per_second: f64,
 }
 
+/// How to replay: the price grid and how much detail to keep.
 pub struct ReplayOptions {
     /// Tick size in LOBSTER price units (1/10000 dollar): 100 is one cent.
     pub tick: i64,
@@ -60,7 +73,12 @@ impl Default for ReplayOptions {
     }
 }
 
-/// Replays a LOBSTER day and checks every row.
+/// Replays a LOBSTER day through an [`OrderBook`](crate::OrderBook) and
+/// checks the book against every order-book row.
+///
+/// Mismatches are counted in the report, not returned as errors; an error
+/// means the files could not be read as LOBSTER files or contradict each
+/// other (see [`ReplayError`]).
 pub fn replay(input: &LobsterInput, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
     let t0 = Instant::now();
     let ob = &input.orderbook[..];
@@ -117,7 +135,7 @@ fn replay_rows(
         if i == 0 {
             opening_book(&mut r, row, m)?;
         }
-        by_type[m.kind as usize - 1] += 1;
+        by_type[m.kind.code() as usize - 1] += 1;
         r.apply(line, m)?;
         // Reconciling already compared the levels when they all agree; only
         // a row with some difference needs the level-by-level check.

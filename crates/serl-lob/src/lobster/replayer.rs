@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::messages::MessageRow;
+use super::messages::{LobsterEvent, MessageRow};
 use super::window::Window;
 use super::{ReplayError, ANON_BASE, REPLAY_OWNER};
 use crate::{LobError, OrderBook, OrderId, SelfTradePolicy, Side, Ticks};
@@ -148,12 +148,12 @@ impl<'a> Replayer<'a> {
     #[inline]
     fn remove_at_level(&mut self, line: u64, m: &MessageRow, p: Ticks) -> Result<(), ReplayError> {
         let side = side_of(m.direction);
-        let execute = m.kind == 4;
+        let execute = m.kind == LobsterEvent::Execute;
         let size = m.size as u64;
         let mut left = size;
         if let Some(o) = self.book.order(m.id) {
             let take = left.min(o.qty);
-            let r = match (execute, m.kind == 3 && o.qty > size) {
+            let r = match (execute, m.kind == LobsterEvent::Delete && o.qty > size) {
                 (true, _) => self.book.execute(m.id, take, &mut ()).map(|_| ()),
                 (false, false) => self.book.reduce(m.id, take, &mut ()).map(|_| ()),
                 (false, true) => {
@@ -216,7 +216,7 @@ impl<'a> Replayer<'a> {
         let side = side_of(m.direction);
         let size = m.size as u64;
         match m.kind {
-            1 => {
+            LobsterEvent::Submit => {
                 let p = self.ticks(line, m.price)?;
                 self.book
                     .submit(
@@ -231,11 +231,12 @@ impl<'a> Replayer<'a> {
                     )
                     .map_err(self.engine(line))?;
             }
-            2..=4 => {
+            LobsterEvent::Cancel | LobsterEvent::Delete | LobsterEvent::Execute => {
                 let p = self.ticks(line, m.price)?;
                 self.remove_at_level(line, m, p)?;
             }
-            _ => {} // hidden execution, cross trade, halt: the visible book is unchanged
+            // The visible book is unchanged.
+            LobsterEvent::ExecuteHidden | LobsterEvent::Cross | LobsterEvent::Halt => {}
         }
         Ok(())
     }
@@ -298,6 +299,7 @@ pub(super) fn opening_book(
     row0: &[i64],
     m0: &MessageRow,
 ) -> Result<(), ReplayError> {
+    use LobsterEvent::{Cancel, Delete, Execute, Submit};
     let mut book: Vec<(Side, Ticks, i64)> = Vec::new();
     for (side, off) in [(Side::Ask, 0usize), (Side::Bid, 2usize)] {
         let w = Window::from_row(row0, r.levels, off, r.tick);
@@ -306,9 +308,9 @@ pub(super) fn opening_book(
         }
         r.prev[window_ix(side)] = w;
     }
-    if (1..=4).contains(&m0.kind) {
+    if matches!(m0.kind, Submit | Cancel | Delete | Execute) {
         let (side0, p0) = (side_of(m0.direction), r.ticks(1, m0.price)?);
-        let delta = if m0.kind == 1 { -m0.size } else { m0.size };
+        let delta = if m0.kind == Submit { -m0.size } else { m0.size };
         match book.iter_mut().find(|(s, p, _)| *s == side0 && *p == p0) {
             Some(l) => l.2 += delta,
             None => book.push((side0, p0, delta)),

@@ -4,7 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::path::PathModel;
 
-/// Overrides for imagined days.
+/// Overrides for imagined days: the real session's fundamental and volume
+/// reshaped (the default changes nothing). Applied when a [`Simulator`]
+/// is built from a [`MarketConfig`] that carries it.
+///
+/// [`Simulator`]: crate::Simulator
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Scenario {
@@ -42,12 +46,25 @@ impl Default for Scenario {
     }
 }
 
-/// The population and its parameters.
+/// The population and its parameters: how many traders of each
+/// [`AgentKind`], how they trade, and the path model and scenario of the
+/// day. The real session's numbers live in [`Calibration`]; this is what
+/// the market is made of. Every field is optional when deserialized (the
+/// `[market]` table of `configs/market.toml`); [`OrderStats::apply`] sets
+/// the order size and cancel share from LOBSTER order flow.
+///
+/// [`Calibration`]: crate::Calibration
+/// [`OrderStats::apply`]: crate::OrderStats::apply
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MarketConfig {
+    /// Noise traders (at least 1): they share one Poisson arrival stream
+    /// whose rate follows the real day's volume.
     pub noise_agents: usize,
+    /// Value traders: market orders toward a noisy view of the
+    /// fundamental when it is more than a spread from the mid.
     pub value_agents: usize,
+    /// Market makers (at least 1): the book's quotes and depth.
     pub market_makers: usize,
     /// Share of noise arrivals that are market orders.
     pub market_order_share: f64,
@@ -63,8 +80,10 @@ pub struct MarketConfig {
     pub noise_tilt_bps: f64,
     /// Median order size, shares.
     pub order_size: f64,
-    /// Market-maker levels per side and re-quote interval.
+    /// Market-maker quote levels per side, one grid step apart.
     pub mm_levels: usize,
+    /// Mean time between a market maker's re-quotes, milliseconds (each
+    /// wait is uniform in half to one and a half times this).
     pub mm_interval_ms: u64,
     /// Market-maker size at the touch as a share of a minute's volume.
     pub mm_depth_share: f64,
@@ -86,7 +105,8 @@ pub struct MarketConfig {
     /// Minutes of the day's volume resting deep behind the quotes, split
     /// between the market makers (0 leaves none).
     pub mm_deep_minutes: f64,
-    /// Value-trader wake-ups per minute each.
+    /// Value-trader wake-ups per minute each, in a minute of average
+    /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
     /// Per-agent message latency, microseconds.
     pub latency_us: u64,
@@ -94,20 +114,31 @@ pub struct MarketConfig {
     /// over the last `momentum_lookback_min` minutes, when it exceeds
     /// `momentum_threshold_bps`.
     pub momentum_agents: usize,
+    /// Momentum-trader wake-ups per minute each, in a minute of average
+    /// volume.
     pub momentum_rate_per_min: f64,
+    /// Closed minutes over which a momentum trader measures the mid's move.
     pub momentum_lookback_min: usize,
+    /// The smallest move over the lookback, bps, that a momentum trader
+    /// follows.
     pub momentum_threshold_bps: f64,
     /// Informed traders: they see the fundamental `informed_horizon_min`
     /// minutes ahead, blurred by `informed_noise_bps`, and take liquidity
     /// toward it.
     pub informed_agents: usize,
+    /// Informed-trader wake-ups per minute each, in a minute of average
+    /// volume.
     pub informed_rate_per_min: f64,
+    /// How far ahead informed traders see the fundamental, minutes.
     pub informed_horizon_min: f64,
+    /// Standard deviation of the relative error in what informed traders
+    /// see, bps.
     pub informed_noise_bps: f64,
     /// Informed order size as a multiple of the typical order size.
     pub informed_size_mult: f64,
     /// How the fundamental fills in the real day between anchors.
     pub path: PathModel,
+    /// Overrides for an imagined day (the default: the real day as it was).
     pub scenario: Scenario,
 }
 
@@ -149,11 +180,20 @@ impl Default for MarketConfig {
     }
 }
 
+/// The kinds of trader in a simulated market; their counts and parameters
+/// are in [`MarketConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
+    /// Zero-intelligence flow: limit orders near the touch, market orders
+    /// and cancellations, at the real day's intraday volume profile.
     Noise,
+    /// Market orders toward a noisy view of the fundamental.
     Value,
+    /// Inventory-aware quotes on several levels around the fundamental,
+    /// picking off orders a move left behind.
     MarketMaker,
+    /// Market orders following the mid's recent move.
     Momentum,
+    /// Immediate-or-cancel orders toward the fundamental a little ahead.
     Informed,
 }

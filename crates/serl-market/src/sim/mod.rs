@@ -29,7 +29,16 @@ pub const EXECUTION_OWNER: u32 = 1_000_000;
 
 const US_PER_MIN: u64 = 60_000_000;
 
+/// One simulated day: the agents of a [`MarketConfig`] trading on one
+/// [`OrderBook`] around the fundamental of a [`Calibration`], in event
+/// time. Deterministic in its seed. Drive it with
+/// [`run_until`](Simulator::run_until) and
+/// [`execute_market`](Simulator::execute_market), or run the whole day with
+/// [`finish`](Simulator::finish).
 pub struct Simulator {
+    /// The book the agents trade on, prices in ticks (multiply by
+    /// [`tick`](Simulator::tick) for dollars). Read it for depth; orders
+    /// sent to it directly bypass the minute statistics.
     pub book: OrderBook,
     agents: Vec<Agent>,
     queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
@@ -89,6 +98,9 @@ impl Simulator {
         )
     }
 
+    /// A simulator of the day `cal` describes, with the population of
+    /// `cfg`, at the opening: the market makers have quoted and every
+    /// agent's first wake-up is scheduled.
     pub fn new(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Self {
         Self::build(cal, cfg, seed, None)
     }
@@ -99,6 +111,8 @@ impl Simulator {
         self.fundamental.iter().map(|f| f * self.tick).collect()
     }
 
+    /// The day's length, minutes: one per calibration minute price (at
+    /// least 1).
     pub fn minutes(&self) -> usize {
         self.minutes
     }
@@ -201,6 +215,9 @@ impl Simulator {
         (self.stats, self.recording.unwrap_or_default())
     }
 
+    /// The per-minute statistics so far: the mid, VWAP and spread of a
+    /// minute not yet closed are 0, its volume counts up as trades happen,
+    /// and the depth sums only the closed minutes.
     pub fn stats(&self) -> &MinuteStats {
         &self.stats
     }
@@ -210,6 +227,7 @@ impl Simulator {
         self.book.mid().map(|m| m * self.tick)
     }
 
+    /// The price of one tick, dollars (from the calibration).
     pub fn tick(&self) -> f64 {
         self.tick
     }

@@ -7,8 +7,11 @@ use serl_lob::{Event, EventSink, Fill, Side};
 /// Per-minute results of the simulated day.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MinuteStats {
+    /// Shares traded in each minute, by every trader (execution agents
+    /// included).
     pub volume: Vec<f64>,
-    /// Mid at the end of each minute, dollars.
+    /// Mid at the end of each minute, dollars (the fundamental when the
+    /// book has no two-sided quote).
     pub mid: Vec<f64>,
     /// Volume-weighted trade price per minute (the mid when no trade).
     pub vwap: Vec<f64>,
@@ -26,10 +29,15 @@ pub struct TapeTrade {
     pub time_us: u64,
     /// Dollars.
     pub price: f64,
+    /// Shares.
     pub qty: u64,
     /// The aggressor's side.
     pub aggressor: Side,
+    /// Owner of the aggressing order: an agent's index, or
+    /// [`EXECUTION_OWNER`](crate::EXECUTION_OWNER) and above for an
+    /// execution agent.
     pub taker_owner: u32,
+    /// Owner of the resting order, numbered as `taker_owner`.
     pub maker_owner: u32,
 }
 
@@ -37,15 +45,23 @@ pub struct TapeTrade {
 /// per level, best first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BookSnapshot {
+    /// The minute that ended, counted from 0 at the open.
     pub minute: usize,
+    /// Bid levels, best (highest) first.
     pub bids: Vec<(f64, u64)>,
+    /// Ask levels, best (lowest) first.
     pub asks: Vec<(f64, u64)>,
 }
 
-/// Everything a recorded day leaves behind besides its minute statistics.
+/// Everything a recorded day leaves behind besides its minute statistics:
+/// what [`Simulator::finish_recorded`](crate::Simulator::finish_recorded)
+/// returns for a [`Simulator::recording`](crate::Simulator::recording)
+/// simulator.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Recording {
+    /// Every trade of the day, in time order.
     pub trades: Vec<TapeTrade>,
+    /// One snapshot per minute, at its end.
     pub snapshots: Vec<BookSnapshot>,
     /// Levels per side in each snapshot.
     pub levels: usize,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use serl_lob::lobster::{replay, LobsterInput, ReplayOptions};
+use serl_lob::{replay, LobsterInput, ReplayOptions};
 
 #[derive(Subcommand)]
 pub enum LobCommand {

@@ -10,10 +10,10 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serl_data::DataConfig;
 use serl_env::{calibrate, MarketConfig, MarketData};
-use serl_lob::lobster::{parse_messages, LobsterInput};
-use serl_market::facts::{stylized_facts, Check};
-use serl_market::impact::{impact_study, ImpactSpec, ImpactStudy};
+use serl_lob::{parse_messages, LobsterInput};
 use serl_market::Simulator;
+use serl_market::{impact_study, ImpactSpec, ImpactStudy};
+use serl_market::{stylized_facts, Check};
 use serl_market::{Calibration, FitEffort, OrderStats, Recording};
 
 #[derive(Args)]
