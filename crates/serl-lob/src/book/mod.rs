@@ -569,25 +569,12 @@ impl OrderBook {
         by: Lots,
         sink: &mut E,
     ) -> Result<Lots, LobError> {
-        if by == 0 {
-            return Err(LobError::ZeroQuantity);
-        }
-        let oi = self.slot(id).ok_or(LobError::UnknownOrder(id))?;
-        let n = self.placed(oi);
-        if by > n.qty {
-            return Err(LobError::ReduceTooLarge {
-                id,
-                by,
-                resting: n.qty,
-            });
-        }
+        let (oi, n) = self.take_from(id, by)?;
         if by == n.qty {
             self.cancel(id, sink)?;
             return Ok(0);
         }
-        self.nodes[oi as usize].qty -= by;
-        self.levels[n.level as usize].qty -= by;
-        self.resting[side_ix(n.side)] -= by;
+        self.shrink(oi, &n, by);
         self.totals.cancelled += by as u128;
         sink.event(Event::Cancelled {
             id,
@@ -650,18 +637,7 @@ impl OrderBook {
         qty: Lots,
         sink: &mut E,
     ) -> Result<Lots, LobError> {
-        if qty == 0 {
-            return Err(LobError::ZeroQuantity);
-        }
-        let oi = self.slot(id).ok_or(LobError::UnknownOrder(id))?;
-        let n = self.placed(oi);
-        if qty > n.qty {
-            return Err(LobError::ReduceTooLarge {
-                id,
-                by: qty,
-                resting: n.qty,
-            });
-        }
+        let (oi, n) = self.take_from(id, qty)?;
         self.totals.filled += qty as u128;
         sink.event(Event::Trade(Fill {
             taker: EXTERNAL,
@@ -677,10 +653,37 @@ impl OrderBook {
             self.drop_level_if_empty(n.side, n.level as usize);
             Ok(0)
         } else {
-            self.nodes[oi as usize].qty -= qty;
-            self.levels[n.level as usize].qty -= qty;
-            self.resting[side_ix(n.side)] -= qty;
+            self.shrink(oi, &n, qty);
             Ok(n.qty - qty)
         }
+    }
+
+    /// The slot and placement of resting order `id`, checked for taking
+    /// `qty` lots off it (a reduction or an outside execution): more than
+    /// zero and at most what rests.
+    #[inline]
+    fn take_from(&self, id: OrderId, qty: Lots) -> Result<(u32, Placed), LobError> {
+        if qty == 0 {
+            return Err(LobError::ZeroQuantity);
+        }
+        let oi = self.slot(id).ok_or(LobError::UnknownOrder(id))?;
+        let n = self.placed(oi);
+        if qty > n.qty {
+            return Err(LobError::ReduceTooLarge {
+                id,
+                by: qty,
+                resting: n.qty,
+            });
+        }
+        Ok((oi, n))
+    }
+
+    /// Takes `qty` lots (fewer than rest) off the order in slot `oi`,
+    /// keeping its queue place: the order, its level and its side.
+    #[inline]
+    fn shrink(&mut self, oi: u32, n: &Placed, qty: Lots) {
+        self.nodes[oi as usize].qty -= qty;
+        self.levels[n.level as usize].qty -= qty;
+        self.resting[side_ix(n.side)] -= qty;
     }
 }
