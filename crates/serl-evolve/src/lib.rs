@@ -22,26 +22,28 @@
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //!
 //! The loop never prints: it tells its caller what it is doing through
-//! [`Event`]s. [`config`] is the `[evolve]` table, [`report`] the research
-//! report and fine-tuning dataset, [`ablation`] the same run with one part
-//! switched off.
+//! [`Event`]s. [`EvolveConfig`] is the `[evolve]` table, [`write_report`]
+//! writes the research report and fine-tuning dataset, and an
+//! [`Ablation`] is the same run with one part switched off
+//! ([`ablation_table`] compares them).
 
 #![deny(missing_docs)]
 
-pub mod ablation;
+mod ablation;
 mod candidate;
-pub mod config;
+mod config;
 mod dek_high;
 mod dek_low;
 mod design_stage;
 mod error;
 mod final_test;
-pub mod report;
+mod report;
 mod run;
 mod score;
 
-pub use ablation::{Ablation, AblationRow};
+pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
-pub use config::EvolveConfig;
+pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use error::EvolveError;
+pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};

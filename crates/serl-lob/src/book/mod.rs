@@ -434,16 +434,7 @@ impl OrderBook {
                     tail: NIL,
                     side,
                 };
-                let li = match self.free_levels.pop() {
-                    Some(li) => {
-                        self.levels[li as usize] = lvl;
-                        li
-                    }
-                    None => {
-                        self.levels.push(lvl);
-                        (self.levels.len() - 1) as u32
-                    }
-                };
+                let li = alloc(&mut self.levels, &mut self.free_levels, lvl);
                 ladder.keys.insert(pos, k);
                 ladder.levels.insert(pos, li);
                 li
@@ -469,16 +460,7 @@ impl OrderBook {
             prev: NIL,
             next: NIL,
         };
-        let oi = match self.free_nodes.pop() {
-            Some(oi) => {
-                self.nodes[oi as usize] = node;
-                oi
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let oi = alloc(&mut self.nodes, &mut self.free_nodes, node);
         let lvl = &mut self.levels[li as usize];
         if lvl.head == NIL {
             lvl.head = oi;
@@ -685,5 +667,21 @@ impl OrderBook {
         self.nodes[oi as usize].qty -= qty;
         self.levels[n.level as usize].qty -= qty;
         self.resting[side_ix(n.side)] -= qty;
+    }
+}
+
+/// Puts `v` in a free slot of `slab` (one `free` lists), or a new one at
+/// the end; returns its index.
+#[inline]
+fn alloc<T>(slab: &mut Vec<T>, free: &mut Vec<u32>, v: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            slab[i as usize] = v;
+            i
+        }
+        None => {
+            slab.push(v);
+            (slab.len() - 1) as u32
+        }
     }
 }

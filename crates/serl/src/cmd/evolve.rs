@@ -249,10 +249,10 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         study.ablations(full, &out, &prompts_used, &data_path)?
     };
     if !ablations.is_empty() {
-        eprint!("{}", serl_evolve::ablation::table(&ablations));
+        eprint!("{}", serl_evolve::ablation_table(&ablations));
     }
     let provenance = provenance(&cfg, &data_path, test.len(), &outcome)?;
-    let data = serl_evolve::report::write(
+    let data = serl_evolve::write_report(
         &out,
         &outcome,
         &modules,
@@ -400,7 +400,7 @@ impl Study<'_> {
                 &sub,
             )?;
             let provenance = provenance(cfg, data_path, self.test.len(), &sub_outcome)?;
-            serl_evolve::report::write(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
+            serl_evolve::write_report(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
             ablations.push(AblationRow::from_outcome(
                 ablation.name(),
                 ablation.describe(),
