@@ -138,19 +138,28 @@ fn seeded_init() -> std::sync::MutexGuard<'static, ()> {
 /// initialisation, before any experience (a random policy).
 #[cfg(test)]
 pub(crate) fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy, TrainError> {
-    use crate::policy::Model;
+    let (device, _, meta, learner) = seeded_learner(cfg, obs_dim)?;
+    Ok(policy_now(&meta, learner.as_ref(), &device))
+}
+
+/// The device, its autodiff twin, the policy's metadata and the learner,
+/// whose network is initialised from the config's seed.
+fn seeded_learner(
+    cfg: &TrainConfig,
+    obs_dim: usize,
+) -> Result<(Device, Device, PolicyMeta, Box<dyn Learner>), TrainError> {
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
+    let ad = device.clone().autodiff();
+    let meta = cfg.policy_meta(obs_dim);
+    // Weight initialisation draws from the backend's generator: seed it so
+    // that the same config gives the same network.
     let init = seeded_init();
     device.seed(cfg.seed);
-    let meta = cfg.policy_meta(obs_dim);
-    let model = Model::build(&meta, &device)?;
+    ad.seed(cfg.seed);
+    let learner = learner::build(cfg, &meta, &ad, &device)?;
     drop(init);
-    Ok(Policy {
-        meta,
-        model,
-        device,
-    })
+    Ok((device, ad, meta, learner))
 }
 
 /// Trains a policy. With a run directory, writes metrics, checkpoints and
@@ -171,17 +180,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             field: "n_envs".into(),
             message: "no environments to train in".into(),
         })?;
-    cfg.validate(obs_dim)?;
-    let device = cfg.device.device()?;
-    let ad = device.clone().autodiff();
-    let mut meta = cfg.policy_meta(obs_dim);
-    // Weight initialisation draws from the backend's generator: seed it so
-    // that the same config gives the same network.
-    let init = seeded_init();
-    device.seed(cfg.seed);
-    ad.seed(cfg.seed);
-    let mut learner = learner::build(&cfg, &meta, &ad, &device)?;
-    drop(init);
+    let (device, ad, mut meta, mut learner) = seeded_learner(&cfg, obs_dim)?;
     let run_dir = run_dir.map(RunDir::new).transpose()?;
     let (mut state, mut records) = match &run_dir {
         Some(dir) if resume => dir.resume(learner.as_mut(), &mut meta, &ad)?,
@@ -234,13 +233,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         {
             let pa = v(&current);
             rec.val_pa = Some(pa);
-            if state.best_val.is_none_or(|b| pa > b) {
-                state.best_val = Some(pa);
-                if let Some(dir) = &run_dir {
-                    dir.save_best(&current)?;
-                }
-                best = Some(current.clone());
-            }
+            keep_if_best(pa, &current, &mut state, &mut best, run_dir.as_ref())?;
         }
         rec.env_steps = state.env_steps;
         rec.secs = secs_before + t_run.elapsed().as_secs_f64();
@@ -270,6 +263,25 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         env_steps: state.env_steps,
         secs: state.secs,
     })
+}
+
+/// Keeps `current` (in `best`, and in the run directory) when its
+/// validation PA beats every earlier one.
+fn keep_if_best(
+    pa: f64,
+    current: &Policy,
+    state: &mut LoopState,
+    best: &mut Option<Policy>,
+    run_dir: Option<&RunDir>,
+) -> Result<(), TrainError> {
+    if state.best_val.is_none_or(|b| pa > b) {
+        state.best_val = Some(pa);
+        if let Some(dir) = run_dir {
+            dir.save_best(current)?;
+        }
+        *best = Some(current.clone());
+    }
+    Ok(())
 }
 
 fn fresh_state(cfg: &TrainConfig) -> LoopState {
