@@ -67,7 +67,7 @@ pub use reward::{
     reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar, DEFAULT_REWARD_PROGRAM,
     REWARD_VARS,
 };
-pub use smoke::{smoke_test, SmokeReport};
+pub use smoke::{smoke_test, SmokeReport, TermStats};
 
 /// The observation that feature and broadcast programs read: its width
 /// and its column names, as the prompts state them.

@@ -115,6 +115,7 @@ pub(crate) fn feedback(all: &[CandidateResult], j: usize) -> Feedback {
                 "min": s.reward_min,
                 "max": s.reward_max,
                 "repaired": s.repaired,
+                "terms": s.terms,
             })
         }),
         errors: all
@@ -141,6 +142,12 @@ mod tests {
             reward_mean: mean,
             repaired: 0,
             features: Vec::new(),
+            terms: vec![serl_design::TermStats {
+                term: "-(2 * remaining_inv^2 / steps)".into(),
+                mean: -0.3,
+                std: 0.1,
+                repaired_share: 0.0,
+            }],
         });
         c
     }
@@ -161,6 +168,7 @@ mod tests {
             .expect("the smoke statistics reach the prompt");
         assert_eq!(stats["mean"], 0.7);
         assert_eq!(stats["max"], 1.7);
+        assert_eq!(stats["terms"][0]["term"], "-(2 * remaining_inv^2 / steps)");
     }
 
     /// Rewrites every instruction it is asked to, unless told to decline.

@@ -178,9 +178,27 @@ pub(crate) fn train_design(
     Ok((out.policy, reward.repaired()))
 }
 
-/// Trains `design` on the candidates' budget and validates it: the
-/// result is scored PA × `success_rate`. Also returns the seconds spent
-/// validating (the result holds the training time).
+/// A candidate's score from its validation PA (bps) and its designer's
+/// success rate (in (0, 1]: 1 / attempts, averaged over its modules).
+///
+/// The paper's PA × success rate for a PA of zero or more; PA / success
+/// rate below zero. Both halves meet at 0, so the score rises with PA at
+/// any success rate, and with the success rate at any PA: a design that
+/// needed more attempts never scores higher than the same PA in fewer.
+/// (PA × success alone would rank a losing design *higher* the more
+/// attempts it took: -4 × 0.5 = -2 > -4.)
+pub(crate) fn candidate_score(pa: f64, success_rate: f64) -> f64 {
+    let s = success_rate.clamp(1e-6, 1.0);
+    if pa >= 0.0 {
+        pa * s
+    } else {
+        pa / s
+    }
+}
+
+/// Trains `design` on the candidates' budget and validates it, scored by
+/// [`candidate_score`]. Also returns the seconds spent validating (the
+/// result holds the training time).
 pub(crate) fn train_and_score(
     inputs: &Scoring,
     design: &Design,
@@ -204,7 +222,7 @@ pub(crate) fn train_and_score(
     let v = validate(inputs, &policy);
     let r = CandidateResult {
         design: Some(design.clone()),
-        score: Some(v.pa * success_rate),
+        score: Some(candidate_score(v.pa, success_rate)),
         validation: Some(v),
         repaired,
         train_secs,
@@ -277,5 +295,38 @@ pub(crate) fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
         afi: s.afi,
         illusory_gain: static_subset - pa_dynamic,
         pa_dynamic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidate_score;
+
+    #[test]
+    fn the_score_rises_with_pa_and_with_the_success_rate_on_both_sides_of_zero() {
+        let pas = [-40.0, -4.0, -0.5, 0.0, 0.5, 4.0, 40.0];
+        let rates = [0.2, 1.0 / 3.0, 0.5, 0.75, 1.0];
+        for &s in &rates {
+            for w in pas.windows(2) {
+                assert!(
+                    candidate_score(w[0], s) < candidate_score(w[1], s),
+                    "{w:?} at {s}"
+                );
+            }
+        }
+        for &pa in &pas {
+            for w in rates.windows(2) {
+                let (lo, hi) = (candidate_score(pa, w[0]), candidate_score(pa, w[1]));
+                if pa == 0.0 {
+                    assert_eq!(lo, hi);
+                } else {
+                    assert!(lo < hi, "PA {pa}: {lo} at {} vs {hi} at {}", w[0], w[1]);
+                }
+            }
+        }
+        // The paper's rule where PA is positive; a full success is the PA.
+        assert_eq!(candidate_score(4.0, 0.5), 2.0);
+        assert_eq!(candidate_score(-4.0, 1.0), -4.0);
+        assert_eq!(candidate_score(-4.0, 0.5), -8.0);
     }
 }

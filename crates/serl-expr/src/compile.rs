@@ -115,7 +115,7 @@ struct WindowSlot {
 pub struct Program {
     source: String,
     tree: crate::closures::Tree,
-    var_set: VarSet,
+    pub(crate) var_set: VarSet,
     /// Byte span and value of every numeric literal, in source order.
     literals: Vec<(usize, usize, f64)>,
     code: Vec<Op>,

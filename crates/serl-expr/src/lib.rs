@@ -80,6 +80,7 @@ mod compile;
 mod grammar;
 mod ops;
 mod syntax;
+mod terms;
 
 pub use compile::{Program, State, WindowKind};
 pub use grammar::{gbnf, json_schema};

@@ -1,7 +1,8 @@
 //! HTTP backends: OpenAI-compatible chat completions (OpenAI, vLLM,
 //! llama.cpp server, LM Studio, Ollama's `/v1`) and Ollama's native
 //! `/api/chat`, with timeouts, retries with exponential backoff and jitter
-//! on 429, 5xx and timeouts, and a concurrency limit.
+//! on every transient failure (429, 5xx, timeouts, and connections refused,
+//! reset or closed without an answer), and a concurrency limit.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,8 +29,9 @@ pub struct HttpConfig {
     /// The wire format.
     pub flavor: Flavor,
     /// e.g. `https://api.openai.com/v1`, `http://localhost:8080/v1`,
-    /// `http://localhost:11434` (Ollama native).
-    pub base_url: String,
+    /// `http://localhost:11434` (Ollama native); unset, the flavor's usual
+    /// local address ([`HttpConfig::base_url`]).
+    pub base_url: Option<String>,
     /// The model name sent with each request.
     pub model: String,
     /// The environment variable holding the API key (never the key itself).
@@ -49,7 +51,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             flavor: Flavor::OpenAi,
-            base_url: "http://localhost:8080/v1".into(),
+            base_url: None,
             model: "default".into(),
             api_key_env: Some("OPENAI_API_KEY".into()),
             timeout_secs: 120.0,
@@ -57,6 +59,18 @@ impl Default for HttpConfig {
             backoff_ms: 1000,
             concurrency: 4,
         }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint: `base_url` as configured, or else the flavor's usual
+    /// local server: llama.cpp's `http://localhost:8080/v1` for OpenAI's
+    /// wire format, Ollama's own `http://localhost:11434`.
+    pub fn base_url(&self) -> &str {
+        self.base_url.as_deref().unwrap_or(match self.flavor {
+            Flavor::OpenAi => "http://localhost:8080/v1",
+            Flavor::Ollama => "http://localhost:11434",
+        })
     }
 }
 
@@ -79,7 +93,7 @@ impl HttpBackend {
             // error for a remote https endpoint.
             Some(var) => match std::env::var(var) {
                 Ok(k) if !k.is_empty() => Some(k),
-                _ if cfg.base_url.starts_with("https://") => {
+                _ if cfg.base_url().starts_with("https://") => {
                     return Err(LlmError::MissingKey(var.clone()))
                 }
                 _ => None,
@@ -90,14 +104,14 @@ impl HttpBackend {
             .timeout(Duration::from_secs_f64(cfg.timeout_secs.max(0.001)))
             .build()
             .map_err(|e| LlmError::Connect {
-                url: cfg.base_url.clone(),
+                url: cfg.base_url().to_string(),
                 message: e.to_string(),
             })?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| LlmError::Connect {
-                url: cfg.base_url.clone(),
+                url: cfg.base_url().to_string(),
                 message: e.to_string(),
             })?;
         let permits = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
@@ -111,7 +125,7 @@ impl HttpBackend {
     }
 
     fn url(&self) -> String {
-        let base = self.cfg.base_url.trim_end_matches('/');
+        let base = self.cfg.base_url().trim_end_matches('/');
         match self.cfg.flavor {
             Flavor::OpenAi => format!("{base}/chat/completions"),
             Flavor::Ollama => format!("{base}/api/chat"),
@@ -191,15 +205,126 @@ impl HttpBackend {
     }
 }
 
+/// What one attempt came to.
+enum Attempt {
+    /// A chat completion.
+    Done(ChatResponse),
+    /// A transient failure (429, 5xx, a timeout, a connection refused,
+    /// reset or closed without an answer, a body cut short): `why`, and
+    /// how long to wait before the next attempt.
+    Retry { why: String, wait: Duration },
+    /// A failure that retrying does not fix.
+    Fatal(LlmError),
+}
+
+impl HttpBackend {
+    /// One POST of `body` to `url`, classified.
+    async fn attempt(&self, url: &str, body: &Value, attempt: u32, seed: u64) -> Attempt {
+        let mut rb = self.client.post(url).json(body);
+        if let Some(k) = &self.key {
+            rb = rb.bearer_auth(k);
+        }
+        let resp = match rb.send().await {
+            Ok(resp) => resp,
+            Err(e) => return self.transport_error(url, e, attempt, seed),
+        };
+        let status = resp.status();
+        if status.is_success() {
+            return match resp.text().await {
+                Ok(text) => match self.completion(url, &text) {
+                    Ok(r) => Attempt::Done(r),
+                    Err(e) => Attempt::Fatal(e),
+                },
+                Err(e) => self.transport_error(url, e, attempt, seed),
+            };
+        }
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let code = status.as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        if code != 429 && !status.is_server_error() {
+            return Attempt::Fatal(LlmError::Status {
+                url: url.to_string(),
+                status: code,
+                body: text.chars().take(500).collect(),
+            });
+        }
+        let wait = match retry_after {
+            Some(s) if code == 429 => Duration::from_secs_f64(s.clamp(0.0, 300.0)),
+            _ => self.backoff(attempt, seed),
+        };
+        Attempt::Retry {
+            why: format!(
+                "HTTP {code}: {}",
+                text.chars().take(200).collect::<String>()
+            ),
+            wait,
+        }
+    }
+
+    /// A request that failed on the wire. Timeouts and every transport
+    /// failure (refused, reset, closed before the answer, a body cut short)
+    /// are transient; only a request the client cannot even build is not.
+    fn transport_error(&self, url: &str, e: reqwest::Error, attempt: u32, seed: u64) -> Attempt {
+        let why = if e.is_timeout() {
+            format!("no response within {} s", self.cfg.timeout_secs)
+        } else if e.is_builder() {
+            return Attempt::Fatal(LlmError::Connect {
+                url: url.to_string(),
+                message: e.to_string(),
+            });
+        } else {
+            format!("cannot connect: {}", error_chain(&e))
+        };
+        Attempt::Retry {
+            why,
+            wait: self.backoff(attempt, seed),
+        }
+    }
+
+    /// The chat completion in a successful response's body.
+    fn completion(&self, url: &str, text: &str) -> Result<ChatResponse, LlmError> {
+        let v: Value = serde_json::from_str(text).map_err(|e| LlmError::BadReply {
+            url: url.to_string(),
+            message: format!(
+                "invalid JSON ({e}): {}",
+                text.chars().take(200).collect::<String>()
+            ),
+        })?;
+        self.parse(url, &v)
+    }
+}
+
+/// An error and its causes, `: `-separated (reqwest's own message leaves
+/// out why the connection failed).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
+}
+
 impl Backend for HttpBackend {
     fn name(&self) -> String {
         format!(
             "{:?} {} at {}",
-            self.cfg.flavor, self.cfg.model, self.cfg.base_url
+            self.cfg.flavor,
+            self.cfg.model,
+            self.cfg.base_url()
         )
         .to_lowercase()
     }
 
+    /// Sends the request, retrying transient failures with backoff up to
+    /// `max_retries` times; the error after the last names the endpoint
+    /// and the last failure.
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let url = self.url();
         let body = self.body(req);
@@ -215,104 +340,43 @@ impl Backend for HttpBackend {
                 })?;
             let mut last = String::new();
             for attempt in 0..=self.cfg.max_retries {
-                let mut rb = self.client.post(&url).json(&body);
-                if let Some(k) = &self.key {
-                    rb = rb.bearer_auth(k);
-                }
-                let wait = match rb.send().await {
-                    Ok(resp) => {
-                        let status = resp.status();
-                        let retry_after = resp
-                            .headers()
-                            .get(reqwest::header::RETRY_AFTER)
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.trim().parse::<f64>().ok());
-                        if status.is_success() {
-                            let text = match resp.text().await {
-                                Ok(t) => t,
-                                Err(e) if e.is_timeout() => {
-                                    last = format!(
-                                        "timed out reading the body after {} s",
-                                        self.cfg.timeout_secs
-                                    );
-                                    tokio::time::sleep(self.backoff(attempt, seed)).await;
-                                    continue;
-                                }
-                                Err(e) => {
-                                    return Err(LlmError::BadReply {
-                                        url,
-                                        message: e.to_string(),
-                                    })
-                                }
-                            };
-                            let v: Value =
-                                serde_json::from_str(&text).map_err(|e| LlmError::BadReply {
-                                    url: url.clone(),
-                                    message: format!(
-                                        "invalid JSON ({e}): {}",
-                                        text.chars().take(200).collect::<String>()
-                                    ),
-                                })?;
-                            return self.parse(&url, &v);
+                match self.attempt(&url, &body, attempt, seed).await {
+                    Attempt::Done(r) => return Ok(r),
+                    Attempt::Fatal(e) => return Err(e),
+                    Attempt::Retry { why, wait } => {
+                        if attempt < self.cfg.max_retries {
+                            tracing::warn!("{url}: {why}; retrying in {:.2} s", wait.as_secs_f64());
+                            tokio::time::sleep(wait).await;
                         }
-                        let code = status.as_u16();
-                        let text = resp.text().await.unwrap_or_default();
-                        last = format!(
-                            "HTTP {code}: {}",
-                            text.chars().take(200).collect::<String>()
-                        );
-                        if code == 429 || status.is_server_error() {
-                            match retry_after {
-                                Some(s) if code == 429 => {
-                                    Duration::from_secs_f64(s.clamp(0.0, 300.0))
-                                }
-                                _ => self.backoff(attempt, seed),
-                            }
-                        } else {
-                            return Err(LlmError::Status {
-                                url,
-                                status: code,
-                                body: text.chars().take(500).collect(),
-                            });
-                        }
+                        last = why;
                     }
-                    Err(e) if e.is_timeout() => {
-                        last = format!("no response within {} s", self.cfg.timeout_secs);
-                        self.backoff(attempt, seed)
-                    }
-                    Err(e) if e.is_connect() => {
-                        last = format!("cannot connect: {e}");
-                        if attempt == self.cfg.max_retries {
-                            return Err(LlmError::Connect {
-                                url,
-                                message: e.to_string(),
-                            });
-                        }
-                        self.backoff(attempt, seed)
-                    }
-                    Err(e) => {
-                        return Err(LlmError::Connect {
-                            url,
-                            message: e.to_string(),
-                        })
-                    }
-                };
-                if attempt < self.cfg.max_retries {
-                    tracing::warn!("{url}: {last}; retrying in {:.2} s", wait.as_secs_f64());
-                    tokio::time::sleep(wait).await;
                 }
             }
-            if last.starts_with("no response") {
-                return Err(LlmError::Timeout {
-                    url,
-                    secs: self.cfg.timeout_secs,
-                });
-            }
-            Err(LlmError::GaveUp {
+            Err(gave_up(
                 url,
-                attempts: self.cfg.max_retries + 1,
+                self.cfg.max_retries + 1,
                 last,
-            })
+                self.cfg.timeout_secs,
+            ))
         })
+    }
+}
+
+/// The error after the last attempt: a timeout or an unreachable server
+/// by name, anything else as the retries running out.
+fn gave_up(url: String, attempts: u32, last: String, secs: f64) -> LlmError {
+    if last.starts_with("no response") {
+        LlmError::Timeout { url, secs }
+    } else if let Some(message) = last.strip_prefix("cannot connect: ") {
+        LlmError::Connect {
+            url,
+            message: format!("{message}; {attempts} attempts"),
+        }
+    } else {
+        LlmError::GaveUp {
+            url,
+            attempts,
+            last,
+        }
     }
 }

@@ -306,7 +306,13 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
                 illusory_gain: 0.3,
                 repaired: 2,
             }],
-            reward_stats: Some(json!({"mean": 0.1, "min": -3.0, "max": 2.0})),
+            reward_stats: Some(json!({
+                "mean": 0.1, "min": -3.0, "max": 2.0, "repaired": 0,
+                "terms": [
+                    {"term": "step_pa", "mean": 0.4, "std": 1.2, "repaired_share": 0.0},
+                    {"term": "-(2 * remaining_inv^2 / steps)", "mean": -0.3, "std": 0.2, "repaired_share": 0.0},
+                ],
+            })),
             errors: vec![
                 "reward module: line 1, column 3: unknown name `pa`; did you mean `step_pa`?"
                     .into(),

@@ -15,6 +15,13 @@ enum Answer {
     Status(u16, Option<&'static str>),
     Slow(Duration, String),
     Truncated,
+    /// Reads the request, then closes the connection without a word.
+    Drop,
+    /// Closes the connection before reading the request, which the
+    /// kernel answers with a reset (RST) when the request arrives.
+    Reset,
+    /// Promises a body, sends half of it and closes.
+    CutShort,
 }
 
 fn completion(content: &str) -> String {
@@ -51,6 +58,9 @@ fn serve(script: Vec<Answer>) -> Server {
 }
 
 fn handle(mut stream: TcpStream, answer: Answer, seen: &Mutex<Vec<serde_json::Value>>) {
+    if matches!(answer, Answer::Reset) {
+        return;
+    }
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut len = 0usize;
     loop {
@@ -74,6 +84,12 @@ fn handle(mut stream: TcpStream, answer: Answer, seen: &Mutex<Vec<serde_json::Va
         format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n{body}", body.len())
     };
     let text = match answer {
+        Answer::Drop => return,
+        Answer::Reset => unreachable!("handled before reading"),
+        Answer::CutShort => {
+            let full = completion("step_pa");
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}", full.len(), &full[..full.len() / 2])
+        }
         Answer::Ok(b) => reply(200, "", &b),
         Answer::Status(code, retry) => reply(
             code,
@@ -99,7 +115,7 @@ fn handle(mut stream: TcpStream, answer: Answer, seen: &Mutex<Vec<serde_json::Va
 fn backend(url: &str, timeout: f64) -> HttpBackend {
     HttpBackend::new(HttpConfig {
         flavor: Flavor::OpenAi,
-        base_url: format!("{url}/v1"),
+        base_url: Some(format!("{url}/v1")),
         model: "test-model".into(),
         api_key_env: None,
         timeout_secs: timeout,
@@ -219,7 +235,7 @@ fn ollama_native_chat_is_spoken_too() {
     let s = serve(vec![Answer::Ok(body)]);
     let b = HttpBackend::new(HttpConfig {
         flavor: Flavor::Ollama,
-        base_url: s.url.clone(),
+        base_url: Some(s.url.clone()),
         model: "llama3".into(),
         api_key_env: None,
         ..Default::default()
@@ -232,4 +248,40 @@ fn ollama_native_chat_is_spoken_too() {
     let sent = &s.bodies.lock().unwrap()[0];
     assert_eq!(sent["stream"], false);
     assert_eq!(sent["format"], "json");
+}
+
+#[test]
+fn a_connection_closed_reset_or_cut_short_is_retried_like_a_5xx() {
+    for failure in [Answer::Drop, Answer::Reset, Answer::CutShort] {
+        let s = serve(vec![failure, Answer::Ok(completion("step_pa"))]);
+        let r = backend(&s.url, 5.0).chat(&ChatRequest::new("x")).unwrap();
+        assert_eq!(r.content, "step_pa");
+    }
+}
+
+#[test]
+fn a_server_that_keeps_closing_the_connection_is_an_error_naming_it_after_the_retries() {
+    let s = serve(vec![Answer::Drop, Answer::Reset, Answer::Drop]);
+    let e = backend(&s.url, 5.0)
+        .chat(&ChatRequest::new("x"))
+        .unwrap_err();
+    assert!(matches!(e, LlmError::Connect { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&s.url) && msg.contains("3 attempts"), "{msg}");
+}
+
+#[test]
+fn ollama_defaults_to_its_own_port() {
+    let ollama = HttpConfig {
+        flavor: Flavor::Ollama,
+        ..Default::default()
+    };
+    assert_eq!(ollama.base_url(), "http://localhost:11434");
+    assert_eq!(HttpConfig::default().base_url(), "http://localhost:8080/v1");
+    let set = HttpConfig {
+        flavor: Flavor::Ollama,
+        base_url: Some("http://gpu-box:11434".into()),
+        ..Default::default()
+    };
+    assert_eq!(set.base_url(), "http://gpu-box:11434");
 }

@@ -51,12 +51,13 @@ fn with_llm_http_from(dir: &Path, shipped: &str, table: &str) -> PathBuf {
 /// The tiny form of `shipped`, talking to a fresh [`scripted_server`].
 fn scripted_config(dir: &Path, shipped: &str) -> PathBuf {
     let url = scripted_server();
-    let table = format!("[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 1\nbackoff_ms = 10\n");
+    let table = format!("[llm.http]\nflavor = \"open_ai\"\nbase_url = \"{url}\"\nmodel = \"scripted\"\nmax_retries = 3\nbackoff_ms = 10\n");
     with_llm_http_from(dir, shipped, &table)
 }
 
 /// `serl evolve --llm openai` with `cfg`, into `run`; it must succeed.
-fn evolve_through_openai(cfg: &Path, run: &Path) {
+/// Returns what it printed.
+fn evolve_through_openai(cfg: &Path, run: &Path) -> String {
     let o = serl(&[
         "evolve",
         "--config",
@@ -67,6 +68,7 @@ fn evolve_through_openai(cfg: &Path, run: &Path) {
         run.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    text(&o)
 }
 
 fn scores(run: &Path) -> Vec<(String, Option<f64>)> {
@@ -338,14 +340,21 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
 
 /// An OpenAI-compatible server that answers each module's prompt with a
 /// valid module (and the first reward prompt with a broken one, to
-/// exercise the retry).
+/// exercise the designer's retry), and closes every third connection
+/// without answering (to exercise the client's).
 fn scripted_server() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         let mut first_reward = true;
-        for stream in listener.incoming() {
+        for (n, stream) in listener.incoming().enumerate() {
             let Ok(mut stream) = stream else { continue };
+            // A loaded server or proxy: every third connection is closed
+            // without an answer (the client must retry it like a 5xx).
+            if n % 3 == 2 {
+                drop(stream);
+                continue;
+            }
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut len = 0;
             loop {
@@ -397,7 +406,11 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = scripted_config(dir.path(), "configs/evolve.toml");
     let run = dir.path().join("run");
-    evolve_through_openai(&cfg, &run);
+    let printed = evolve_through_openai(&cfg, &run);
+    assert!(
+        printed.contains("closed") && printed.contains("retrying in"),
+        "the dropped connections were retried: {printed}"
+    );
     let transcript = std::fs::read_to_string(run.join("transcript.jsonl")).unwrap();
     assert!(transcript.lines().count() >= 8, "{transcript}");
     let c0: serde_json::Value =
