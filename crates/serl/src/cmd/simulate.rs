@@ -251,77 +251,13 @@ struct Outputs<'a> {
 
 impl Outputs<'_> {
     fn write(&self, calibration: &[Check], facts: &[Check]) -> Result<()> {
-        let Outputs {
-            out,
-            session,
-            day,
-            profile,
-            ..
-        } = *self;
-        let (cal, sym, seed) = (&session.cal, &session.symbol, session.seed);
+        let Outputs { out, session, .. } = *self;
+        let (sym, seed) = (&session.symbol, session.seed);
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        let mut csv =
-            String::from("minute,real_price,sim_mid,sim_vwap,real_volume,sim_volume,sim_spread\n");
-        for m in 0..cal.minute_price.len() {
-            let _ = writeln!(
-                csv,
-                "{m},{},{},{},{},{},{}",
-                cal.minute_price[m],
-                day.mid[m],
-                day.vwap[m],
-                cal.minute_volume[m],
-                day.volume[m],
-                day.spread[m]
-            );
-        }
-        std::fs::write(out.join("minutes.csv"), csv)?;
-        let mut svgs = Vec::new();
-        let real: Vec<(f64, f64)> = cal
-            .minute_price
-            .iter()
-            .enumerate()
-            .map(|(m, p)| (m as f64, *p))
-            .collect();
-        let sim: Vec<(f64, f64)> = day
-            .mid
-            .iter()
-            .enumerate()
-            .map(|(m, p)| (m as f64, *p))
-            .collect();
-        let fund: Vec<(f64, f64)> = self
-            .fundamental
-            .iter()
-            .enumerate()
-            .map(|(m, p)| (m as f64, *p))
-            .collect();
+        self.write_minutes()?;
         self.write_tape()?;
-        let mut svg = String::new();
-        let t1 = format!(
-            "{sym} {}: real minute price and simulated mid (seed {})",
-            session.date, seed
-        );
-        serl_report::lines_chart(
-            &mut svg,
-            &serl_report::Chart::new(&t1, "minute from the open", "price ($)"),
-            &[
-                ("real".into(), real),
-                ("simulated mid".into(), sim),
-                ("fundamental".into(), fund),
-            ],
-        )
-        .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        svgs.push((t1.clone(), svg));
-        let mut svg = String::new();
-        let t2 = "Volume per half hour: real and simulated (mean over seeds)".to_string();
-        let r: Vec<(f64, f64)> = profile.iter().map(|(h, r, _)| (*h as f64, *r)).collect();
-        let s: Vec<(f64, f64)> = profile.iter().map(|(h, _, s)| (*h as f64, *s)).collect();
-        serl_report::lines_chart(
-            &mut svg,
-            &serl_report::Chart::new(&t2, "half hour from the open", "shares").integer_x(),
-            &[("real".into(), r), ("simulated".into(), s)],
-        )
-        .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
-        svgs.push((t2.clone(), svg));
+        let svgs = self.plots()?;
+        let (t1, t2) = (&svgs[0].0, &svgs[1].0);
         for (k, (_, s)) in svgs.iter().enumerate() {
             std::fs::write(out.join(format!("plot{k}.svg")), s)?;
         }
@@ -364,6 +300,86 @@ impl Outputs<'_> {
         std::fs::write(out.join("report.md"), &md)?;
         std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
         Ok(())
+    }
+
+    /// `minutes.csv`: the real and simulated day, minute by minute.
+    fn write_minutes(&self) -> Result<()> {
+        let (cal, day) = (&self.session.cal, self.day);
+        let mut csv =
+            String::from("minute,real_price,sim_mid,sim_vwap,real_volume,sim_volume,sim_spread\n");
+        for m in 0..cal.minute_price.len() {
+            let _ = writeln!(
+                csv,
+                "{m},{},{},{},{},{},{}",
+                cal.minute_price[m],
+                day.mid[m],
+                day.vwap[m],
+                cal.minute_volume[m],
+                day.volume[m],
+                day.spread[m]
+            );
+        }
+        std::fs::write(self.out.join("minutes.csv"), csv)?;
+        Ok(())
+    }
+
+    /// The report's two plots, (title, SVG): the day's prices, and the
+    /// volume profile.
+    fn plots(&self) -> Result<Vec<(String, String)>> {
+        let Outputs {
+            session,
+            day,
+            profile,
+            ..
+        } = *self;
+        let (cal, sym, seed) = (&session.cal, &session.symbol, session.seed);
+        let mut svgs = Vec::new();
+        let real: Vec<(f64, f64)> = cal
+            .minute_price
+            .iter()
+            .enumerate()
+            .map(|(m, p)| (m as f64, *p))
+            .collect();
+        let sim: Vec<(f64, f64)> = day
+            .mid
+            .iter()
+            .enumerate()
+            .map(|(m, p)| (m as f64, *p))
+            .collect();
+        let fund: Vec<(f64, f64)> = self
+            .fundamental
+            .iter()
+            .enumerate()
+            .map(|(m, p)| (m as f64, *p))
+            .collect();
+        let mut svg = String::new();
+        let t1 = format!(
+            "{sym} {}: real minute price and simulated mid (seed {})",
+            session.date, seed
+        );
+        serl_report::lines_chart(
+            &mut svg,
+            &serl_report::Chart::new(&t1, "minute from the open", "price ($)"),
+            &[
+                ("real".into(), real),
+                ("simulated mid".into(), sim),
+                ("fundamental".into(), fund),
+            ],
+        )
+        .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        svgs.push((t1.clone(), svg));
+        let mut svg = String::new();
+        let t2 = "Volume per half hour: real and simulated (mean over seeds)".to_string();
+        let r: Vec<(f64, f64)> = profile.iter().map(|(h, r, _)| (*h as f64, *r)).collect();
+        let s: Vec<(f64, f64)> = profile.iter().map(|(h, _, s)| (*h as f64, *s)).collect();
+        serl_report::lines_chart(
+            &mut svg,
+            &serl_report::Chart::new(&t2, "half hour from the open", "shares").integer_x(),
+            &[("real".into(), r), ("simulated".into(), s)],
+        )
+        .map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+        svgs.push((t2.clone(), svg));
+        Ok(svgs)
     }
 
     /// The first seed's trade tape and its minute-end book snapshots.
