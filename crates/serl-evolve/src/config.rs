@@ -38,6 +38,12 @@ pub struct EvolveConfig {
     pub dynamic_validation_orders: usize,
     /// High-level DEK: instructions rewritten from their history of scores.
     pub high_level: bool,
+    /// High-level DEK's instruction cache: the chance that a language-model
+    /// designer's instruction (a module's, or the research direction) is
+    /// replaced by its best-scoring past one instead of being rewritten.
+    /// Each replay is logged. (The builtin designer replays inside its own
+    /// search.)
+    pub instruction_replay: f64,
     /// Low-level DEK: the ES on the best design's constants.
     pub low_level: LowLevelConfig,
     /// When the loop stops early.
@@ -125,6 +131,7 @@ impl Default for EvolveConfig {
             validation_orders: 200,
             dynamic_validation_orders: 8,
             high_level: true,
+            instruction_replay: 0.3,
             low_level: LowLevelConfig::default(),
             convergence: ConvergenceConfig::default(),
             ablations: Vec::new(),
@@ -136,6 +143,12 @@ impl Default for EvolveConfig {
 impl EvolveConfig {
     /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.instruction_replay) {
+            return Err(format!(
+                "evolve.instruction_replay is {}; give a probability in [0, 1]",
+                self.instruction_replay
+            ));
+        }
         if self.iterations == 0 || self.candidates == 0 {
             return Err("evolve.iterations and evolve.candidates must be at least 1".into());
         }

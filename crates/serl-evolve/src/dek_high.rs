@@ -4,6 +4,9 @@
 
 use std::collections::HashMap;
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
 use serl_design::ModuleKind;
 use serl_llm::prompts::{CandidateFeedback, Feedback, ModuleContext, TaskInfo};
 use serl_llm::Designer;
@@ -18,16 +21,38 @@ const MAX_INSTRUCTION: usize = 600;
 /// Rejection messages the feedback repeats.
 const FEEDBACK_ERRORS: usize = 5;
 
-/// The designer's micro instruction for each module, and each one's
-/// history of (instruction, best score of its round).
+/// The instruction the research direction is filed under in the logs.
+pub(crate) const MACRO: &str = "macro";
+
+/// The designer's instructions: the research direction (macro) and each
+/// module's micro instruction, with each one's history of (instruction,
+/// best score of its round), and the replays of the instruction cache.
 #[derive(Debug, Clone)]
 pub(crate) struct Instructions {
     pub micro: HashMap<ModuleKind, String>,
     pub history: HashMap<ModuleKind, Vec<(String, f64)>>,
+    pub macro_instruction: String,
+    pub macro_history: Vec<(String, f64)>,
+    /// Every instruction the cache brought back, in order.
+    pub replays: Vec<Replay>,
+    rng: SmallRng,
+}
+
+/// One replay of the instruction cache: a past instruction that scored
+/// best, used again instead of a rewrite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Replay {
+    /// The iteration it was replayed after, from 0.
+    pub iteration: usize,
+    /// The module's name, or `macro` for the research direction.
+    pub instruction_of: String,
+    pub instruction: String,
+    /// The best score it led to.
+    pub score: f64,
 }
 
 impl Instructions {
-    /// The config's starting instruction for each designed module.
+    /// The config's starting instructions.
     pub fn new(cfg: &EvolveConfig) -> Self {
         Instructions {
             micro: cfg
@@ -36,44 +61,128 @@ impl Instructions {
                 .map(|k| (*k, EvolveConfig::micro(*k).to_string()))
                 .collect(),
             history: HashMap::new(),
+            macro_instruction: cfg.macro_instruction.clone(),
+            macro_history: Vec::new(),
+            replays: Vec::new(),
+            rng: SmallRng::seed_from_u64(cfg.seed ^ 0x1A57_CAC4),
         }
     }
 
     /// Records each instruction with the round's best score (0 when no
     /// candidate scored), then asks the designer to rewrite it from that
-    /// history and the feedback. A designer that declines, or writes
-    /// nothing or too much, leaves the instruction as it was.
-    pub fn refine(
-        &mut self,
-        designer: &mut dyn Designer,
-        cfg: &EvolveConfig,
-        task: &TaskInfo,
-        best_round: Option<f64>,
-        feedback: &Feedback,
-    ) {
-        for &kind in &cfg.modules {
-            let score = best_round.unwrap_or(0.0);
+    /// history and the feedback. A language-model designer also rewrites
+    /// the research direction, and with probability
+    /// `cfg.instruction_replay` gets an instruction's best past version
+    /// back instead of a rewrite (logged in `replays`). A designer that
+    /// declines, or writes nothing or too much, leaves an instruction as
+    /// it was.
+    pub fn refine(&mut self, designer: &mut dyn Designer, round: &Refining) {
+        let score = round.best_score.unwrap_or(0.0);
+        let llm = designer.is_llm();
+        for &kind in &round.cfg.modules {
             let history = self.history.entry(kind).or_default();
             history.push((self.micro[&kind].clone(), score));
-            let mut ctx = ModuleContext::new(
-                kind,
-                task.clone(),
-                &cfg.macro_instruction,
-                &self.micro[&kind],
-            );
-            ctx.history = history
-                .iter()
-                .map(|(i, s)| serde_json::json!({"instruction": i, "score": s}))
-                .collect();
-            ctx.feedback = Some(feedback.clone());
-            if let Ok(r) = designer.refine(&ctx) {
-                let text = r.text.trim();
-                if !text.is_empty() && text.len() <= MAX_INSTRUCTION {
-                    self.micro.insert(kind, text.to_string());
+            let history = history.clone();
+            if llm {
+                if let Some(best) = self.replay(round, kind.name(), &history) {
+                    self.micro.insert(kind, best);
+                    continue;
                 }
+            }
+            let ctx = self.context(round, kind, kind.name(), &history);
+            if let Some(text) = rewrite(designer, &ctx) {
+                self.micro.insert(kind, text);
+            }
+        }
+        if llm {
+            self.macro_history
+                .push((self.macro_instruction.clone(), score));
+            let history = self.macro_history.clone();
+            if let Some(best) = self.replay(round, MACRO, &history) {
+                self.macro_instruction = best;
+                return;
+            }
+            let ctx = self.context(round, round.cfg.modules[0], MACRO, &history);
+            if let Some(text) = rewrite(designer, &ctx) {
+                self.macro_instruction = text;
             }
         }
     }
+
+    /// With probability `instruction_replay`, the best-scoring instruction
+    /// of `history` when it is not the current one (the last), logged.
+    fn replay(&mut self, round: &Refining, of: &str, history: &[(String, f64)]) -> Option<String> {
+        let p = round.cfg.instruction_replay;
+        if p <= 0.0 || !self.rng.random_bool(p.min(1.0)) {
+            return None;
+        }
+        let (best, score) = history.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        if Some(best) == history.last().map(|h| &h.0) {
+            return None;
+        }
+        tracing::info!("high-level DEK: replaying the {of} instruction that scored {score:.3}");
+        self.replays.push(Replay {
+            iteration: round.iteration,
+            instruction_of: of.to_string(),
+            instruction: best.clone(),
+            score: *score,
+        });
+        Some(best.clone())
+    }
+
+    /// The refine prompt's context: `module` is the module's name, or
+    /// [`MACRO`] for the research direction.
+    fn context(
+        &self,
+        round: &Refining,
+        kind: ModuleKind,
+        module: &str,
+        history: &[(String, f64)],
+    ) -> ModuleContext {
+        let mut ctx = ModuleContext::new(
+            kind,
+            round.task.clone(),
+            &self.macro_instruction,
+            &self.micro[&kind],
+        );
+        ctx.module = module.to_string();
+        ctx.history = history
+            .iter()
+            .map(|(i, s)| serde_json::json!({"instruction": i, "score": s}))
+            .collect();
+        ctx.feedback = Some(round.feedback.clone());
+        ctx
+    }
+
+    /// What `instructions.json` holds: every instruction's history and the
+    /// cache's replays.
+    pub fn log(&self) -> serde_json::Value {
+        let modules: HashMap<&str, &Vec<(String, f64)>> =
+            self.history.iter().map(|(k, v)| (k.name(), v)).collect();
+        serde_json::json!({
+            "modules": modules,
+            "macro": self.macro_history,
+            "replays": self.replays,
+        })
+    }
+}
+
+/// What a round of instruction rewriting reads.
+pub(crate) struct Refining<'a> {
+    pub cfg: &'a EvolveConfig,
+    pub task: &'a TaskInfo,
+    /// The round, from 0.
+    pub iteration: usize,
+    pub best_score: Option<f64>,
+    pub feedback: &'a Feedback,
+}
+
+/// The designer's rewrite of an instruction, when it gives one of a
+/// sensible length.
+fn rewrite(designer: &mut dyn Designer, ctx: &ModuleContext) -> Option<String> {
+    let r = designer.refine(ctx).ok()?;
+    let text = r.text.trim();
+    (!text.is_empty() && text.len() <= MAX_INSTRUCTION).then(|| text.to_string())
 }
 
 /// What iteration `j`'s results tell the designer: every scored candidate
@@ -171,15 +280,19 @@ mod tests {
         assert_eq!(stats["terms"][0]["term"], "-(2 * remaining_inv^2 / steps)");
     }
 
-    /// Rewrites every instruction it is asked to, unless told to decline.
-    struct Rewriter(bool);
+    /// Rewrites every instruction it is asked to (as `<module> (round
+    /// <n>)`), unless told to decline; a language model or not.
+    struct Rewriter {
+        decline: bool,
+        llm: bool,
+    }
 
     impl Designer for Rewriter {
         fn name(&self) -> String {
             "rewriter".into()
         }
         fn is_llm(&self) -> bool {
-            false
+            self.llm
         }
         fn propose(
             &mut self,
@@ -189,7 +302,7 @@ mod tests {
             unreachable!("refining proposes nothing")
         }
         fn refine(&mut self, ctx: &ModuleContext) -> Result<serl_llm::Reply, serl_llm::LlmError> {
-            if self.0 {
+            if self.decline {
                 return Err(serl_llm::LlmError::MissingKey("NO_KEY".into()));
             }
             Ok(serl_llm::Reply {
@@ -199,28 +312,96 @@ mod tests {
         }
     }
 
+    fn refine(
+        ins: &mut Instructions,
+        d: &mut Rewriter,
+        cfg: &EvolveConfig,
+        j: usize,
+        best: Option<f64>,
+    ) {
+        let fb = feedback(&[], 0);
+        let round = Refining {
+            cfg,
+            task: &TaskInfo::default(),
+            iteration: j,
+            best_score: best,
+            feedback: &fb,
+        };
+        ins.refine(d, &round);
+    }
+
     #[test]
     fn instructions_keep_their_history_and_take_the_rewrite() {
         let cfg = EvolveConfig::default();
         let mut ins = Instructions::new(&cfg);
         let first = ins.micro[&cfg.modules[0]].clone();
-        let fb = feedback(&[], 0);
-        ins.refine(
-            &mut Rewriter(false),
-            &cfg,
-            &TaskInfo::default(),
-            Some(1.5),
-            &fb,
-        );
+        let mut builtin = Rewriter {
+            decline: false,
+            llm: false,
+        };
+        refine(&mut ins, &mut builtin, &cfg, 0, Some(1.5));
         let kind = cfg.modules[0];
         assert_eq!(ins.history[&kind], vec![(first, 1.5)]);
         assert_eq!(ins.micro[&kind], format!("{} (round 1)", kind.name()));
+        assert_eq!(
+            ins.macro_instruction, cfg.macro_instruction,
+            "only a language model rewrites the research direction"
+        );
         let before = ins.micro.clone();
-        ins.refine(&mut Rewriter(true), &cfg, &TaskInfo::default(), None, &fb);
+        builtin.decline = true;
+        refine(&mut ins, &mut builtin, &cfg, 1, None);
         assert_eq!(
             ins.micro, before,
             "a declined rewrite keeps the instruction"
         );
         assert_eq!(ins.history[&kind][1].1, 0.0, "no score counts as 0");
+    }
+
+    #[test]
+    fn a_language_model_rewrites_the_research_direction_and_the_cache_replays_the_best() {
+        let mut cfg = EvolveConfig {
+            instruction_replay: 0.0,
+            ..Default::default()
+        };
+        let mut ins = Instructions::new(&cfg);
+        let mut llm = Rewriter {
+            decline: false,
+            llm: true,
+        };
+        refine(&mut ins, &mut llm, &cfg, 0, Some(2.0));
+        assert_eq!(ins.macro_instruction, "macro (round 1)");
+        assert_eq!(
+            ins.macro_history,
+            vec![(cfg.macro_instruction.clone(), 2.0)]
+        );
+        refine(&mut ins, &mut llm, &cfg, 1, Some(1.0));
+        assert_eq!(ins.macro_instruction, "macro (round 2)");
+        assert!(ins.replays.is_empty());
+
+        // Now always replay: the round-0 instructions scored best (2.0).
+        cfg.instruction_replay = 1.0;
+        refine(&mut ins, &mut llm, &cfg, 2, Some(0.5));
+        let kind = cfg.modules[0];
+        assert_eq!(ins.micro[&kind], EvolveConfig::micro(kind));
+        assert_eq!(ins.macro_instruction, cfg.macro_instruction);
+        assert_eq!(
+            ins.replays.len(),
+            cfg.modules.len() + 1,
+            "{:?}",
+            ins.replays
+        );
+        let last = ins.replays.last().unwrap();
+        assert_eq!(
+            (last.instruction_of.as_str(), last.score, last.iteration),
+            (MACRO, 2.0, 2)
+        );
+        let log = ins.log();
+        assert_eq!(log["replays"].as_array().unwrap().len(), ins.replays.len());
+        assert_eq!(log["macro"][0][1], 2.0);
+
+        // The best is already in use: nothing to replay.
+        let n = ins.replays.len();
+        refine(&mut ins, &mut llm, &cfg, 3, Some(5.0));
+        assert_eq!(ins.replays.len(), n);
     }
 }

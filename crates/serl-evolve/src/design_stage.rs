@@ -22,6 +22,8 @@ pub(crate) struct Round<'a> {
     pub cfg: &'a EvolveConfig,
     pub task: &'a TaskInfo,
     pub micro: &'a HashMap<ModuleKind, String>,
+    /// The research direction, as the high-level DEK last left it.
+    pub macro_instruction: &'a str,
     pub feedback: Option<&'a Feedback>,
     pub history: &'a [CandidateResult],
     pub prompts: Option<&'a Prompts>,
@@ -34,7 +36,7 @@ impl Round<'_> {
         let mut ctx = ModuleContext::new(
             kind,
             self.task.clone(),
-            &self.cfg.macro_instruction,
+            self.macro_instruction,
             &self.micro[&kind],
         );
         ctx.examples = top_examples(self.history, kind, self.cfg.top_k);

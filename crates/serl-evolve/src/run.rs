@@ -20,7 +20,7 @@ use serl_llm::Designer;
 
 use crate::candidate::{best_of, CandidateKind, CandidateResult};
 use crate::config::{ConvergenceConfig, EvolveConfig};
-use crate::dek_high::{feedback, Instructions};
+use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
 use crate::score::{side_by_side, Pending, Scoring};
@@ -251,17 +251,18 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inputs.say(Event::Iteration(summary.clone()));
         if cfg.high_level {
             stages.time("high-level DEK", || {
-                instructions.refine(
-                    inputs.designer.as_mut(),
-                    &cfg,
-                    &task,
-                    summary.best_score,
-                    &fb,
-                )
+                let round = Refining {
+                    cfg: &cfg,
+                    task: &task,
+                    iteration: j,
+                    best_score: summary.best_score,
+                    feedback: &fb,
+                };
+                instructions.refine(inputs.designer.as_mut(), &round)
             });
         }
         last_feedback = Some(fb);
-        write_json(&dir.join("instructions.json"), &instructions.history)?;
+        write_json(&dir.join("instructions.json"), &instructions.log())?;
         if converging.update(&cfg.convergence, summary.best_pa) {
             inputs.say(Event::Converged { iterations: j + 1 });
             break;
@@ -309,6 +310,7 @@ fn design_round(
         cfg,
         task,
         micro: &instructions.micro,
+        macro_instruction: &instructions.macro_instruction,
         feedback,
         history: all,
         prompts: inputs.prompts.as_ref(),

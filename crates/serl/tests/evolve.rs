@@ -391,6 +391,8 @@ fn scripted_server() -> String {
                 "```json\n{\"broadcast\": [{\"name\": \"left\", \"program\": \"inventory_left\"}], \"aggregate\": \"attention\"}\n```".to_string()
             } else if prompt.contains("# Module: imagination") {
                 r#"{"scenarios": [{"volatility_mult": 1.2, "drift_bps": -10, "liquidity_mult": 0.9, "jumps": []}], "share": 0.5}"#.to_string()
+            } else if prompt.contains("You improve the research direction") {
+                "Favour timing gains on falling days.".to_string()
             } else {
                 "Penalise inventory late in the day.".to_string()
             };
@@ -413,6 +415,14 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     );
     let transcript = std::fs::read_to_string(run.join("transcript.jsonl")).unwrap();
     assert!(transcript.lines().count() >= 8, "{transcript}");
+    // The high-level DEK's rewritten research direction reaches the next
+    // round's module prompts.
+    assert!(
+        transcript
+            .lines()
+            .any(|l| l.contains("# Module: reward") && l.contains("Favour timing gains on falling days.")),
+        "no module prompt carries the rewritten macro instruction"
+    );
     let c0: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap())
             .unwrap();
