@@ -64,8 +64,8 @@ pub use network::{
 };
 pub use profiling::{ProfilingModule, MAX_AGENTS};
 pub use reward::{
-    reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar, DEFAULT_REWARD_PROGRAM,
-    REWARD_VARS,
+    reward_grammar, reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar,
+    DEFAULT_REWARD_PROGRAM, REWARD_VARS,
 };
 pub use smoke::{smoke_test, SmokeReport, TermStats};
 

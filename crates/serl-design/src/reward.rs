@@ -114,6 +114,13 @@ pub fn reward_vars_doc() -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The reward language as GBNF for constrained decoders: the expression
+/// grammar over [`REWARD_VARS`] without the window functions, which a
+/// reward may not use, so a constrained reply is never refused for one.
+pub fn reward_grammar() -> String {
+    serl_expr::gbnf_with(&reward_vars(), false)
+}
+
 /// The variables a reward program is compiled over.
 pub fn reward_vars() -> VarSet {
     VarSet::new(&REWARD_VARS.map(|v| v.name))

@@ -15,8 +15,26 @@ fn alternatives(names: &[&str]) -> String {
 /// The grammar as GBNF, with `vars` as the only names a program may read.
 /// Every string it accepts parses; the checker adds types and bounds.
 pub fn gbnf(vars: &VarSet) -> String {
+    gbnf_with(vars, true)
+}
+
+/// [`gbnf`], with or without the window functions (`mean(x, 5)`, ...):
+/// programs that must read only the current step (a reward) get a grammar
+/// that cannot write one.
+pub fn gbnf_with(vars: &VarSet, windows: bool) -> String {
     let var_names: Vec<&str> = vars.names().iter().map(String::as_str).collect();
-    let windows = ["mean", "std", "ema", "lag", "min_over", "max_over"];
+    let window_names = ["mean", "std", "ema", "lag", "min_over", "max_over"];
+    let (window_call, window_rule) = if windows {
+        (
+            "\n          | windowfn \"(\" ws var ws \",\" ws window ws \")\"",
+            format!(
+                "windowfn ::= {}\nwindow  ::= [1-9] [0-9]?\n",
+                alternatives(&window_names)
+            ),
+        )
+    } else {
+        ("", String::new())
+    };
     let unary = ["abs", "sqrt", "log", "exp", "tanh", "sign"];
     let _ = function_names();
     format!(
@@ -35,19 +53,15 @@ power   ::= atom (ws "^" ws unary)?
 atom    ::= number | "true" | "false" | var | local | call | "(" ws expr ws ")"
 call    ::= unaryfn "(" ws expr ws ")"
           | ("min" | "max") "(" ws expr ws "," ws expr ws ")"
-          | "clip" "(" ws expr ws "," ws expr ws "," ws expr ws ")"
-          | windowfn "(" ws var ws "," ws window ws ")"
+          | "clip" "(" ws expr ws "," ws expr ws "," ws expr ws ")"{window_call}
 unaryfn ::= {unary}
-windowfn ::= {windows}
-var     ::= {vars}
+{window_rule}var     ::= {vars}
 local   ::= "v_" [a-z0-9_]*
-window  ::= [1-9] [0-9]?
 number  ::= [0-9]+ ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
 ws      ::= [ \t\n]*
 ws1     ::= [ \t\n]+
 "#,
         unary = alternatives(&unary),
-        windows = alternatives(&windows),
         vars = alternatives(&var_names),
     )
 }

@@ -83,7 +83,7 @@ mod syntax;
 mod terms;
 
 pub use compile::{Program, State, WindowKind};
-pub use grammar::{gbnf, json_schema};
+pub use grammar::{gbnf, gbnf_with, json_schema};
 
 /// A place in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

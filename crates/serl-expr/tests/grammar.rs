@@ -120,3 +120,19 @@ fn the_recognizer_refuses_what_the_grammar_does_not_say() {
         );
     }
 }
+
+#[test]
+fn the_grammar_without_windows_writes_programs_that_read_only_the_current_step() {
+    let vars = vars();
+    let g = Grammar::parse(&serl_expr::gbnf_with(&vars, false));
+    let mut gen = Generator::new(&g, SEED ^ 1, Limits::default().max_window);
+    for _ in 0..PROGRAMS {
+        let src = gen.program();
+        let p = Program::compile(&src, &vars)
+            .unwrap_or_else(|e| panic!("{e}\n    in: {src:?}"));
+        assert!(!p.has_windows(), "a window function in:\n{src}");
+    }
+    assert!(g.derives("step_pa - 2 * remaining_inv^2"));
+    assert!(!g.derives("mean(step_pa, 5)"));
+    assert!(Grammar::parse(&serl_expr::gbnf(&vars)).derives("mean(step_pa, 5)"));
+}

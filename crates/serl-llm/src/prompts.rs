@@ -245,7 +245,7 @@ impl ModuleContext {
         let (variables, grammar) = match kind {
             ModuleKind::Reward => (
                 serl_design::reward_vars_doc(),
-                serl_expr::gbnf(&serl_design::reward_vars()),
+                serl_design::reward_grammar(),
             ),
             _ => {
                 let names = serl_design::observation_names();

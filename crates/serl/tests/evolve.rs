@@ -418,9 +418,8 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
     // The high-level DEK's rewritten research direction reaches the next
     // round's module prompts.
     assert!(
-        transcript
-            .lines()
-            .any(|l| l.contains("# Module: reward") && l.contains("Favour timing gains on falling days.")),
+        transcript.lines().any(|l| l.contains("# Module: reward")
+            && l.contains("Favour timing gains on falling days.")),
         "no module prompt carries the rewritten macro instruction"
     );
     let c0: serde_json::Value =
