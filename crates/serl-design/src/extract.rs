@@ -4,10 +4,16 @@
 use crate::kind::ModuleKind;
 
 /// The module text inside `reply`, or `None` when there is nothing that
-/// could be one. Programs: the first fenced block, else the reply itself
-/// (a leading `reward =` or similar label is dropped). JSON modules: the
-/// first balanced `{...}` or `[...]`, fenced or not.
+/// could be one. Programs: `{"program": "..."}` (the shape a constrained
+/// reply has, [`crate::module_schema`]), else the first fenced block, else
+/// the reply itself (a leading `reward =` or similar label is dropped).
+/// JSON modules: the first balanced `{...}` or `[...]`, fenced or not.
 pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
+    if !kind.is_json() {
+        if let Some(program) = wrapped_program(reply) {
+            return Some(program);
+        }
+    }
     // Programs: a fence, else an inline `code span` inside prose.
     let body = fenced(reply)
         .or_else(|| (!kind.is_json()).then(|| inline_code(reply)).flatten())
@@ -27,6 +33,13 @@ pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
     };
     let text = text.trim().to_string();
     (!text.is_empty()).then_some(text)
+}
+
+/// The program of a reply that is the JSON object `{"program": "..."}`.
+fn wrapped_program(reply: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(reply.trim()).ok()?;
+    let p = v.as_object()?.get("program")?.as_str()?.trim();
+    (!p.is_empty()).then(|| p.to_string())
 }
 
 /// The contents of the first ``` fence (its language tag dropped).
@@ -91,6 +104,11 @@ mod tests {
             "step_pa"
         );
         assert_eq!(extract(ModuleKind::Reward, "  \n "), None);
+        assert_eq!(
+            extract(ModuleKind::Reward, "{\"program\": \" twap_gain - done \"}").unwrap(),
+            "twap_gain - done",
+            "a constrained reply"
+        );
     }
 
     #[test]

@@ -157,6 +157,13 @@ impl FeatureSet {
     }
 }
 
+/// The language of feature and broadcast programs as GBNF for constrained
+/// decoders: the expression grammar over the observation's columns,
+/// window functions included.
+pub fn observation_grammar() -> String {
+    serl_expr::gbnf(&VarSet::from_names(serl_env::obs::feature_names()))
+}
+
 /// Checks a feature list as a designer wrote it: at most
 /// [`MAX_FEATURES`], names of 1 to [`MAX_FEATURE_NAME`] letters, digits or
 /// underscores, each defined once, programs that compile over the

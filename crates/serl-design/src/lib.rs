@@ -48,12 +48,14 @@ mod modules;
 mod network;
 mod profiling;
 mod reward;
+mod schema;
 mod smoke;
 
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
 pub use extract::extract;
 pub use features::{
-    check_features, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES, MAX_FEATURE_NAME,
+    check_features, observation_grammar, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES,
+    MAX_FEATURE_NAME,
 };
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
 pub use kind::{ModuleError, ModuleKind};
@@ -67,6 +69,7 @@ pub use reward::{
     reward_grammar, reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar,
     DEFAULT_REWARD_PROGRAM, REWARD_VARS,
 };
+pub use schema::module_schema;
 pub use smoke::{smoke_test, SmokeReport, TermStats};
 
 /// The observation that feature and broadcast programs read: its width

@@ -128,8 +128,7 @@ fn the_grammar_without_windows_writes_programs_that_read_only_the_current_step()
     let mut gen = Generator::new(&g, SEED ^ 1, Limits::default().max_window);
     for _ in 0..PROGRAMS {
         let src = gen.program();
-        let p = Program::compile(&src, &vars)
-            .unwrap_or_else(|e| panic!("{e}\n    in: {src:?}"));
+        let p = Program::compile(&src, &vars).unwrap_or_else(|e| panic!("{e}\n    in: {src:?}"));
         assert!(!p.has_windows(), "a window function in:\n{src}");
     }
     assert!(g.derives("step_pa - 2 * remaining_inv^2"));

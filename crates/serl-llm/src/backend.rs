@@ -37,6 +37,19 @@ pub struct ChatRequest {
     /// A GBNF grammar for servers that constrain decoding with one
     /// (llama.cpp); others ignore it.
     pub grammar: Option<String>,
+    /// A JSON schema the reply must follow, sent as OpenAI's
+    /// `response_format` (`json_schema`) or Ollama's `format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Schema>,
+}
+
+/// A named JSON schema for a reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Its name (the module's), as `response_format` asks for one.
+    pub name: String,
+    /// The schema itself.
+    pub schema: serde_json::Value,
 }
 
 impl ChatRequest {
@@ -50,6 +63,7 @@ impl ChatRequest {
             max_tokens: 1024,
             json: false,
             grammar: None,
+            schema: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serl_design::{extract, Module, ModuleKind};
 
-use crate::backend::{Backend, ChatRequest, LlmError};
+use crate::backend::{Backend, ChatRequest, LlmError, Schema};
 use crate::prompts::{ModuleContext, Prompts};
 
 /// What a designer answered.
@@ -37,6 +37,9 @@ pub trait Designer: Send {
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError>;
 }
 
+/// What constrains a reply: a GBNF grammar, a JSON schema, or neither.
+type Constraint = (Option<String>, Option<Schema>);
+
 /// An LLM designer: renders the module's template and asks the backend.
 pub struct LlmDesigner {
     /// The templates rendered for each question.
@@ -48,8 +51,13 @@ pub struct LlmDesigner {
     /// Base seed: call `n` asks with `seed + n`, so that retries differ
     /// and a rerun or replay asks the same questions.
     pub seed: u64,
-    /// Send the expression grammar to servers that constrain decoding.
+    /// Constrain every reply to its module's JSON schema (OpenAI's
+    /// `response_format`, Ollama's `format`); a reward then comes back as
+    /// `{"program": "..."}`.
     pub constrained: bool,
+    /// Also send the reward's GBNF grammar (llama.cpp's `grammar` field);
+    /// the reward then comes back as a bare program, without a schema.
+    pub gbnf: bool,
     calls: u64,
 }
 
@@ -63,6 +71,7 @@ impl LlmDesigner {
             temperature: 0.7,
             seed,
             constrained: false,
+            gbnf: false,
             calls: 0,
         }
     }
@@ -72,7 +81,7 @@ impl LlmDesigner {
         template: &str,
         ctx: &ModuleContext,
         json: bool,
-        grammar: Option<String>,
+        constraint: Constraint,
     ) -> Result<Reply, LlmError> {
         let prompt = self.prompts.render(template, &ctx.to_value())?;
         let mut req = ChatRequest::new(prompt.clone());
@@ -81,7 +90,7 @@ impl LlmDesigner {
         // or a replay asks exactly the same questions.
         req.seed = Some(self.seed.wrapping_add(self.calls));
         req.json = json;
-        req.grammar = grammar;
+        (req.grammar, req.schema) = constraint;
         self.calls += 1;
         let r = self.backend.chat(&req)?;
         Ok(Reply {
@@ -101,11 +110,24 @@ impl Designer for LlmDesigner {
         true
     }
     fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
-        let grammar = (self.constrained && kind == ModuleKind::Reward).then(|| ctx.grammar.clone());
-        self.ask(kind.name(), ctx, kind.is_json(), grammar)
+        let bare_program = self.gbnf && kind == ModuleKind::Reward;
+        let constraint = match (bare_program, self.constrained) {
+            (true, _) => (Some(ctx.grammar.clone()), None),
+            (false, true) => (
+                None,
+                Some(Schema {
+                    name: kind.name().into(),
+                    schema: serl_design::module_schema(kind),
+                }),
+            ),
+            (false, false) => (None, None),
+        };
+        let mut ctx = ctx.clone();
+        ctx.constrained = constraint.1.is_some();
+        self.ask(kind.name(), &ctx, kind.is_json(), constraint)
     }
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
-        self.ask("refine", ctx, false, None)
+        self.ask("refine", ctx, false, (None, None))
     }
 }
 

@@ -144,7 +144,12 @@ impl HttpBackend {
                 if let Some(s) = req.seed {
                     b["seed"] = json!(s);
                 }
-                if req.json {
+                if let Some(s) = &req.schema {
+                    b["response_format"] = json!({
+                        "type": "json_schema",
+                        "json_schema": {"name": s.name, "strict": true, "schema": s.schema},
+                    });
+                } else if req.json {
                     b["response_format"] = json!({"type": "json_object"});
                 }
                 if let Some(g) = &req.grammar {
@@ -159,7 +164,9 @@ impl HttpBackend {
                     options["seed"] = json!(s);
                 }
                 let mut b = json!({"model": self.cfg.model, "messages": req.messages, "stream": false, "options": options});
-                if req.json {
+                if let Some(s) = &req.schema {
+                    b["format"] = s.schema.clone();
+                } else if req.json {
                     b["format"] = json!("json");
                 }
                 b

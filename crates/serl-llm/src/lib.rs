@@ -30,7 +30,7 @@ mod http;
 pub mod prompts;
 mod record;
 
-pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message};
+pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema};
 pub use builtin::BuiltinDesigner;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
 pub use http::{Flavor, HttpBackend, HttpConfig};

@@ -230,6 +230,10 @@ pub struct ModuleContext {
     pub error: Option<String>,
     /// ⟨instruction, score⟩ history, for `refine`.
     pub history: Vec<Value>,
+    /// The reply is constrained to the module's JSON schema
+    /// (`serl_design::module_schema`): a program comes back as
+    /// `{"program": "..."}`, so the templates ask for that shape.
+    pub constrained: bool,
 }
 
 impl ModuleContext {
@@ -272,6 +276,7 @@ impl ModuleContext {
             feedback: None,
             error: None,
             history: Vec::new(),
+            constrained: false,
         }
     }
 
@@ -345,6 +350,37 @@ mod tests {
             text.contains("remaining_inv") && text.contains("did you mean"),
             "{text}"
         );
+    }
+
+    /// The reply a template asks for is the shape the module's schema
+    /// constrains it to: each JSON module's template asks for JSON with
+    /// the schema's required fields, and the reward's asks for
+    /// `{"program": ...}` when constrained and a fenced program when not.
+    #[test]
+    fn each_template_asks_for_the_shape_its_schema_constrains_the_reply_to() {
+        let p = Prompts::load(&shipped()).unwrap();
+        for kind in ModuleKind::ALL {
+            let mut ctx = sample_context(kind, false);
+            ctx["constrained"] = json!(true);
+            let text = p.render(kind.name(), &ctx).unwrap();
+            let ask = &text[text
+                .rfind("Reply with")
+                .unwrap_or_else(|| panic!("{kind:?}: no reply instruction"))..];
+            let schema = serl_design::module_schema(kind);
+            assert!(ask.starts_with("Reply with JSON"), "{kind:?}: {ask}");
+            for field in schema["required"].as_array().unwrap() {
+                let field = field.as_str().unwrap();
+                assert!(
+                    ask.contains(&format!("\"{field}\"")),
+                    "{kind:?}: `{field}` not asked for in: {ask}"
+                );
+            }
+            ctx["constrained"] = json!(false);
+            let text = p.render(kind.name(), &ctx).unwrap();
+            if kind == ModuleKind::Reward {
+                assert!(text.contains("```serl fenced block"), "{text}");
+            }
+        }
     }
 
     #[test]

@@ -285,3 +285,34 @@ fn ollama_defaults_to_its_own_port() {
     };
     assert_eq!(set.base_url(), "http://gpu-box:11434");
 }
+
+#[test]
+fn a_schema_is_sent_as_response_format_and_as_ollamas_format() {
+    let schema = serl_llm::Schema {
+        name: "reward".into(),
+        schema: serde_json::json!({"type": "object", "properties": {"program": {"type": "string"}}}),
+    };
+    let s = serve(vec![Answer::Ok(completion("{\"program\": \"step_pa\"}"))]);
+    let mut req = ChatRequest::new("x");
+    req.schema = Some(schema.clone());
+    backend(&s.url, 5.0).chat(&req).unwrap();
+    let sent = &s.bodies.lock().unwrap()[0];
+    assert_eq!(sent["response_format"]["type"], "json_schema");
+    assert_eq!(sent["response_format"]["json_schema"]["name"], "reward");
+    assert_eq!(
+        sent["response_format"]["json_schema"]["schema"],
+        schema.schema
+    );
+
+    let body = serde_json::json!({"message": {"role": "assistant", "content": "{}"}}).to_string();
+    let s = serve(vec![Answer::Ok(body)]);
+    let b = HttpBackend::new(HttpConfig {
+        flavor: Flavor::Ollama,
+        base_url: Some(s.url.clone()),
+        api_key_env: None,
+        ..Default::default()
+    })
+    .unwrap();
+    b.chat(&req).unwrap();
+    assert_eq!(s.bodies.lock().unwrap()[0]["format"], schema.schema);
+}

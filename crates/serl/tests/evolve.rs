@@ -374,12 +374,21 @@ fn scripted_server() -> String {
                 .unwrap_or("")
                 .to_string();
             let seed = req["seed"].as_u64().unwrap_or(0);
+            // Every module request is constrained to its module's schema
+            // (the shipped configs' default); refuse one that is not.
+            if prompt.contains("# Module:") && req["response_format"]["type"] != "json_schema" {
+                let body =
+                    "{\"error\": \"a module request without a json_schema response_format\"}";
+                let _ = write!(stream, "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                continue;
+            }
             let content = if prompt.contains("# Module: reward") {
                 if first_reward {
                     first_reward = false;
                     "I would use `step_pa - remaining_inventory`".to_string()
                 } else {
-                    format!("```serl\nstep_pa - {}.5 * remaining_inv^2 / steps - 50 * done * remaining_inv^2\n```", seed % 4)
+                    // The shape the reward's schema constrains a reply to.
+                    serde_json::json!({"program": format!("step_pa - {}.5 * remaining_inv^2 / steps - 50 * done * remaining_inv^2", seed % 4)}).to_string()
                 }
             } else if prompt.contains("# Module: state space") {
                 r#"{"features": [{"name": "ret_mean_5", "program": "mean(ret_1, 5)"}]}"#.to_string()

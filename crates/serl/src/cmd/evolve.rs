@@ -61,8 +61,11 @@ pub struct LlmSection {
     pub backend: LlmChoice,
     pub http: HttpConfig,
     pub temperature: f64,
-    /// Send the expression grammar (GBNF) to servers that support it.
+    /// Constrain every reply to its module's JSON schema
+    /// (`response_format` / Ollama's `format`).
     pub constrained: bool,
+    /// Also send the reward's GBNF grammar (llama.cpp's `grammar` field).
+    pub gbnf: bool,
 }
 
 impl Default for LlmSection {
@@ -71,7 +74,8 @@ impl Default for LlmSection {
             backend: LlmChoice::Builtin,
             http: HttpConfig::default(),
             temperature: 0.7,
-            constrained: false,
+            constrained: true,
+            gbnf: false,
         }
     }
 }
@@ -284,6 +288,7 @@ fn make_designer(
         let mut d = LlmDesigner::new(Prompts::load(prompts)?, inner, cfg.evolve.seed);
         d.temperature = cfg.llm.temperature;
         d.constrained = cfg.llm.constrained;
+        d.gbnf = cfg.llm.gbnf;
         Ok(Box::new(d))
     };
     match backend {

@@ -1,4 +1,5 @@
-//! `serl prompts list|render|check`: the designer's prompt templates.
+//! `serl prompts list|render|check|grammar`: the designer's prompt
+//! templates, and what constrains its replies.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,6 +20,26 @@ pub enum PromptsCommand {
     /// Render every template against the sample contexts; exit 1 on any
     /// syntax error or undefined variable, naming file and line.
     Check(DirArg),
+    /// What a constrained reply to a module must follow: its JSON schema
+    /// (sent as `response_format` / Ollama's `format`), or the GBNF grammar
+    /// of the expression language its programs are written in.
+    Grammar(GrammarArgs),
+}
+
+#[derive(Args)]
+pub struct GrammarArgs {
+    /// reward, state, architecture, imagination, profiling or communication.
+    pub module: String,
+    /// `json-schema`, or `gbnf` (reward: without window functions; state
+    /// and communication: the language over the observation).
+    #[arg(long, default_value = "json-schema")]
+    pub format: GrammarFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum GrammarFormat {
+    JsonSchema,
+    Gbnf,
 }
 
 #[derive(Args)]
@@ -81,6 +102,31 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
                 }
             };
             println!("{}", p.render(&a.module, &ctx)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        PromptsCommand::Grammar(a) => {
+            let Some(kind) = ModuleKind::parse_name(&a.module) else {
+                bail!(
+                    "unknown module `{}`: expected reward, state, architecture, imagination, profiling or communication",
+                    a.module
+                );
+            };
+            match a.format {
+                GrammarFormat::JsonSchema => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serl_design::module_schema(kind))?
+                ),
+                GrammarFormat::Gbnf => match kind {
+                    ModuleKind::Reward => print!("{}", serl_design::reward_grammar()),
+                    ModuleKind::State | ModuleKind::Communication => {
+                        print!("{}", serl_design::observation_grammar())
+                    }
+                    _ => bail!(
+                        "the {} module is JSON without programs: it has a JSON schema (--format json-schema), not a GBNF grammar",
+                        kind.name()
+                    ),
+                },
+            }
             Ok(ExitCode::SUCCESS)
         }
         PromptsCommand::Check(a) => {
