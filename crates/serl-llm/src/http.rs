@@ -145,9 +145,13 @@ impl HttpBackend {
                     b["seed"] = json!(s);
                 }
                 if let Some(s) = &req.schema {
+                    // Not `strict`: OpenAI's strict mode wants every field
+                    // required and refuses `pattern`/`prefixItems`, while
+                    // the modules have defaulted fields; vLLM and
+                    // llama.cpp enforce the schema either way.
                     b["response_format"] = json!({
                         "type": "json_schema",
-                        "json_schema": {"name": s.name, "strict": true, "schema": s.schema},
+                        "json_schema": {"name": s.name, "strict": false, "schema": s.schema},
                     });
                 } else if req.json {
                     b["response_format"] = json!({"type": "json_object"});
