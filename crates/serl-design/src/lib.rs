@@ -50,6 +50,7 @@ mod profiling;
 mod reward;
 mod schema;
 mod smoke;
+mod terms;
 
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
 pub use extract::extract;
@@ -70,7 +71,8 @@ pub use reward::{
     DEFAULT_REWARD_PROGRAM, REWARD_VARS,
 };
 pub use schema::module_schema;
-pub use smoke::{smoke_test, SmokeReport, TermStats};
+pub use smoke::{smoke_test, SmokeReport};
+pub use terms::{TermRecorder, TermStats};
 
 /// The observation that feature and broadcast programs read: its width
 /// and its column names, as the prompts state them.

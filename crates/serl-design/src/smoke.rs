@@ -2,12 +2,15 @@
 //! episode, before any training is spent on it.
 
 use serde::{Deserialize, Serialize};
+
+use crate::terms::TermStats;
 use serl_env::{EnvConfig, Episode, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
 
 use crate::features::FeatureSet;
 use crate::kind::{ModuleError, ModuleKind};
 use crate::modules::StateModule;
-use crate::reward::{RewardModule, REWARD_VARS};
+use crate::reward::RewardModule;
+use crate::terms::TermRecorder;
 
 /// What the smoke episode showed; part of the designer's feedback.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,49 +34,6 @@ pub struct SmokeReport {
     pub terms: Vec<TermStats>,
 }
 
-/// One reward term's values over the smoke episode's steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TermStats {
-    /// The term as a program, with its sign (`-(2 * remaining_inv^2)`).
-    pub term: String,
-    /// Mean per-step value.
-    pub mean: f64,
-    /// Standard deviation of the per-step values.
-    pub std: f64,
-    /// Share of steps whose value was NaN, infinite or a division by zero
-    /// (repaired to 0 or clipped to ±1e12).
-    pub repaired_share: f64,
-}
-
-/// Running sums of one term's values.
-struct TermSums {
-    program: serl_expr::Program,
-    sum: f64,
-    sum_sq: f64,
-    repaired: u64,
-}
-
-impl TermSums {
-    fn add(&mut self, vars: &[f64]) {
-        let mut st = self.program.new_state();
-        let v = self.program.eval(&mut st, vars);
-        self.sum += v;
-        self.sum_sq += v * v;
-        self.repaired += st.repaired.min(1);
-    }
-
-    fn stats(&self, n: usize) -> TermStats {
-        let n = n.max(1) as f64;
-        let mean = self.sum / n;
-        TermStats {
-            term: self.program.source().to_string(),
-            mean,
-            std: (self.sum_sq / n - mean * mean).max(0.0).sqrt(),
-            repaired_share: self.repaired as f64 / n,
-        }
-    }
-}
-
 /// Largest per-step reward or feature magnitude a sane design produces.
 const SANE: f64 = 1e4;
 
@@ -89,17 +49,7 @@ pub fn smoke_test(
     let r = reward.reward();
     let fs = &state.features;
     let mut states = fs.states();
-    let mut terms: Vec<TermSums> = reward
-        .program()
-        .terms()
-        .into_iter()
-        .map(|program| TermSums {
-            program,
-            sum: 0.0,
-            sum_sq: 0.0,
-            repaired: 0,
-        })
-        .collect();
+    let terms = TermRecorder::new(reward);
     let mut env = StaticEnv::new(view, order, cfg);
     let mut obs = [0f32; OBS_DIM];
     let mut ext = vec![0f32; OBS_DIM + fs.len()];
@@ -116,10 +66,7 @@ pub fn smoke_test(
         let steps = env.steps();
         let info = env.step(1.0 / steps as f64);
         let v = r.reward(&info);
-        let vars = REWARD_VARS.map(|var| var.value(&info));
-        for t in &mut terms {
-            t.add(&vars);
-        }
+        terms.reward(&info);
         lo = lo.min(v);
         hi = hi.max(v);
         sum += v;
@@ -137,7 +84,7 @@ pub fn smoke_test(
             .zip(&ranges)
             .map(|(d, r)| (d.name.clone(), r.0, r.1))
             .collect(),
-        terms: terms.iter().map(|t| t.stats(n)).collect(),
+        terms: terms.stats(),
     };
     if n == 0 {
         return Err(ModuleError {

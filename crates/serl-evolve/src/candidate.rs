@@ -70,6 +70,10 @@ pub struct CandidateResult {
     /// designer with the round's results.
     #[serde(default)]
     pub reward_smoke: Option<SmokeReport>,
+    /// Each term of its reward on the trained policy's static validation
+    /// episodes, fed back to the designer with the round's results.
+    #[serde(default)]
+    pub reward_terms: Option<Vec<serl_design::TermStats>>,
 }
 
 impl CandidateResult {
@@ -88,6 +92,7 @@ impl CandidateResult {
             prompt_tokens: 0,
             completion_tokens: 0,
             reward_smoke: None,
+            reward_terms: None,
         }
     }
 

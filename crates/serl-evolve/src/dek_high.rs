@@ -210,6 +210,8 @@ pub(crate) fn feedback(all: &[CandidateResult], j: usize) -> Feedback {
                     name: c.key.clone(),
                     score: c.score.unwrap_or(0.0),
                     pa: v.pa,
+                    pa_std: v.pa_std,
+                    pa_dynamic: v.pa_dynamic,
                     wr: v.wr,
                     glr: v.glr,
                     afi: v.afi,
@@ -225,6 +227,7 @@ pub(crate) fn feedback(all: &[CandidateResult], j: usize) -> Feedback {
                 "max": s.reward_max,
                 "repaired": s.repaired,
                 "terms": s.terms,
+                "trained_terms": best.and_then(|c| c.reward_terms.clone()),
             })
         }),
         errors: all
@@ -258,6 +261,12 @@ mod tests {
                 repaired_share: 0.0,
             }],
         });
+        c.reward_terms = Some(vec![serl_design::TermStats {
+            term: "step_pa".into(),
+            mean: mean * 2.0,
+            std: 1.0,
+            repaired_share: 0.0,
+        }]);
         c
     }
 
@@ -278,6 +287,10 @@ mod tests {
         assert_eq!(stats["mean"], 0.7);
         assert_eq!(stats["max"], 1.7);
         assert_eq!(stats["terms"][0]["term"], "-(2 * remaining_inv^2 / steps)");
+        assert_eq!(
+            stats["trained_terms"][0]["mean"], 1.4,
+            "the trained policy's terms on validation reach the prompt"
+        );
     }
 
     /// Rewrites every instruction it is asked to (as `<module> (round

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serl_design::{Design, SmokeReport};
+use serl_design::{Design, SmokeReport, TermRecorder};
 use serl_env::{
     spread_orders, DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder,
     StaticVenue, Venue,
@@ -219,9 +219,11 @@ pub(crate) fn train_and_score(
     )?;
     let train_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let v = validate(inputs, &policy);
+    let terms = TermRecorder::new(&design.reward);
+    let v = validate(inputs, &policy, &terms);
     let r = CandidateResult {
         design: Some(design.clone()),
+        reward_terms: Some(terms.stats()),
         score: Some(candidate_score(v.pa, success_rate)),
         validation: Some(v),
         repaired,
@@ -236,7 +238,11 @@ pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
     spread_orders(inputs.val_orders, inputs.cfg.validation_orders)
 }
 
-pub(crate) fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
+/// The policy's validation metrics: PA and the rest on the validation
+/// orders in the static replay, scored with `terms` (the design's reward,
+/// whose terms it measures), and the illusory gain on the first of them
+/// replayed in the dynamic market.
+pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &TermRecorder) -> Validation {
     let orders = validation_orders(inputs);
     let p = policy.clone();
     let f = [StrategyFactory {
@@ -247,13 +253,15 @@ pub(crate) fn validate(inputs: &Scoring, policy: &Policy) -> Validation {
         inventory_penalty: inputs.env_cfg.inventory_penalty,
         terminal_penalty: inputs.env_cfg.terminal_penalty,
     };
+    // The static episodes are scored with the design's own reward, its
+    // terms measured on the way (PA does not depend on the reward).
     let rows = run_backtest(
         inputs.market,
         &orders,
         &f,
         &[&StaticVenue as &dyn Venue],
         inputs.env_cfg,
-        &reward,
+        terms,
         &|_| {},
     );
     let refs: Vec<&OrderResult> = rows.iter().collect();

@@ -150,6 +150,10 @@ pub struct CandidateFeedback {
     pub score: f64,
     /// Mean validation PA, bps, in the static replay.
     pub pa: f64,
+    /// Standard deviation of the validation PA across orders, bps.
+    pub pa_std: f64,
+    /// Mean PA of the orders replayed in the dynamic market, bps.
+    pub pa_dynamic: f64,
     /// Win rate: share of orders with positive PA.
     pub wr: f64,
     /// Gain-loss ratio: mean gain over mean loss, in PA.
@@ -305,6 +309,8 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
                 name: "c1".into(),
                 score: 0.42,
                 pa: 0.6,
+                pa_std: 14.0,
+                pa_dynamic: 0.3,
                 wr: 0.55,
                 glr: 1.1,
                 afi: 0.001,
@@ -316,6 +322,10 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
                 "terms": [
                     {"term": "step_pa", "mean": 0.4, "std": 1.2, "repaired_share": 0.0},
                     {"term": "-(2 * remaining_inv^2 / steps)", "mean": -0.3, "std": 0.2, "repaired_share": 0.0},
+                ],
+                "trained_terms": [
+                    {"term": "step_pa", "mean": 0.1, "std": 2.5, "repaired_share": 0.0},
+                    {"term": "-(2 * remaining_inv^2 / steps)", "mean": -0.02, "std": 0.05, "repaired_share": 0.0},
                 ],
             })),
             errors: vec![

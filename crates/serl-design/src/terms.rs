@@ -1,0 +1,143 @@
+//! Each term of a reward's top-level sum, measured on the steps a reward
+//! scores: what the designer is told about the smoke episode and about a
+//! trained candidate's validation episodes, so that it sees which part of
+//! its reward dominates or misbehaves.
+
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serl_env::{Reward, StepInfo};
+use serl_expr::Program;
+
+use crate::reward::{RewardModule, REWARD_VARS};
+
+/// One reward term's values over the steps it was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TermStats {
+    /// The term as a program, with its sign (`-(2 * remaining_inv^2)`).
+    pub term: String,
+    /// Mean per-step value.
+    pub mean: f64,
+    /// Standard deviation of the per-step values.
+    pub std: f64,
+    /// Share of steps whose value was NaN, infinite or a division by zero
+    /// (repaired to 0 or clipped to ±1e12).
+    pub repaired_share: f64,
+}
+
+/// Values are summed in fixed point (units of 1e-9), so that the totals do
+/// not depend on the order in which parallel episodes add them: the same
+/// run gives the same statistics, and the same prompt.
+const SCALE: f64 = 1e9;
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    sum: i128,
+    sum_sq: i128,
+    repaired: u64,
+}
+
+/// The reward's own value, with every term measured on the side: a
+/// [`Reward`] to play episodes with, then [`TermRecorder::stats`].
+#[derive(Debug)]
+pub struct TermRecorder {
+    whole: Program,
+    terms: Vec<Program>,
+    tallies: Mutex<(u64, Vec<Tally>)>,
+}
+
+impl TermRecorder {
+    /// A recorder of `reward`'s terms ([`Program::terms`]), nothing
+    /// measured yet.
+    pub fn new(reward: &RewardModule) -> Self {
+        let terms = reward.program().terms();
+        let tallies = Mutex::new((0, vec![Tally::default(); terms.len()]));
+        TermRecorder {
+            whole: reward.program().clone(),
+            terms,
+            tallies,
+        }
+    }
+
+    /// Each term's statistics over the steps scored so far.
+    pub fn stats(&self) -> Vec<TermStats> {
+        let (n, tallies) = &*self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        let n = (*n).max(1) as f64;
+        self.terms
+            .iter()
+            .zip(tallies)
+            .map(|(p, t)| {
+                let mean = t.sum as f64 / SCALE / n;
+                let mean_sq = t.sum_sq as f64 / SCALE / n;
+                TermStats {
+                    term: p.source().to_string(),
+                    mean,
+                    std: (mean_sq - mean * mean).max(0.0).sqrt(),
+                    repaired_share: t.repaired as f64 / n,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Reward for TermRecorder {
+    fn reward(&self, s: &StepInfo) -> f64 {
+        let vars = REWARD_VARS.map(|v| v.value(s));
+        let values: Vec<(f64, bool)> = self
+            .terms
+            .iter()
+            .map(|p| {
+                let mut st = p.new_state();
+                let v = p.eval(&mut st, &vars);
+                (v, st.repaired > 0)
+            })
+            .collect();
+        {
+            let mut guard = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+            let (n, tallies) = &mut *guard;
+            *n += 1;
+            for (t, (v, repaired)) in tallies.iter_mut().zip(values) {
+                t.sum += (v * SCALE).round() as i128;
+                t.sum_sq += (v * v * SCALE).round() as i128;
+                t.repaired += repaired as u64;
+            }
+        }
+        self.whole.eval(&mut self.whole.new_state(), &vars)
+    }
+
+    fn describe(&self) -> String {
+        self.whole.source().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_term_is_measured_and_the_reward_is_the_programs() {
+        let m = RewardModule::compile("step_pa - 2 * remaining_inv + sqrt(-done)").unwrap();
+        let rec = TermRecorder::new(&m);
+        let mut steps = Vec::new();
+        for (pa, inv, done) in [(1.0, 0.5, false), (3.0, 0.0, true)] {
+            let s = StepInfo {
+                step_pa: pa,
+                inventory_left: inv,
+                done,
+                ..Default::default()
+            };
+            steps.push(rec.reward(&s));
+        }
+        assert_eq!(
+            steps,
+            [0.0, 3.0],
+            "1 - 1 + 0, then 3 - 0 + sqrt(-1) repaired to 0"
+        );
+        let st = rec.stats();
+        let terms: Vec<&str> = st.iter().map(|t| t.term.as_str()).collect();
+        assert_eq!(terms, ["step_pa", "-(2 * remaining_inv)", "sqrt(-done)"]);
+        assert_eq!((st[0].mean, st[0].std), (2.0, 1.0));
+        assert_eq!(st[1].mean, -0.5);
+        assert_eq!(st[2].repaired_share, 0.5);
+    }
+}
