@@ -82,17 +82,17 @@ pub enum Quantity {
 }
 
 /// Which sides the generator draws orders on: one order per side listed
-/// for each of `per_session` draws. With `per_session` > 1 each order's
-/// side is then flipped with probability ½ (so that ids do not encode the
-/// side), whichever variant is set.
+/// for each of `per_session` draws. With `Both` and `per_session` > 1 each
+/// order's side is then flipped with probability ½ (so that ids do not
+/// encode the side); `Buy` and `Sell` give only that side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Sides {
     /// A buy and a sell per draw.
     Both,
-    /// Buys (only buys when `per_session` is 1).
+    /// Buys only.
     Buy,
-    /// Sells (only sells when `per_session` is 1).
+    /// Sells only.
     Sell,
 }
 
@@ -235,9 +235,11 @@ pub fn generate_orders(
             };
             for _ in 0..cfg.per_session {
                 for &side in sides {
-                    // With several orders per session the side order is
-                    // shuffled so that ids do not encode the side.
-                    let side = if cfg.per_session > 1 && rng.random_bool(0.5) {
+                    // With both sides and several orders per session the
+                    // side order is shuffled so that ids do not encode the
+                    // side; one side asked for is that side only.
+                    let shuffle = cfg.sides == Sides::Both && cfg.per_session > 1;
+                    let side = if shuffle && rng.random_bool(0.5) {
                         match side {
                             OrderSide::Buy => OrderSide::Sell,
                             OrderSide::Sell => OrderSide::Buy,

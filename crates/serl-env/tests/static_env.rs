@@ -52,6 +52,33 @@ fn orders_are_drawn_per_session_and_side_deterministically() {
 }
 
 #[test]
+fn one_side_asked_for_is_the_only_side_drawn_however_many_per_session() {
+    let (ds, cfg) = sample();
+    for (sides, side) in [(Sides::Buy, OrderSide::Buy), (Sides::Sell, OrderSide::Sell)] {
+        let oc = OrderConfig {
+            sides,
+            per_session: 4,
+            ..Default::default()
+        };
+        let orders = generate_orders(&ds, Split::Train, &cfg, &oc).unwrap();
+        assert_eq!(orders.len(), 4 * 4 * 4);
+        assert!(orders.iter().all(|o| o.side == side), "{sides:?}");
+    }
+    // Both sides, several per session: shuffled, and both drawn.
+    let oc = OrderConfig {
+        per_session: 4,
+        ..Default::default()
+    };
+    let orders = generate_orders(&ds, Split::Train, &cfg, &oc).unwrap();
+    let buys = orders.iter().filter(|o| o.side == OrderSide::Buy).count();
+    assert!(
+        buys > 0 && buys < orders.len(),
+        "{buys} buys of {}",
+        orders.len()
+    );
+}
+
+#[test]
 fn bad_orders_are_clear_errors() {
     let (ds, cfg) = sample();
     let e = generate_orders(
