@@ -34,6 +34,9 @@ pub struct SmokeReport {
     pub terms: Vec<TermStats>,
 }
 
+/// The magnitude an infinite value is repaired to (`serl_expr`).
+const INFINITE: f64 = 1e12;
+
 /// Largest per-step reward or feature magnitude a sane design produces.
 const SANE: f64 = 1e4;
 
@@ -93,9 +96,17 @@ pub fn smoke_test(
         });
     }
     if !(lo.abs() <= SANE && hi.abs() <= SANE) {
+        // ±1e12 is what an infinity is repaired to: say so.
+        // (A step's other terms move it a little off ±1e12.)
+        let near = |v: f64| v.abs() >= INFINITE * (1.0 - 1e-6);
+        let infinite = if near(lo) || near(hi) {
+            " (±1e12 is an infinite value, clipped)"
+        } else {
+            ""
+        };
         return Err(ModuleError {
             kind: ModuleKind::Reward.name(),
-            message: format!("rewards ranged over [{lo:.3e}, {hi:.3e}] on a TWAP episode; keep them within ±{SANE:e} (bps-scale)"),
+            message: format!("rewards ranged over [{lo:.3e}, {hi:.3e}]{infinite} on a TWAP episode; keep them within ±{SANE:e} (bps-scale)"),
         });
     }
     if r.repaired() as usize > n / 2 {

@@ -274,12 +274,12 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
         assert_eq!(r.repaired, 1, "`{program}`: {r:?}");
         assert_eq!(r.steps, n);
     }
-    // +inf once, repaired to 1e12 and kept: refused for its range (the
-    // message shows the repaired value, not that it was an infinity).
+    // +inf once, repaired to 1e12 and kept: refused for its range, the
+    // message saying that the 1e12 was an infinity.
     let e = smoke("step_pa + exp(1000 * done)").unwrap_err();
     assert!(
         e.starts_with("reward module: rewards ranged over [")
-            && e.ends_with(", 1.000e12] on a TWAP episode; keep them within ±1e4 (bps-scale)"),
+            && e.ends_with(", 1.000e12] (±1e12 is an infinite value, clipped) on a TWAP episode; keep them within ±1e4 (bps-scale)"),
         "{e}"
     );
 }
