@@ -28,6 +28,7 @@ mod backtest;
 mod baselines;
 mod metrics;
 mod report;
+mod significance;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, Pov, StrategySpec, Twap, Vwap};
@@ -35,3 +36,4 @@ pub use metrics::{
     bootstrap_mean, paired_diff, summarize, Estimate, OrderResult, PairedDiff, Summary,
 };
 pub use report::{results_tables, write_report, IllusoryGain, Provenance, ReportData};
+pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serl_report::{bars_chart, html, lines_chart, Chart};
 
 use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summary};
+use crate::significance::{benjamini_hochberg, day_test, DayTest};
 
 /// Where the orders and data came from.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -61,6 +62,10 @@ pub struct ReportData {
     pub paired_vs_twap: Vec<PairedDiff>,
     /// Each strategy played at both venues.
     pub illusory_gain: Vec<IllusoryGain>,
+    /// Each strategy against each baseline with the day as the unit
+    /// ([`day_test`](crate::day_test)): Wilcoxon p-values, Benjamini–Hochberg
+    /// q-values across the report, bootstrap CIs over days.
+    pub day_tests: Vec<DayTest>,
     /// Mean PA per symbol: env → strategy → symbol → PA.
     pub pa_by_symbol: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
 }
@@ -123,6 +128,7 @@ impl ReportData {
             );
         }
         ReportData {
+            day_tests: day_tests(&groups, seed),
             provenance,
             summaries,
             paired_vs_twap: paired,
@@ -130,6 +136,44 @@ impl ReportData {
             pa_by_symbol,
         }
     }
+}
+
+/// Whether a strategy is a baseline a day test compares with: a classical
+/// schedule `StrategySpec` reads (TWAP, VWAP, POV, Almgren–Chriss), not
+/// the oracle, which trades with hindsight.
+fn is_baseline(label: &str) -> bool {
+    matches!(
+        crate::StrategySpec::parse(label),
+        Ok(spec) if spec != crate::StrategySpec::Oracle
+    )
+}
+
+/// Every strategy that is not a baseline against every baseline at its
+/// venue (or, in a report of baselines only, each against TWAP), with the
+/// q-values corrected across all of them.
+fn day_tests(groups: &BTreeMap<(String, String), Vec<&OrderResult>>, seed: u64) -> Vec<DayTest> {
+    let only_baselines = groups.keys().all(|(_, s)| is_baseline(s) || s == "oracle");
+    let mut tests = Vec::new();
+    for ((env, s), rows) in groups {
+        let tested = if only_baselines {
+            is_baseline(s) && s != "twap"
+        } else {
+            !is_baseline(s) && s != "oracle"
+        };
+        if !tested {
+            continue;
+        }
+        for ((ref_env, r), ref_rows) in groups {
+            if ref_env == env && is_baseline(r) && (!only_baselines || r == "twap") {
+                tests.extend(day_test(rows, ref_rows, seed));
+            }
+        }
+    }
+    let q = benjamini_hochberg(&tests.iter().map(|t| t.p_value).collect::<Vec<_>>());
+    for (t, q) in tests.iter_mut().zip(q) {
+        t.q_value = q;
+    }
+    tests
 }
 
 fn csv_field(s: &str) -> String {
@@ -405,6 +449,7 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
             let _ = writeln!(md, "\n{note}");
         }
     }
+    day_tests_table(&mut md, &data.day_tests, h);
     let _ = writeln!(md, "\n{h} Illusory gain\n");
     if data.illusory_gain.is_empty() {
         let _ = writeln!(md, "Run with `--env both` to measure it: PA in the static replay minus PA in the dynamic market, on the same orders.");
@@ -423,6 +468,38 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
         }
     }
     md
+}
+
+/// The day-level tests: each strategy against each baseline with the day
+/// as the unit.
+fn day_tests_table(md: &mut String, tests: &[DayTest], h: &str) {
+    if tests.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n{h} Day by day against each baseline\n");
+    let _ = writeln!(
+        md,
+        "PA(strategy) − PA(baseline) averaged per (symbol, day), then per day. p: one-sided Wilcoxon signed-rank test over the days (is the strategy better on a typical day?); q: p corrected for every test in this table (Benjamini–Hochberg); the CI resamples whole days.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| env | strategy | baseline | days | days won | daily ΔPA (bps) [95% CI] | p | q |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    for t in tests {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} |",
+            t.env,
+            t.strategy,
+            t.reference,
+            t.days,
+            t.days_won,
+            t.mean_day_diff,
+            t.p_value,
+            t.q_value
+        );
+    }
 }
 
 fn markdown(data: &ReportData, plot_titles: &[String]) -> String {

@@ -55,6 +55,33 @@ fn backtest_on_bundled_data_writes_a_report() {
         1 + 48 * 4,
         "header + 48 orders x 4 strategies"
     );
+    // Baselines only: each against TWAP with the day as the unit (the
+    // oracle, which trades with hindsight, is no baseline and not tested).
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
+            .unwrap();
+    let tests = summary["day_tests"].as_array().unwrap();
+    let pairs: Vec<(&str, &str)> = tests
+        .iter()
+        .map(|t| {
+            (
+                t["strategy"].as_str().unwrap(),
+                t["reference"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("ac:1e-7", "twap"), ("vwap", "twap")]);
+    for t in tests {
+        assert_eq!(t["days"], 6, "{t}");
+        assert_eq!(t["symbol_days"], 24, "{t}");
+        let (p, q) = (
+            t["p_value"].as_f64().unwrap(),
+            t["q_value"].as_f64().unwrap(),
+        );
+        assert!((0.0..=1.0).contains(&p) && q >= p && q <= 1.0, "{t}");
+    }
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(md.contains("## Day by day against each baseline"), "{md}");
 }
 
 #[test]
