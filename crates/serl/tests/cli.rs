@@ -368,6 +368,70 @@ fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
 }
 
 #[test]
+fn independent_seeds_train_apart_and_are_summarised_across_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("seeds");
+    let args = [
+        "train",
+        "--data",
+        "data/lean",
+        "--total-steps",
+        "2048",
+        "--decision-minutes",
+        "30",
+        "--seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = serl(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("best validation PA over 2 seeds"),
+        "{}",
+        text(&o)
+    );
+    let read = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("seeds.json")).unwrap()).unwrap()
+    };
+    let s = read();
+    let runs = s["seeds"].as_array().unwrap();
+    let seeds: Vec<u64> = runs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [7, 8]);
+    for r in runs {
+        let run = std::path::Path::new(r["run_dir"].as_str().unwrap());
+        assert!(
+            run.join("best.bpk").exists() && run.join("final.bpk").exists(),
+            "{r}"
+        );
+    }
+    assert_ne!(
+        runs[0]["best_val_pa"], runs[1]["best_val_pa"],
+        "independent seeds"
+    );
+    let pas: Vec<f64> = runs
+        .iter()
+        .map(|r| r["best_val_pa"].as_f64().unwrap())
+        .collect();
+    let mean = (pas[0] + pas[1]) / 2.0;
+    assert!((s["best_val_pa_mean"].as_f64().unwrap() - mean).abs() < 1e-9);
+    // Again without --resume: refused; with it: nothing retrained, same summary.
+    let again = serl(&args);
+    assert!(!again.status.success());
+    assert!(text(&again).contains("--resume"), "{}", text(&again));
+    let o = serl(&[
+        "train",
+        "--resume",
+        "--seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read()["seeds"][1]["best_val_pa"], runs[1]["best_val_pa"]);
+}
+
+#[test]
 fn a_designed_reward_and_a_tilted_pace_train_from_the_config() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

@@ -12,7 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, spread_orders, DefaultReward, EnvConfig, MarketConfig, MarketData, OrderConfig,
+    generate_orders, spread_orders, DefaultReward, EnvConfig, MarketConfig, MarketData,
+    OrderConfig, ParentOrder,
 };
 use serl_train::{
     load_run_policy, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSession, UpdateRecord,
@@ -51,6 +52,11 @@ pub struct TrainArgs {
     /// Order size as a fraction of ADV (overrides the configs).
     #[arg(long)]
     pub qty_adv: Option<f64>,
+    /// Train this many independent policies, from seeds `seed`, `seed + 1`,
+    /// ..., each in `OUT/seed-<seed>/`, and report their validation PA
+    /// per seed and as mean ± std (`OUT/seeds.json`).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -188,9 +194,14 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
     };
-    if !a.resume && a.out.join("checkpoint").join("state.json").exists() {
+    if a.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    let taken =
+        a.out.join("checkpoint").join("state.json").exists() || a.out.join("seeds.json").exists();
+    if !a.resume && taken {
         bail!(
-            "{} already holds a training run; continue it with `serl train --resume --out {}` or choose another --out",
+            "{} already holds a training run; continue it with `serl train --resume --out {}` (and the same --seeds) or choose another --out",
             a.out.display(),
             a.out.display()
         );
@@ -220,20 +231,11 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
             .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
     }
-    let session = TrainSession {
-        config: cfg.train.clone(),
-        reward: reward_of(&cfg)?,
-        market: &market,
-        env: &cfg.env,
-        population: cfg.market.clone(),
-        train_orders: &train_orders,
-        val_orders: &val_orders,
-    };
-    let bar = training_bar(&cfg.train);
-    let shown = bar.clone();
-    let on_update: serl_train::OnUpdate = Box::new(move |r| show_update(&shown, r));
-    let out = session.run(Some(a.out.clone()), a.resume, Some(on_update))?;
-    bar.finish_and_clear();
+    let orders = (&train_orders[..], &val_orders[..]);
+    if a.seeds > 1 {
+        return train_seeds(&a, &cfg, &market, orders, &data_path);
+    }
+    let out = train_one(&cfg, &market, orders, &a.out, a.resume)?;
     print_summary(&out.records);
     println!(
         "{} environment steps in {:.1}s; best validation PA {}; report: {}",
@@ -249,6 +251,122 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         a.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// One training of `cfg` into the run directory `dir` (resumed when asked
+/// and a checkpoint is there), with a progress bar.
+fn train_one(
+    cfg: &TrainFile,
+    market: &MarketData,
+    (train_orders, val_orders): (&[ParentOrder], &[ParentOrder]),
+    dir: &Path,
+    resume: bool,
+) -> Result<serl_train::TrainOutcome> {
+    let session = TrainSession {
+        config: cfg.train.clone(),
+        reward: reward_of(cfg)?,
+        market,
+        env: &cfg.env,
+        population: cfg.market.clone(),
+        train_orders,
+        val_orders,
+    };
+    let bar = training_bar(&cfg.train);
+    let shown = bar.clone();
+    let on_update: serl_train::OnUpdate = Box::new(move |r| show_update(&shown, r));
+    let resume = resume && dir.join("checkpoint").join("state.json").exists();
+    let out = session.run(Some(dir.to_path_buf()), resume, Some(on_update))?;
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// One seed's training, as `seeds.json` lists it.
+#[derive(Debug, Serialize)]
+struct SeedRun {
+    seed: u64,
+    run_dir: String,
+    best_val_pa: Option<f64>,
+    final_val_pa: Option<f64>,
+    env_steps: usize,
+    secs: f64,
+}
+
+/// `--seeds N`: N independent trainings, each in `OUT/seed-<seed>/`, then
+/// their validation PA per seed and across seeds.
+fn train_seeds(
+    a: &TrainArgs,
+    cfg: &TrainFile,
+    market: &MarketData,
+    orders: (&[ParentOrder], &[ParentOrder]),
+    data_path: &Path,
+) -> Result<ExitCode> {
+    let mut runs = Vec::new();
+    for k in 0..a.seeds {
+        let seed = cfg.train.seed + k as u64;
+        let dir = a.out.join(format!("seed-{seed}"));
+        eprintln!("seed {seed} ({} of {}): {}", k + 1, a.seeds, dir.display());
+        let mut c = cfg.clone();
+        c.train.seed = seed;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("train.toml"), toml::to_string(&c)?)?;
+        let out = train_one(&c, market, orders, &dir, a.resume)?;
+        runs.push(SeedRun {
+            seed,
+            run_dir: dir.display().to_string(),
+            best_val_pa: out.best_val,
+            final_val_pa: out.records.last().and_then(|r| r.val_pa),
+            env_steps: out.env_steps,
+            secs: out.secs,
+        });
+    }
+    let best: Vec<f64> = runs.iter().filter_map(|r| r.best_val_pa).collect();
+    let (mean, std) = mean_std(&best);
+    println!(
+        "{:>8} {:>14} {:>14} {:>10}",
+        "seed", "best val PA", "final val PA", "seconds"
+    );
+    let pa = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+    for r in &runs {
+        println!(
+            "{:>8} {:>14} {:>14} {:>10.1}",
+            r.seed,
+            pa(r.best_val_pa),
+            pa(r.final_val_pa),
+            r.secs
+        );
+    }
+    println!(
+        "best validation PA over {} seeds: {mean:.3} ± {std:.3} bps (mean ± std)",
+        best.len()
+    );
+    let summary =
+        serde_json::json!({"seeds": runs, "best_val_pa_mean": mean, "best_val_pa_std": std});
+    serl_report::write_atomic(
+        &a.out.join("seeds.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+    let dirs: Vec<String> = runs
+        .iter()
+        .map(|r| format!("--strategy policy:{}", r.run_dir))
+        .collect();
+    println!(
+        "backtest them: serl backtest --data {} --split test --strategy twap {} --out {}/backtest",
+        data_path.display(),
+        dirs.join(" "),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Mean and sample standard deviation (0 for fewer than two values).
+fn mean_std(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    if x.is_empty() {
+        return (f64::NAN, 0.0);
+    }
+    let mean = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var.sqrt())
 }
 
 /// The training progress bar: environment steps, their rate, and the
