@@ -10,8 +10,14 @@ use crate::kind::ModuleKind;
 /// JSON modules: the first balanced `{...}` or `[...]`, fenced or not.
 pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
     if !kind.is_json() {
-        if let Some(program) = wrapped_program(reply) {
-            return Some(program);
+        // The whole reply, or its fence, or the first object in its prose.
+        let wrapped = [Some(reply), fenced(reply)]
+            .into_iter()
+            .flatten()
+            .find_map(wrapped_program)
+            .or_else(|| balanced(reply).as_deref().and_then(wrapped_program));
+        if wrapped.is_some() {
+            return wrapped;
         }
     }
     // Programs: a fence, else an inline `code span` inside prose.
@@ -109,6 +115,12 @@ mod tests {
             "twap_gain - done",
             "a constrained reply"
         );
+        for r in [
+            "```json\n{\"program\": \"step_pa\"}\n```",
+            "<think>short</think> Here: {\"program\": \"step_pa\"} done",
+        ] {
+            assert_eq!(extract(ModuleKind::Reward, r).unwrap(), "step_pa", "{r}");
+        }
     }
 
     #[test]

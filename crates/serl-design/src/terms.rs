@@ -30,6 +30,11 @@ pub struct TermStats {
 /// run gives the same statistics, and the same prompt.
 const SCALE: f64 = 1e9;
 
+/// Largest magnitude a term's value is measured at: what an infinity is
+/// repaired to. Sums saturate rather than wrap past about 1e17 steps of
+/// bps-scale rewards (or 1e5 steps of clipped ones).
+const LIMIT: f64 = 1e12;
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Tally {
     sum: i128,
@@ -89,7 +94,10 @@ impl Reward for TermRecorder {
             .map(|p| {
                 let mut st = p.new_state();
                 let v = p.eval(&mut st, &vars);
-                (v, st.repaired > 0)
+                // A huge finite value is clipped like an infinite one (and
+                // counted), so that the fixed-point sums stay in range.
+                let clipped = v.clamp(-LIMIT, LIMIT);
+                (clipped, st.repaired > 0 || clipped != v)
             })
             .collect();
         {
@@ -97,8 +105,8 @@ impl Reward for TermRecorder {
             let (n, tallies) = &mut *guard;
             *n += 1;
             for (t, (v, repaired)) in tallies.iter_mut().zip(values) {
-                t.sum += (v * SCALE).round() as i128;
-                t.sum_sq += (v * v * SCALE).round() as i128;
+                t.sum = t.sum.saturating_add((v * SCALE).round() as i128);
+                t.sum_sq = t.sum_sq.saturating_add((v * v * SCALE).round() as i128);
                 t.repaired += repaired as u64;
             }
         }
@@ -139,5 +147,21 @@ mod tests {
         assert_eq!((st[0].mean, st[0].std), (2.0, 1.0));
         assert_eq!(st[1].mean, -0.5);
         assert_eq!(st[2].repaired_share, 0.5);
+    }
+
+    #[test]
+    fn a_huge_term_is_clipped_and_counted_and_the_sums_never_overflow() {
+        let m = RewardModule::compile("step_pa + 1e300 * step_pa").unwrap();
+        let rec = TermRecorder::new(&m);
+        let s = StepInfo {
+            step_pa: 1.0,
+            ..Default::default()
+        };
+        for _ in 0..200_000 {
+            rec.reward(&s);
+        }
+        let st = rec.stats();
+        assert_eq!(st[1].repaired_share, 1.0, "clipped on every step");
+        assert!(st[1].mean.is_finite() && st[1].mean > 0.0, "{:?}", st[1]);
     }
 }

@@ -88,7 +88,9 @@ pub enum Quantity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Sides {
-    /// A buy and a sell per draw.
+    /// A buy and a sell per draw (with `per_session` > 1, each order's
+    /// side is then flipped on its own with probability ½, so a draw may
+    /// hold two of one side).
     Both,
     /// Buys only.
     Buy,

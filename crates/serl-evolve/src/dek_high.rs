@@ -30,9 +30,11 @@ pub(crate) const MACRO: &str = "macro";
 #[derive(Debug, Clone)]
 pub(crate) struct Instructions {
     pub micro: HashMap<ModuleKind, String>,
-    pub history: HashMap<ModuleKind, Vec<(String, f64)>>,
+    /// Each instruction and the best score its round's designs reached
+    /// (`None`: no design of the round was valid).
+    pub history: HashMap<ModuleKind, Vec<(String, Option<f64>)>>,
     pub macro_instruction: String,
-    pub macro_history: Vec<(String, f64)>,
+    pub macro_history: Vec<(String, Option<f64>)>,
     /// Every instruction the cache brought back, in order.
     pub replays: Vec<Replay>,
     rng: SmallRng,
@@ -68,8 +70,8 @@ impl Instructions {
         }
     }
 
-    /// Records each instruction with the round's best score (0 when no
-    /// candidate scored), then asks the designer to rewrite it from that
+    /// Records each instruction with the round's best score (`None` when
+    /// no design scored), then asks the designer to rewrite it from that
     /// history and the feedback. A language-model designer also rewrites
     /// the research direction, and with probability
     /// `cfg.instruction_replay` gets an instruction's best past version
@@ -77,7 +79,7 @@ impl Instructions {
     /// declines, or writes nothing or too much, leaves an instruction as
     /// it was.
     pub fn refine(&mut self, designer: &mut dyn Designer, round: &Refining) {
-        let score = round.best_score.unwrap_or(0.0);
+        let score = round.best_score;
         let llm = designer.is_llm();
         for &kind in &round.cfg.modules {
             let history = self.history.entry(kind).or_default();
@@ -110,13 +112,22 @@ impl Instructions {
     }
 
     /// With probability `instruction_replay`, the best-scoring instruction
-    /// of `history` when it is not the current one (the last), logged.
-    fn replay(&mut self, round: &Refining, of: &str, history: &[(String, f64)]) -> Option<String> {
+    /// of `history` (rounds without a valid design never count) when it is
+    /// not the current one (the last), logged.
+    fn replay(
+        &mut self,
+        round: &Refining,
+        of: &str,
+        history: &[(String, Option<f64>)],
+    ) -> Option<String> {
         let p = round.cfg.instruction_replay;
         if p <= 0.0 || !self.rng.random_bool(p.min(1.0)) {
             return None;
         }
-        let (best, score) = history.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let (best, score) = history
+            .iter()
+            .filter_map(|(i, s)| Some((i, (*s)?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
         if Some(best) == history.last().map(|h| &h.0) {
             return None;
         }
@@ -125,7 +136,7 @@ impl Instructions {
             iteration: round.iteration,
             instruction_of: of.to_string(),
             instruction: best.clone(),
-            score: *score,
+            score,
         });
         Some(best.clone())
     }
@@ -137,7 +148,7 @@ impl Instructions {
         round: &Refining,
         kind: ModuleKind,
         module: &str,
-        history: &[(String, f64)],
+        history: &[(String, Option<f64>)],
     ) -> ModuleContext {
         let mut ctx = ModuleContext::new(
             kind,
@@ -157,7 +168,7 @@ impl Instructions {
     /// What `instructions.json` holds: every instruction's history and the
     /// cache's replays.
     pub fn log(&self) -> serde_json::Value {
-        let modules: HashMap<&str, &Vec<(String, f64)>> =
+        let modules: HashMap<&str, &Vec<(String, Option<f64>)>> =
             self.history.iter().map(|(k, v)| (k.name(), v)).collect();
         serde_json::json!({
             "modules": modules,
@@ -354,7 +365,7 @@ mod tests {
         };
         refine(&mut ins, &mut builtin, &cfg, 0, Some(1.5));
         let kind = cfg.modules[0];
-        assert_eq!(ins.history[&kind], vec![(first, 1.5)]);
+        assert_eq!(ins.history[&kind], vec![(first, Some(1.5))]);
         assert_eq!(ins.micro[&kind], format!("{} (round 1)", kind.name()));
         assert_eq!(
             ins.macro_instruction, cfg.macro_instruction,
@@ -367,7 +378,10 @@ mod tests {
             ins.micro, before,
             "a declined rewrite keeps the instruction"
         );
-        assert_eq!(ins.history[&kind][1].1, 0.0, "no score counts as 0");
+        assert_eq!(
+            ins.history[&kind][1].1, None,
+            "a round without a valid design"
+        );
     }
 
     #[test]
@@ -385,7 +399,7 @@ mod tests {
         assert_eq!(ins.macro_instruction, "macro (round 1)");
         assert_eq!(
             ins.macro_history,
-            vec![(cfg.macro_instruction.clone(), 2.0)]
+            vec![(cfg.macro_instruction.clone(), Some(2.0))]
         );
         refine(&mut ins, &mut llm, &cfg, 1, Some(1.0));
         assert_eq!(ins.macro_instruction, "macro (round 2)");

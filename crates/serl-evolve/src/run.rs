@@ -251,11 +251,18 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inputs.say(Event::Iteration(summary.clone()));
         if cfg.high_level {
             stages.time("high-level DEK", || {
+                // What this round's instructions produced: its designs'
+                // best score, not the low-level trials of an older design.
+                let designed_best = all
+                    .iter()
+                    .filter(|c| c.iteration == j && c.kind() == CandidateKind::Designed)
+                    .filter_map(|c| c.score)
+                    .max_by(f64::total_cmp);
                 let round = Refining {
                     cfg: &cfg,
                     task: &task,
                     iteration: j,
-                    best_score: summary.best_score,
+                    best_score: designed_best,
                     feedback: &fb,
                 };
                 instructions.refine(inputs.designer.as_mut(), &round)

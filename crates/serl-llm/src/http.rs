@@ -204,7 +204,8 @@ impl HttpBackend {
     }
 
     fn backoff(&self, attempt: u32, seed: u64) -> Duration {
-        let base = self.cfg.backoff_ms as f64 * 2f64.powi(attempt as i32);
+        // Doubling, but never more than a minute between attempts.
+        let base = (self.cfg.backoff_ms as f64 * 2f64.powi(attempt.min(30) as i32)).min(60_000.0);
         // Deterministic jitter in [0.5, 1.5): spreads clients without a
         // shared random source.
         let mut x = seed ^ (attempt as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -253,7 +254,8 @@ impl HttpBackend {
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok());
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite());
         let code = status.as_u16();
         let text = resp.text().await.unwrap_or_default();
         if code != 429 && !status.is_server_error() {
@@ -264,7 +266,7 @@ impl HttpBackend {
             });
         }
         let wait = match retry_after {
-            Some(s) if code == 429 => Duration::from_secs_f64(s.clamp(0.0, 300.0)),
+            Some(s) if code == 429 || code == 503 => Duration::from_secs_f64(s.clamp(0.0, 300.0)),
             _ => self.backoff(attempt, seed),
         };
         Attempt::Retry {
@@ -287,8 +289,11 @@ impl HttpBackend {
                 url: url.to_string(),
                 message: e.to_string(),
             });
-        } else {
+        } else if e.is_connect() {
             format!("cannot connect: {}", error_chain(&e))
+        } else {
+            // Reset, closed before the answer, or a body cut short.
+            format!("connection lost: {}", error_chain(&e))
         };
         Attempt::Retry {
             why,
