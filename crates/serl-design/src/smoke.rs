@@ -49,10 +49,9 @@ pub fn smoke_test(
     order: &ParentOrder,
     cfg: &EnvConfig,
 ) -> Result<SmokeReport, ModuleError> {
-    let r = reward.reward();
+    let r = TermRecorder::new(reward);
     let fs = &state.features;
     let mut states = fs.states();
-    let terms = TermRecorder::new(reward);
     let mut env = StaticEnv::new(view, order, cfg);
     let mut obs = [0f32; OBS_DIM];
     let mut ext = vec![0f32; OBS_DIM + fs.len()];
@@ -69,7 +68,6 @@ pub fn smoke_test(
         let steps = env.steps();
         let info = env.step(1.0 / steps as f64);
         let v = r.reward(&info);
-        terms.reward(&info);
         lo = lo.min(v);
         hi = hi.max(v);
         sum += v;
@@ -87,7 +85,7 @@ pub fn smoke_test(
             .zip(&ranges)
             .map(|(d, r)| (d.name.clone(), r.0, r.1))
             .collect(),
-        terms: terms.stats(),
+        terms: r.stats(),
     };
     if n == 0 {
         return Err(ModuleError {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serl_env::{Reward, StepInfo};
 use serl_expr::Program;
 
-use crate::reward::{RewardModule, REWARD_VARS};
+use crate::reward::{ProgramReward, RewardModule, REWARD_VARS};
 
 /// One reward term's values over the steps it was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,11 +42,12 @@ struct Tally {
     repaired: u64,
 }
 
-/// The reward's own value, with every term measured on the side: a
-/// [`Reward`] to play episodes with, then [`TermRecorder::stats`].
+/// The reward's own value (its [`ProgramReward`], repairs counted), with
+/// every term measured on the side: a [`Reward`] to play episodes with,
+/// then [`TermRecorder::stats`].
 #[derive(Debug)]
 pub struct TermRecorder {
-    whole: Program,
+    whole: ProgramReward,
     terms: Vec<Program>,
     tallies: Mutex<(u64, Vec<Tally>)>,
 }
@@ -58,7 +59,7 @@ impl TermRecorder {
         let terms = reward.program().terms();
         let tallies = Mutex::new((0, vec![Tally::default(); terms.len()]));
         TermRecorder {
-            whole: reward.program().clone(),
+            whole: reward.reward(),
             terms,
             tallies,
         }
@@ -110,11 +111,15 @@ impl Reward for TermRecorder {
                 t.repaired += repaired as u64;
             }
         }
-        self.whole.eval(&mut self.whole.new_state(), &vars)
+        self.whole.reward(s)
     }
 
     fn describe(&self) -> String {
-        self.whole.source().to_string()
+        self.whole.describe()
+    }
+
+    fn repaired(&self) -> u64 {
+        self.whole.repaired()
     }
 }
 
@@ -147,6 +152,7 @@ mod tests {
         assert_eq!((st[0].mean, st[0].std), (2.0, 1.0));
         assert_eq!(st[1].mean, -0.5);
         assert_eq!(st[2].repaired_share, 0.5);
+        assert_eq!(rec.repaired(), 1, "the whole program's repairs");
     }
 
     #[test]

@@ -33,7 +33,8 @@ mod significance;
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, Pov, StrategySpec, Twap, Vwap};
 pub use metrics::{
-    bootstrap_mean, paired_diff, summarize, Estimate, OrderResult, PairedDiff, Summary,
+    bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,
+    Summary,
 };
 pub use report::{results_tables, write_report, IllusoryGain, Provenance, ReportData};
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};

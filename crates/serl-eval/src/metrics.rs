@@ -106,6 +106,7 @@ impl std::fmt::Display for Estimate {
     }
 }
 
+/// The mean; 0 for no values.
 pub fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
         0.0
@@ -114,6 +115,7 @@ pub fn mean(x: &[f64]) -> f64 {
     }
 }
 
+/// The sample standard deviation; 0 for fewer than two values.
 pub fn std_dev(x: &[f64]) -> f64 {
     if x.len() < 2 {
         return 0.0;
@@ -221,16 +223,23 @@ pub struct PairedDiff {
     pub diff: Estimate,
 }
 
+/// Each result of `a` whose order `b` also ran, with PA(a) − PA(b) on it,
+/// in `a`'s order.
+pub(crate) fn paired<'r>(
+    a: &'r [&'r OrderResult],
+    b: &[&OrderResult],
+) -> impl Iterator<Item = (&'r OrderResult, f64)> {
+    let by_id: std::collections::HashMap<u64, f64> =
+        b.iter().map(|r| (r.order_id, r.pa_bps)).collect();
+    a.iter()
+        .filter_map(move |r| by_id.get(&r.order_id).map(|pb| (*r, r.pa_bps - pb)))
+}
+
 /// PA of the strategy of `a` minus that of `b`, order by order, over the
 /// orders both ran; `None` when either is empty. `seed` seeds the
 /// bootstrap.
 pub fn paired_diff(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<PairedDiff> {
-    let by_id: std::collections::HashMap<u64, f64> =
-        b.iter().map(|r| (r.order_id, r.pa_bps)).collect();
-    let d: Vec<f64> = a
-        .iter()
-        .filter_map(|r| by_id.get(&r.order_id).map(|pb| r.pa_bps - pb))
-        .collect();
+    let d: Vec<f64> = paired(a, b).map(|(_, d)| d).collect();
     let (first_a, first_b) = (a.first()?, b.first()?);
     Some(PairedDiff {
         strategy: first_a.strategy.clone(),

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::metrics::{bootstrap_mean, Estimate, OrderResult};
+use crate::metrics::{bootstrap_mean, paired, Estimate, OrderResult};
 
 /// A strategy against a reference, day by day.
 #[derive(Debug, Clone, Serialize)]
@@ -45,14 +45,11 @@ pub struct DayTest {
 /// `a`'s PA minus `b`'s over the orders both ran, by day; `None` when they
 /// share no order.
 pub fn day_test(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<DayTest> {
-    let by_id: BTreeMap<u64, f64> = b.iter().map(|r| (r.order_id, r.pa_bps)).collect();
     let mut per_symbol_day: BTreeMap<(chrono::NaiveDate, &str), (f64, usize)> = BTreeMap::new();
-    for r in a {
-        if let Some(pb) = by_id.get(&r.order_id) {
-            let e = per_symbol_day.entry((r.date, &r.symbol)).or_default();
-            e.0 += r.pa_bps - pb;
-            e.1 += 1;
-        }
+    for (r, d) in paired(a, b) {
+        let e = per_symbol_day.entry((r.date, &r.symbol)).or_default();
+        e.0 += d;
+        e.1 += 1;
     }
     let mut per_day: BTreeMap<chrono::NaiveDate, (f64, usize)> = BTreeMap::new();
     for ((day, _), (sum, n)) in &per_symbol_day {

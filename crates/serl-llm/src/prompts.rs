@@ -257,13 +257,12 @@ impl ModuleContext {
             ),
             _ => {
                 let names = serl_design::observation_names();
-                let vars = serl_expr::VarSet::from_names(names.clone());
                 (
                     names
                         .into_iter()
                         .map(|n| json!({"name": n, "doc": "observation feature"}))
                         .collect(),
-                    serl_expr::gbnf(&vars),
+                    serl_design::observation_grammar(),
                 )
             }
         };

@@ -320,7 +320,9 @@ fn train_seeds(
         });
     }
     let best: Vec<f64> = runs.iter().filter_map(|r| r.best_val_pa).collect();
-    let (mean, std) = mean_std(&best);
+    // No validation orders, no best: the mean is then none, not 0.
+    let mean = (!best.is_empty()).then(|| serl_eval::mean(&best));
+    let std = serl_eval::std_dev(&best);
     println!(
         "{:>8} {:>14} {:>14} {:>10}",
         "seed", "best val PA", "final val PA", "seconds"
@@ -336,8 +338,9 @@ fn train_seeds(
         );
     }
     println!(
-        "best validation PA over {} seeds: {mean:.3} ± {std:.3} bps (mean ± std)",
-        best.len()
+        "best validation PA over {} seeds: {} ± {std:.3} bps (mean ± std)",
+        best.len(),
+        pa(mean)
     );
     let summary =
         serde_json::json!({"seeds": runs, "best_val_pa_mean": mean, "best_val_pa_std": std});
@@ -356,17 +359,6 @@ fn train_seeds(
         a.out.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Mean and sample standard deviation (0 for fewer than two values).
-fn mean_std(x: &[f64]) -> (f64, f64) {
-    let n = x.len() as f64;
-    if x.is_empty() {
-        return (f64::NAN, 0.0);
-    }
-    let mean = x.iter().sum::<f64>() / n;
-    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (mean, var.sqrt())
 }
 
 /// The training progress bar: environment steps, their rate, and the
