@@ -94,6 +94,35 @@ fn balanced(s: &str) -> Option<String> {
     None
 }
 
+/// Whether `reply` is a well-formed `kind` reply, short of validation: a
+/// module can be extracted from it, JSON modules are JSON, and every
+/// program in it parses (names, types, bounds and values are the
+/// validator's, [`crate::Module::parse`]). Grammar tests and `serl prompts
+/// probe` count replies with it.
+pub fn well_formed(kind: ModuleKind, reply: &str) -> bool {
+    let Some(text) = extract(kind, reply) else {
+        return false;
+    };
+    if !kind.is_json() {
+        return serl_expr::check_syntax(&text).is_ok();
+    }
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    programs_parse(&json)
+}
+
+fn programs_parse(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Object(m) => m.iter().all(|(k, x)| match (k.as_str(), x) {
+            ("program", serde_json::Value::String(s)) => serl_expr::check_syntax(s).is_ok(),
+            _ => programs_parse(x),
+        }),
+        serde_json::Value::Array(a) => a.iter().all(programs_parse),
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

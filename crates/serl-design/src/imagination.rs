@@ -114,22 +114,33 @@ impl ImaginationModule {
     }
 }
 
+/// The range of a scenario's volatility multiplier (validator and JSON
+/// schema both read these).
+pub const VOLATILITY_MULT_RANGE: (f64, f64) = (0.1, 5.0);
+/// The range of a scenario's drift, bps over the session.
+pub const DRIFT_BPS_RANGE: (f64, f64) = (-500.0, 500.0);
+/// The range of a scenario's liquidity multiplier.
+pub const LIQUIDITY_MULT_RANGE: (f64, f64) = (0.05, 10.0);
+/// The range of a jump's size, bps.
+pub const JUMP_BPS_RANGE: (f64, f64) = (-1000.0, 1000.0);
+
 /// Checks one scenario's multipliers, drift and jumps; `at` names it.
 pub(crate) fn check_scenario(kind: ModuleKind, at: &str, s: &Scenario) -> Result<(), ModuleError> {
     in_range(
         kind,
         &format!("{at}.volatility_mult"),
         s.volatility_mult,
-        0.1,
-        5.0,
+        VOLATILITY_MULT_RANGE.0,
+        VOLATILITY_MULT_RANGE.1,
     )?;
-    in_range(kind, &format!("{at}.drift_bps"), s.drift_bps, -500.0, 500.0)?;
+    let (lo, hi) = DRIFT_BPS_RANGE;
+    in_range(kind, &format!("{at}.drift_bps"), s.drift_bps, lo, hi)?;
     in_range(
         kind,
         &format!("{at}.liquidity_mult"),
         s.liquidity_mult,
-        0.05,
-        10.0,
+        LIQUIDITY_MULT_RANGE.0,
+        LIQUIDITY_MULT_RANGE.1,
     )?;
     if s.jumps.len() > MAX_JUMPS {
         return Err(err(kind, format!("{at}.jumps: at most {MAX_JUMPS}")));
@@ -146,8 +157,8 @@ pub(crate) fn check_scenario(kind: ModuleKind, at: &str, s: &Scenario) -> Result
             kind,
             &format!("{at}.jumps[{j}] size"),
             *size,
-            -1000.0,
-            1000.0,
+            JUMP_BPS_RANGE.0,
+            JUMP_BPS_RANGE.1,
         )?;
     }
     Ok(())

@@ -44,6 +44,7 @@ mod extract;
 mod features;
 mod imagination;
 mod kind;
+mod lark;
 mod modules;
 mod network;
 mod profiling;
@@ -53,13 +54,14 @@ mod smoke;
 mod terms;
 
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
-pub use extract::extract;
+pub use extract::{extract, well_formed};
 pub use features::{
     check_features, observation_grammar, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES,
     MAX_FEATURE_NAME,
 };
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
 pub use kind::{ModuleError, ModuleKind};
+pub use lark::module_lark;
 pub use modules::{Design, Module, StateModule};
 pub use network::{
     book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,
@@ -67,8 +69,8 @@ pub use network::{
 };
 pub use profiling::{ProfilingModule, MAX_AGENTS};
 pub use reward::{
-    reward_grammar, reward_vars, reward_vars_doc, ProgramReward, RewardModule, RewardVar,
-    DEFAULT_REWARD_PROGRAM, REWARD_VARS,
+    reward_grammar, reward_lark, reward_vars, reward_vars_doc, ProgramReward, RewardModule,
+    RewardVar, DEFAULT_REWARD_PROGRAM, REWARD_VARS,
 };
 pub use schema::module_schema;
 pub use smoke::{smoke_test, SmokeReport};

@@ -121,6 +121,13 @@ pub fn reward_grammar() -> String {
     serl_expr::gbnf_with(&reward_vars(), false)
 }
 
+/// [`reward_grammar`] as Lark, for decoders that mask tokens with
+/// llguidance (the local backend): a bare program, bounded as
+/// [`serl_expr::lark_rules`] says.
+pub fn reward_lark() -> String {
+    serl_expr::lark(&reward_vars(), false)
+}
+
 /// The variables a reward program is compiled over.
 pub fn reward_vars() -> VarSet {
     VarSet::new(&REWARD_VARS.map(|v| v.name))

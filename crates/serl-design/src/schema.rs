@@ -12,7 +12,10 @@ use serde_json::{json, Map, Value};
 
 use crate::communication::MAX_BROADCAST;
 use crate::features::{MAX_FEATURES, MAX_FEATURE_NAME};
-use crate::imagination::{MAX_JUMPS, MAX_SCENARIOS};
+use crate::imagination::{
+    DRIFT_BPS_RANGE, JUMP_BPS_RANGE, LIQUIDITY_MULT_RANGE, MAX_JUMPS, MAX_SCENARIOS,
+    VOLATILITY_MULT_RANGE,
+};
 use crate::kind::ModuleKind;
 use crate::network::{MAX_BLOCKS, MAX_WIDTH, MAX_WINDOW};
 
@@ -34,9 +37,18 @@ pub fn module_schema(kind: ModuleKind) -> Value {
             &["scenarios"],
         ),
         ModuleKind::Profiling => {
-            let market = schema_of(
+            let mut market = schema_of(
                 &serde_json::to_value(crate::MarketConfig::default()).unwrap_or_default(),
             );
+            // The default scenario's jumps are an empty list, which says
+            // nothing of their items: the imagination's scenario does.
+            if let Some(p) = market["properties"].as_object_mut() {
+                if p.contains_key("scenario") {
+                    let mut s = scenario();
+                    s["required"] = json!([]);
+                    p.insert("scenario".into(), s);
+                }
+            }
             object(&[("market", market)], &["market"])
         }
         ModuleKind::Communication => object(
@@ -92,17 +104,21 @@ fn feature() -> Value {
 }
 
 fn scenario() -> Value {
+    let range = |(lo, hi): (f64, f64)| json!({"type": "number", "minimum": lo, "maximum": hi});
     let jump = json!({
         "type": "array",
-        "prefixItems": [{"type": "integer", "minimum": 0}, {"type": "number"}],
+        "prefixItems": [
+            {"type": "integer", "minimum": 0, "maximum": serl_market::SESSION_MINUTES},
+            range(JUMP_BPS_RANGE),
+        ],
         "minItems": 2,
         "maxItems": 2,
     });
     object(
         &[
-            ("volatility_mult", json!({"type": "number"})),
-            ("drift_bps", json!({"type": "number"})),
-            ("liquidity_mult", json!({"type": "number"})),
+            ("volatility_mult", range(VOLATILITY_MULT_RANGE)),
+            ("drift_bps", range(DRIFT_BPS_RANGE)),
+            ("liquidity_mult", range(LIQUIDITY_MULT_RANGE)),
             ("jumps", array(jump, 0, MAX_JUMPS)),
         ],
         &["volatility_mult", "drift_bps", "liquidity_mult"],

@@ -283,3 +283,35 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
         "{e}"
     );
 }
+
+/// The local backend's grammar for a reward (`reward_lark`, whose rules
+/// `module_lark` embeds) refuses every reward program of the corpus: it is
+/// typed, so even the ill-typed ones the GBNF leaves to the checker are
+/// outside it.
+#[test]
+fn hostile_reward_programs_are_refused_by_the_lark_grammar() {
+    let g = serl_local::Constraint::Lark(serl_design::reward_lark());
+    let bytes = serl_local::ByteGrammar::new().unwrap();
+    let mut checked = 0;
+    for (kind, reply, _) in corpus() {
+        if kind != Reward {
+            continue;
+        }
+        let program = extract(kind, &reply).unwrap_or(reply);
+        let shown: String = program.chars().take(60).collect();
+        assert!(
+            !bytes.accepts(&g, &program).unwrap(),
+            "the Lark grammar derives `{shown}`"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked} reward programs");
+    // And it derives what a designer would write.
+    for good in [
+        "step_pa - 2 * remaining_inv ^ 2 / steps - 50 * done * remaining_inv ^ 2",
+        "if done > 0.5 then -abs(remaining_inv) else clip(step_pa / 10, -1, 1)",
+        "tanh(twap_gain) + 0.1 * timing",
+    ] {
+        assert!(bytes.accepts(&g, good).unwrap(), "refused: {good}");
+    }
+}

@@ -53,7 +53,7 @@ const WINDOW_FNS: [(&str, WindowKind); 6] = [
     ("max_over", WindowKind::Max),
 ];
 
-const UNARY_FNS: [&str; 6] = ["abs", "sqrt", "log", "exp", "tanh", "sign"];
+pub(crate) const UNARY_FNS: [&str; 6] = ["abs", "sqrt", "log", "exp", "tanh", "sign"];
 
 /// Every function name, for suggestions and the grammar.
 pub(crate) fn function_names() -> Vec<&'static str> {

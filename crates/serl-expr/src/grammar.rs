@@ -1,7 +1,7 @@
 //! The language's grammar for constrained decoders: GBNF (llama.cpp and
 //! compatible servers) and a JSON schema for structured-output APIs.
 
-use super::compile::function_names;
+use super::compile::{function_names, UNARY_FNS};
 use super::VarSet;
 
 fn alternatives(names: &[&str]) -> String {
@@ -63,6 +63,99 @@ ws1     ::= [ \t\n]+
 "#,
         unary = alternatives(&unary),
         vars = alternatives(&var_names),
+    )
+}
+
+/// The deepest nesting [`lark`] allows: a call, a parenthesis or an `if`
+/// opens a level.
+pub const LARK_DEPTH: usize = 3;
+
+/// The grammar as Lark (llguidance's dialect), with `vars` as the only
+/// names a program may read and the window functions when `windows`: a
+/// `start` rule and the rules of [`lark_rules`].
+pub fn lark(vars: &VarSet, windows: bool) -> String {
+    format!("start: expr\n{}", lark_rules(vars, windows))
+}
+
+/// The rules of [`lark`] without a `start`, defining `expr`, for grammars
+/// that embed a program (a JSON reply with a `program` field).
+///
+/// It is a typed subset of the GBNF's language, written for a token
+/// sampler rather than a reader:
+/// - numbers and conditions are separate rules, so a drawn program is
+///   well-typed (`&&`, `||` and `!` join conditions, comparisons make
+///   them, `if` takes one; the program gives a number);
+/// - no `let`: a grammar cannot know which names a `let` bound, so a drawn
+///   program could read an unbound one;
+/// - single spaces around binary operators, nesting at most
+///   [`LARK_DEPTH`] deep, chains of at most six terms, numbers of at most
+///   six digits (no exponent), windows of 1 to [`Limits::max_window`]
+///   steps. Every draw is finite and parses; real programs are far
+///   inside the bounds.
+///
+/// [`Limits::max_window`]: crate::Limits::max_window
+pub fn lark_rules(vars: &VarSet, windows: bool) -> String {
+    let names: Vec<&str> = vars.names().iter().map(String::as_str).collect();
+    let mut out = format!("expr: num{LARK_DEPTH}\n");
+    for d in 0..=LARK_DEPTH {
+        out.push_str(&lark_level(d, windows));
+    }
+    let window_names = ["mean", "std", "ema", "lag", "min_over", "max_over"];
+    let steps: Vec<String> = (1..=super::Limits::default().max_window)
+        .rev()
+        .map(|w| w.to_string())
+        .collect();
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    out.push_str(&format!(
+        r#"VAR: {vars}
+NUMBER: /[0-9]{{1,6}}(\.[0-9]{{1,4}})?/
+WINDOW: {steps}
+UNARYFN: {unary}
+WINDOWFN: {windows}
+CMP: " <= " | " >= " | " == " | " != " | " < " | " > "
+ADD: " + " | " - "
+MUL: " * " | " / "
+"#,
+        vars = alternatives(&names),
+        steps = alternatives(&steps),
+        unary = alternatives(&UNARY_FNS),
+        windows = alternatives(&window_names),
+    ));
+    out
+}
+
+/// The rules of nesting level `d`; level 0 has no calls, parentheses or
+/// `if`.
+fn lark_level(d: usize, windows: bool) -> String {
+    let i = d.saturating_sub(1);
+    let (num_if, atom_nested, cond_nested, not_nested) = if d == 0 {
+        Default::default()
+    } else {
+        let window = if windows {
+            " | WINDOWFN \"(\" VAR \", \" WINDOW \")\""
+        } else {
+            ""
+        };
+        (
+            format!(" | \"if \" cond{i} \" then \" num{i} \" else \" num{i}"),
+            format!(
+                " | \"(\" num{i} \")\" | UNARYFN \"(\" num{i} \")\" | (\"min(\" | \"max(\") num{i} \", \" num{i} \")\" | \"clip(\" num{i} \", \" num{i} \", \" num{i} \")\"{window}"
+            ),
+            format!(" | \"(\" cond{i} \")\""),
+            format!(" | \"!(\" cond{i} \")\""),
+        )
+    };
+    format!(
+        r#"num{d}: sum{d}{num_if}
+sum{d}: product{d} (ADD product{d}){{0,5}}
+product{d}: unary{d} (MUL unary{d}){{0,5}}
+unary{d}: "-"? power{d}
+power{d}: atom{d} (" ^ " atom{d})?
+atom{d}: NUMBER | VAR{atom_nested}
+cond{d}: conj{d} (" || " conj{d}){{0,2}}
+conj{d}: lit{d} (" && " lit{d}){{0,2}}
+lit{d}: "true" | "false" | "!true" | "!false" | sum{d} CMP sum{d}{cond_nested}{not_nested}
+"#
     )
 }
 

@@ -83,7 +83,18 @@ mod syntax;
 mod terms;
 
 pub use compile::{Program, State, WindowKind};
-pub use grammar::{gbnf, gbnf_with, json_schema};
+pub use grammar::{gbnf, gbnf_with, json_schema, lark, lark_rules, LARK_DEPTH};
+
+/// Whether `src` is a sentence of the language: it lexes and parses
+/// within the default [`Limits`]; names, types and windows are not
+/// checked ([`Program::compile`] does that). Grammar tests use it to tell
+/// a grammar that writes malformed programs from one that writes
+/// ill-typed ones.
+pub fn check_syntax(src: &str) -> Result<(), CompileError> {
+    let limits = Limits::default();
+    let (toks, _) = syntax::lex(src)?;
+    syntax::Parser::new(toks, &limits).program().map(|_| ())
+}
 
 /// A place in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

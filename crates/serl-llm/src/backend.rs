@@ -41,6 +41,11 @@ pub struct ChatRequest {
     /// `response_format` (`json_schema`) or Ollama's `format`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<Schema>,
+    /// A Lark grammar for backends that mask tokens with llguidance (the
+    /// local backend); it follows from the schema or the GBNF, so it is
+    /// not part of the request's key or its transcript.
+    #[serde(default, skip_serializing)]
+    pub lark: Option<String>,
 }
 
 /// A named JSON schema for a reply.
@@ -64,6 +69,7 @@ impl ChatRequest {
             json: false,
             grammar: None,
             schema: None,
+            lark: None,
         }
     }
 
@@ -163,6 +169,9 @@ pub enum LlmError {
         /// What went wrong.
         message: String,
     },
+    /// The embedded model failed to load or to answer.
+    #[error("local model: {0}")]
+    Local(String),
     /// A prompt template is missing, does not parse or does not render.
     #[error("prompt template {file}, line {line}: {message}")]
     Template {

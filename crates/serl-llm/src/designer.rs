@@ -37,8 +37,14 @@ pub trait Designer: Send {
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError>;
 }
 
-/// What constrains a reply: a GBNF grammar, a JSON schema, or neither.
-type Constraint = (Option<String>, Option<Schema>);
+/// What constrains a reply: a GBNF grammar, a JSON schema, their Lark
+/// twin for token-masking backends, or nothing.
+#[derive(Default)]
+struct Constraint {
+    grammar: Option<String>,
+    schema: Option<Schema>,
+    lark: Option<String>,
+}
 
 /// An LLM designer: renders the module's template and asks the backend.
 pub struct LlmDesigner {
@@ -90,7 +96,9 @@ impl LlmDesigner {
         // or a replay asks exactly the same questions.
         req.seed = Some(self.seed.wrapping_add(self.calls));
         req.json = json;
-        (req.grammar, req.schema) = constraint;
+        req.grammar = constraint.grammar;
+        req.schema = constraint.schema;
+        req.lark = constraint.lark;
         self.calls += 1;
         let r = self.backend.chat(&req)?;
         Ok(Reply {
@@ -111,23 +119,30 @@ impl Designer for LlmDesigner {
     }
     fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
         let bare_program = self.gbnf && kind == ModuleKind::Reward;
-        let constraint = match (bare_program, self.constrained) {
-            (true, _) => (Some(ctx.grammar.clone()), None),
-            (false, true) => (
-                None,
-                Some(Schema {
+        let constraint = if bare_program {
+            Constraint {
+                grammar: Some(ctx.grammar.clone()),
+                lark: Some(serl_design::reward_lark()),
+                ..Constraint::default()
+            }
+        } else if self.constrained {
+            Constraint {
+                schema: Some(Schema {
                     name: kind.name().into(),
                     schema: serl_design::module_schema(kind),
                 }),
-            ),
-            (false, false) => (None, None),
+                lark: Some(serl_design::module_lark(kind)),
+                ..Constraint::default()
+            }
+        } else {
+            Constraint::default()
         };
         let mut ctx = ctx.clone();
-        ctx.constrained = constraint.1.is_some();
+        ctx.constrained = constraint.schema.is_some();
         self.ask(kind.name(), &ctx, kind.is_json(), constraint)
     }
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
-        self.ask("refine", ctx, false, (None, None))
+        self.ask("refine", ctx, false, Constraint::default())
     }
 }
 

@@ -16,7 +16,9 @@
 //! - A [`Backend`] is a chat model: [`HttpBackend`] speaks
 //!   OpenAI-compatible chat completions or Ollama's native API over
 //!   reqwest, with timeouts, backoff and a concurrency limit
-//!   ([`HttpConfig`]).
+//!   ([`HttpConfig`]). [`LocalBackend`] (feature `local`, on by default)
+//!   runs a GGUF model in-process with `serl-local`, every reply masked
+//!   by its module's Lark grammar.
 //! - [`Recorder`] wraps a backend and writes a transcript of every
 //!   exchange, which doubles as a cache; [`Replay`] answers from a
 //!   transcript alone, reproducing a recorded run exactly.
@@ -27,6 +29,8 @@ mod backend;
 mod builtin;
 mod designer;
 mod http;
+#[cfg(feature = "local")]
+mod local;
 pub mod prompts;
 mod record;
 
@@ -34,5 +38,9 @@ pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema}
 pub use builtin::BuiltinDesigner;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
 pub use http::{Flavor, HttpBackend, HttpConfig};
+#[cfg(feature = "local")]
+pub use local::{LocalBackend, LocalConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};
 pub use record::{Recorder, Replay};
+#[cfg(feature = "local")]
+pub use serl_local;

@@ -510,6 +510,44 @@ fn all_six_modules_come_through_an_openai_compatible_server() {
     );
 }
 
+/// The README's loop designed by a language model running inside serl: a
+/// tiny random-weight GGUF that `serl prompts test-model` writes (no
+/// download). Its designs are noise, but every reply is constrained to its
+/// module's grammar, so the loop finds valid designs, trains them, picks
+/// one on validation and writes the report. (That the same seed gives the
+/// same replies is `serl-local`'s test.)
+#[cfg(feature = "local")]
+#[test]
+fn the_loop_runs_through_the_embedded_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    let o = serl(&["prompts", "test-model", "--out", model.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cfg = tiny_config(dir.path(), "");
+    let a = dir.path().join("run");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--llm",
+        "local",
+        "--model",
+        model.to_str().unwrap(),
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    assert!(
+        report.contains("LLM: local tiny.gguf"),
+        "{}",
+        &report[..300.min(report.len())]
+    );
+    assert!(a.join("report.html").exists());
+    let designed = scores(&a).iter().filter(|(_, s)| s.is_some()).count();
+    assert!(designed > 0, "no candidate the model designed was valid");
+}
+
 #[test]
 fn an_unreachable_server_is_a_clear_error_not_a_hang() {
     let dir = tempfile::tempdir().unwrap();

@@ -26,9 +26,13 @@ pub struct EvolveArgs {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The designer: the builtin offline search, an OpenAI-compatible
-    /// server, Ollama, or a replay of a recorded transcript.
+    /// server, Ollama, the embedded GGUF model, or a replay of a recorded
+    /// transcript.
     #[arg(long, value_enum)]
     pub llm: Option<LlmChoice>,
+    /// The GGUF model for `--llm local` (overrides `[llm.local] model`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
     /// The transcript to replay (default: the run directory's).
     #[arg(long)]
     pub replay_from: Option<PathBuf>,
@@ -52,6 +56,8 @@ pub enum LlmChoice {
     Builtin,
     Openai,
     Ollama,
+    /// The embedded GGUF model of `[llm.local]`.
+    Local,
     Replay,
 }
 
@@ -66,7 +72,15 @@ pub struct LlmSection {
     pub constrained: bool,
     /// Also send the reward's GBNF grammar (llama.cpp's `grammar` field).
     pub gbnf: bool,
+    /// The embedded model (`--llm local`).
+    pub local: LocalSection,
 }
+
+#[cfg(feature = "local")]
+pub type LocalSection = serl_llm::LocalConfig;
+/// Without the `local` feature the table is kept as written, unread.
+#[cfg(not(feature = "local"))]
+pub type LocalSection = toml::Table;
 
 impl Default for LlmSection {
     fn default() -> Self {
@@ -76,6 +90,7 @@ impl Default for LlmSection {
             temperature: 0.7,
             constrained: true,
             gbnf: false,
+            local: LocalSection::default(),
         }
     }
 }
@@ -143,6 +158,9 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
         }
         if let Some(p) = &a.prompts {
             cfg.prompts = Some(p.clone());
+        }
+        if let Some(m) = &a.model {
+            set_local_model(&mut cfg, m)?;
         }
         if let Some(s) = a.seed {
             cfg.evolve.seed = s;
@@ -275,6 +293,17 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[cfg(feature = "local")]
+fn set_local_model(cfg: &mut EvolveFile, model: &Path) -> Result<()> {
+    cfg.llm.local.model = Some(model.to_path_buf());
+    Ok(())
+}
+
+#[cfg(not(feature = "local"))]
+fn set_local_model(_: &mut EvolveFile, _: &Path) -> Result<()> {
+    bail!("--model is for --llm local, and this serl was built without it (`--features local`)")
+}
+
 /// The designer for `backend`: HTTP backends record into `transcript`,
 /// replay reads `replay_from`.
 fn make_designer(
@@ -303,6 +332,15 @@ fn make_designer(
                 transcript,
             )?))
         }
+        #[cfg(feature = "local")]
+        LlmChoice::Local => llm(Box::new(Recorder::new(
+            serl_llm::LocalBackend::load(&cfg.llm.local)?,
+            transcript,
+        )?)),
+        #[cfg(not(feature = "local"))]
+        LlmChoice::Local => anyhow::bail!(
+            "this serl was built without the embedded backend: build with `--features local`"
+        ),
         LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
     }
 }

@@ -3,6 +3,8 @@ pub mod bench;
 pub mod data;
 pub mod evolve;
 pub mod lob;
+#[cfg(feature = "local")]
+pub mod probe;
 pub mod prompts;
 pub mod simulate;
 pub mod train;

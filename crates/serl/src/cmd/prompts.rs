@@ -22,16 +22,41 @@ pub enum PromptsCommand {
     Check(DirArg),
     /// What a constrained reply to a module must follow: its JSON schema
     /// (sent as `response_format` / Ollama's `format`), or the GBNF grammar
-    /// of the expression language its programs are written in.
+    /// of the expression language its programs are written in, or the Lark
+    /// grammar the local backend masks tokens with (the whole reply).
     Grammar(GrammarArgs),
+    /// Write a tiny chat model with random weights (GGUF), its vocabulary
+    /// learned from the prompt templates: `--llm local` with no download.
+    /// Its designs are noise; with constrained decoding, well-formed noise.
+    #[cfg(feature = "local")]
+    TestModel(TestModelArgs),
+    /// Ask a local GGUF model each module's prompt `--n` times and report
+    /// the share of replies that are well-formed and that validate,
+    /// constrained (and with `--unconstrained`, free), with its speed.
+    #[cfg(feature = "local")]
+    Probe(super::probe::ProbeArgs),
+}
+
+#[cfg(feature = "local")]
+#[derive(Args)]
+pub struct TestModelArgs {
+    /// Where to write the model.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value = "prompts")]
+    pub prompts: PathBuf,
+    /// Seed of the weights.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(Args)]
 pub struct GrammarArgs {
     /// reward, state, architecture, imagination, profiling or communication.
     pub module: String,
-    /// `json-schema`, or `gbnf` (reward: without window functions; state
-    /// and communication: the language over the observation).
+    /// `json-schema`, `gbnf` (reward: without window functions; state
+    /// and communication: the language over the observation) or `lark`
+    /// (the whole reply, programs included).
     #[arg(long, default_value = "json-schema")]
     pub format: GrammarFormat,
 }
@@ -40,6 +65,7 @@ pub struct GrammarArgs {
 pub enum GrammarFormat {
     JsonSchema,
     Gbnf,
+    Lark,
 }
 
 #[derive(Args)]
@@ -126,9 +152,14 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
                         kind.name()
                     ),
                 },
+                GrammarFormat::Lark => print!("{}", serl_design::module_lark(kind)),
             }
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "local")]
+        PromptsCommand::TestModel(a) => test_model(&a),
+        #[cfg(feature = "local")]
+        PromptsCommand::Probe(a) => super::probe::run(&a),
         PromptsCommand::Check(a) => {
             let p = load(&a.prompts)?;
             let problems = p.check();
@@ -147,4 +178,33 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// `serl prompts test-model`: a random model whose BPE merges come from the
+/// templates, so that rendered prompts fit in its context.
+#[cfg(feature = "local")]
+fn test_model(a: &TestModelArgs) -> Result<ExitCode> {
+    use serl_llm::serl_local::{write_test_model, TestModelSpec};
+    let mut corpus = String::new();
+    let entries = std::fs::read_dir(&a.prompts)
+        .with_context(|| format!("reading the prompt directory {}", a.prompts.display()))?;
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    for f in files {
+        if f.extension().is_some_and(|e| e == "j2") {
+            corpus.push_str(&std::fs::read_to_string(&f).with_context(|| f.display().to_string())?);
+        }
+    }
+    let spec = TestModelSpec {
+        corpus,
+        merges: 1500,
+        seed: a.seed,
+        ..TestModelSpec::default()
+    };
+    write_test_model(&a.out, &spec)?;
+    println!(
+        "wrote {} (random weights; for tests and trying --llm local)",
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }

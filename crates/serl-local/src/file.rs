@@ -1,0 +1,123 @@
+//! Opening a GGUF file: the header is read and checked before any weight
+//! is, so that a missing, truncated or foreign file fails with its name
+//! and the reason, not a tensor error halfway through loading.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file::{Content, Value};
+
+use crate::error::LocalError;
+
+/// The architectures the backend runs, as GGUF's `general.architecture`
+/// names them. All are candle's `quantized_llama` (SmolLM2, Llama 2 and 3,
+/// TinyLlama and Mistral use it).
+pub const ARCHITECTURES: &[&str] = &["llama"];
+
+/// A GGUF file whose header has been read and checked.
+pub struct ModelFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its header: metadata and tensor table.
+    pub content: Content,
+    /// An open reader for the tensors.
+    pub reader: BufReader<File>,
+}
+
+impl ModelFile {
+    /// Opens `path` and checks its header: GGUF magic, tensor data within
+    /// the file, a supported architecture and a byte-level BPE tokenizer.
+    pub fn open(path: &Path) -> Result<ModelFile, LocalError> {
+        let name = path.display().to_string();
+        let file = File::open(path).map_err(|e| LocalError::Unreadable {
+            path: name.clone(),
+            message: e.to_string(),
+        })?;
+        let actual = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut reader = BufReader::new(file);
+        let content = Content::read(&mut reader).map_err(|e| LocalError::NotGguf {
+            path: name.clone(),
+            message: first_line(&e.to_string()),
+        })?;
+        let needed = content
+            .tensor_infos
+            .values()
+            .map(|t| {
+                let elems = t.shape.elem_count() as u64;
+                let block = t.ggml_dtype.block_size() as u64;
+                t.offset + elems / block * t.ggml_dtype.type_size() as u64
+            })
+            .max()
+            .unwrap_or(0)
+            + content.tensor_data_offset;
+        if needed > actual {
+            return Err(LocalError::Truncated {
+                path: name,
+                needed,
+                actual,
+            });
+        }
+        let file = ModelFile {
+            path: path.to_path_buf(),
+            content,
+            reader,
+        };
+        file.check_supported()?;
+        Ok(file)
+    }
+
+    fn check_supported(&self) -> Result<(), LocalError> {
+        let arch = self.string("general.architecture")?;
+        if !ARCHITECTURES.contains(&arch.as_str()) {
+            return Err(self.unsupported(format!(
+                "architecture `{arch}`; the local backend runs {} models (SmolLM2, Llama, TinyLlama, Mistral)",
+                ARCHITECTURES.join(", ")
+            )));
+        }
+        let tokenizer = self.string("tokenizer.ggml.model")?;
+        if tokenizer != "gpt2" {
+            return Err(self.unsupported(format!(
+                "tokenizer `{tokenizer}`; the local backend reads byte-level BPE (`gpt2`) tokenizers"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The metadata value `key`, or an error naming it.
+    pub fn value(&self, key: &str) -> Result<&Value, LocalError> {
+        self.content
+            .metadata
+            .get(key)
+            .ok_or_else(|| self.unsupported(format!("the metadata key `{key}` is missing")))
+    }
+
+    /// The string metadata value `key`.
+    pub fn string(&self, key: &str) -> Result<String, LocalError> {
+        self.value(key)?
+            .to_string()
+            .cloned()
+            .map_err(|_| self.unsupported(format!("the metadata key `{key}` is not a string")))
+    }
+
+    /// The integer metadata value `key`, if present and an integer.
+    pub fn integer(&self, key: &str) -> Option<u64> {
+        let v = self.content.metadata.get(key)?;
+        v.to_u64()
+            .ok()
+            .or_else(|| v.to_u32().ok().map(u64::from))
+            .or_else(|| v.to_i32().ok().map(|x| x.max(0) as u64))
+    }
+
+    /// An [`LocalError::Unsupported`] about this file.
+    pub fn unsupported(&self, message: String) -> LocalError {
+        LocalError::Unsupported {
+            path: self.path.display().to_string(),
+            message,
+        }
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
