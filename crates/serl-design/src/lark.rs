@@ -3,7 +3,9 @@
 //! ([`module_schema`]) with every `program` string replaced by the
 //! expression grammar over the variables that program may read. A reply
 //! drawn from it is the module's JSON with programs that parse; the JSON
-//! schema alone constrains a program only to be a string.
+//! schema alone constrains a program only to be a string. Objects that
+//! hold programs are written with their required properties, in order;
+//! everything else is the schema itself, inlined with `%json`.
 
 use serde_json::Value;
 use serl_expr::VarSet;
@@ -46,7 +48,10 @@ fn value(schema: &Value, rules: &mut Vec<String>) -> String {
                 } else {
                     value(sub, rules)
                 };
-                fields.push(format!(r#""\"{key}\": " {v}"#));
+                // The key as a Lark string literal of its JSON form.
+                let literal =
+                    serde_json::to_string(&format!("{}: ", json_key(key))).unwrap_or_default();
+                fields.push(format!("{literal} {v}"));
             }
             rule(fields.join(r#" ", " "#), rules)
         }
@@ -93,6 +98,11 @@ fn bound_numbers(schema: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(bound_numbers),
         _ => {}
     }
+}
+
+/// `key` as JSON writes it, quotes included.
+fn json_key(key: &str) -> String {
+    serde_json::to_string(key).unwrap_or_default()
 }
 
 /// A new rule with `body`; its name.

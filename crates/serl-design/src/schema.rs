@@ -82,8 +82,12 @@ fn array(items: Value, min: usize, max: usize) -> Value {
     json!({"type": "array", "items": items, "minItems": min, "maxItems": max})
 }
 
+/// A program: a non-empty string. No `maxLength`: llama.cpp turns a
+/// schema into a grammar by unrolling `{1,4096}`, which its parser refuses
+/// (and llama-cpp-python's server dies of); the validator bounds the
+/// source (`Limits::max_source`) instead.
 fn program() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": serl_expr::Limits::default().max_source})
+    json!({"type": "string", "minLength": 1})
 }
 
 fn share() -> Value {

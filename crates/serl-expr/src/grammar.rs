@@ -90,8 +90,13 @@ pub fn lark(vars: &VarSet, windows: bool) -> String {
 /// - single spaces around binary operators, nesting at most
 ///   [`LARK_DEPTH`] deep, chains of at most six terms, numbers of at most
 ///   six digits (no exponent), windows of 1 to [`Limits::max_window`]
-///   steps. Every draw is finite and parses; real programs are far
-///   inside the bounds.
+///   steps. Every draw is finite and parses. The bounds alone still admit
+///   programs past [`Limits::max_nodes`] (a chain of six calls each with
+///   chains of six terms); the local backend's sampler keeps a reply well
+///   inside them by steering it to its end once it runs long. Real
+///   programs are far inside them.
+///
+/// [`Limits::max_nodes`]: crate::Limits::max_nodes
 ///
 /// [`Limits::max_window`]: crate::Limits::max_window
 pub fn lark_rules(vars: &VarSet, windows: bool) -> String {

@@ -45,6 +45,23 @@ pub struct HttpConfig {
     pub backoff_ms: u64,
     /// Requests in flight at once.
     pub concurrency: usize,
+    /// How the OpenAI wire format carries a module's schema:
+    /// `json_schema` (OpenAI structured outputs, vLLM, llama.cpp's
+    /// `llama-server`, LM Studio) or `json_object` (`{"type":
+    /// "json_object", "schema": ...}`: llama-cpp-python's server, Anyscale,
+    /// Together).
+    pub schema_format: SchemaFormat,
+}
+
+/// See [`HttpConfig::schema_format`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaFormat {
+    /// `{"type": "json_schema", "json_schema": {"name", "schema"}}`.
+    #[default]
+    JsonSchema,
+    /// `{"type": "json_object", "schema": ...}`.
+    JsonObject,
 }
 
 impl Default for HttpConfig {
@@ -58,6 +75,7 @@ impl Default for HttpConfig {
             max_retries: 4,
             backoff_ms: 1000,
             concurrency: 4,
+            schema_format: SchemaFormat::JsonSchema,
         }
     }
 }
@@ -149,10 +167,15 @@ impl HttpBackend {
                     // required and refuses `pattern`/`prefixItems`, while
                     // the modules have defaulted fields; vLLM and
                     // llama.cpp enforce the schema either way.
-                    b["response_format"] = json!({
-                        "type": "json_schema",
-                        "json_schema": {"name": s.name, "strict": false, "schema": s.schema},
-                    });
+                    b["response_format"] = match self.cfg.schema_format {
+                        SchemaFormat::JsonSchema => json!({
+                            "type": "json_schema",
+                            "json_schema": {"name": s.name, "strict": false, "schema": s.schema},
+                        }),
+                        SchemaFormat::JsonObject => {
+                            json!({"type": "json_object", "schema": s.schema})
+                        }
+                    };
                 } else if req.json {
                     b["response_format"] = json!({"type": "json_object"});
                 }

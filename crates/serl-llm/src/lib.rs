@@ -37,7 +37,7 @@ mod record;
 pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema};
 pub use builtin::BuiltinDesigner;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
-pub use http::{Flavor, HttpBackend, HttpConfig};
+pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
 #[cfg(feature = "local")]
 pub use local::{LocalBackend, LocalConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};

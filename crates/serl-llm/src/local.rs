@@ -118,7 +118,7 @@ impl Backend for LocalBackend {
             .map_err(|_| LlmError::Local("the model panicked in an earlier request".into()))?;
         let g = model
             .chat(&request)
-            .map_err(|e| LlmError::Local(e.to_string()))?;
+            .map_err(|e| LlmError::Local(format!("{}: {e}", model.path())))?;
         tracing::debug!(
             prompt_tokens = g.prompt_tokens,
             completion_tokens = g.completion_tokens,

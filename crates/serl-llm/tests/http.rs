@@ -122,6 +122,7 @@ fn backend(url: &str, timeout: f64) -> HttpBackend {
         max_retries: 2,
         backoff_ms: 20,
         concurrency: 2,
+        ..Default::default()
     })
     .unwrap()
 }
@@ -318,4 +319,18 @@ fn a_schema_is_sent_as_response_format_and_as_ollamas_format() {
     .unwrap();
     b.chat(&req).unwrap();
     assert_eq!(s.bodies.lock().unwrap()[0]["format"], schema.schema);
+
+    // llama-cpp-python's server takes the schema inside `json_object`.
+    let s = serve(vec![Answer::Ok(completion("{\"program\": \"step_pa\"}"))]);
+    let b = HttpBackend::new(HttpConfig {
+        base_url: Some(format!("{}/v1", s.url)),
+        api_key_env: None,
+        schema_format: serl_llm::SchemaFormat::JsonObject,
+        ..Default::default()
+    })
+    .unwrap();
+    b.chat(&req).unwrap();
+    let sent = &s.bodies.lock().unwrap()[0];
+    assert_eq!(sent["response_format"]["type"], "json_object");
+    assert_eq!(sent["response_format"]["schema"], schema.schema);
 }

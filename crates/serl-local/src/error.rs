@@ -12,6 +12,14 @@ pub enum LocalError {
         /// The operating system's error.
         message: String,
     },
+    /// A model file cannot be written.
+    #[error("{path}: cannot write the model file: {message}")]
+    Write {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The file is not a GGUF model (wrong magic or a header that does
     /// not parse).
     #[error("{path}: not a GGUF model file: {message}")]

@@ -11,8 +11,10 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use crate::error::LocalError;
 
 /// The architectures the backend runs, as GGUF's `general.architecture`
-/// names them. All are candle's `quantized_llama` (SmolLM2, Llama 2 and 3,
-/// TinyLlama and Mistral use it).
+/// names them: candle's `quantized_llama`. With the byte-level BPE
+/// tokenizer this covers SmolLM2, Llama 3 and their fine-tunes;
+/// SentencePiece models (Llama 2, TinyLlama, Mistral) are refused by the
+/// tokenizer check.
 pub const ARCHITECTURES: &[&str] = &["llama"];
 
 /// A GGUF file whose header has been read and checked.
@@ -34,23 +36,27 @@ impl ModelFile {
             path: name.clone(),
             message: e.to_string(),
         })?;
-        let actual = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut reader = BufReader::new(file);
-        let content = Content::read(&mut reader).map_err(|e| LocalError::NotGguf {
+        let actual = file.metadata().map_err(|e| LocalError::Unreadable {
             path: name.clone(),
-            message: first_line(&e.to_string()),
+            message: e.to_string(),
         })?;
-        let needed = content
-            .tensor_infos
-            .values()
-            .map(|t| {
-                let elems = t.shape.elem_count() as u64;
-                let block = t.ggml_dtype.block_size() as u64;
-                t.offset + elems / block * t.ggml_dtype.type_size() as u64
-            })
-            .max()
-            .unwrap_or(0)
-            + content.tensor_data_offset;
+        let actual = actual.len();
+        let mut reader = BufReader::new(file);
+        // candle's reader panics on some malformed headers (an alignment
+        // of 0 divides by zero): a panic is a file that is not GGUF.
+        let read =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Content::read(&mut reader)));
+        let not_gguf = |message: String| LocalError::NotGguf {
+            path: name.clone(),
+            message,
+        };
+        let content = match read {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(not_gguf(first_line(&e.to_string()))),
+            Err(_) => return Err(not_gguf("the header does not parse".into())),
+        };
+        let needed =
+            tensor_data_end(&content).ok_or_else(|| not_gguf("tensor sizes overflow".into()))?;
         if needed > actual {
             return Err(LocalError::Truncated {
                 path: name,
@@ -116,6 +122,23 @@ impl ModelFile {
             message,
         }
     }
+}
+
+/// Where the last tensor's data ends, from the header; `None` when the
+/// sizes overflow (a corrupt header).
+fn tensor_data_end(content: &Content) -> Option<u64> {
+    let mut end = 0u64;
+    for t in content.tensor_infos.values() {
+        let elems = t
+            .shape
+            .dims()
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))?;
+        let block = (t.ggml_dtype.block_size() as u64).max(1);
+        let bytes = (elems / block).checked_mul(t.ggml_dtype.type_size() as u64)?;
+        end = end.max(t.offset.checked_add(bytes)?);
+    }
+    end.checked_add(content.tensor_data_offset)
 }
 
 fn first_line(s: &str) -> String {

@@ -106,20 +106,26 @@ impl LocalModel {
             .content
             .tensor_infos
             .get("token_embd.weight")
-            .map(|t| t.shape.dims()[0])
-            .ok_or_else(|| file.unsupported("no `token_embd.weight` tensor".into()))?;
-        let model_context = file
-            .integer("llama.context_length")
-            .map_or(MAX_SEQ_LEN, |c| c as usize);
+            .and_then(|t| t.shape.dims().first().copied())
+            .ok_or_else(|| file.unsupported("no `token_embd.weight` matrix".into()))?;
+        let model_context = match file.integer("llama.context_length") {
+            Some(c) if c > 0 => c as usize,
+            _ => MAX_SEQ_LEN,
+        };
         let context = match options.context_length {
             0 => model_context,
             n => n,
         }
         .min(MAX_SEQ_LEN);
         let name = path.display().to_string();
+        if options.threads > 0 && std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+            // candle's matrix products run on its own pool, sized once from
+            // this variable on first use (here, before any product).
+            std::env::set_var("CANDLE_NUM_THREADS", options.threads.to_string());
+        }
         let weights = read_weights(file).map_err(|e| LocalError::Unsupported {
             path: name.clone(),
-            message: e.to_string(),
+            message: format!("reading the weights: {e}"),
         })?;
         let tok_env = vocab.tok_env(n_vocab);
         let mut factory = ParserFactory::new_simple(&tok_env)
@@ -237,6 +243,12 @@ impl LocalModel {
                     .map_err(|e| LocalError::Constraint(e.to_string()))?;
             }
             reply.push(token);
+            let stopped = matcher.as_deref().is_some_and(Matcher::is_stopped);
+            if stopped || reply.len() == budget {
+                // No next token: the forward pass would be wasted.
+                finished = stopped;
+                break;
+            }
             logits = self.forward(&[token], prompt.len() + reply.len() - 1)?;
         }
         Ok(Generation {
@@ -298,10 +310,13 @@ fn read_weights(mut file: ModelFile) -> candle_core::Result<ModelWeights> {
         };
         tensors.push(q);
     }
+    // The rewritten file is aligned to 32 bytes, whatever the original
+    // declared.
     let metadata: Vec<(&str, &Value)> = file
         .content
         .metadata
         .iter()
+        .filter(|(k, _)| k.as_str() != "general.alignment")
         .map(|(k, v)| (k.as_str(), v))
         .collect();
     let named: Vec<(&str, &QTensor)> = names.iter().map(String::as_str).zip(&tensors).collect();

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use candle_core::quantized::gguf_file::{self, Value};
@@ -61,9 +61,9 @@ impl Default for TestModelSpec {
 
 /// Writes a test model to `path`.
 pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalError> {
-    let io = |e: std::io::Error| LocalError::Unreadable {
+    let fail = |message: String| LocalError::Write {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message,
     };
     let (tokens, merges) = vocabulary(&spec.corpus, spec.merges);
     let specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
@@ -101,9 +101,9 @@ pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalEr
     let tensors = weights(all.len(), dim, spec.layers, spec.seed)?;
     let meta: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
     let named: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let mut w = BufWriter::new(File::create(path).map_err(io)?);
-    gguf_file::write(&mut w, &meta, &named)?;
-    Ok(())
+    let mut w = BufWriter::new(File::create(path).map_err(|e| fail(e.to_string()))?);
+    gguf_file::write(&mut w, &meta, &named).map_err(|e| fail(e.to_string()))?;
+    w.flush().map_err(|e| fail(e.to_string()))
 }
 
 /// The network's tensors, named as GGUF's llama layout names them.

@@ -64,7 +64,7 @@ impl Vocab {
         let types: Vec<u32> = match file.content.metadata.get("tokenizer.ggml.token_type") {
             Some(v) => v
                 .to_vec()
-                .map(|a| a.iter().map(|t| t.to_i32().unwrap_or(1) as u32).collect())
+                .map(|a| a.iter().map(integer).collect())
                 .unwrap_or_default(),
             None => Vec::new(),
         };
@@ -80,14 +80,18 @@ impl Vocab {
                 .cloned()
                 .unwrap_or_default()
         };
+        // Only control tokens end a turn: a normal token that happens to
+        // read `</s>` is text.
         let mut stop: Vec<TokenId> = texts
             .iter()
             .enumerate()
-            .filter(|(_, t)| END_OF_TURN.contains(&t.as_str()))
+            .filter(|(id, t)| END_OF_TURN.contains(&t.as_str()) && types.get(*id) == Some(&3))
             .map(|(id, _)| id as TokenId)
             .collect();
         if let Some(eos) = file.integer("tokenizer.ggml.eos_token_id") {
-            stop.push(eos as TokenId);
+            if (eos as usize) < texts.len() {
+                stop.push(eos as TokenId);
+            }
         }
         stop.sort_unstable();
         stop.dedup();
@@ -148,13 +152,15 @@ impl Vocab {
     }
 }
 
-/// How directly a token leads a structured reply to its end: 0 ends or
-/// closes (end of turn, `)`, `]`, `}`, `"`); 1 opens nothing, starts no
-/// operator and is not a digit (`,`, a name, a decimal point); 2 is a
-/// number's digits; 3 anything else. Past the steering point the sampler
-/// draws from the lowest rank the grammar allows, so a reply that runs
-/// long closes what it opened instead of growing until the token budget
-/// cuts it (digits rank below a comma so that a number ends).
+/// How directly a token leads a structured reply to its end: 0 ends the
+/// turn or is only closing characters (`)`, `]`, `}`, `"`); 3 holds an
+/// opening bracket or a space (serl's grammars start every binary operator
+/// and every separator that continues a list with a space); 2 is only
+/// digits; 1 is the rest (a comma, a name, a decimal point). Past the
+/// steering point the sampler draws from the lowest rank the grammar
+/// allows, so a reply that runs long closes what it opened instead of
+/// growing until the token budget cuts it (digits rank below a comma so
+/// that a number ends).
 pub fn steer_rank(bytes: &[u8], stops: bool) -> u8 {
     if stops || (!bytes.is_empty() && bytes.iter().all(|b| b")]}\"".contains(b))) {
         0
@@ -165,6 +171,19 @@ pub fn steer_rank(bytes: &[u8], stops: bool) -> u8 {
     } else {
         1
     }
+}
+
+/// A token type, whatever integer type the file stores it as (1, normal,
+/// when unreadable).
+fn integer(v: &candle_core::quantized::gguf_file::Value) -> u32 {
+    v.to_u32()
+        .ok()
+        .or_else(|| v.to_i32().ok().map(|x| x.max(0) as u32))
+        .or_else(|| v.to_u8().ok().map(u32::from))
+        .or_else(|| v.to_i8().ok().map(|x| x.max(0) as u32))
+        .or_else(|| v.to_u16().ok().map(u32::from))
+        .or_else(|| v.to_i16().ok().map(|x| x.max(0) as u32))
+        .unwrap_or(1)
 }
 
 /// The bytes a token stands for. Control and unused tokens are special;

@@ -35,8 +35,10 @@ pub struct ProbeArgs {
     /// Threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Sampling temperature.
     #[arg(long, default_value_t = 0.7)]
     pub temperature: f64,
+    /// Base seed (each reply adds its number).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Print this many replies per module and mode.
@@ -45,6 +47,7 @@ pub struct ProbeArgs {
     /// Also write the figures (and every reply) as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The prompt templates.
     #[arg(long, default_value = "prompts")]
     pub prompts: PathBuf,
 }
@@ -191,7 +194,8 @@ fn print_rows(rows: &[Row], show: usize) {
     }
 }
 
-/// The model's raw speed on the reward prompt, unconstrained: prompt
+/// The model's raw speed on the reward prompt (with the sample context),
+/// unconstrained: prompt
 /// tokens per second (one pass) and generated tokens per second, median of
 /// three replies of up to 128 tokens.
 fn speed(a: &ProbeArgs) -> Result<()> {
@@ -204,10 +208,11 @@ fn speed(a: &ProbeArgs) -> Result<()> {
         },
     )?;
     let prompts = Prompts::load(&a.prompts)?;
-    let ctx = ModuleContext::new(ModuleKind::Reward, TaskInfo::default(), "", "");
+    // The prompt `serl prompts render reward` prints.
+    let ctx = serl_llm::prompts::sample_context(ModuleKind::Reward, true);
     let messages = [ChatMessage {
         role: "user".into(),
-        content: prompts.render("reward", &ctx.to_value())?,
+        content: prompts.render("reward", &ctx)?,
     }];
     let (mut prompt_rate, mut prompt_tokens) = (0.0, 0);
     let mut decode_rates = Vec::new();
@@ -218,7 +223,7 @@ fn speed(a: &ProbeArgs) -> Result<()> {
             sampling: Sampling {
                 temperature: a.temperature,
                 top_p: 0.95,
-                seed: a.seed + seed,
+                seed: a.seed.wrapping_add(seed),
             },
             constraint: None,
             steer_after: usize::MAX,

@@ -43,6 +43,7 @@ pub struct TestModelArgs {
     /// Where to write the model.
     #[arg(long)]
     pub out: PathBuf,
+    /// The prompt templates its vocabulary is learned from.
     #[arg(long, default_value = "prompts")]
     pub prompts: PathBuf,
     /// Seed of the weights.
