@@ -202,6 +202,9 @@ fn test_model(a: &TestModelArgs) -> Result<ExitCode> {
         seed: a.seed,
         ..TestModelSpec::default()
     };
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     write_test_model(&a.out, &spec)?;
     println!(
         "wrote {} (random weights; for tests and trying --llm local)",
