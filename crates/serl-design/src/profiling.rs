@@ -9,6 +9,33 @@ use crate::kind::{err, in_range, ModuleError, ModuleKind};
 /// Most background agents a designed market may hold.
 pub const MAX_AGENTS: usize = 2_000;
 
+/// Minutes in a session, as a float for the ranges.
+const DAY: f64 = SESSION_MINUTES as f64;
+
+/// The range of each rate, share, size and horizon of a designed market:
+/// the validator checks them, the JSON schema announces them.
+pub(crate) const MARKET_RANGES: [(&str, f64, f64); 19] = [
+    ("market_order_share", 0.0, 1.0),
+    ("cancel_share", 0.0, 1.0),
+    ("order_size", 1.0, 1e6),
+    ("mm_levels", 1.0, 20.0),
+    ("mm_interval_ms", 10.0, 600_000.0),
+    ("mm_depth_share", 0.0, 1.0),
+    ("value_rate_per_min", 0.0, 60.0),
+    ("latency_us", 0.0, 1e7),
+    ("momentum_rate_per_min", 0.0, 60.0),
+    ("momentum_threshold_bps", 0.0, 1e4),
+    ("informed_rate_per_min", 0.0, 60.0),
+    ("informed_horizon_min", 0.0, DAY),
+    ("informed_noise_bps", 0.0, 1e4),
+    ("informed_size_mult", 0.0, 100.0),
+    ("flow_impact", 0.0, 10.0),
+    ("flow_memory_min", 0.0, DAY),
+    ("mm_fundamental_weight", 0.0, 1.0),
+    ("noise_fundamental_weight", 0.0, 1.0),
+    ("momentum_lookback_min", 1.0, 120.0),
+];
+
 /// The market's background population.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,38 +66,11 @@ impl ProfilingModule {
                 "market_makers = 0 leaves the book without liquidity; give at least 1",
             ));
         }
-        let day = SESSION_MINUTES as f64;
-        for (field, value, lo, hi) in [
-            ("market_order_share", m.market_order_share, 0.0, 1.0),
-            ("cancel_share", m.cancel_share, 0.0, 1.0),
-            ("order_size", m.order_size, 1.0, 1e6),
-            ("mm_levels", m.mm_levels as f64, 1.0, 20.0),
-            ("mm_interval_ms", m.mm_interval_ms as f64, 10.0, 600_000.0),
-            ("mm_depth_share", m.mm_depth_share, 0.0, 1.0),
-            ("value_rate_per_min", m.value_rate_per_min, 0.0, 60.0),
-            ("latency_us", m.latency_us as f64, 0.0, 1e7),
-            ("momentum_rate_per_min", m.momentum_rate_per_min, 0.0, 60.0),
-            ("momentum_threshold_bps", m.momentum_threshold_bps, 0.0, 1e4),
-            ("informed_rate_per_min", m.informed_rate_per_min, 0.0, 60.0),
-            ("informed_horizon_min", m.informed_horizon_min, 0.0, day),
-            ("informed_noise_bps", m.informed_noise_bps, 0.0, 1e4),
-            ("informed_size_mult", m.informed_size_mult, 0.0, 100.0),
-            ("flow_impact", m.flow_impact, 0.0, 10.0),
-            ("flow_memory_min", m.flow_memory_min, 0.0, day),
-            ("mm_fundamental_weight", m.mm_fundamental_weight, 0.0, 1.0),
-            (
-                "noise_fundamental_weight",
-                m.noise_fundamental_weight,
-                0.0,
-                1.0,
-            ),
-            (
-                "momentum_lookback_min",
-                m.momentum_lookback_min as f64,
-                1.0,
-                120.0,
-            ),
-        ] {
+        // Every range is read from the market's JSON by name, so that the
+        // validator and the schema (`module_schema`) share one table.
+        let values = serde_json::to_value(m.as_ref()).unwrap_or_default();
+        for (field, lo, hi) in MARKET_RANGES {
+            let value = values[field].as_f64().unwrap_or(f64::NAN);
             in_range(kind, &format!("market.{field}"), value, lo, hi)?;
         }
         check_scenario(kind, "scenarios[0]", &m.scenario)

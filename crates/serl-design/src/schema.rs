@@ -48,6 +48,27 @@ pub fn module_schema(kind: ModuleKind) -> Value {
                     s["required"] = json!([]);
                     p.insert("scenario".into(), s);
                 }
+                // The validator's ranges, so that a constrained reply is in
+                // range by construction.
+                for (field, lo, hi) in crate::profiling::MARKET_RANGES {
+                    if let Some(f) = p.get_mut(field) {
+                        f["minimum"] = json!(lo);
+                        f["maximum"] = json!(hi);
+                    }
+                }
+                for agents in [
+                    "noise_agents",
+                    "value_agents",
+                    "momentum_agents",
+                    "informed_agents",
+                    "market_makers",
+                ] {
+                    if let Some(f) = p.get_mut(agents) {
+                        let lo = if agents == "market_makers" { 1 } else { 0 };
+                        f["minimum"] = json!(lo);
+                        f["maximum"] = json!(crate::MAX_AGENTS);
+                    }
+                }
             }
             object(&[("market", market)], &["market"])
         }

@@ -62,6 +62,8 @@ struct Row {
     completion_tokens: u64,
     seconds: f64,
     texts: Vec<String>,
+    /// Why each reply that did not validate was refused.
+    errors: Vec<String>,
 }
 
 pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
@@ -139,6 +141,7 @@ fn ask(
         completion_tokens: 0,
         seconds: 0.0,
         texts: Vec::new(),
+        errors: Vec::new(),
     };
     for _ in 0..n {
         let start = Instant::now();
@@ -147,7 +150,10 @@ fn ask(
         row.completion_tokens += reply.completion_tokens;
         row.well_formed += usize::from(well_formed(kind, &reply.text));
         let text = extract(kind, &reply.text).unwrap_or_default();
-        row.valid += usize::from(Module::parse(kind, &text).is_ok());
+        match Module::parse(kind, &text) {
+            Ok(_) => row.valid += 1,
+            Err(e) => row.errors.push(e.to_string()),
+        }
         row.texts.push(reply.text);
         bar.inc(1);
     }
@@ -182,6 +188,16 @@ fn print_rows(rows: &[Row], show: usize) {
         ]);
     }
     println!("{t}");
+    for r in rows {
+        if let Some(e) = r.errors.first() {
+            println!(
+                "{} ({}): {} refused; the first: {e}",
+                r.module,
+                mode(r.constrained),
+                r.errors.len()
+            );
+        }
+    }
     for r in rows {
         for text in r.texts.iter().take(show) {
             println!(
