@@ -108,11 +108,7 @@ impl ModelFile {
 
     /// The integer metadata value `key`, if present and an integer.
     pub fn integer(&self, key: &str) -> Option<u64> {
-        let v = self.content.metadata.get(key)?;
-        v.to_u64()
-            .ok()
-            .or_else(|| v.to_u32().ok().map(u64::from))
-            .or_else(|| v.to_i32().ok().map(|x| x.max(0) as u64))
+        integer(self.content.metadata.get(key)?)
     }
 
     /// An [`LocalError::Unsupported`] about this file.
@@ -121,6 +117,23 @@ impl ModelFile {
             path: self.path.display().to_string(),
             message,
         }
+    }
+}
+
+/// An integer metadata value, whatever width and sign the file stores it
+/// with (negative values read as 0); `None` for anything else.
+pub(crate) fn integer(v: &Value) -> Option<u64> {
+    match v {
+        Value::U8(x) => Some(u64::from(*x)),
+        Value::U16(x) => Some(u64::from(*x)),
+        Value::U32(x) => Some(u64::from(*x)),
+        Value::U64(x) => Some(*x),
+        Value::Bool(x) => Some(u64::from(*x)),
+        Value::I8(x) => Some((*x).max(0) as u64),
+        Value::I16(x) => Some((*x).max(0) as u64),
+        Value::I32(x) => Some((*x).max(0) as u64),
+        Value::I64(x) => Some((*x).max(0) as u64),
+        _ => None,
     }
 }
 

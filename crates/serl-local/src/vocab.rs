@@ -64,7 +64,13 @@ impl Vocab {
         let types: Vec<u32> = match file.content.metadata.get("tokenizer.ggml.token_type") {
             Some(v) => v
                 .to_vec()
-                .map(|a| a.iter().map(integer).collect())
+                .map(|a| {
+                    // A token type of any integer width; normal (1) when
+                    // unreadable.
+                    a.iter()
+                        .map(|t| crate::file::integer(t).map_or(1, |x| x as u32))
+                        .collect()
+                })
                 .unwrap_or_default(),
             None => Vec::new(),
         };
@@ -171,19 +177,6 @@ pub fn steer_rank(bytes: &[u8], stops: bool) -> u8 {
     } else {
         1
     }
-}
-
-/// A token type, whatever integer type the file stores it as (1, normal,
-/// when unreadable).
-fn integer(v: &candle_core::quantized::gguf_file::Value) -> u32 {
-    v.to_u32()
-        .ok()
-        .or_else(|| v.to_i32().ok().map(|x| x.max(0) as u32))
-        .or_else(|| v.to_u8().ok().map(u32::from))
-        .or_else(|| v.to_i8().ok().map(|x| x.max(0) as u32))
-        .or_else(|| v.to_u16().ok().map(u32::from))
-        .or_else(|| v.to_i16().ok().map(|x| x.max(0) as u32))
-        .unwrap_or(1)
 }
 
 /// The bytes a token stands for. Control and unused tokens are special;
