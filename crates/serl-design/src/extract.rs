@@ -38,7 +38,61 @@ pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
         t.to_string()
     };
     let text = text.trim().to_string();
+    let text = match kind {
+        ModuleKind::State => unique_names(text, "features"),
+        ModuleKind::Communication => unique_names(text, "broadcast"),
+        _ => text,
+    };
     (!text.is_empty()).then_some(text)
+}
+
+/// The reply with each feature name in `list` given once: a feature
+/// repeated whole is dropped, another program under a name already used
+/// gets the name with `_2`, `_3`, ... A context-free grammar cannot forbid
+/// a repeated name, and small models repeat them (SmolLM2: 2 state replies
+/// in 10); features read only the observation, never each other, so the
+/// names carry no meaning to keep. Files are not repaired: `Module::parse`
+/// refuses a name defined twice.
+fn unique_names(text: String, list: &str) -> String {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return text;
+    };
+    let Some(items) = v.get_mut(list).and_then(|l| l.as_array_mut()) else {
+        return text;
+    };
+    let key = |f: &serde_json::Value, k: &str| f.get(k).and_then(|n| n.as_str()).map(String::from);
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    let mut kept = Vec::new();
+    for mut f in items.drain(..) {
+        let (Some(name), program) = (key(&f, "name"), key(&f, "program")) else {
+            kept.push(f);
+            continue;
+        };
+        if seen.iter().any(|(n, p)| *n == name && *p == program) {
+            continue;
+        }
+        let taken = |n: &str| seen.iter().any(|(s, _)| s == n);
+        let mut unique = name.clone();
+        let mut k = 2;
+        while taken(&unique) {
+            let suffix = format!("_{k}");
+            // By characters: the name is not checked yet, and may not be
+            // ASCII.
+            let stem: String = name
+                .chars()
+                .take(crate::MAX_FEATURE_NAME - suffix.len())
+                .collect();
+            unique = format!("{stem}{suffix}");
+            k += 1;
+        }
+        if unique != name {
+            f["name"] = serde_json::Value::String(unique.clone());
+        }
+        seen.push((unique, program));
+        kept.push(f);
+    }
+    *items = kept;
+    v.to_string()
 }
 
 /// The program of a reply that is the JSON object `{"program": "..."}`.
@@ -150,6 +204,29 @@ mod tests {
         ] {
             assert_eq!(extract(ModuleKind::Reward, r).unwrap(), "step_pa", "{r}");
         }
+    }
+
+    #[test]
+    fn a_repeated_feature_name_is_dropped_or_renamed() {
+        let r = r#"{"features": [{"name": "a", "program": "spread"}, {"name": "a", "program": "spread"}, {"name": "a", "program": "time_left"}, {"name": "a_2", "program": "volume"}]}"#;
+        let v: serde_json::Value =
+            serde_json::from_str(&extract(ModuleKind::State, r).unwrap()).unwrap();
+        let names: Vec<&str> = v["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "a_2", "a_2_2"]);
+        let long = "x".repeat(crate::MAX_FEATURE_NAME);
+        let r = format!(
+            r#"{{"broadcast": [{{"name": "{long}", "program": "spread"}}, {{"name": "{long}", "program": "volume"}}], "aggregate": "mean"}}"#
+        );
+        let m = crate::Module::parse(
+            ModuleKind::Communication,
+            &extract(ModuleKind::Communication, &r).unwrap(),
+        );
+        assert!(m.is_ok(), "{m:?}");
     }
 
     #[test]

@@ -103,8 +103,18 @@ fn corpus() -> Vec<(ModuleKind, String, &'static str)> {
         (State, r#"{"features": [{"name": "../../etc/passwd", "program": "time_left"}]}"#.into(), "letters, digits or underscores"),
         (Architecture, r#"{"window": 1, "blocks": [], "checkpoint": "/root/.ssh/id_rsa"}"#.into(), "unknown field `checkpoint`"),
         (Profiling, r#"{"market": {}, "load": "file:///etc/shadow"}"#.into(), "unknown field `load`"),
-        (State, r#"{"features": [{"name": "a", "program": "time_left"}, {"name": "a", "program": "time_left"}]}"#.into(), "defined twice"),
     ]
+}
+
+/// A name given twice is refused in a file; in a reply, extraction makes
+/// the names unique first (a grammar cannot forbid a repeat).
+#[test]
+fn a_repeated_feature_name_is_refused_in_files_and_repaired_in_replies() {
+    let twice = r#"{"features": [{"name": "a", "program": "time_left"}, {"name": "a", "program": "spread"}]}"#;
+    let e = Module::parse(State, twice).unwrap_err().to_string();
+    assert!(e.contains("defined twice"), "{e}");
+    let repaired = extract(State, twice).unwrap();
+    assert!(Module::parse(State, &repaired).is_ok(), "{repaired}");
 }
 
 #[test]

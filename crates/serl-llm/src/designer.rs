@@ -38,13 +38,26 @@ pub trait Designer: Send {
 }
 
 /// What constrains a reply: a GBNF grammar, a JSON schema, their Lark
-/// twin for token-masking backends, or nothing.
+/// twin for token-masking backends, or nothing; and its longest length.
 #[derive(Default)]
 struct Constraint {
     grammar: Option<String>,
     schema: Option<Schema>,
     lark: Option<String>,
+    max_tokens: Option<u32>,
 }
+
+/// The high-level DEK's rewritten instruction: one to three sentences on
+/// one line, as `refine.j2` asks. Token-masking backends follow it, so a
+/// small model cannot ramble for a thousand tokens; servers get the token
+/// limit only.
+pub const REFINE_LARK: &str = r#"start: sentence (" " sentence){0,2}
+sentence: /[A-Za-z][^.!?\n]{0,280}[.!?]/
+"#;
+
+/// The longest rewritten instruction, in tokens (three sentences of about
+/// 40 words fit).
+pub const REFINE_MAX_TOKENS: u32 = 256;
 
 /// An LLM designer: renders the module's template and asks the backend.
 pub struct LlmDesigner {
@@ -99,6 +112,9 @@ impl LlmDesigner {
         req.grammar = constraint.grammar;
         req.schema = constraint.schema;
         req.lark = constraint.lark;
+        if let Some(n) = constraint.max_tokens {
+            req.max_tokens = n;
+        }
         self.calls += 1;
         let r = self.backend.chat(&req)?;
         Ok(Reply {
@@ -142,7 +158,12 @@ impl Designer for LlmDesigner {
         self.ask(kind.name(), &ctx, kind.is_json(), constraint)
     }
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
-        self.ask("refine", ctx, false, Constraint::default())
+        let constraint = Constraint {
+            lark: Some(REFINE_LARK.into()),
+            max_tokens: Some(REFINE_MAX_TOKENS),
+            ..Constraint::default()
+        };
+        self.ask("refine", ctx, false, constraint)
     }
 }
 

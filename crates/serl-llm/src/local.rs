@@ -18,7 +18,7 @@ pub struct LocalConfig {
     pub model: Option<PathBuf>,
     /// Threads for the matrix products (0: one per core).
     pub threads: usize,
-    /// Context length in tokens (0: the model's, at most 4096).
+    /// Context length in tokens (0: the model's, at most 8192).
     pub context_length: usize,
     /// Sampling temperature; unset, the designer's (`[llm] temperature`).
     pub temperature: Option<f64>,

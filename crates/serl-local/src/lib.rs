@@ -5,10 +5,18 @@
 //! can have a real model design. No serl crate is below it; `serl-llm`
 //! wraps it as a `Backend`.
 //!
-//! - **Weights:** candle's quantized llama ([`LocalModel::load`]); every
-//!   GGUF quantisation candle reads (Q4_0 to Q8_0, K-quants, F16, F32).
-//!   Candle is the established Rust path for GGUF; burn has no GGUF
+//! - **Weights:** candle parses the GGUF file; the llama forward pass is
+//!   serl's own (`engine`), in llama.cpp's manner: Q4_0, Q4_1 and Q8_0
+//!   weights stay in their blocks and are multiplied by 8-bit activations
+//!   with integer dot products (AVX2 where the CPU has it); other layouts
+//!   (K-quants, F16, F32) are rounded to 8 bits on loading. candle's own
+//!   quantized llama ran SmolLM2 3× slower than llama.cpp (no SIMD for
+//!   Q4_1, a key-value cache grown by concatenation); it remains the
+//!   reference the tests check the forward pass against. burn has no GGUF
 //!   loader.
+//! - **Key-value cache:** kept between requests; a request that starts
+//!   like the last one (the system prompt, a module asked again) reads
+//!   only the tokens that differ.
 //! - **Vocabulary:** the tokenizer, each token's bytes and the end-of-turn
 //!   tokens come from the file's `tokenizer.ggml.*` metadata.
 //! - **Chat template:** the file's `tokenizer.chat_template`, rendered
@@ -25,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+mod engine;
 mod error;
 mod file;
 mod grammar;

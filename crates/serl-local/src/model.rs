@@ -6,14 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use std::io::Cursor;
-
-use candle_core::quantized::gguf_file::{self, Content, Value};
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::{ModelWeights, MAX_SEQ_LEN};
 use llguidance::{Matcher, ParserFactory};
 
+use crate::engine::{Llama, State};
 use crate::error::LocalError;
 use crate::file::ModelFile;
 use crate::sample::{Sampler, Sampling};
@@ -25,8 +20,8 @@ use crate::vocab::Vocab;
 pub struct LocalOptions {
     /// Threads for the matrix products (0: one per core).
     pub threads: usize,
-    /// The context length in tokens (0: the model's, at most 4096, the
-    /// longest candle's llama supports).
+    /// The context length in tokens (0: the model's, at most
+    /// [`MAX_CONTEXT`]).
     pub context_length: usize,
 }
 
@@ -80,26 +75,28 @@ pub struct Generation {
 /// A GGUF instruct model, loaded and ready to answer.
 pub struct LocalModel {
     path: String,
-    weights: ModelWeights,
+    network: Llama,
+    /// The key-value cache of the last conversation: a request that
+    /// starts like the last one (the same system prompt, the same module
+    /// asked again with another seed) reads only what differs.
+    state: State,
     vocab: Arc<Vocab>,
     template: ChatTemplate,
     context: usize,
     n_vocab: usize,
     factory: ParserFactory,
     pool: Arc<rayon::ThreadPool>,
-    /// The last prompt, the model's state after reading it, and the
-    /// logits there: a request with the same prompt (a module asked again
-    /// with another seed) skips the prompt pass. Cloning the weights is
-    /// cheap: tensors are shared, and the key-value cache grows by
-    /// concatenation into new tensors, so the clone's stays as it was.
-    prompt_cache: Option<(Vec<u32>, ModelWeights, Vec<f32>)>,
 }
+
+/// The longest context the backend runs (the key-value cache holds
+/// `2 × layers × kv_width` floats per token).
+pub const MAX_CONTEXT: usize = 8192;
 
 impl LocalModel {
     /// Loads `path`: header checks first (see [`LocalError`]), then the
     /// weights, the vocabulary and the chat template.
     pub fn load(path: &Path, options: LocalOptions) -> Result<LocalModel, LocalError> {
-        let file = ModelFile::open(path)?;
+        let mut file = ModelFile::open(path)?;
         let vocab = Arc::new(Vocab::read(&file)?);
         let template = ChatTemplate::read(&file)?;
         let n_vocab = file
@@ -110,22 +107,19 @@ impl LocalModel {
             .ok_or_else(|| file.unsupported("no `token_embd.weight` matrix".into()))?;
         let model_context = match file.integer("llama.context_length") {
             Some(c) if c > 0 => c as usize,
-            _ => MAX_SEQ_LEN,
+            _ => MAX_CONTEXT,
         };
         let context = match options.context_length {
             0 => model_context,
             n => n,
         }
-        .min(MAX_SEQ_LEN);
+        .min(MAX_CONTEXT);
         let name = path.display().to_string();
-        if options.threads > 0 && std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-            // candle's matrix products run on its own pool, sized once from
-            // this variable on first use (here, before any product).
-            std::env::set_var("CANDLE_NUM_THREADS", options.threads.to_string());
-        }
-        let weights = read_weights(file).map_err(|e| LocalError::Unsupported {
-            path: name.clone(),
-            message: format!("reading the weights: {e}"),
+        let network = Llama::read(&file.content, &mut file.reader, context).map_err(|e| {
+            LocalError::Unsupported {
+                path: name.clone(),
+                message: format!("reading the weights: {e}"),
+            }
         })?;
         let tok_env = vocab.tok_env(n_vocab);
         let mut factory = ParserFactory::new_simple(&tok_env)
@@ -138,14 +132,14 @@ impl LocalModel {
         let pool = Arc::new(pool);
         Ok(LocalModel {
             path: name,
-            weights,
+            network,
+            state: State::default(),
             vocab,
             template,
             context,
             n_vocab,
             factory,
             pool,
-            prompt_cache: None,
         })
     }
 
@@ -192,17 +186,7 @@ impl LocalModel {
         mut matcher: Option<&mut Matcher>,
     ) -> Result<Generation, LocalError> {
         let start = Instant::now();
-        let mut logits = match &self.prompt_cache {
-            Some((tokens, weights, logits)) if tokens == prompt => {
-                self.weights = weights.clone();
-                logits.clone()
-            }
-            _ => {
-                let logits = self.forward(prompt, 0)?;
-                self.prompt_cache = Some((prompt.to_vec(), self.weights.clone(), logits.clone()));
-                logits
-            }
-        };
+        let mut logits = self.network.logits(&mut self.state, prompt);
         let prompt_secs = start.elapsed().as_secs_f64();
         let start = Instant::now();
         let mut sampler = Sampler::new(request.sampling);
@@ -249,7 +233,7 @@ impl LocalModel {
                 finished = stopped;
                 break;
             }
-            logits = self.forward(&[token], prompt.len() + reply.len() - 1)?;
+            logits = self.network.next(&mut self.state, token);
         }
         Ok(Generation {
             text: self.vocab.decode(&reply),
@@ -260,69 +244,4 @@ impl LocalModel {
             generate_secs: start.elapsed().as_secs_f64(),
         })
     }
-
-    /// The next-token logits after `tokens`, which start at `position`.
-    fn forward(&mut self, tokens: &[u32], position: usize) -> Result<Vec<f32>, LocalError> {
-        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
-        let logits = self.weights.forward(&input, position)?;
-        let logits = logits.squeeze(0)?.to_dtype(candle_core::DType::F32)?;
-        let v: Vec<f32> = logits.to_vec1()?;
-        if v.len() != self.n_vocab {
-            return Err(LocalError::Run(format!(
-                "{} logits for a vocabulary of {}",
-                v.len(),
-                self.n_vocab
-            )));
-        }
-        Ok(v)
-    }
-}
-
-/// Whether candle multiplies tensors of `dtype` without SIMD (it has AVX
-/// kernels for Q4_0, Q8_0 and the K-quants, not for these).
-fn slow(dtype: GgmlDType) -> bool {
-    matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1)
-}
-
-/// The network of `file`. Tensors in a layout candle multiplies without
-/// SIMD are converted to Q8_0 on loading (same 32-value blocks, more
-/// precise, about twice the memory of Q4_1): SmolLM2's Q4_1 file then
-/// runs several times faster.
-fn read_weights(mut file: ModelFile) -> candle_core::Result<ModelWeights> {
-    let cpu = Device::Cpu;
-    if !file
-        .content
-        .tensor_infos
-        .values()
-        .any(|t| slow(t.ggml_dtype))
-    {
-        return ModelWeights::from_gguf(file.content, &mut file.reader, &cpu);
-    }
-    let mut names: Vec<String> = file.content.tensor_infos.keys().cloned().collect();
-    names.sort();
-    let mut tensors = Vec::with_capacity(names.len());
-    for name in &names {
-        let q = file.content.tensor(&mut file.reader, name, &cpu)?;
-        let q = if slow(q.dtype()) {
-            QTensor::quantize(&q.dequantize(&cpu)?, GgmlDType::Q8_0)?
-        } else {
-            q
-        };
-        tensors.push(q);
-    }
-    // The rewritten file is aligned to 32 bytes, whatever the original
-    // declared.
-    let metadata: Vec<(&str, &Value)> = file
-        .content
-        .metadata
-        .iter()
-        .filter(|(k, _)| k.as_str() != "general.alignment")
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let named: Vec<(&str, &QTensor)> = names.iter().map(String::as_str).zip(&tensors).collect();
-    let mut buffer = Cursor::new(Vec::new());
-    gguf_file::write(&mut buffer, &metadata, &named)?;
-    buffer.set_position(0);
-    let content = Content::read(&mut buffer)?;
-    ModelWeights::from_gguf(content, &mut buffer, &cpu)
 }

@@ -74,7 +74,8 @@ pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalEr
         .map(|i| Value::I32(if i < n_normal { 1 } else { 3 }))
         .collect();
     let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
-    let (dim, heads) = (spec.embedding, 2usize);
+    // Grouped keys and values, as in SmolLM2 and Llama 3.
+    let (dim, heads, kv_heads) = (spec.embedding, 4usize, 2usize);
     let u32v = |x: usize| Value::U32(x as u32);
     let metadata: Vec<(&str, Value)> = vec![
         (
@@ -87,7 +88,7 @@ pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalEr
         ("llama.block_count", u32v(spec.layers)),
         ("llama.feed_forward_length", u32v(2 * dim)),
         ("llama.attention.head_count", u32v(heads)),
-        ("llama.attention.head_count_kv", u32v(heads)),
+        ("llama.attention.head_count_kv", u32v(kv_heads)),
         ("llama.rope.dimension_count", u32v(dim / heads)),
         ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
         ("tokenizer.ggml.model", Value::String("gpt2".into())),
@@ -98,7 +99,8 @@ pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalEr
         ("tokenizer.ggml.eos_token_id", u32v(n_normal + 2)),
         ("tokenizer.chat_template", Value::String(CHATML.into())),
     ];
-    let tensors = weights(all.len(), dim, spec.layers, spec.seed)?;
+    let kv_dim = dim / heads * kv_heads;
+    let tensors = weights(all.len(), dim, kv_dim, spec.layers, spec.seed)?;
     let meta: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
     let named: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut w = BufWriter::new(File::create(path).map_err(|e| fail(e.to_string()))?);
@@ -110,15 +112,17 @@ pub fn write_test_model(path: &Path, spec: &TestModelSpec) -> Result<(), LocalEr
 fn weights(
     vocab: usize,
     dim: usize,
+    kv_dim: usize,
     layers: usize,
     seed: u64,
 ) -> Result<Vec<(String, QTensor)>, LocalError> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let normal = Normal::new(0.0f32, 0.05).map_err(|e| LocalError::Run(e.to_string()))?;
-    let mut random = |rows: usize, cols: usize| -> Result<QTensor, LocalError> {
+    // Every layout the forward pass reads natively, and one it rounds.
+    let mut random = |rows: usize, cols: usize, dtype: GgmlDType| -> Result<QTensor, LocalError> {
         let data: Vec<f32> = (0..rows * cols).map(|_| normal.sample(&mut rng)).collect();
         let t = Tensor::from_vec(data, (rows, cols), &Device::Cpu)?;
-        Ok(QTensor::quantize(&t, GgmlDType::F32)?)
+        Ok(QTensor::quantize(&t, dtype)?)
     };
     let ones = |n: usize| -> Result<QTensor, LocalError> {
         Ok(QTensor::quantize(
@@ -127,22 +131,28 @@ fn weights(
         )?)
     };
     let mut out = vec![
-        ("token_embd.weight".to_string(), random(vocab, dim)?),
+        (
+            "token_embd.weight".to_string(),
+            random(vocab, dim, GgmlDType::Q4_0)?,
+        ),
         ("output_norm.weight".to_string(), ones(dim)?),
-        ("output.weight".to_string(), random(vocab, dim)?),
+        (
+            "output.weight".to_string(),
+            random(vocab, dim, GgmlDType::F32)?,
+        ),
     ];
     for i in 0..layers {
         let p = format!("blk.{i}");
-        for (name, rows, cols) in [
-            ("attn_q", dim, dim),
-            ("attn_k", dim, dim),
-            ("attn_v", dim, dim),
-            ("attn_output", dim, dim),
-            ("ffn_gate", 2 * dim, dim),
-            ("ffn_up", 2 * dim, dim),
-            ("ffn_down", dim, 2 * dim),
+        for (name, rows, cols, dtype) in [
+            ("attn_q", dim, dim, GgmlDType::Q8_0),
+            ("attn_k", kv_dim, dim, GgmlDType::Q8_0),
+            ("attn_v", kv_dim, dim, GgmlDType::Q4_1),
+            ("attn_output", dim, dim, GgmlDType::Q8_0),
+            ("ffn_gate", 2 * dim, dim, GgmlDType::Q4_1),
+            ("ffn_up", 2 * dim, dim, GgmlDType::Q4_1),
+            ("ffn_down", dim, 2 * dim, GgmlDType::Q4_1),
         ] {
-            out.push((format!("{p}.{name}.weight"), random(rows, cols)?));
+            out.push((format!("{p}.{name}.weight"), random(rows, cols, dtype)?));
         }
         out.push((format!("{p}.attn_norm.weight"), ones(dim)?));
         out.push((format!("{p}.ffn_norm.weight"), ones(dim)?));
