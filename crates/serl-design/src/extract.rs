@@ -61,20 +61,23 @@ fn unique_names(text: String, list: &str) -> String {
         return text;
     };
     let key = |f: &serde_json::Value, k: &str| f.get(k).and_then(|n| n.as_str()).map(String::from);
-    let mut seen: Vec<(String, Option<String>)> = Vec::new();
+    // (name as written, program) of the features kept, and every name used.
+    let mut written: std::collections::HashSet<(String, Option<String>)> = Default::default();
+    let mut used: std::collections::HashSet<String> = Default::default();
+    let mut changed = false;
     let mut kept = Vec::new();
     for mut f in items.drain(..) {
         let (Some(name), program) = (key(&f, "name"), key(&f, "program")) else {
             kept.push(f);
             continue;
         };
-        if seen.iter().any(|(n, p)| *n == name && *p == program) {
+        if !written.insert((name.clone(), program)) {
+            changed = true;
             continue;
         }
-        let taken = |n: &str| seen.iter().any(|(s, _)| s == n);
         let mut unique = name.clone();
         let mut k = 2;
-        while taken(&unique) {
+        while used.contains(&unique) {
             let suffix = format!("_{k}");
             // By characters: the name is not checked yet, and may not be
             // ASCII.
@@ -87,9 +90,13 @@ fn unique_names(text: String, list: &str) -> String {
         }
         if unique != name {
             f["name"] = serde_json::Value::String(unique.clone());
+            changed = true;
         }
-        seen.push((unique, program));
+        used.insert(unique);
         kept.push(f);
+    }
+    if !changed {
+        return text;
     }
     *items = kept;
     v.to_string()
@@ -208,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_repeated_feature_name_is_dropped_or_renamed() {
-        let r = r#"{"features": [{"name": "a", "program": "spread"}, {"name": "a", "program": "spread"}, {"name": "a", "program": "time_left"}, {"name": "a_2", "program": "volume"}]}"#;
+        let r = r#"{"features": [{"name": "a", "program": "spread"}, {"name": "a", "program": "spread"}, {"name": "a", "program": "time_left"}, {"name": "a", "program": "time_left"}, {"name": "a_2", "program": "volume"}]}"#;
         let v: serde_json::Value =
             serde_json::from_str(&extract(ModuleKind::State, r).unwrap()).unwrap();
         let names: Vec<&str> = v["features"]
@@ -218,6 +225,9 @@ mod tests {
             .map(|f| f["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["a", "a_2", "a_2_2"]);
+        // Nothing repeated: the text as it was.
+        let once = r#"{"features": [{"program": "spread", "name": "a"}]}"#;
+        assert_eq!(extract(ModuleKind::State, once).unwrap(), once);
         let long = "x".repeat(crate::MAX_FEATURE_NAME);
         let r = format!(
             r#"{{"broadcast": [{{"name": "{long}", "program": "spread"}}, {{"name": "{long}", "program": "volume"}}], "aggregate": "mean"}}"#

@@ -22,13 +22,39 @@ pub fn module_lark(kind: ModuleKind) -> String {
         _ => (VarSet::from_names(serl_env::obs::feature_names()), true),
     };
     let mut rules = Vec::new();
-    let start = value(&module_schema(kind), &mut rules);
+    let mut schema = module_schema(kind);
+    if kind == ModuleKind::Architecture {
+        first_block_only(&mut schema);
+    }
+    let start = value(&schema, &mut rules);
     let mut out = format!("start: {start}\n");
     for (i, r) in rules.iter().enumerate() {
         out.push_str(&format!("part{i}: {r}\n"));
     }
     out.push_str(&serl_expr::lark_rules(&vars, windows));
     out
+}
+
+/// A GRU and book attention read the raw observation, so the validator
+/// takes them only as the first block: the blocks become a first item of
+/// any kind (`prefixItems`) and later items of the other kinds. Only the
+/// Lark grammar says so; the JSON schema sent to servers keeps one item
+/// schema, which every structured-output API accepts.
+fn first_block_only(schema: &mut Value) {
+    let blocks = &mut schema["properties"]["blocks"];
+    let Some(any) = blocks["items"]["anyOf"].as_array().cloned() else {
+        return;
+    };
+    let later: Vec<Value> = any
+        .iter()
+        .filter(|b| {
+            let kind = b["properties"]["kind"]["const"].as_str();
+            !matches!(kind, Some("gru" | "book_attention"))
+        })
+        .cloned()
+        .collect();
+    blocks["prefixItems"] = serde_json::json!([{"anyOf": any}]);
+    blocks["items"] = serde_json::json!({"anyOf": later});
 }
 
 /// The Lark expression for a value following `schema`; subschemas that

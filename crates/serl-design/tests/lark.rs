@@ -31,3 +31,18 @@ fn replies_drawn_from_each_module_grammar_parse() {
         println!("{kind:?}: {DRAWS} of {DRAWS} parse, {valid} validate; longest {longest} bytes");
     }
 }
+
+#[test]
+fn a_gru_or_book_attention_is_allowed_only_as_the_first_block() {
+    let bytes = ByteGrammar::new().unwrap();
+    let grammar = Constraint::Lark(module_lark(ModuleKind::Architecture));
+    let first = r#"{"blocks":[{"kind":"gru","hidden":8},{"kind":"dense","width":4}]}"#;
+    let later = r#"{"blocks":[{"kind":"dense","width":4},{"kind":"gru","hidden":8}]}"#;
+    let attention = r#"{"blocks":[{"kind":"dense","width":4},{"kind":"book_attention","d_model":8,"heads":2}]}"#;
+    assert!(bytes.accepts(&grammar, first).unwrap());
+    assert!(!bytes.accepts(&grammar, later).unwrap());
+    assert!(!bytes.accepts(&grammar, attention).unwrap());
+    // The validator agrees.
+    assert!(Module::parse(ModuleKind::Architecture, first).is_ok());
+    assert!(Module::parse(ModuleKind::Architecture, later).is_err());
+}

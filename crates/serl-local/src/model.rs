@@ -168,6 +168,21 @@ impl LocalModel {
             self.template
                 .render(request.messages, &self.vocab.bos_text, &self.vocab.eos_text)?;
         let tokens = self.vocab.encode(&prompt)?;
+        if tokens.is_empty() {
+            return Err(LocalError::Run(format!(
+                "{}: the chat template rendered an empty prompt",
+                self.path
+            )));
+        }
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.n_vocab) {
+            return Err(LocalError::Unsupported {
+                path: self.path.clone(),
+                message: format!(
+                    "the tokenizer gave token {t}, past the embedding's {} rows",
+                    self.n_vocab
+                ),
+            });
+        }
         if tokens.len() + 1 >= self.context {
             return Err(LocalError::ContextFull {
                 tokens: tokens.len(),

@@ -3,8 +3,9 @@
 //! key-value cache that keeps the longest shared prefix between requests.
 
 use std::io::{Read, Seek};
+use std::sync::Arc;
 
-use candle_core::quantized::gguf_file::Content;
+use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use rayon::prelude::*;
@@ -45,10 +46,10 @@ struct Layer {
 /// The weights.
 pub struct Llama {
     config: Config,
-    embedding: QMatrix,
+    embedding: Arc<QMatrix>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
-    output: QMatrix,
+    output: Arc<QMatrix>,
     /// cos and sin of each position's angle for each rotated pair,
     /// `context × head_dim / 2`.
     rope: (Vec<f32>, Vec<f32>),
@@ -67,17 +68,23 @@ impl Llama {
     ) -> Result<Llama, LoadError> {
         let config = config(content)?;
         let mut loader = Loader { content, reader };
-        let mut layers = Vec::with_capacity(config.layers);
+        // Grown as layers are read: the count comes from the file.
+        let mut layers = Vec::new();
         for i in 0..config.layers {
             let p = format!("blk.{i}");
+            let (q, kv, ff) = (
+                config.heads * config.head_dim,
+                config.kv_dim(),
+                config.feed_forward,
+            );
             let qkv = loader.stacked(&[
-                &format!("{p}.attn_q.weight"),
-                &format!("{p}.attn_k.weight"),
-                &format!("{p}.attn_v.weight"),
+                (&format!("{p}.attn_q.weight"), q),
+                (&format!("{p}.attn_k.weight"), kv),
+                (&format!("{p}.attn_v.weight"), kv),
             ])?;
             let gate_up = loader.stacked(&[
-                &format!("{p}.ffn_gate.weight"),
-                &format!("{p}.ffn_up.weight"),
+                (&format!("{p}.ffn_gate.weight"), ff),
+                (&format!("{p}.ffn_up.weight"), ff),
             ])?;
             layers.push(Layer {
                 attn_norm: loader.vector(&format!("{p}.attn_norm.weight"))?,
@@ -88,21 +95,24 @@ impl Llama {
                 down: loader.matrix(&format!("{p}.ffn_down.weight"))?,
             });
         }
-        let embedding = loader.matrix("token_embd.weight")?;
+        let embedding = Arc::new(loader.matrix("token_embd.weight")?);
         let output = if content.tensor_infos.contains_key("output.weight") {
-            loader.matrix("output.weight")?
+            Arc::new(loader.matrix("output.weight")?)
         } else {
+            // Tied: the same matrix, not a copy.
             embedding.clone()
         };
-        let llama = Llama {
+        let mut llama = Llama {
             config,
             norm: loader.vector("output_norm.weight")?,
-            rope: rope_table(config.head_dim, config.rope_base, context),
+            rope: (Vec::new(), Vec::new()),
             layers,
             embedding,
             output,
         };
+        // Shapes first: the table's size follows from them.
         llama.check_shapes()?;
+        llama.rope = rope_table(config.head_dim, config.rope_base, context);
         Ok(llama)
     }
 
@@ -120,6 +130,12 @@ impl Llama {
                 ))
             }
         };
+        if self.norm.len() != e {
+            return Err(format!(
+                "`output_norm.weight` has {} values for an embedding of {e}",
+                self.norm.len()
+            ));
+        }
         expect("token_embd.weight", &self.embedding, c.vocab, e)?;
         expect("output.weight", &self.output, c.vocab, e)?;
         for l in &self.layers {
@@ -161,7 +177,11 @@ fn config(content: &Content) -> Result<Config, LoadError> {
             .ok_or_else(|| format!("no positive `{key}` in the metadata"))
     };
     let float = |key: &str, default: f32| -> f32 {
-        get(key).and_then(|v| v.to_f32().ok()).unwrap_or(default)
+        match get(key) {
+            Some(Value::F64(v)) => *v as f32,
+            Some(v) => v.to_f32().unwrap_or(default),
+            None => default,
+        }
     };
     let embedding = int("llama.embedding_length")?;
     let heads = int("llama.attention.head_count")?;
@@ -177,6 +197,22 @@ fn config(content: &Content) -> Result<Config, LoadError> {
     let head_dim = embedding / heads;
     if !head_dim.is_multiple_of(2) {
         return Err(format!("an odd head width ({head_dim}) cannot be rotated"));
+    }
+    // What the forward pass does not do: rotating part of a head, and
+    // Llama 3.1's frequency factors or other rope scaling.
+    if let Some(n) = get("llama.rope.dimension_count").and_then(crate::file::integer) {
+        if n as usize != head_dim {
+            return Err(format!(
+                "rotary embedding over {n} of a head's {head_dim} values is not supported"
+            ));
+        }
+    }
+    if content.tensor_infos.contains_key("rope_freqs.weight")
+        || get("llama.rope.scaling.type").is_some()
+    {
+        return Err(
+            "rope scaling (`rope_freqs.weight`, `llama.rope.scaling.*`) is not supported".into(),
+        );
     }
     let vocab = content
         .tensor_infos
@@ -260,13 +296,21 @@ impl<R: Read + Seek> Loader<'_, R> {
         }
     }
 
-    /// Matrices with the same columns, one above the other.
-    fn stacked(&mut self, names: &[&str]) -> Result<QMatrix, LoadError> {
-        let parts = names
-            .iter()
-            .map(|n| self.matrix(n))
-            .collect::<Result<Vec<_>, _>>()?;
-        QMatrix::stack(&parts).map_err(|e| format!("`{}`: {}", names.join("`, `"), e.0))
+    /// Matrices with the same columns, one above the other, each of the
+    /// rows given.
+    fn stacked(&mut self, parts: &[(&str, usize)]) -> Result<QMatrix, LoadError> {
+        let mut matrices = Vec::with_capacity(parts.len());
+        for &(name, rows) in parts {
+            let m = self.matrix(name)?;
+            if m.rows() != rows {
+                return Err(format!(
+                    "`{name}` has {} rows, the metadata asks for {rows}",
+                    m.rows()
+                ));
+            }
+            matrices.push(m);
+        }
+        QMatrix::stack(&matrices).map_err(|e| format!("`{}`: {}", parts[0].0, e.0))
     }
 }
 

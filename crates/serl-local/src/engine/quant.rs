@@ -209,7 +209,7 @@ fn check_shape(len: usize, rows: usize, cols: usize) -> Result<(), LayoutError> 
 }
 
 fn blocks_of(bytes: usize, size: usize, rows: usize, cols: usize) -> Result<usize, LayoutError> {
-    if bytes % size != 0 {
+    if !bytes.is_multiple_of(size) {
         return Err(LayoutError(format!(
             "{bytes} bytes, not whole blocks of {size}"
         )));
@@ -373,7 +373,6 @@ impl Kernel {
                     // SAFETY: detect() saw AVX2 and FMA on this CPU.
                     #[cfg(target_arch = "x86_64")]
                     Kernel::Avx2 => unsafe { avx2::q8::<N>(ws, wq, xs, xq) },
-
                 }
             }
             Layout::Q4 => {
@@ -388,7 +387,6 @@ impl Kernel {
                     // SAFETY: detect() saw AVX2 and FMA on this CPU.
                     #[cfg(target_arch = "x86_64")]
                     Kernel::Avx2 => unsafe { avx2::q4::<N>(ws, wm, wq, xs, xsum, xq) },
-
                 }
             }
         }
