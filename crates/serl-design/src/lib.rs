@@ -42,9 +42,9 @@
 mod communication;
 mod extract;
 mod features;
+mod grammar;
 mod imagination;
 mod kind;
-mod lark;
 mod modules;
 mod network;
 mod profiling;
@@ -59,9 +59,9 @@ pub use features::{
     check_features, observation_grammar, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES,
     MAX_FEATURE_NAME,
 };
+pub use grammar::{module_gbnf, module_lark};
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
 pub use kind::{ModuleError, ModuleKind};
-pub use lark::module_lark;
 pub use modules::{Design, Module, StateModule};
 pub use network::{
     book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,

@@ -325,3 +325,33 @@ fn hostile_reward_programs_are_refused_by_the_lark_grammar() {
         assert!(bytes.accepts(&g, good).unwrap(), "refused: {good}");
     }
 }
+
+/// The reward's GBNF reply grammar (`module_gbnf`, what `[llm] gbnf =
+/// true` sends to llama.cpp) refuses every reward program of the corpus,
+/// as the Lark grammar does: its programs are the same typed grammar.
+#[test]
+fn hostile_reward_programs_are_refused_by_the_module_gbnf() {
+    let g = gbnf::Grammar::parse(&serl_design::module_gbnf(Reward));
+    let reply = |program: &str| {
+        let program = serde_json::to_string(program).unwrap();
+        format!(r#"{{"program": {program}}}"#)
+    };
+    let mut checked = 0;
+    for (kind, text, _) in corpus() {
+        if kind != Reward {
+            continue;
+        }
+        let program = extract(kind, &text).unwrap_or(text);
+        let shown: String = program.chars().take(60).collect();
+        assert!(!g.derives(&reply(&program)), "the GBNF derives `{shown}`");
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked} reward programs");
+    for good in [
+        "step_pa - 2 * remaining_inv ^ 2 / steps - 50 * done * remaining_inv ^ 2",
+        "if done > 0.5 then -abs(remaining_inv) else clip(step_pa / 10, -1, 1)",
+        "tanh(twap_gain) + 0.1 * timing",
+    ] {
+        assert!(g.derives(&reply(good)), "refused: {good}");
+    }
+}

@@ -26,7 +26,11 @@ fn replies_drawn_from_each_module_grammar_parse() {
             assert!(well_formed(kind, &reply), "{kind:?}: {reply}");
             assert!(bytes.accepts(&grammar, &reply).unwrap());
             let text = serl_design::extract(kind, &reply).unwrap_or(reply);
-            valid += usize::from(Module::parse(kind, &text).is_ok());
+            match Module::parse(kind, &text) {
+                Ok(_) => valid += 1,
+                // The grammar says what it can of the validator's rules.
+                Err(e) => assert!(!e.to_string().contains("do not divide"), "{text}: {e}"),
+            }
         }
         println!("{kind:?}: {DRAWS} of {DRAWS} parse, {valid} validate; longest {longest} bytes");
     }

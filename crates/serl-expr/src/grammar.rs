@@ -77,8 +77,35 @@ pub fn lark(vars: &VarSet, windows: bool) -> String {
     format!("start: expr\n{}", lark_rules(vars, windows))
 }
 
+/// The notation a typed grammar is written in (see [`typed_rules`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Lark, as llguidance reads it (the local backend's token masks).
+    Lark,
+    /// GBNF, as llama.cpp reads it (its `grammar` field). Rule names stay
+    /// within its `[A-Za-z0-9-]`.
+    Gbnf,
+}
+
+impl Dialect {
+    /// The start of the definition of rule `name`.
+    pub fn define(self, name: &str) -> String {
+        match self {
+            Dialect::Lark => format!("{name}: "),
+            Dialect::Gbnf => format!("{name} ::= "),
+        }
+    }
+}
+
 /// The rules of [`lark`] without a `start`, defining `expr`, for grammars
-/// that embed a program (a JSON reply with a `program` field).
+/// that embed a program (a JSON reply with a `program` field): the
+/// [`typed_rules`] in Lark.
+pub fn lark_rules(vars: &VarSet, windows: bool) -> String {
+    typed_rules(vars, windows, Dialect::Lark)
+}
+
+/// The rules of the typed expression grammar, defining `expr`, in
+/// `dialect`: the same rules, and so the same language, in both.
 ///
 /// It is a typed subset of the GBNF's language, written for a token
 /// sampler rather than a reader:
@@ -99,11 +126,11 @@ pub fn lark(vars: &VarSet, windows: bool) -> String {
 /// [`Limits::max_nodes`]: crate::Limits::max_nodes
 ///
 /// [`Limits::max_window`]: crate::Limits::max_window
-pub fn lark_rules(vars: &VarSet, windows: bool) -> String {
+pub fn typed_rules(vars: &VarSet, windows: bool, dialect: Dialect) -> String {
     let names: Vec<&str> = vars.names().iter().map(String::as_str).collect();
-    let mut out = format!("expr: num{LARK_DEPTH}\n");
+    let mut out = format!("{}num{LARK_DEPTH}\n", dialect.define("expr"));
     for d in 0..=LARK_DEPTH {
-        out.push_str(&lark_level(d, windows));
+        out.push_str(&typed_level(d, windows, dialect));
     }
     let window_names = ["mean", "std", "ema", "lag", "min_over", "max_over"];
     let steps: Vec<String> = (1..=super::Limits::default().max_window)
@@ -111,16 +138,29 @@ pub fn lark_rules(vars: &VarSet, windows: bool) -> String {
         .map(|w| w.to_string())
         .collect();
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let number = match dialect {
+        Dialect::Lark => r"/[0-9]{1,6}(\.[0-9]{1,4})?/",
+        Dialect::Gbnf => r#"[0-9]{1,6} ("." [0-9]{1,4})?"#,
+    };
+    let d = |name: &str| dialect.define(name);
     out.push_str(&format!(
-        r#"VAR: {vars}
-NUMBER: /[0-9]{{1,6}}(\.[0-9]{{1,4}})?/
-WINDOW: {steps}
-UNARYFN: {unary}
-WINDOWFN: {windows}
-CMP: " <= " | " >= " | " == " | " != " | " < " | " > "
-ADD: " + " | " - "
-MUL: " * " | " / "
+        r#"{}{vars}
+{}{number}
+{}{steps}
+{}{unary}
+{}{windows}
+{}" <= " | " >= " | " == " | " != " | " < " | " > "
+{}" + " | " - "
+{}" * " | " / "
 "#,
+        d("VAR"),
+        d("NUMBER"),
+        d("WINDOW"),
+        d("UNARYFN"),
+        d("WINDOWFN"),
+        d("CMP"),
+        d("ADD"),
+        d("MUL"),
         vars = alternatives(&names),
         steps = alternatives(&steps),
         unary = alternatives(&UNARY_FNS),
@@ -131,7 +171,7 @@ MUL: " * " | " / "
 
 /// The rules of nesting level `d`; level 0 has no calls, parentheses or
 /// `if`.
-fn lark_level(d: usize, windows: bool) -> String {
+fn typed_level(d: usize, windows: bool, dialect: Dialect) -> String {
     let i = d.saturating_sub(1);
     let (num_if, atom_nested, cond_nested, not_nested) = if d == 0 {
         Default::default()
@@ -150,17 +190,27 @@ fn lark_level(d: usize, windows: bool) -> String {
             format!(" | \"!(\" cond{i} \")\""),
         )
     };
+    let n = |name: &str| dialect.define(&format!("{name}{d}"));
     format!(
-        r#"num{d}: sum{d}{num_if}
-sum{d}: product{d} (ADD product{d}){{0,5}}
-product{d}: unary{d} (MUL unary{d}){{0,5}}
-unary{d}: "-"? power{d}
-power{d}: atom{d} (" ^ " atom{d})?
-atom{d}: NUMBER | VAR{atom_nested}
-cond{d}: conj{d} (" || " conj{d}){{0,2}}
-conj{d}: lit{d} (" && " lit{d}){{0,2}}
-lit{d}: "true" | "false" | "!true" | "!false" | sum{d} CMP sum{d}{cond_nested}{not_nested}
-"#
+        r#"{}sum{d}{num_if}
+{}product{d} (ADD product{d}){{0,5}}
+{}unary{d} (MUL unary{d}){{0,5}}
+{}"-"? power{d}
+{}atom{d} (" ^ " atom{d})?
+{}NUMBER | VAR{atom_nested}
+{}conj{d} (" || " conj{d}){{0,2}}
+{}lit{d} (" && " lit{d}){{0,2}}
+{}"true" | "false" | "!true" | "!false" | sum{d} CMP sum{d}{cond_nested}{not_nested}
+"#,
+        n("num"),
+        n("sum"),
+        n("product"),
+        n("unary"),
+        n("power"),
+        n("atom"),
+        n("cond"),
+        n("conj"),
+        n("lit"),
     )
 }
 

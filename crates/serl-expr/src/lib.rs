@@ -83,7 +83,9 @@ mod syntax;
 mod terms;
 
 pub use compile::{Program, State, WindowKind};
-pub use grammar::{gbnf, gbnf_with, json_schema, lark, lark_rules, LARK_DEPTH};
+pub use grammar::{
+    gbnf, gbnf_with, json_schema, lark, lark_rules, typed_rules, Dialect, LARK_DEPTH,
+};
 
 /// Whether `src` is a sentence of the language: it lexes and parses
 /// within the default [`Limits`]; names, types and windows are not

@@ -74,8 +74,9 @@ pub struct LlmDesigner {
     /// `response_format`, Ollama's `format`); a reward then comes back as
     /// `{"program": "..."}`.
     pub constrained: bool,
-    /// Also send the reward's GBNF grammar (llama.cpp's `grammar` field);
-    /// the reward then comes back as a bare program, without a schema.
+    /// Send each module's GBNF grammar (llama.cpp's `grammar` field,
+    /// [`serl_design::module_gbnf`]) instead of its JSON schema: the
+    /// grammar types the programs inside the JSON, the schema cannot.
     pub gbnf: bool,
     calls: u64,
 }
@@ -134,11 +135,13 @@ impl Designer for LlmDesigner {
         true
     }
     fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
-        let bare_program = self.gbnf && kind == ModuleKind::Reward;
-        let constraint = if bare_program {
+        let constraint = if self.gbnf {
+            // A server gets one constraint: llama.cpp refuses a request
+            // with both a grammar and a schema, llama-cpp-python's server
+            // lets the schema win.
             Constraint {
-                grammar: Some(ctx.grammar.clone()),
-                lark: Some(serl_design::reward_lark()),
+                grammar: Some(serl_design::module_gbnf(kind)),
+                lark: Some(serl_design::module_lark(kind)),
                 ..Constraint::default()
             }
         } else if self.constrained {
@@ -154,7 +157,7 @@ impl Designer for LlmDesigner {
             Constraint::default()
         };
         let mut ctx = ctx.clone();
-        ctx.constrained = constraint.schema.is_some();
+        ctx.constrained = constraint.schema.is_some() || constraint.grammar.is_some();
         self.ask(kind.name(), &ctx, kind.is_json(), constraint)
     }
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {

@@ -176,7 +176,9 @@ impl HttpBackend {
                             json!({"type": "json_object", "schema": s.schema})
                         }
                     };
-                } else if req.json {
+                } else if req.json && req.grammar.is_none() {
+                    // (With a grammar, a JSON response format would replace
+                    // it in llama-cpp-python's server.)
                     b["response_format"] = json!({"type": "json_object"});
                 }
                 if let Some(g) = &req.grammar {

@@ -334,3 +334,47 @@ fn a_schema_is_sent_as_response_format_and_as_ollamas_format() {
     assert_eq!(sent["response_format"]["type"], "json_object");
     assert_eq!(sent["response_format"]["schema"], schema.schema);
 }
+
+/// With `[llm] gbnf = true`, every module request carries the module's
+/// GBNF reply grammar in `grammar` and no `response_format` (llama.cpp
+/// refuses both at once; llama-cpp-python lets a response format win),
+/// and the prompt asks for the JSON the grammar describes.
+#[test]
+fn with_gbnf_every_module_request_carries_its_grammar_and_no_schema() {
+    use serl_design::ModuleKind;
+    use serl_llm::{Designer, LlmDesigner, ModuleContext, Prompts, TaskInfo};
+
+    let replies = [
+        r#"{"program": "step_pa"}"#,
+        r#"{"features": [{"name": "m5", "program": "mean(ret_1, 5)"}]}"#,
+        r#"{"blocks": [{"kind": "dense", "width": 8}]}"#,
+        r#"{"scenarios": [{"volatility_mult": 1, "drift_bps": 0, "liquidity_mult": 1}]}"#,
+        r#"{"market": {}}"#,
+        r#"{"broadcast": [{"name": "left", "program": "inventory_left"}], "aggregate": "mean"}"#,
+    ];
+    let s = serve(replies.iter().map(|r| Answer::Ok(completion(r))).collect());
+    let prompts =
+        Prompts::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../prompts"))
+            .unwrap();
+    let mut designer = LlmDesigner::new(prompts, Box::new(backend(&s.url, 5.0)), 0);
+    designer.constrained = true;
+    designer.gbnf = true;
+    for kind in ModuleKind::ALL {
+        let ctx = ModuleContext::new(kind, TaskInfo::default(), "beat TWAP", "keep it simple");
+        designer.propose(kind, &ctx).unwrap();
+    }
+    let bodies = s.bodies.lock().unwrap();
+    assert_eq!(bodies.len(), ModuleKind::ALL.len());
+    for (kind, body) in ModuleKind::ALL.iter().zip(bodies.iter()) {
+        assert_eq!(
+            body["grammar"].as_str(),
+            Some(serl_design::module_gbnf(*kind).as_str()),
+            "{kind:?}"
+        );
+        assert!(body.get("response_format").is_none(), "{kind:?}: {body}");
+        let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+        if *kind == ModuleKind::Reward {
+            assert!(prompt.contains(r#"{"program": "#), "{prompt}");
+        }
+    }
+}

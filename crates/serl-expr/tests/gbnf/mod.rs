@@ -5,8 +5,9 @@
 //! The reader and the recognizer are general for the GBNF subset the
 //! grammar uses (`name ::= alternatives` lines, continuation lines that
 //! start with whitespace, `"literals"`, `[classes]`, `( groups )`, rule
-//! references and the `*`, `+`, `?` operators); anything else panics, so a
-//! change to the grammar's notation is noticed. The generator walks the
+//! references and the `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}` operators);
+//! anything else panics, so a change to the grammar's notation is noticed.
+//! [`Grammar::sample`] draws from any such grammar. The generator walks the
 //! same rules, but steers its choices by the language's types and `let`
 //! scopes (see [`Generator`]): the grammar is untyped and context-free, the
 //! checker is neither.
@@ -153,6 +154,138 @@ impl Grammar {
     }
 }
 
+impl Grammar {
+    /// A string drawn at random from `root`: alternatives, repetition
+    /// counts (up to 3 past their minimum when unbounded) and class
+    /// characters uniform; past `depth` nested rules, or once the string
+    /// is `length` characters long, only the choices that end soonest, so
+    /// every draw ends and stays short. Negated classes give a letter or a
+    /// digit they do not exclude.
+    pub fn sample(&self, rng: &mut Rng, depth: usize, length: usize) -> String {
+        let heights = self.heights();
+        let mut out = String::new();
+        Sampler {
+            g: self,
+            rng,
+            heights: &heights,
+            depth,
+            length,
+        }
+        .rule("root", 0, &mut out);
+        out
+    }
+
+    /// The fewest nested rules each rule needs to derive a string.
+    fn heights(&self) -> HashMap<String, usize> {
+        let mut h: HashMap<String, usize> = HashMap::new();
+        loop {
+            let mut changed = false;
+            for (name, alts) in &self.rules {
+                let best = alts.iter().filter_map(|a| seq_height(a, &h)).min();
+                if let Some(b) = best {
+                    if h.get(name).is_none_or(|&old| b < old) {
+                        h.insert(name.clone(), b);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return h;
+            }
+        }
+    }
+}
+
+fn seq_height(seq: &Seq, h: &HashMap<String, usize>) -> Option<usize> {
+    let mut most = 0;
+    for item in seq.iter().filter(|i| i.min > 0) {
+        most = most.max(atom_height(&item.atom, h)?);
+    }
+    Some(most)
+}
+
+fn atom_height(atom: &Atom, h: &HashMap<String, usize>) -> Option<usize> {
+    match atom {
+        Atom::Lit(_) | Atom::Class { .. } => Some(0),
+        Atom::Ref(r) => h.get(r).map(|x| x + 1),
+        Atom::Group(alts) => alts.iter().filter_map(|a| seq_height(a, h)).min(),
+    }
+}
+
+struct Sampler<'a> {
+    g: &'a Grammar,
+    rng: &'a mut Rng,
+    heights: &'a HashMap<String, usize>,
+    depth: usize,
+    length: usize,
+}
+
+impl Sampler<'_> {
+    fn rule(&mut self, name: &str, d: usize, out: &mut String) {
+        let alts = &self.g.rules[name];
+        let i = self.choose(alts, d, out.len());
+        self.seq(&alts[i], d + 1, out);
+    }
+
+    fn free(&self, d: usize, written: usize) -> bool {
+        d < self.depth && written < self.length
+    }
+
+    /// An alternative: any while shallow, one that ends soonest when deep.
+    fn choose(&mut self, alts: &[Seq], d: usize, written: usize) -> usize {
+        let hs: Vec<Option<usize>> = alts.iter().map(|a| seq_height(a, self.heights)).collect();
+        let allowed: Vec<usize> = if self.free(d, written) {
+            (0..alts.len()).filter(|&i| hs[i].is_some()).collect()
+        } else {
+            let best = hs.iter().flatten().min().copied();
+            (0..alts.len()).filter(|&i| hs[i] == best).collect()
+        };
+        allowed[self.rng.below(allowed.len())]
+    }
+
+    fn seq(&mut self, seq: &Seq, d: usize, out: &mut String) {
+        for item in seq {
+            let mut n = item.min;
+            let cap = item.max.unwrap_or(item.min + 3);
+            if self.free(d, out.len()) && cap > item.min {
+                n += self.rng.below(cap - item.min + 1);
+            }
+            for _ in 0..n {
+                self.atom(&item.atom, d, out);
+            }
+        }
+    }
+
+    fn atom(&mut self, atom: &Atom, d: usize, out: &mut String) {
+        match atom {
+            Atom::Lit(l) => out.push_str(l),
+            Atom::Class {
+                negated: false,
+                ranges,
+            } => {
+                let (lo, hi) = ranges[self.rng.below(ranges.len())];
+                let c = lo as u32 + self.rng.below(hi as usize - lo as usize + 1) as u32;
+                out.push(char::from_u32(c).expect("a class character"));
+            }
+            Atom::Class {
+                negated: true,
+                ranges,
+            } => {
+                let free: Vec<char> = ('a'..='z')
+                    .chain('0'..='9')
+                    .filter(|c| !ranges.iter().any(|&(lo, hi)| lo <= *c && *c <= hi))
+                    .collect();
+                out.push(free[self.rng.below(free.len())]);
+            }
+            Atom::Ref(r) => self.rule(r, d, out),
+            Atom::Group(alts) => {
+                let i = self.choose(alts, d, out.len());
+                self.seq(&alts[i], d, out);
+            }
+        }
+    }
+}
+
 fn collect_refs(seq: &Seq, out: &mut Vec<String>) {
     for item in seq {
         match &item.atom {
@@ -201,15 +334,32 @@ impl BodyParser {
                 Some('*') => (0, None),
                 Some('+') => (1, None),
                 Some('?') => (0, Some(1)),
+                Some('{') => self.counts(),
                 _ => (1, Some(1)),
             };
-            if max != Some(1) || min != 1 {
+            if self.peek().is_some_and(|c| "*+?".contains(c)) {
                 self.i += 1;
             }
             seq.push(Item { atom, min, max });
         }
         assert!(!seq.is_empty(), "an empty alternative");
         seq
+    }
+
+    /// `{m}`, `{m,}` or `{m,n}`, read past.
+    fn counts(&mut self) -> (usize, Option<usize>) {
+        let close = self.s[self.i..]
+            .iter()
+            .position(|&c| c == '}')
+            .expect("an unclosed repetition");
+        let text: String = self.s[self.i + 1..self.i + close].iter().collect();
+        self.i += close + 1;
+        let number = |t: &str| t.trim().parse::<usize>().expect("a repetition count");
+        match text.split_once(',') {
+            None => (number(&text), Some(number(&text))),
+            Some((m, n)) if n.trim().is_empty() => (number(m), None),
+            Some((m, n)) => (number(m), Some(number(n))),
+        }
     }
 
     /// One character of a literal or class, escapes decoded.
@@ -225,7 +375,13 @@ impl BodyParser {
             'n' => '\n',
             't' => '\t',
             'r' => '\r',
-            '\\' | '"' | '[' | ']' | '-' => e,
+            '\\' | '"' | '[' | ']' | '-' | '/' => e,
+            'x' => {
+                let hex: String = self.s[self.i..self.i + 2].iter().collect();
+                self.i += 2;
+                char::from_u32(u32::from_str_radix(&hex, 16).expect("two hex digits"))
+                    .expect("a character")
+            }
             _ => panic!("escape \\{e} is not handled"),
         }
     }

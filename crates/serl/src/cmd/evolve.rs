@@ -70,7 +70,8 @@ pub struct LlmSection {
     /// Constrain every reply to its module's JSON schema
     /// (`response_format` / Ollama's `format`).
     pub constrained: bool,
-    /// Also send the reward's GBNF grammar (llama.cpp's `grammar` field).
+    /// Send each module's GBNF grammar (llama.cpp's `grammar` field)
+    /// instead of its JSON schema.
     pub gbnf: bool,
     /// The embedded model (`--llm local`).
     pub local: LocalSection,

@@ -21,9 +21,9 @@ pub enum PromptsCommand {
     /// syntax error or undefined variable, naming file and line.
     Check(DirArg),
     /// What a constrained reply to a module must follow: its JSON schema
-    /// (sent as `response_format` / Ollama's `format`), or the GBNF grammar
-    /// of the expression language its programs are written in, or the Lark
-    /// grammar the local backend masks tokens with (the whole reply).
+    /// (sent as `response_format` / Ollama's `format`), its GBNF grammar
+    /// (llama.cpp's `grammar`), or the Lark grammar the local backend
+    /// masks tokens with; both grammars type the programs inside.
     Grammar(GrammarArgs),
     /// Write a tiny chat model with random weights (GGUF), its vocabulary
     /// learned from the prompt templates: `--llm local` with no download.
@@ -55,9 +55,10 @@ pub struct TestModelArgs {
 pub struct GrammarArgs {
     /// reward, state, architecture, imagination, profiling or communication.
     pub module: String,
-    /// `json-schema`, `gbnf` (reward: without window functions; state
-    /// and communication: the language over the observation) or `lark`
-    /// (the whole reply, programs included).
+    /// `json-schema` (what `response_format` and Ollama's `format`
+    /// carry), `gbnf` (llama.cpp's `grammar` with `[llm] gbnf = true`) or
+    /// `lark` (the local backend's): the two grammars are the whole reply,
+    /// its programs typed.
     #[arg(long, default_value = "json-schema")]
     pub format: GrammarFormat,
 }
@@ -143,16 +144,7 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
                     "{}",
                     serde_json::to_string_pretty(&serl_design::module_schema(kind))?
                 ),
-                GrammarFormat::Gbnf => match kind {
-                    ModuleKind::Reward => print!("{}", serl_design::reward_grammar()),
-                    ModuleKind::State | ModuleKind::Communication => {
-                        print!("{}", serl_design::observation_grammar())
-                    }
-                    _ => bail!(
-                        "the {} module is JSON without programs: it has a JSON schema (--format json-schema), not a GBNF grammar",
-                        kind.name()
-                    ),
-                },
+                GrammarFormat::Gbnf => print!("{}", serl_design::module_gbnf(kind)),
                 GrammarFormat::Lark => print!("{}", serl_design::module_lark(kind)),
             }
             Ok(ExitCode::SUCCESS)
