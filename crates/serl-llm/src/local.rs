@@ -20,6 +20,10 @@ pub struct LocalConfig {
     pub threads: usize,
     /// Context length in tokens (0: the model's, at most 8192).
     pub context_length: usize,
+    /// Conversations whose key-value caches are kept between requests
+    /// (each up to `context_length × layers × 2 × kv_width` floats): the
+    /// next candidate's module prompt is then read from the last one's.
+    pub cache_slots: usize,
     /// Sampling temperature; unset, the designer's (`[llm] temperature`).
     pub temperature: Option<f64>,
     /// Nucleus sampling's probability mass.
@@ -39,6 +43,7 @@ impl Default for LocalConfig {
             model: None,
             threads: 0,
             context_length: 0,
+            cache_slots: serl_local::DEFAULT_CACHE_SLOTS,
             temperature: None,
             top_p: 0.95,
             seed: 0,
@@ -67,6 +72,7 @@ impl LocalBackend {
             LocalOptions {
                 threads: config.threads,
                 context_length: config.context_length,
+                cache_slots: config.cache_slots,
             },
         )
         .map_err(|e| LlmError::Local(e.to_string()))?;
@@ -121,6 +127,7 @@ impl Backend for LocalBackend {
             .map_err(|e| LlmError::Local(format!("{}: {e}", model.path())))?;
         tracing::debug!(
             prompt_tokens = g.prompt_tokens,
+            cached_tokens = g.cached_tokens,
             completion_tokens = g.completion_tokens,
             prompt_secs = g.prompt_secs,
             generate_secs = g.generate_secs,

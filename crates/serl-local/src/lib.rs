@@ -46,7 +46,7 @@ mod vocab;
 pub use error::LocalError;
 pub use file::ARCHITECTURES;
 pub use grammar::ByteGrammar;
-pub use model::{Constraint, Generation, LocalModel, LocalOptions, Request};
+pub use model::{Constraint, Generation, LocalModel, LocalOptions, Request, DEFAULT_CACHE_SLOTS};
 pub use sample::{Sampler, Sampling};
 pub use template::{ChatMessage, ChatTemplate};
 pub use testmodel::{write_test_model, TestModelSpec};

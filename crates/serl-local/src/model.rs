@@ -23,7 +23,24 @@ pub struct LocalOptions {
     /// The context length in tokens (0: the model's, at most
     /// [`MAX_CONTEXT`]).
     pub context_length: usize,
+    /// Conversations whose key-value caches are kept (at least 1; see
+    /// [`LocalModel::chat`]).
+    pub cache_slots: usize,
 }
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            threads: 0,
+            context_length: 0,
+            cache_slots: DEFAULT_CACHE_SLOTS,
+        }
+    }
+}
+
+/// Conversations kept by default: one per module a design round asks for,
+/// and the instruction rewrites.
+pub const DEFAULT_CACHE_SLOTS: usize = 8;
 
 /// What a reply must follow: a Lark grammar (llguidance's dialect, which
 /// may inline JSON schemas with `%json`) or a JSON schema.
@@ -61,6 +78,9 @@ pub struct Generation {
     pub text: String,
     /// Tokens in the rendered prompt.
     pub prompt_tokens: usize,
+    /// Of those, the ones a kept conversation already held (not read
+    /// again).
+    pub cached_tokens: usize,
     /// Tokens generated (the end-of-turn token not counted).
     pub completion_tokens: usize,
     /// Whether the reply ended by itself (end of turn, or the grammar
@@ -76,10 +96,8 @@ pub struct Generation {
 pub struct LocalModel {
     path: String,
     network: Llama,
-    /// The key-value cache of the last conversation: a request that
-    /// starts like the last one (the same system prompt, the same module
-    /// asked again with another seed) reads only what differs.
-    state: State,
+    /// The key-value caches of the last conversations.
+    cache: Conversations,
     vocab: Arc<Vocab>,
     template: ChatTemplate,
     context: usize,
@@ -133,7 +151,7 @@ impl LocalModel {
         Ok(LocalModel {
             path: name,
             network,
-            state: State::default(),
+            cache: Conversations::new(options.cache_slots),
             vocab,
             template,
             context,
@@ -162,7 +180,12 @@ impl LocalModel {
         crate::grammar::matcher(&self.factory, constraint)
     }
 
-    /// The reply to `request`.
+    /// The reply to `request`. The prompt is read from the kept
+    /// conversation that shares the longest prefix with it (the same
+    /// module asked again for the next candidate shares all of it; another
+    /// module, the system prompt), so only what differs is read; the
+    /// logits do not depend on what was kept (a kept prefix gives exactly
+    /// a fresh start's).
     pub fn chat(&mut self, request: &Request) -> Result<Generation, LocalError> {
         let prompt =
             self.template
@@ -201,12 +224,38 @@ impl LocalModel {
         mut matcher: Option<&mut Matcher>,
     ) -> Result<Generation, LocalError> {
         let start = Instant::now();
-        let mut logits = self.network.logits(&mut self.state, prompt);
+        let mut state = self.cache.take(prompt);
+        // (`logits` reads the last token again whatever is kept.)
+        let cached_tokens = state.shared(prompt).min(prompt.len() - 1);
+        let mut logits = self.network.logits(&mut state, prompt);
         let prompt_secs = start.elapsed().as_secs_f64();
-        let start = Instant::now();
+        let result = self.generate(
+            &mut state,
+            &mut logits,
+            prompt.len(),
+            request,
+            matcher.as_deref_mut(),
+        );
+        self.cache.put(state);
+        let mut g = result?;
+        g.cached_tokens = cached_tokens;
+        g.prompt_secs = prompt_secs;
+        g.generate_secs = start.elapsed().as_secs_f64() - prompt_secs;
+        Ok(g)
+    }
+
+    /// Samples the reply after the prompt's `logits`.
+    fn generate(
+        &self,
+        state: &mut State,
+        logits: &mut Vec<f32>,
+        prompt_len: usize,
+        request: &Request,
+        mut matcher: Option<&mut Matcher>,
+    ) -> Result<Generation, LocalError> {
         let mut sampler = Sampler::new(request.sampling);
         let mut reply = Vec::new();
-        let budget = request.max_tokens.min(self.context - prompt.len() - 1);
+        let budget = request.max_tokens.min(self.context - prompt_len - 1);
         let mut finished = false;
         while reply.len() < budget {
             let token = match matcher.as_deref_mut() {
@@ -225,12 +274,12 @@ impl LocalModel {
                             .filter(|&t| mask.is_allowed(t))
                             .map(rank)
                             .min();
-                        sampler.sample(&logits, |t| mask.is_allowed(t) && Some(rank(t)) == best)
+                        sampler.sample(logits, |t| mask.is_allowed(t) && Some(rank(t)) == best)
                     } else {
-                        sampler.sample(&logits, |t| mask.is_allowed(t))
+                        sampler.sample(logits, |t| mask.is_allowed(t))
                     }
                 }
-                None => sampler.sample(&logits, |_| true),
+                None => sampler.sample(logits, |_| true),
             };
             let Some(token) = token else { break };
             if self.vocab.stop.contains(&token) {
@@ -248,15 +297,65 @@ impl LocalModel {
                 finished = stopped;
                 break;
             }
-            logits = self.network.next(&mut self.state, token);
+            *logits = self.network.next(state, token);
         }
         Ok(Generation {
             text: self.vocab.decode(&reply),
-            prompt_tokens: prompt.len(),
+            prompt_tokens: prompt_len,
+            cached_tokens: 0,
             completion_tokens: reply.len(),
             finished,
-            prompt_secs,
-            generate_secs: start.elapsed().as_secs_f64(),
+            prompt_secs: 0.0,
+            generate_secs: 0.0,
         })
+    }
+}
+
+/// The key-value caches of the last few conversations, least recently
+/// used dropped first.
+struct Conversations {
+    /// Each state with the request count when it was last used.
+    slots: Vec<(State, u64)>,
+    capacity: usize,
+    requests: u64,
+}
+
+impl Conversations {
+    fn new(capacity: usize) -> Self {
+        Conversations {
+            slots: Vec::new(),
+            capacity: capacity.max(1),
+            requests: 0,
+        }
+    }
+
+    /// The state to read `prompt` from: the kept conversation sharing the
+    /// longest prefix with it, taken over when the prompt shares at least
+    /// half of itself with it (the same module asked again), else a copy
+    /// of that prefix, so the conversation stays for its own module.
+    fn take(&mut self, prompt: &[u32]) -> State {
+        let best = (0..self.slots.len())
+            .max_by_key(|&i| (self.slots[i].0.shared(prompt), self.slots[i].1));
+        let Some(i) = best else {
+            return State::default();
+        };
+        let shared = self.slots[i].0.shared(prompt);
+        if 2 * shared >= prompt.len() || self.capacity == 1 {
+            self.slots.swap_remove(i).0
+        } else {
+            self.slots[i].0.fork(shared)
+        }
+    }
+
+    /// Keeps `state`, dropping the least recently used past capacity.
+    fn put(&mut self, state: State) {
+        self.requests += 1;
+        self.slots.push((state, self.requests));
+        if self.slots.len() > self.capacity {
+            let oldest = (0..self.slots.len())
+                .min_by_key(|&i| self.slots[i].1)
+                .expect("slots are not empty");
+            self.slots.swap_remove(oldest);
+        }
     }
 }

@@ -20,7 +20,7 @@ fn load(path: &Path) -> Result<LocalModel, LocalError> {
         path,
         LocalOptions {
             threads: 1,
-            context_length: 0,
+            ..LocalOptions::default()
         },
     )
 }
@@ -60,6 +60,68 @@ fn a_tiny_model_loads_renders_its_template_and_samples_reproducibly() {
     let a = ask(&mut model, 1, None);
     assert_eq!(a, ask(&mut model, 1, None), "same seed, same reply");
     assert_ne!(a, ask(&mut model, 2, None), "another seed, another reply");
+}
+
+/// Conversations are kept one per prompt: asking A, B, then A again reads
+/// A's prompt from A's cache (all of it but the last token), and B's from
+/// what it shares with A; with one slot, B's conversation replaced A's.
+/// Replies do not depend on what was kept.
+#[test]
+fn each_conversation_keeps_its_cache_and_replies_do_not_depend_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = TestModelSpec {
+        corpus: "Write a reward for an execution agent. Design the state features. ".repeat(4),
+        merges: 40,
+        ..TestModelSpec::default()
+    };
+    let path = model_file(dir.path(), spec);
+    let chat = |model: &mut LocalModel, text: &str| {
+        let messages = [ChatMessage {
+            role: "user".into(),
+            content: text.into(),
+        }];
+        model
+            .chat(&Request {
+                messages: &messages,
+                max_tokens: 20,
+                sampling: Sampling {
+                    temperature: 1.0,
+                    top_p: 1.0,
+                    seed: 3,
+                },
+                constraint: None,
+                steer_after: usize::MAX,
+            })
+            .unwrap()
+    };
+    let (a, b) = (
+        "Write a reward for an execution agent.",
+        "Design the state features.",
+    );
+    let mut kept = load(&path).unwrap();
+    let first = chat(&mut kept, a);
+    assert_eq!(first.cached_tokens, 0);
+    let other = chat(&mut kept, b);
+    assert!(other.cached_tokens > 0, "the template's opening is shared");
+    assert!(other.cached_tokens < other.prompt_tokens / 2);
+    let again = chat(&mut kept, a);
+    assert_eq!(again.cached_tokens, again.prompt_tokens - 1);
+    assert_eq!(again.text, first.text);
+
+    let mut one = LocalModel::load(
+        &path,
+        LocalOptions {
+            threads: 1,
+            cache_slots: 1,
+            ..LocalOptions::default()
+        },
+    )
+    .unwrap();
+    chat(&mut one, a);
+    chat(&mut one, b);
+    let again_one = chat(&mut one, a);
+    assert_eq!(again_one.cached_tokens, other.cached_tokens);
+    assert_eq!(again_one.text, first.text);
 }
 
 #[test]

@@ -331,6 +331,29 @@ impl State {
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
     }
+
+    /// How many leading tokens of `tokens` are cached here.
+    pub fn shared(&self, tokens: &[u32]) -> usize {
+        self.tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// A new state holding a copy of the first `n` cached tokens' keys
+    /// and values (fresh scratch buffers).
+    pub fn fork(&self, n: usize) -> State {
+        let n = n.min(self.tokens.len());
+        let per_token = |v: &Vec<f32>| v.len().checked_div(self.tokens.len()).unwrap_or(0);
+        let head = |v: &Vec<f32>| v[..n * per_token(v)].to_vec();
+        State {
+            tokens: self.tokens[..n].to_vec(),
+            keys: self.keys.iter().map(head).collect(),
+            values: self.values.iter().map(head).collect(),
+            acts: QActs::default(),
+        }
+    }
 }
 
 impl Llama {
@@ -341,11 +364,7 @@ impl Llama {
     pub fn logits(&self, state: &mut State, tokens: &[u32]) -> Vec<f32> {
         assert!(!tokens.is_empty() && tokens.len() <= self.context());
         let shared = state
-            .tokens
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
+            .shared(tokens)
             // The last token is always read again: its logits are needed.
             .min(tokens.len() - 1);
         self.truncate(state, shared);

@@ -220,7 +220,7 @@ fn speed(a: &ProbeArgs) -> Result<()> {
         &a.model,
         LocalOptions {
             threads: a.threads,
-            context_length: 0,
+            ..LocalOptions::default()
         },
     )?;
     let prompts = Prompts::load(&a.prompts)?;
