@@ -262,46 +262,39 @@ impl Writer {
             .flatten()
             .map(|s| self.value(s))
             .collect();
-        let items = schema.get("items").map(|s| self.value(s));
+        let item = schema.get("items").map(|s| self.value(s));
         let k = prefix.len() as u64;
         let min = schema["minItems"].as_u64().unwrap_or(0).max(k);
         let max = schema["maxItems"].as_u64();
-        let mut elements: Vec<String> = prefix;
-        let mut body = String::new();
-        if let Some(item) = items {
-            if max.is_some_and(|m| m <= k) {
-                // Only the prefix.
-            } else if elements.is_empty() {
-                let tail = repeat(
-                    &format!(r#""," sp {item}"#),
-                    min.max(1) - 1,
-                    max.map(|m| m - 1),
-                );
-                body = format!(
-                    "{item}{}",
-                    tail.map(|t| format!(" {t}")).unwrap_or_default()
-                );
+        if max == Some(0) {
+            return self.rule(r#""[" "]""#.into());
+        }
+        // Every element after the first follows a comma.
+        let next = |e: &str| format!(r#""," sp {e}"#);
+        let body = match (prefix.split_first(), item) {
+            (Some((first, rest)), item) => {
+                let mut parts = vec![first.clone()];
+                parts.extend(rest.iter().map(|e| next(e)));
+                if let Some(item) = item {
+                    let more = max.map(|m| m.saturating_sub(k));
+                    parts.extend(repeat(&next(&item), min - k, more));
+                }
+                parts.join(" ")
+            }
+            (None, Some(item)) => {
+                let more = repeat(&next(&item), min.max(1) - 1, max.map(|m| m - 1));
+                let all = std::iter::once(item)
+                    .chain(more)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 if min == 0 {
-                    body = format!("({body})?");
-                }
-            } else {
-                let tail = repeat(&format!(r#""," sp {item}"#), min - k, max.map(|m| m - k));
-                elements.extend(tail);
-            }
-        } else if elements.is_empty() {
-            body = r#"(jsonvalue ("," sp jsonvalue)*)?"#.into();
-        }
-        if !elements.is_empty() {
-            let mut parts = vec![elements[0].clone()];
-            for e in &elements[1..] {
-                if e.starts_with(r#"("," sp "#) || e.starts_with(r#""," sp "#) {
-                    parts.push(e.clone());
+                    format!("({all})?")
                 } else {
-                    parts.push(format!(r#""," sp {e}"#));
+                    all
                 }
             }
-            body = parts.join(" ");
-        }
+            (None, None) => r#"(jsonvalue ("," sp jsonvalue)*)?"#.into(),
+        };
         self.rule(format!(r#""[" {body} "]""#))
     }
 

@@ -221,7 +221,7 @@ impl LocalModel {
         &mut self,
         prompt: &[u32],
         request: &Request,
-        mut matcher: Option<&mut Matcher>,
+        matcher: Option<&mut Matcher>,
     ) -> Result<Generation, LocalError> {
         let start = Instant::now();
         let mut state = self.cache.take(prompt);
@@ -229,13 +229,7 @@ impl LocalModel {
         let cached_tokens = state.shared(prompt).min(prompt.len() - 1);
         let mut logits = self.network.logits(&mut state, prompt);
         let prompt_secs = start.elapsed().as_secs_f64();
-        let result = self.generate(
-            &mut state,
-            &mut logits,
-            prompt.len(),
-            request,
-            matcher.as_deref_mut(),
-        );
+        let result = self.generate(&mut state, &mut logits, prompt.len(), request, matcher);
         self.cache.put(state);
         let mut g = result?;
         g.cached_tokens = cached_tokens;

@@ -33,6 +33,14 @@ pub struct EvolveArgs {
     /// The GGUF model for `--llm local` (overrides `[llm.local] model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// The server for `--llm openai|ollama` (overrides `[llm.http]
+    /// base_url`), e.g. `http://127.0.0.1:8000/v1`.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Send each module's GBNF grammar (llama.cpp's `grammar` field)
+    /// instead of its JSON schema (sets `[llm] gbnf = true`).
+    #[arg(long)]
+    pub gbnf: bool,
     /// The transcript to replay (default: the run directory's).
     #[arg(long)]
     pub replay_from: Option<PathBuf>,
@@ -163,6 +171,10 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
         if let Some(m) = &a.model {
             set_local_model(&mut cfg, m)?;
         }
+        if let Some(u) = &a.base_url {
+            cfg.llm.http.base_url = Some(u.clone());
+        }
+        cfg.llm.gbnf |= a.gbnf;
         if let Some(s) = a.seed {
             cfg.evolve.seed = s;
         }
