@@ -294,6 +294,24 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
     );
 }
 
+/// The corpus's reward programs, as extracted from the replies.
+fn hostile_rewards() -> Vec<String> {
+    let programs: Vec<String> = corpus()
+        .into_iter()
+        .filter(|(kind, _, _)| *kind == Reward)
+        .map(|(kind, reply, _)| extract(kind, &reply).unwrap_or(reply))
+        .collect();
+    assert!(programs.len() >= 25, "{} reward programs", programs.len());
+    programs
+}
+
+/// Rewards a designer would write, which every grammar derives.
+const GOOD_REWARDS: [&str; 3] = [
+    "step_pa - 2 * remaining_inv ^ 2 / steps - 50 * done * remaining_inv ^ 2",
+    "if done > 0.5 then -abs(remaining_inv) else clip(step_pa / 10, -1, 1)",
+    "tanh(twap_gain) + 0.1 * timing",
+];
+
 /// The local backend's grammar for a reward (`reward_lark`, whose rules
 /// `module_lark` embeds) refuses every reward program of the corpus: it is
 /// typed, so even the ill-typed ones the GBNF leaves to the checker are
@@ -302,26 +320,14 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
 fn hostile_reward_programs_are_refused_by_the_lark_grammar() {
     let g = serl_local::Constraint::Lark(serl_design::reward_lark());
     let bytes = serl_local::ByteGrammar::new().unwrap();
-    let mut checked = 0;
-    for (kind, reply, _) in corpus() {
-        if kind != Reward {
-            continue;
-        }
-        let program = extract(kind, &reply).unwrap_or(reply);
+    for program in hostile_rewards() {
         let shown: String = program.chars().take(60).collect();
         assert!(
             !bytes.accepts(&g, &program).unwrap(),
             "the Lark grammar derives `{shown}`"
         );
-        checked += 1;
     }
-    assert!(checked >= 25, "{checked} reward programs");
-    // And it derives what a designer would write.
-    for good in [
-        "step_pa - 2 * remaining_inv ^ 2 / steps - 50 * done * remaining_inv ^ 2",
-        "if done > 0.5 then -abs(remaining_inv) else clip(step_pa / 10, -1, 1)",
-        "tanh(twap_gain) + 0.1 * timing",
-    ] {
+    for good in GOOD_REWARDS {
         assert!(bytes.accepts(&g, good).unwrap(), "refused: {good}");
     }
 }
@@ -336,22 +342,11 @@ fn hostile_reward_programs_are_refused_by_the_module_gbnf() {
         let program = serde_json::to_string(program).unwrap();
         format!(r#"{{"program": {program}}}"#)
     };
-    let mut checked = 0;
-    for (kind, text, _) in corpus() {
-        if kind != Reward {
-            continue;
-        }
-        let program = extract(kind, &text).unwrap_or(text);
+    for program in hostile_rewards() {
         let shown: String = program.chars().take(60).collect();
         assert!(!g.derives(&reply(&program)), "the GBNF derives `{shown}`");
-        checked += 1;
     }
-    assert!(checked >= 25, "{checked} reward programs");
-    for good in [
-        "step_pa - 2 * remaining_inv ^ 2 / steps - 50 * done * remaining_inv ^ 2",
-        "if done > 0.5 then -abs(remaining_inv) else clip(step_pa / 10, -1, 1)",
-        "tanh(twap_gain) + 0.1 * timing",
-    ] {
+    for good in GOOD_REWARDS {
         assert!(g.derives(&reply(good)), "refused: {good}");
     }
 }

@@ -231,14 +231,20 @@ impl LocalModel {
         let prompt_secs = start.elapsed().as_secs_f64();
         let result = self.generate(&mut state, &mut logits, prompt.len(), request, matcher);
         self.cache.put(state);
-        let mut g = result?;
-        g.cached_tokens = cached_tokens;
-        g.prompt_secs = prompt_secs;
-        g.generate_secs = start.elapsed().as_secs_f64() - prompt_secs;
-        Ok(g)
+        let (reply, finished) = result?;
+        Ok(Generation {
+            text: self.vocab.decode(&reply),
+            prompt_tokens: prompt.len(),
+            cached_tokens,
+            completion_tokens: reply.len(),
+            finished,
+            prompt_secs,
+            generate_secs: start.elapsed().as_secs_f64() - prompt_secs,
+        })
     }
 
-    /// Samples the reply after the prompt's `logits`.
+    /// Samples the reply's tokens after the prompt's `logits`, and whether
+    /// it ended by itself.
     fn generate(
         &self,
         state: &mut State,
@@ -246,7 +252,7 @@ impl LocalModel {
         prompt_len: usize,
         request: &Request,
         mut matcher: Option<&mut Matcher>,
-    ) -> Result<Generation, LocalError> {
+    ) -> Result<(Vec<u32>, bool), LocalError> {
         let mut sampler = Sampler::new(request.sampling);
         let mut reply = Vec::new();
         let budget = request.max_tokens.min(self.context - prompt_len - 1);
@@ -293,15 +299,7 @@ impl LocalModel {
             }
             *logits = self.network.next(state, token);
         }
-        Ok(Generation {
-            text: self.vocab.decode(&reply),
-            prompt_tokens: prompt_len,
-            cached_tokens: 0,
-            completion_tokens: reply.len(),
-            finished,
-            prompt_secs: 0.0,
-            generate_secs: 0.0,
-        })
+        Ok((reply, finished))
     }
 }
 
