@@ -54,6 +54,10 @@ pub struct EvolveConfig {
     /// Runs repeated after the main one with one part switched off, each
     /// in `RUN_DIR/ablations/NAME/`, and tabulated in the report.
     pub ablations: Vec<crate::ablation::Ablation>,
+    /// Keep the test split sealed until the run is declared final
+    /// (`serl evolve --resume DIR --open-test`); `lockbox.json` records
+    /// the design and when it was sealed and opened.
+    pub lockbox: bool,
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -136,6 +140,7 @@ impl Default for EvolveConfig {
             convergence: ConvergenceConfig::default(),
             ablations: Vec::new(),
             parallel: 0,
+            lockbox: false,
         }
     }
 }

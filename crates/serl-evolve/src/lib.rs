@@ -20,6 +20,7 @@
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
+//! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
 //!
 //! The loop never prints: it tells its caller what it is doing through
 //! [`Event`]s. [`EvolveConfig`] is the `[evolve]` table, [`write_report`]
@@ -37,6 +38,7 @@ mod dek_low;
 mod design_stage;
 mod error;
 mod final_test;
+mod lockbox;
 mod report;
 mod run;
 mod score;
@@ -45,5 +47,6 @@ pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use error::EvolveError;
+pub use lockbox::{read as read_lockbox, Lockbox};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};

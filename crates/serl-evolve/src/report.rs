@@ -72,6 +72,15 @@ pub fn write(
         out.iterations_run,
         out.candidates.len()
     );
+    if let Some(l) = &out.lockbox {
+        let _ = writeln!(
+            md,
+            "Lockbox: the design ({}) was fixed and the test split sealed at {}; the run was declared final and the test opened at {} (`lockbox.json`).\n",
+            l.design_key,
+            l.sealed_at,
+            l.opened_at.as_deref().unwrap_or("(not yet)")
+        );
+    }
     let (best_line, points) = iterations_table(&mut md, out);
     let svgs = score_plots(dir, &mut md, best_line, points)?;
     best_design(&mut md, out, modules);

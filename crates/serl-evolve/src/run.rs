@@ -113,6 +113,9 @@ pub struct EvolveInputs<'a> {
     pub run_dir: PathBuf,
     /// Told what the loop is doing (a progress bar, a log).
     pub on_event: Option<OnEvent<'a>>,
+    /// Declares the run final and opens its sealed test
+    /// (`[evolve] lockbox`); without a lockbox, nothing.
+    pub open_test: bool,
 }
 
 impl EvolveInputs<'_> {
@@ -137,8 +140,12 @@ pub struct EvolveOutcome {
     /// Plain PPO with the default modules, trained and validated exactly
     /// like a candidate: the bar the search must clear on validation.
     pub baseline: CandidateResult,
-    /// The final test: every strategy on every test order.
+    /// The final test: every strategy on every test order (empty while
+    /// the lockbox keeps it sealed).
     pub test: Vec<OrderResult>,
+    /// The lockbox, where `[evolve] lockbox` keeps one: sealed
+    /// (`opened_at` unset, no test played) or opened.
+    pub lockbox: Option<crate::Lockbox>,
     /// Seconds per stage, sorted by name.
     pub stages: Vec<(String, f64)>,
     /// Iterations run before convergence (or all of them).
@@ -289,14 +296,25 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let trained = stages.time("final training", || {
         crate::final_test::retrain(&scoring, &design, &dir)
     })?;
-    let test = stages.time("test", || {
-        crate::final_test::test(&scoring, inputs.test_orders, trained)
-    })?;
+    let lockbox = match (cfg.lockbox, inputs.open_test) {
+        (true, false) => Some(crate::lockbox::seal(&dir, &best.key, &design)?),
+        (true, true) => Some(crate::lockbox::open(&dir, &best.key)?),
+        (false, _) => None,
+    };
+    let sealed = lockbox.as_ref().is_some_and(|l| l.opened_at.is_none());
+    let test = if sealed {
+        Vec::new()
+    } else {
+        stages.time("test", || {
+            crate::final_test::test(&scoring, inputs.test_orders, trained)
+        })?
+    };
     Ok(EvolveOutcome {
         candidates: all,
         best,
         baseline,
         test,
+        lockbox,
         stages: stages.sorted(),
         iterations_run,
     })

@@ -338,6 +338,79 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
     assert_eq!(table(&o), table(&again));
 }
 
+/// `[evolve] lockbox = true`: the run stops with its test sealed (no test
+/// played, `lockbox.json` naming the design); `--open-test` declares it
+/// final, records when, and plays the test, whose table is exactly the
+/// table of the same run without a lockbox.
+#[test]
+fn a_lockbox_keeps_the_test_sealed_until_the_run_is_declared_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = tiny_config(dir.path(), "");
+    let sealed_cfg = dir.path().join("sealed.toml");
+    let text_cfg = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(
+        &sealed_cfg,
+        text_cfg.replacen("lockbox = false", "lockbox = true", 1),
+    )
+    .unwrap();
+    let run = dir.path().join("sealed");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        sealed_cfg.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("--open-test"), "{}", text(&o));
+    let lockbox = |run: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("lockbox.json")).unwrap()).unwrap()
+    };
+    let sealed = lockbox(&run);
+    assert!(sealed["opened_at"].is_null(), "{sealed}");
+    assert!(sealed["sealed_at"].as_str().unwrap().ends_with('Z'));
+    assert!(!run.join("test").exists() && !run.join("report.md").exists());
+    let table = |o: &std::process::Output| {
+        text(o)
+            .lines()
+            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(table(&o).is_empty(), "a sealed run printed a test table");
+
+    let opened = serl(&["evolve", "--resume", run.to_str().unwrap(), "--open-test"]);
+    assert!(opened.status.success(), "{}", text(&opened));
+    let l = lockbox(&run);
+    assert_eq!(l["sealed_at"], sealed["sealed_at"]);
+    assert_eq!(l["design_key"], sealed["design_key"]);
+    assert!(l["opened_at"].as_str().unwrap() >= l["sealed_at"].as_str().unwrap());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("test split sealed at"), "{report}");
+
+    let reference = dir.path().join("plain");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        plain.to_str().unwrap(),
+        "--out",
+        reference.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!table(&o).is_empty());
+    assert_eq!(table(&opened), table(&o));
+
+    // --open-test is for a run with a lockbox.
+    let e = serl(&[
+        "evolve",
+        "--resume",
+        reference.to_str().unwrap(),
+        "--open-test",
+    ]);
+    assert!(!e.status.success());
+    assert!(text(&e).contains("no lockbox"), "{}", text(&e));
+}
+
 /// An OpenAI-compatible server that answers each module's prompt with a
 /// valid module (and the first reward prompt with a broken one, to
 /// exercise the designer's retry), and closes every third connection

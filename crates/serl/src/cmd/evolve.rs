@@ -50,6 +50,14 @@ pub struct EvolveArgs {
     /// Continue the run in this directory with its saved config.
     #[arg(long, conflicts_with = "out")]
     pub resume: Option<PathBuf>,
+    /// Keep the test split sealed until the run is declared final (sets
+    /// `[evolve] lockbox = true`).
+    #[arg(long, conflicts_with = "resume")]
+    pub lockbox: bool,
+    /// Declare the resumed run final and open its sealed test split
+    /// (`[evolve] lockbox = true`); `lockbox.json` records when.
+    #[arg(long, requires = "resume")]
+    pub open_test: bool,
     /// The run directory.
     #[arg(long, required_unless_present = "resume")]
     pub out: Option<PathBuf>,
@@ -175,6 +183,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
             cfg.llm.http.base_url = Some(u.clone());
         }
         cfg.llm.gbnf |= a.gbnf;
+        cfg.evolve.lockbox |= a.lockbox;
         if let Some(s) = a.seed {
             cfg.evolve.seed = s;
         }
@@ -223,6 +232,12 @@ fn prepare_run_dir(a: &EvolveArgs, out: &Path, cfg: &EvolveFile) -> Result<(Path
 
 pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     let (out, cfg) = resolve(&a)?;
+    if a.open_test && !cfg.evolve.lockbox {
+        bail!(
+            "{}: this run has no lockbox ([evolve] lockbox = false): its test is played when the run ends; --open-test is for a run whose test was sealed",
+            out.display()
+        );
+    }
     let (data_path, prompts_used) = prepare_run_dir(&a, &out, &cfg)?;
     let prompts = Prompts::load(&prompts_used)
         .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
@@ -268,9 +283,21 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         train: &train,
         val: &val,
         test: &test,
+        open_test: a.open_test,
     };
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
+    if let Some(l) = outcome.lockbox.as_ref().filter(|l| l.opened_at.is_none()) {
+        println!(
+            "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
+            outcome.best.key,
+            outcome.best.score.unwrap_or(0.0),
+            l.sealed_at,
+            out.join("lockbox.json").display(),
+            out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let ablations = if cfg.evolve.ablations.is_empty() {
         Vec::new()
     } else {
@@ -392,6 +419,8 @@ struct Study<'a> {
     train: &'a [ParentOrder],
     val: &'a [ParentOrder],
     test: &'a [ParentOrder],
+    /// `--open-test`: the main run is declared final.
+    open_test: bool,
 }
 
 impl Study<'_> {
@@ -416,6 +445,7 @@ impl Study<'_> {
             prompts: Some(prompts),
             run_dir: run_dir.to_path_buf(),
             on_event: Some(Box::new(move |e| show_event(&bar, e))),
+            open_test: self.open_test,
         })
     }
 
@@ -449,12 +479,10 @@ impl Study<'_> {
                 ablation.describe()
             );
             let t = std::time::Instant::now();
-            let sub_outcome = self.evolve(
-                ablation.apply(&cfg.evolve),
-                designer,
-                Prompts::load(prompts_used)?,
-                &sub,
-            )?;
+            // Ablations run once the main run's test is open.
+            let mut sub_cfg = ablation.apply(&cfg.evolve);
+            sub_cfg.lockbox = false;
+            let sub_outcome = self.evolve(sub_cfg, designer, Prompts::load(prompts_used)?, &sub)?;
             let provenance = provenance(cfg, data_path, self.test.len(), &sub_outcome)?;
             serl_evolve::write_report(&sub, &sub_outcome, &modules, &name, provenance, &[])?;
             ablations.push(AblationRow::from_outcome(
