@@ -11,6 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The test table a run printed: its `static ...` and `dynamic ...` rows.
+fn printed_table(o: &std::process::Output) -> Vec<String> {
+    text(o)
+        .lines()
+        .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
 fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
     tiny_config_from(dir, "configs/evolve.toml", extra)
@@ -240,15 +249,8 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     assert!(o2.status.success(), "{}", text(&o2));
     assert_eq!(table(&run), table_before, "the resumed run's test table");
     // The resume tested again and printed the same table.
-    let printed = |o: &std::process::Output| {
-        text(o)
-            .lines()
-            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    assert!(!printed(&o).is_empty(), "{t}");
-    assert_eq!(printed(&o2), printed(&o));
+    assert!(!printed_table(&o).is_empty(), "{t}");
+    assert_eq!(printed_table(&o2), printed_table(&o));
     let trained_after = trained_files(&run);
     let rewritten: Vec<String> = trained_after
         .iter()
@@ -327,15 +329,8 @@ fn a_killed_run_resumes_and_keeps_its_finished_candidates() {
     // same test table.
     let again = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(again.status.success(), "{}", text(&again));
-    let table = |o: &std::process::Output| {
-        text(o)
-            .lines()
-            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    assert!(!table(&o).is_empty());
-    assert_eq!(table(&o), table(&again));
+    assert!(!printed_table(&o).is_empty());
+    assert_eq!(printed_table(&o), printed_table(&again));
 }
 
 /// `[evolve] lockbox = true`: the run stops with its test sealed (no test
@@ -370,14 +365,10 @@ fn a_lockbox_keeps_the_test_sealed_until_the_run_is_declared_final() {
     assert!(sealed["opened_at"].is_null(), "{sealed}");
     assert!(sealed["sealed_at"].as_str().unwrap().ends_with('Z'));
     assert!(!run.join("test").exists() && !run.join("report.md").exists());
-    let table = |o: &std::process::Output| {
-        text(o)
-            .lines()
-            .filter(|l| l.starts_with("static") || l.starts_with("dynamic"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    assert!(table(&o).is_empty(), "a sealed run printed a test table");
+    assert!(
+        printed_table(&o).is_empty(),
+        "a sealed run printed a test table"
+    );
 
     let opened = serl(&["evolve", "--resume", run.to_str().unwrap(), "--open-test"]);
     assert!(opened.status.success(), "{}", text(&opened));
@@ -397,8 +388,8 @@ fn a_lockbox_keeps_the_test_sealed_until_the_run_is_declared_final() {
         reference.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(!table(&o).is_empty());
-    assert_eq!(table(&opened), table(&o));
+    assert!(!printed_table(&o).is_empty());
+    assert_eq!(printed_table(&opened), printed_table(&o));
 
     // --open-test is for a run with a lockbox.
     let e = serl(&[
