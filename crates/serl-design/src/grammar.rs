@@ -191,7 +191,7 @@ impl Writer {
             let key = key.as_str().unwrap_or_default();
             let v = self.property(key, &schema["properties"][key]);
             // The key as a Lark string literal of its JSON form.
-            fields.push(format!("{} {v}", literal(&format!("{}: ", json_key(key)))));
+            fields.push(format!("{} {v}", literal(&format!("{}: ", literal(key)))));
         }
         self.rule(format!(r#""{{" {} "}}""#, fields.join(r#" ", " "#)))
     }
@@ -225,7 +225,7 @@ impl Writer {
             .flatten()
             .map(|(key, sub)| {
                 let v = self.property(key, sub);
-                let kv = format!("{} sp {v}", literal(&format!("{}:", json_key(key))));
+                let kv = format!("{} sp {v}", literal(&format!("{}:", literal(key))));
                 (required.contains(&key.as_str()), kv)
             })
             .collect();
@@ -472,11 +472,6 @@ fn string(schema: &Value) -> String {
 /// A string literal of either notation (both read JSON's escapes).
 fn literal(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
-}
-
-/// `key` as JSON writes it, quotes included.
-fn json_key(key: &str) -> String {
-    serde_json::to_string(key).unwrap_or_default()
 }
 
 /// Whether `schema` has a `program` property anywhere inside.

@@ -47,6 +47,6 @@ pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use error::EvolveError;
-pub use lockbox::{read as read_lockbox, Lockbox};
+pub use lockbox::Lockbox;
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};

@@ -31,10 +31,17 @@ pub struct Lockbox {
     pub opened_at: Option<String>,
 }
 
+impl Lockbox {
+    /// Whether the test is still sealed (not yet opened).
+    pub fn sealed(&self) -> bool {
+        self.opened_at.is_none()
+    }
+}
+
 const FILE: &str = "lockbox.json";
 
 /// The lockbox of the run in `dir`, if it has one.
-pub fn read(dir: &Path) -> Option<Lockbox> {
+fn read(dir: &Path) -> Option<Lockbox> {
     read_json(&dir.join(FILE))
 }
 
@@ -71,7 +78,7 @@ pub(crate) fn open(dir: &Path, key: &str) -> Result<Lockbox, EvolveError> {
             lockbox.design_key
         )));
     }
-    if lockbox.opened_at.is_none() {
+    if lockbox.sealed() {
         lockbox.opened_at = Some(now());
         write_json(&path, &lockbox)?;
     }

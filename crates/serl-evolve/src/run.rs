@@ -301,7 +301,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         (true, true) => Some(crate::lockbox::open(&dir, &best.key)?),
         (false, _) => None,
     };
-    let sealed = lockbox.as_ref().is_some_and(|l| l.opened_at.is_none());
+    let sealed = lockbox.as_ref().is_some_and(crate::Lockbox::sealed);
     let test = if sealed {
         Vec::new()
     } else {

@@ -287,7 +287,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     };
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
-    if let Some(l) = outcome.lockbox.as_ref().filter(|l| l.opened_at.is_none()) {
+    if let Some(l) = outcome.lockbox.as_ref().filter(|l| l.sealed()) {
         println!(
             "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
             outcome.best.key,
