@@ -20,7 +20,12 @@
 //!   LOBSTER's raw prices are dollars × 10000 and its sizes shares, one
 //!   share a lot; [`ReplayOptions::tick`] sets the grid (100 = one cent).
 //!   [`parse_messages`] alone gives the [`MessageRow`]s, each with its
-//!   [`LobsterEvent`], for statistics.
+//!   [`LobsterEvent`], and [`parse_orderbook`] the [`BookRows`], for
+//!   statistics.
+//! - **The LOBSTER export.** [`LobsterRecorder`] is an [`EventSink`] that
+//!   turns a book's events into a level-*L* LOBSTER day (the messages that
+//!   changed the top *L* levels, and the row after each), to score a
+//!   simulated day with the same code, or with outside tools, as a real one.
 //! - **The synthetic stream.** [`message_stream`] generates a realistic,
 //!   seeded stream of [`Message`]s (limit orders near a drifting mid,
 //!   cancels of live orders, small market and IOC orders) for benchmarks
@@ -77,8 +82,8 @@ mod types;
 pub use book::{OrderBook, QueuePosition, EXTERNAL, EXTERNAL_OWNER};
 pub use error::LobError;
 pub use lobster::{
-    parse_messages, replay, LobsterEvent, LobsterInput, MessageRow, Mismatch, ReplayError,
-    ReplayOptions, ReplayReport,
+    parse_messages, parse_orderbook, replay, BookRows, LobsterEvent, LobsterInput, LobsterRecorder,
+    MessageRow, Mismatch, ReplayError, ReplayOptions, ReplayReport,
 };
 pub use synthetic::message_stream;
 pub use types::{

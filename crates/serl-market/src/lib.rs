@@ -91,6 +91,7 @@
 //!     median_size: 100.0,
 //!     mean_size: 180.0,
 //!     cancel_ratio: 0.9,
+//!     round_lot_share: 0.2,
 //! };
 //! let daily: f64 = cal.minute_volume.iter().sum();
 //! lobster.apply(&mut market, daily);
@@ -131,6 +132,7 @@ mod facts;
 mod impact;
 mod lobster_stats;
 mod path;
+mod realism;
 mod sim;
 
 pub use calibration_checks::{
@@ -140,6 +142,11 @@ pub use facts::{stylized_facts, Check};
 pub use impact::{impact_study, ImpactError, ImpactRow, ImpactSpec, ImpactStudy};
 pub use lobster_stats::OrderStats;
 pub use path::PathModel;
+pub use realism::{
+    lobster_calibration, score as realism_score, DayFeatures, Distances, Interval, ModelScore,
+    ParametricFlow, RealismRow, Response, ResponseEvent, Sample, StatKind, Statistic, REPLICATES,
+    RESPONSE_LAGS, STATISTICS,
+};
 pub use sim::{
     fit_noise_volume, AgentKind, BookSnapshot, Calibration, FitEffort, MarketConfig, MinuteStats,
     Recording, Scenario, Simulator, TapeTrade, EXECUTION_OWNER,

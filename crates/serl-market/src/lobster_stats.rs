@@ -22,7 +22,13 @@ pub struct OrderStats {
     pub mean_size: f64,
     /// Cancels per submission.
     pub cancel_ratio: f64,
+    /// Share of new limit orders whose size is a whole number of round
+    /// lots (multiples of 100 shares).
+    pub round_lot_share: f64,
 }
+
+/// The round lot of US equities, shares.
+const ROUND_LOT: i64 = 100;
 
 impl OrderStats {
     /// Measures a day of parsed LOBSTER message rows; `None` when they
@@ -54,11 +60,12 @@ impl OrderStats {
             median_size: sizes[n / 2] as f64,
             mean_size: sizes.iter().sum::<i64>() as f64 / n as f64,
             cancel_ratio: cancels as f64 / n as f64,
+            round_lot_share: sizes.iter().filter(|s| *s % ROUND_LOT == 0).count() as f64 / n as f64,
         })
     }
 
     /// Sets the noise traders' order size and cancellation share from these
-    /// statistics.
+    /// statistics, and round lots when most of the sample's orders are.
     ///
     /// The size is carried over as a share of the day's executed volume, so
     /// that a 2012 LOBSTER sample can calibrate a 2018 day of another
@@ -72,6 +79,9 @@ impl OrderStats {
         }
         let k = self.cancel_ratio * (1.0 - cfg.market_order_share.clamp(0.0, 0.99));
         cfg.cancel_share = (k / (1.0 + k)).clamp(0.0, 0.9);
+        if self.round_lot_share > 0.5 {
+            cfg.round_lot = ROUND_LOT as u64;
+        }
     }
 }
 

@@ -30,6 +30,7 @@
 
 mod compare;
 mod digits;
+mod export;
 mod input;
 mod messages;
 mod orderbook;
@@ -39,8 +40,10 @@ mod rows;
 mod window;
 
 pub use compare::Mismatch;
+pub use export::LobsterRecorder;
 pub use input::LobsterInput;
 pub use messages::{parse_messages, LobsterEvent, MessageRow};
+pub use orderbook::{parse_orderbook, BookRows};
 pub use replay::{replay, ReplayOptions, ReplayReport};
 
 use std::path::PathBuf;

@@ -5,32 +5,52 @@
 use super::digits::{lines, uint_at, Fields};
 use super::ReplayError;
 
-/// Order-book rows, flattened: `4 * levels` integers per row.
-pub(super) struct BookRows {
+/// The rows of a LOBSTER order-book file, flattened: `4 * levels` integers
+/// per row (ask price, ask size, bid price, bid size, level by level, in
+/// LOBSTER's raw units; an empty level holds the placeholder prices
+/// ±9,999,999,999 and size 0).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BookRows {
     pub(super) levels: usize,
     pub(super) values: Vec<i64>,
 }
 
 impl BookRows {
+    /// Rows of `levels` levels from their flattened values.
+    pub(super) fn from_values(levels: usize, values: Vec<i64>) -> Self {
+        BookRows { levels, values }
+    }
+
+    /// Levels per side in each row.
+    pub fn levels(&self) -> usize {
+        self.levels
+    }
+
     /// Number of rows.
-    pub(super) fn len(&self) -> usize {
-        self.values.len() / (4 * self.levels)
+    pub fn len(&self) -> usize {
+        self.values.len() / (4 * self.levels.max(1))
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
     }
 
     /// Row `i` (0-based): ask price, ask size, bid price, bid size per level.
-    pub(super) fn row(&self, i: usize) -> &[i64] {
+    pub fn row(&self, i: usize) -> &[i64] {
         let w = 4 * self.levels;
         &self.values[i * w..(i + 1) * w]
     }
 }
 
-/// Parses an order-book file; the number of levels comes from the first row.
+/// Parses an order-book file (its name is for errors); the number of
+/// levels comes from the first row.
 ///
 /// One pass over the bytes with no per-field search: this file is several
 /// times larger than the message file and dominates parsing. Anything the
 /// fast pass does not accept is handed to the line-by-line parser, which
 /// names the line and field at fault.
-pub(super) fn parse_orderbook(file: &str, bytes: &[u8]) -> Result<BookRows, ReplayError> {
+pub fn parse_orderbook(file: &str, bytes: &[u8]) -> Result<BookRows, ReplayError> {
     let first = lines(bytes).next().ok_or_else(|| ReplayError::Parse {
         file: file.into(),
         line: 1,

@@ -133,7 +133,7 @@ impl Simulator {
         if u < self.cfg.cancel_share {
             if let Some(id) = self.agents[a as usize].live.pop_front() {
                 self.events += 1;
-                let _ = self.book.cancel(id, &mut ());
+                self.cancel(id);
             }
             return;
         }
@@ -183,7 +183,7 @@ impl Simulator {
         let live = &mut self.agents[a as usize].live;
         if live.len() > self.cfg.noise_max_orders {
             if let Some(old) = live.pop_front() {
-                let _ = self.book.cancel(old, &mut ());
+                self.cancel(old);
             }
         }
     }
@@ -263,7 +263,7 @@ impl Simulator {
         if !standing {
             while let Some(id) = self.agents[a as usize].live.pop_front() {
                 self.events += 1;
-                let _ = self.book.cancel(id, &mut ());
+                self.cancel(id);
             }
         }
         self.maker_snipe(a, &q);
@@ -336,7 +336,7 @@ impl Simulator {
         for k in 0..self.cfg.mm_levels as i64 {
             // Depth grows away from the touch, then thins: a hump.
             let w = 1.0 + 0.6 * k as f64 - 0.12 * (k * k) as f64;
-            let qty = (size * w.max(0.3)).round() as u64;
+            let qty = self.in_lots(size * w.max(0.3));
             let step = k * g;
             if bid0 - step > 0 {
                 self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - step }, qty);

@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::LogNormal;
-use serl_lob::{OrderBook, SelfTradePolicy};
+use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy};
 
 use super::agents::population;
 use super::{
@@ -109,6 +109,7 @@ impl Simulator {
         cfg: &MarketConfig,
         seed: u64,
         recording: Option<Recording>,
+        lobster: Option<LobsterRecorder>,
     ) -> Self {
         let minutes = cal.minute_price.len().max(1);
         let sc = &cfg.scenario;
@@ -151,6 +152,7 @@ impl Simulator {
             minutes,
             events: 0,
             recording,
+            lobster: lobster.map(Box::new),
         };
         sim.open();
         sim

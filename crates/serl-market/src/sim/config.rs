@@ -80,6 +80,12 @@ pub struct MarketConfig {
     pub noise_tilt_bps: f64,
     /// Median order size, shares.
     pub order_size: f64,
+    /// Orders are whole multiples of this many shares (1: any size), the
+    /// market makers' quotes too. US equities trade in
+    /// round lots of 100, and most real orders are exactly that; a LOBSTER
+    /// sample sets it when most of its orders are round
+    /// ([`crate::OrderStats::apply`]).
+    pub round_lot: u64,
     /// Market-maker quote levels per side, one grid step apart.
     pub mm_levels: usize,
     /// Mean time between a market maker's re-quotes, milliseconds (each
@@ -154,6 +160,7 @@ impl Default for MarketConfig {
             noise_fundamental_weight: 0.5,
             noise_tilt_bps: 10.0,
             order_size: 10.0,
+            round_lot: 1,
             mm_levels: 5,
             mm_interval_ms: 1_000,
             mm_depth_share: 0.02,

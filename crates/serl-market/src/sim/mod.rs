@@ -16,12 +16,12 @@ use std::collections::BinaryHeap;
 
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, LogNormal};
-use serl_lob::{ExecReport, NewOrder, OrderBook, OrderId, OrderKind, Side};
+use serl_lob::{ExecReport, LobsterRecorder, NewOrder, OrderBook, OrderId, OrderKind, Side};
 
 use agents::Agent;
 pub use calibration::{fit_noise_volume, Calibration, FitEffort};
 pub use config::{AgentKind, MarketConfig, Scenario};
-use record::Trades;
+use record::Sinks;
 pub use record::{BookSnapshot, MinuteStats, Recording, TapeTrade};
 
 /// Owner id of the external execution agent(s) start here.
@@ -81,7 +81,14 @@ pub struct Simulator {
     minutes: usize,
     events: u64,
     recording: Option<Recording>,
+    /// The day as LOBSTER files, for a [`Simulator::recording_lobster`]
+    /// simulator.
+    lobster: Option<Box<LobsterRecorder>>,
 }
+
+/// Seconds after midnight at the regular open (09:30), where LOBSTER's
+/// clock starts a session.
+const OPEN_SECONDS: f64 = 34_200.0;
 
 impl Simulator {
     /// A simulator that also keeps the trade tape and a book snapshot of
@@ -95,6 +102,26 @@ impl Simulator {
                 levels: levels.max(1),
                 ..Recording::default()
             }),
+            None,
+        )
+    }
+
+    /// A simulator that also writes its day as a level-`levels` LOBSTER
+    /// message and order-book stream (the clock from 09:30, 34,200 s after
+    /// midnight): read it with [`Simulator::finish_lobster`].
+    pub fn recording_lobster(
+        cal: &Calibration,
+        cfg: &MarketConfig,
+        seed: u64,
+        levels: usize,
+    ) -> Self {
+        let scale = (cal.tick * 10_000.0).round().max(1.0) as i64;
+        Self::build(
+            cal,
+            cfg,
+            seed,
+            None,
+            Some(LobsterRecorder::new(levels, scale)),
         )
     }
 
@@ -102,7 +129,7 @@ impl Simulator {
     /// `cfg`, at the opening: the market makers have quoted and every
     /// agent's first wake-up is scheduled.
     pub fn new(cal: &Calibration, cfg: &MarketConfig, seed: u64) -> Self {
-        Self::build(cal, cfg, seed, None)
+        Self::build(cal, cfg, seed, None, None)
     }
 
     /// The fundamental at each minute's close, dollars (the real day's
@@ -208,11 +235,25 @@ impl Simulator {
     /// Like [`Simulator::finish`], with the tape and snapshots of a
     /// [`Simulator::recording`] simulator (empty otherwise).
     pub fn finish_recorded(mut self) -> (MinuteStats, Recording) {
+        self.run_to_close();
+        (self.stats, self.recording.unwrap_or_default())
+    }
+
+    /// Like [`Simulator::finish`], with the LOBSTER stream of a
+    /// [`Simulator::recording_lobster`] simulator (empty otherwise).
+    pub fn finish_lobster(mut self) -> (MinuteStats, LobsterRecorder) {
+        self.run_to_close();
+        let lobster = self
+            .lobster
+            .map_or_else(|| LobsterRecorder::new(1, 1), |l| *l);
+        (self.stats, lobster)
+    }
+
+    /// Runs the rest of the day and closes its last minute.
+    fn run_to_close(&mut self) {
         let end = self.minutes as u64 * US_PER_MIN;
         self.run_until(end - 1);
-        let last = self.minutes - 1;
-        self.close_minute(last);
-        (self.stats, self.recording.unwrap_or_default())
+        self.close_minute(self.minutes - 1);
     }
 
     /// The per-minute statistics so far: the mid, VWAP and spread of a
@@ -294,11 +335,15 @@ impl Simulator {
             kind,
             qty,
         };
-        let r = match &mut self.recording {
-            None => self.book.submit(order, &mut ()).ok()?,
-            Some(rec) => {
-                let mut fills = Vec::new();
-                let r = self.book.submit(order, &mut Trades(&mut fills)).ok()?;
+        let r = if self.recording.is_none() && self.lobster.is_none() {
+            self.book.submit(order, &mut ()).ok()?
+        } else {
+            let mut fills = Vec::new();
+            let at = self.lobster_seconds();
+            let keep = self.recording.is_some();
+            let mut sink = Sinks::new(at, keep.then_some(&mut fills), self.lobster.as_deref_mut());
+            let r = self.book.submit(order, &mut sink).ok()?;
+            if let Some(rec) = &mut self.recording {
                 rec.trades.extend(fills.iter().map(|f| TapeTrade {
                     time_us: self.now,
                     price: f.price as f64 * self.tick,
@@ -307,8 +352,8 @@ impl Simulator {
                     taker_owner: f.taker_owner,
                     maker_owner: f.maker_owner,
                 }));
-                r
             }
+            r
         };
         // Flow moves beliefs when it carries news the fundamental path does
         // not already hold: the noise and trend traders' and the execution
@@ -321,6 +366,23 @@ impl Simulator {
             .is_none_or(|a| matches!(a.kind, AgentKind::Noise | AgentKind::Momentum));
         self.record(&r, side, informative);
         Some((id, r))
+    }
+
+    /// Seconds after midnight now, LOBSTER's clock.
+    fn lobster_seconds(&self) -> f64 {
+        OPEN_SECONDS + self.now as f64 / 1e6
+    }
+
+    /// Cancels a resting order (an agent's own), recording it where the
+    /// day is recorded.
+    fn cancel(&mut self, id: OrderId) {
+        if self.lobster.is_none() {
+            let _ = self.book.cancel(id, &mut ());
+        } else {
+            let at = self.lobster_seconds();
+            let mut sink = Sinks::new(at, None, self.lobster.as_deref_mut());
+            let _ = self.book.cancel(id, &mut sink);
+        }
     }
 
     /// An agent's order, with its inventory and live orders kept.
@@ -340,7 +402,14 @@ impl Simulator {
     }
 
     fn size(&mut self) -> u64 {
-        self.size_dist.sample(&mut self.rng).round().max(1.0) as u64
+        let shares = self.size_dist.sample(&mut self.rng);
+        self.in_lots(shares)
+    }
+
+    /// `shares` rounded to whole round lots, at least one.
+    fn in_lots(&self, shares: f64) -> u64 {
+        let lot = self.cfg.round_lot.max(1) as f64;
+        ((shares / lot).round().max(1.0) * lot) as u64
     }
 
     fn reference(&self) -> f64 {

@@ -2,7 +2,7 @@
 //! simulator the trade tape and minute-end book snapshots.
 
 use serde::Serialize;
-use serl_lob::{Event, EventSink, Fill, Side};
+use serl_lob::{Event, EventSink, Fill, LobsterRecorder, Side};
 
 /// Per-minute results of the simulated day.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -67,13 +67,34 @@ pub struct Recording {
     pub levels: usize,
 }
 
-/// Keeps the trades among the book's events.
-pub(super) struct Trades<'a>(pub(super) &'a mut Vec<Fill>);
+/// Where a recording simulator sends the book's events: the trades to the
+/// tape's buffer, and every event to the LOBSTER recorder.
+pub(super) struct Sinks<'a> {
+    fills: Option<&'a mut Vec<Fill>>,
+    lobster: Option<&'a mut LobsterRecorder>,
+}
 
-impl EventSink for Trades<'_> {
+impl<'a> Sinks<'a> {
+    /// The sinks for events at `seconds` after midnight.
+    pub(super) fn new(
+        seconds: f64,
+        fills: Option<&'a mut Vec<Fill>>,
+        mut lobster: Option<&'a mut LobsterRecorder>,
+    ) -> Self {
+        if let Some(l) = lobster.as_deref_mut() {
+            l.at(seconds);
+        }
+        Sinks { fills, lobster }
+    }
+}
+
+impl EventSink for Sinks<'_> {
     fn event(&mut self, e: Event) {
-        if let Event::Trade(f) = e {
-            self.0.push(f);
+        if let (Event::Trade(f), Some(fills)) = (e, &mut self.fills) {
+            fills.push(f);
+        }
+        if let Some(l) = &mut self.lobster {
+            l.event(e);
         }
     }
 }

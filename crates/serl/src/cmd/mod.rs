@@ -6,6 +6,7 @@ pub mod lob;
 #[cfg(feature = "local")]
 pub mod probe;
 pub mod prompts;
+pub mod realism;
 pub mod simulate;
 pub mod train;
 

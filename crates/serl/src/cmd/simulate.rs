@@ -35,6 +35,11 @@ pub enum SimulateCommand {
     /// The metaorder impact study: TWAP buys and sells of 1-20% of the
     /// day's volume against the same seeds without them.
     Impact(ImpactArgs),
+    /// Realism of the simulated order flow against real LOBSTER days: the
+    /// agent-based market and a parametric Poisson baseline, each
+    /// calibrated to the same symbol-day, scored statistic by statistic
+    /// (L1 and Wasserstein-1 with bootstrap CIs).
+    Realism(super::realism::RealismArgs),
 }
 
 /// Which real session to simulate.
@@ -78,11 +83,12 @@ pub struct ImpactArgs {
     pub out: PathBuf,
 }
 
+/// A `serl simulate` config: the data layer and the market.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct SimulateFile {
-    data: DataConfig,
-    market: MarketConfig,
+pub(super) struct SimulateFile {
+    pub(super) data: DataConfig,
+    pub(super) market: MarketConfig,
 }
 
 #[derive(Serialize)]
@@ -170,8 +176,10 @@ fn load_session(s: SessionArgs) -> Result<Session> {
 }
 
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
-    if let Some(SimulateCommand::Impact(i)) = a.command {
-        return run_impact(i);
+    match a.command {
+        Some(SimulateCommand::Impact(i)) => return run_impact(i),
+        Some(SimulateCommand::Realism(r)) => return super::realism::run(r),
+        None => {}
     }
     let out = a.out.clone().context("--out is required")?;
     let session = load_session(a.session)?;

@@ -1,0 +1,473 @@
+//! Realism of simulated order flow against a real LOBSTER day, in the
+//! spirit of LOB-Bench: the same statistics measured on the real day and on
+//! simulated days written in LOBSTER's format, and a distance per
+//! statistic with a bootstrap CI.
+//!
+//! - [`DayFeatures::measure`] reads a LOBSTER day (real, or a simulator's
+//!   [`serl_lob::LobsterRecorder`]) into samples.
+//! - [`lobster_calibration`] turns a real day into the agent-based market's
+//!   [`Calibration`] (its minute mids, executed volume and spread), so the
+//!   simulator plays the same symbol-day.
+//! - [`ParametricFlow`] is the baseline the agent-based market has to beat.
+//! - [`score`] compares models with the real day, statistic by statistic
+//!   ([`STATISTICS`]), giving a [`RealismRow`] each.
+
+mod baseline;
+mod distance;
+mod features;
+
+pub use baseline::ParametricFlow;
+pub use distance::{Distances, Interval, REPLICATES};
+pub use features::{DayFeatures, Response, ResponseEvent, Sample, RESPONSE_LAGS};
+
+use distance::{distances, interval, into_blocks, resample, Blocks};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::Serialize;
+use serl_lob::{BookRows, LobsterEvent, MessageRow};
+
+use crate::Calibration;
+
+/// The simulator's calibration for a real LOBSTER day: the mid at each
+/// minute's end (carried over a minute without a two-sided book), the
+/// shares executed in each minute (visible and hidden), and the mean
+/// quoted spread. `tick` is one tick in LOBSTER units (100 for a cent).
+pub fn lobster_calibration(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Calibration {
+    let minutes = crate::SESSION_MINUTES as usize;
+    let open = messages.first().map_or(34_200.0, |m| m.time.floor());
+    let mut price = vec![f64::NAN; minutes];
+    let mut volume = vec![0.0; minutes];
+    let (mut spread_sum, mut spread_n) = (0.0, 0usize);
+    for (i, m) in messages.iter().enumerate().take(rows.len()) {
+        let minute = (((m.time - open) / 60.0).max(0.0) as usize).min(minutes - 1);
+        if matches!(m.kind, LobsterEvent::Execute | LobsterEvent::ExecuteHidden) {
+            volume[minute] += m.size as f64;
+        }
+        let row = rows.row(i);
+        if row[1] > 0 && row[3] > 0 {
+            let mid = (row[0] + row[2]) as f64 / 2.0;
+            price[minute] = mid / 10_000.0;
+            spread_sum += (row[0] - row[2]) as f64 / mid * 1e4;
+            spread_n += 1;
+        }
+    }
+    let mut last = price
+        .iter()
+        .copied()
+        .find(|p| p.is_finite())
+        .unwrap_or(100.0);
+    for p in &mut price {
+        if p.is_finite() {
+            last = *p;
+        } else {
+            *p = last;
+        }
+    }
+    Calibration {
+        tick: tick as f64 / 10_000.0,
+        minute_price: price,
+        minute_volume: volume,
+        spread_bps: spread_sum / spread_n.max(1) as f64,
+        noise_scale: Vec::new(),
+    }
+}
+
+/// What a statistic measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StatKind {
+    /// A distribution: L1 and W1.
+    Distribution,
+    /// A distribution given buckets of another variable: L1 and W1 per
+    /// bucket, averaged with the real day's bucket shares.
+    Conditional,
+    /// A price-response curve: the mean absolute deviation from the real
+    /// curve over [`RESPONSE_LAGS`], ticks.
+    Response,
+}
+
+/// One statistic of [`STATISTICS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Statistic {
+    /// Its name in tables.
+    pub name: &'static str,
+    /// Units of W1 (or of the response deviation).
+    pub unit: &'static str,
+    /// What kind of score it gets.
+    pub kind: StatKind,
+    select: Select,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Select {
+    Plain(fn(&DayFeatures) -> &[Sample]),
+    TouchGivenSpread,
+    SpreadGivenTime,
+    SpreadGivenVolatility,
+    Response(ResponseEvent, bool),
+}
+
+macro_rules! plain {
+    ($name:expr, $unit:expr, $f:expr) => {
+        Statistic {
+            name: $name,
+            unit: $unit,
+            kind: StatKind::Distribution,
+            select: Select::Plain($f),
+        }
+    };
+}
+
+/// Every statistic scored, in table order.
+pub const STATISTICS: &[Statistic] = &[
+    plain!("spread", "ticks", |f| &f.spread),
+    plain!("inter-arrival time", "log10 s", |f| &f.interarrival),
+    plain!("limit order size", "log10 shares", |f| &f.limit_size),
+    plain!("market order size", "log10 shares", |f| &f.market_size),
+    plain!("limit order level (behind the touch)", "ticks", |f| &f
+        .limit_depth),
+    plain!("cancel level (behind the touch)", "ticks", |f| &f
+        .cancel_depth),
+    plain!("time to cancel", "log10 s", |f| &f.cancel_time),
+    plain!("level-1 imbalance", "(bid-ask)/(bid+ask)", |f| &f.imbalance),
+    plain!("ask volume, level 1", "log10 shares", |f| &f.touch_volume
+        [0]),
+    plain!("bid volume, level 1", "log10 shares", |f| &f.touch_volume
+        [1]),
+    plain!("ask volume, all levels", "log10 shares", |f| &f
+        .depth_volume[0]),
+    plain!("bid volume, all levels", "log10 shares", |f| &f
+        .depth_volume[1]),
+    Statistic {
+        name: "level-1 volume given spread",
+        unit: "log10 shares",
+        kind: StatKind::Conditional,
+        select: Select::TouchGivenSpread,
+    },
+    Statistic {
+        name: "spread given time of day",
+        unit: "ticks",
+        kind: StatKind::Conditional,
+        select: Select::SpreadGivenTime,
+    },
+    Statistic {
+        name: "spread given volatility",
+        unit: "ticks",
+        kind: StatKind::Conditional,
+        select: Select::SpreadGivenVolatility,
+    },
+    Statistic {
+        name: "response to market orders, mid moved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Market, true),
+    },
+    Statistic {
+        name: "response to market orders, mid unmoved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Market, false),
+    },
+    Statistic {
+        name: "response to limit orders, mid moved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Limit, true),
+    },
+    Statistic {
+        name: "response to limit orders, mid unmoved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Limit, false),
+    },
+    Statistic {
+        name: "response to cancels, mid moved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Cancel, true),
+    },
+    Statistic {
+        name: "response to cancels, mid unmoved",
+        unit: "ticks",
+        kind: StatKind::Response,
+        select: Select::Response(ResponseEvent::Cancel, false),
+    },
+];
+
+/// One model's score on one statistic.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelScore {
+    /// The model.
+    pub model: String,
+    /// Samples it gave (over all its days).
+    pub samples: usize,
+    /// Total variation (distributions); `None` for a response curve.
+    pub l1: Option<Interval>,
+    /// Wasserstein-1, or a response curve's mean absolute deviation.
+    pub w1: Interval,
+    /// The model's mean response per lag (response curves only), ticks.
+    pub curve: Vec<f64>,
+}
+
+/// One statistic against the real day, for every model.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealismRow {
+    /// The statistic.
+    pub statistic: &'static str,
+    /// What kind it is.
+    pub kind: StatKind,
+    /// Units of W1.
+    pub unit: &'static str,
+    /// Real samples.
+    pub real_samples: usize,
+    /// The real response curve (response curves only), ticks.
+    pub real_curve: Vec<f64>,
+    /// One per model with samples of this statistic.
+    pub scores: Vec<ModelScore>,
+}
+
+impl RealismRow {
+    /// The model strictly closest to the real day on this statistic
+    /// (lowest W1); `None` on a tie or when no model scored.
+    pub fn best(&self) -> Option<&ModelScore> {
+        let best = self
+            .scores
+            .iter()
+            .min_by(|a, b| a.w1.value.total_cmp(&b.w1.value))?;
+        let tied = self
+            .scores
+            .iter()
+            .filter(|s| s.w1.value == best.w1.value)
+            .count();
+        (tied == 1).then_some(best)
+    }
+}
+
+/// Buckets of the conditioning variables, from the real day.
+struct Buckets {
+    spread: Vec<f64>,
+    volatility: Vec<f64>,
+}
+
+impl Buckets {
+    fn of(real: &[DayFeatures]) -> Buckets {
+        let quartiles = |mut v: Vec<f64>| {
+            v.retain(|x| x.is_finite());
+            v.sort_by(f64::total_cmp);
+            let mut q: Vec<f64> = [0.25, 0.5, 0.75]
+                .iter()
+                .filter_map(|p| v.get(((v.len().max(1) - 1) as f64 * p) as usize).copied())
+                .collect();
+            q.dedup();
+            q
+        };
+        Buckets {
+            spread: quartiles(
+                real.iter()
+                    .flat_map(|d| d.spread.iter().map(|s| s.1))
+                    .collect(),
+            ),
+            volatility: quartiles(
+                real.iter()
+                    .flat_map(|d| d.minute_volatility.iter().copied())
+                    .collect(),
+            ),
+        }
+    }
+
+    fn of_value(edges: &[f64], v: f64) -> u8 {
+        edges.partition_point(|&e| e < v) as u8
+    }
+}
+
+/// The blocks of one statistic over a model's days.
+fn blocks_of(stat: &Statistic, days: &[DayFeatures], b: &Buckets) -> Blocks {
+    let tagged = days
+        .iter()
+        .enumerate()
+        .flat_map(|(k, d)| -> Vec<(usize, u16, u8, f64)> {
+            match stat.select {
+                Select::Plain(f) => f(d).iter().map(|&(m, v)| (k, m, 0, v)).collect(),
+                Select::TouchGivenSpread => d
+                    .touch_given_spread
+                    .iter()
+                    .map(|&(m, s, v)| (k, m, Buckets::of_value(&b.spread, s), v))
+                    .collect(),
+                Select::SpreadGivenTime => d
+                    .spread
+                    .iter()
+                    .map(|&(m, v)| (k, m, (m / 30) as u8, v))
+                    .collect(),
+                Select::SpreadGivenVolatility => d
+                    .spread
+                    .iter()
+                    .map(|&(m, v)| {
+                        let vol = d
+                            .minute_volatility
+                            .get(m as usize)
+                            .copied()
+                            .unwrap_or(f64::NAN);
+                        (k, m, Buckets::of_value(&b.volatility, vol), v)
+                    })
+                    .collect(),
+                Select::Response(..) => Vec::new(),
+            }
+        });
+    into_blocks(tagged)
+}
+
+/// Response curves in blocks of one (day, minute).
+type CurveBlocks = Vec<Vec<[f64; RESPONSE_LAGS.len()]>>;
+
+fn curve_blocks(days: &[DayFeatures], event: ResponseEvent, moved: bool) -> CurveBlocks {
+    let mut blocks: CurveBlocks = Vec::new();
+    let mut key = None;
+    for (k, d) in days.iter().enumerate() {
+        for r in d
+            .responses
+            .iter()
+            .filter(|r| r.event == event && r.moved == moved)
+        {
+            if key != Some((k, r.minute)) {
+                blocks.push(Vec::new());
+                key = Some((k, r.minute));
+            }
+            blocks.last_mut().expect("pushed").push(r.change);
+        }
+    }
+    blocks
+}
+
+fn mean_curve<'a>(blocks: impl Iterator<Item = &'a Vec<[f64; RESPONSE_LAGS.len()]>>) -> Vec<f64> {
+    let mut sum = [0.0; RESPONSE_LAGS.len()];
+    let mut n = [0usize; RESPONSE_LAGS.len()];
+    for c in blocks.flatten() {
+        for j in 0..c.len() {
+            if c[j].is_finite() {
+                sum[j] += c[j];
+                n[j] += 1;
+            }
+        }
+    }
+    sum.iter()
+        .zip(n)
+        .map(|(s, n)| if n > 0 { s / n as f64 } else { f64::NAN })
+        .collect()
+}
+
+/// Mean |a − b| over the lags both curves reach (`NaN` when none).
+fn deviation(a: &[f64], b: &[f64]) -> f64 {
+    let d: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .filter(|d| d.is_finite())
+        .collect();
+    d.iter().sum::<f64>() / d.len() as f64
+}
+
+/// Scores each model's days against the real days, statistic by statistic.
+/// Deterministic in `seed`.
+pub fn score(
+    real: &[DayFeatures],
+    models: &[(String, Vec<DayFeatures>)],
+    seed: u64,
+) -> Vec<RealismRow> {
+    let buckets = Buckets::of(real);
+    let mut rows = Vec::new();
+    for (i, stat) in STATISTICS.iter().enumerate() {
+        let seed = seed.wrapping_add(i as u64 * 7_919);
+        let row = match stat.select {
+            Select::Response(event, moved) => score_curve(stat, real, models, event, moved, seed),
+            _ => score_distribution(stat, real, models, &buckets, seed),
+        };
+        if row.real_samples > 0 {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+fn score_distribution(
+    stat: &Statistic,
+    real: &[DayFeatures],
+    models: &[(String, Vec<DayFeatures>)],
+    buckets: &Buckets,
+    seed: u64,
+) -> RealismRow {
+    let r = blocks_of(stat, real, buckets);
+    let count = |b: &Blocks| b.iter().map(Vec::len).sum::<usize>();
+    let scores = models
+        .iter()
+        .filter_map(|(model, days)| {
+            let s = blocks_of(stat, days, buckets);
+            let d = distances(&r, &s, seed)?;
+            Some(ModelScore {
+                model: model.clone(),
+                samples: count(&s),
+                l1: Some(d.l1),
+                w1: d.w1,
+                curve: Vec::new(),
+            })
+        })
+        .collect();
+    RealismRow {
+        statistic: stat.name,
+        kind: stat.kind,
+        unit: stat.unit,
+        real_samples: count(&r),
+        real_curve: Vec::new(),
+        scores,
+    }
+}
+
+fn score_curve(
+    stat: &Statistic,
+    real: &[DayFeatures],
+    models: &[(String, Vec<DayFeatures>)],
+    event: ResponseEvent,
+    moved: bool,
+    seed: u64,
+) -> RealismRow {
+    let r = curve_blocks(real, event, moved);
+    let real_curve = mean_curve(r.iter());
+    let count = |b: &CurveBlocks| b.iter().map(Vec::len).sum::<usize>();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let scores = models
+        .iter()
+        .filter_map(|(model, days)| {
+            let s = curve_blocks(days, event, moved);
+            if s.is_empty() || r.is_empty() {
+                return None;
+            }
+            let curve = mean_curve(s.iter());
+            let point = deviation(&real_curve, &curve);
+            if !point.is_finite() {
+                return None;
+            }
+            let reps = (0..REPLICATES)
+                .map(|_| {
+                    deviation(
+                        &mean_curve(resample(&r, &mut rng).into_iter()),
+                        &mean_curve(resample(&s, &mut rng).into_iter()),
+                    )
+                })
+                .collect();
+            let w1 = interval(point, reps);
+            Some(ModelScore {
+                model: model.clone(),
+                samples: count(&s),
+                l1: None,
+                w1,
+                curve,
+            })
+        })
+        .collect();
+    RealismRow {
+        statistic: stat.name,
+        kind: stat.kind,
+        unit: stat.unit,
+        real_samples: count(&r),
+        real_curve,
+        scores,
+    }
+}

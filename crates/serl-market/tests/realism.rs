@@ -1,0 +1,158 @@
+//! The realism scores and the two simulators' LOBSTER days.
+//!
+//! Every day here, real or simulated, goes through the same path: a book's
+//! events into a `LobsterRecorder`, the rows into `DayFeatures`, and the
+//! features into `realism_score`.
+
+use serl_lob::{
+    message_stream, replay, BookRows, LobsterEvent, LobsterInput, LobsterRecorder, MessageRow,
+    OrderBook, ReplayOptions,
+};
+use serl_market::{
+    lobster_calibration, realism_score, Calibration, DayFeatures, MarketConfig, ParametricFlow,
+    Simulator, StatKind, STATISTICS,
+};
+
+/// A day of the engine's synthetic stream as a level-`levels` LOBSTER day,
+/// its messages spread evenly over the session.
+fn synthetic_day(levels: usize, seed: u64) -> (Vec<MessageRow>, BookRows) {
+    let mut book = OrderBook::default();
+    let mut rec = LobsterRecorder::new(levels, 100);
+    let stream = message_stream(60_000, seed);
+    for (i, m) in stream.iter().enumerate() {
+        rec.at(34_200.0 + i as f64 * 23_400.0 / stream.len() as f64);
+        let _ = book.apply(m, &mut rec);
+    }
+    rec.into_rows()
+}
+
+/// Replays a recorded day through the engine's LOBSTER checker.
+fn replays_exactly(rec: &LobsterRecorder) -> usize {
+    let (mut messages, mut orderbook) = (Vec::new(), Vec::new());
+    rec.write(&mut messages, &mut orderbook).unwrap();
+    let input = LobsterInput {
+        message_name: "SIM_message_5.csv".into(),
+        orderbook_name: "SIM_orderbook_5.csv".into(),
+        messages,
+        orderbook,
+    };
+    let report = replay(&input, &ReplayOptions::default()).unwrap();
+    assert_eq!(
+        report.mismatched_rows, 0,
+        "the written day contradicts itself"
+    );
+    report.messages
+}
+
+#[test]
+fn a_day_is_at_no_distance_from_itself() {
+    let (cal, market) = hour_of_trading();
+    let (_, rec) = Simulator::recording_lobster(&cal, &market, 1, 5).finish_lobster();
+    let (messages, rows) = rec.into_rows();
+    let day = DayFeatures::measure(&messages, &rows, 100);
+    let scores = realism_score(
+        std::slice::from_ref(&day),
+        &[("same".into(), vec![day.clone()])],
+        7,
+    );
+    let names: Vec<&str> = scores.iter().map(|r| r.statistic).collect();
+    let missing: Vec<&str> = STATISTICS
+        .iter()
+        .map(|s| s.name)
+        .filter(|n| !names.contains(n))
+        .collect();
+    assert_eq!(missing, Vec::<&str>::new(), "every statistic has samples");
+    for row in &scores {
+        let s = &row.scores[0];
+        assert_eq!(s.w1.value, 0.0, "{}", row.statistic);
+        assert_eq!(s.l1.map_or(0.0, |i| i.value), 0.0, "{}", row.statistic);
+        assert_eq!(s.l1.is_none(), row.kind == StatKind::Response);
+    }
+}
+
+#[test]
+fn a_fitted_poisson_flow_recovers_its_days_rates_and_writes_a_valid_day() {
+    let (messages, rows) = synthetic_day(5, 2);
+    let real = DayFeatures::measure(&messages, &rows, 100);
+    let flow = ParametricFlow::fit(&messages, &rows, 100).unwrap();
+    let rec = flow.simulate(3);
+    let kept = replays_exactly(&rec);
+    assert!(kept > 10_000, "{kept} messages");
+    let (m, r) = rec.into_rows();
+    let sim = DayFeatures::measure(&m, &r, 100);
+    // Market orders per day, within 15%.
+    let ratio = sim.market_size.len() as f64 / real.market_size.len() as f64;
+    assert!(
+        (0.85..1.15).contains(&ratio),
+        "market orders: {ratio:.2} of the real day's"
+    );
+    let scores = realism_score(
+        std::slice::from_ref(&real),
+        &[("poisson".into(), vec![sim])],
+        1,
+    );
+    let w1 = |name: &str| scores.iter().find(|r| r.statistic == name).unwrap().scores[0].w1;
+    // Sizes are drawn from the day's own: nearly the same distribution.
+    assert!(
+        w1("limit order size").value < 0.05,
+        "{:?}",
+        w1("limit order size")
+    );
+    assert!(
+        w1("market order size").value < 0.05,
+        "{:?}",
+        w1("market order size")
+    );
+}
+
+fn hour_of_trading() -> (Calibration, MarketConfig) {
+    let minutes = 60;
+    let cal = Calibration {
+        tick: 0.01,
+        minute_price: (0..minutes)
+            .map(|m| 50.0 + 0.05 * (m as f64 / 9.0).sin())
+            .collect(),
+        minute_volume: vec![3_000.0; minutes],
+        spread_bps: 4.0,
+        noise_scale: Vec::new(),
+    };
+    let market = MarketConfig {
+        noise_agents: 20,
+        value_agents: 5,
+        momentum_agents: 2,
+        informed_agents: 2,
+        ..MarketConfig::default()
+    };
+    (cal, market)
+}
+
+#[test]
+fn the_agent_based_day_is_a_valid_lobster_day_and_calibrates_back() {
+    let (cal, market) = hour_of_trading();
+    let (stats, rec) = Simulator::recording_lobster(&cal, &market, 4, 5).finish_lobster();
+    let kept = replays_exactly(&rec);
+    let (messages, rows) = rec.into_rows();
+    assert_eq!(kept, messages.len());
+    assert!(messages.len() > 1_000, "{} messages", messages.len());
+    assert!(messages.windows(2).all(|w| w[0].time <= w[1].time));
+    assert!(messages
+        .iter()
+        .all(|m| (34_200.0..34_200.0 + 3_600.0).contains(&m.time)));
+    // Read back as a calibration, the day has the simulated volume (every
+    // trade executes a visible order at level 1) and about its mids.
+    let back = lobster_calibration(&messages, &rows, 100);
+    let executed: f64 = messages
+        .iter()
+        .filter(|m| m.kind == LobsterEvent::Execute)
+        .map(|m| m.size as f64)
+        .sum();
+    let simulated: f64 = stats.volume.iter().sum();
+    assert_eq!(back.minute_volume.iter().sum::<f64>(), executed);
+    assert_eq!(executed, simulated);
+    for m in [10, 30, 59] {
+        assert!(
+            (back.minute_price[m] - stats.mid[m]).abs() < 0.05,
+            "minute {m}"
+        );
+    }
+}
