@@ -275,15 +275,17 @@ impl Outputs<'_> {
         if let Some((path, st)) = &session.lobster {
             let _ = writeln!(
                 md,
-                "Noise order flow calibrated from LOBSTER `{}`: {} submissions (median {:.0}, mean {:.0} shares), {:.2} cancels per submission, {} shares executed; hence `order_size` {:.0} shares and `cancel_share` {:.3} for this day.\n",
+                "Noise order flow calibrated from LOBSTER `{}`: {} submissions (median {:.0}, mean {:.0} shares), {:.2} cancels per submission, {} shares executed, {:.0}% of orders in round lots; hence `order_size` {:.0} shares, `cancel_share` {:.3} and `round_lot` {} for this day.\n",
                 path.display(),
                 st.submissions,
                 st.median_size,
                 st.mean_size,
                 st.cancel_ratio,
                 st.executed_shares,
+                100.0 * st.round_lot_share,
                 session.market.order_size,
-                session.market.cancel_share
+                session.market.cancel_share,
+                session.market.round_lot
             );
         }
         for (title, checks) in [
