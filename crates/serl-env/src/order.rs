@@ -116,6 +116,12 @@ pub struct OrderConfig {
     pub seed: u64,
     /// Only these symbols (all when empty).
     pub symbols: Vec<String>,
+    /// Horizons, minutes: each draw becomes one order per horizon, its
+    /// window `h` minutes long and starting at a whole minute drawn
+    /// uniformly within `start..end` (a horizon at least the window's
+    /// length is the whole window). Empty: one order over the whole
+    /// window. Reports then give each horizon separately.
+    pub horizons: Vec<u16>,
 }
 
 impl Default for OrderConfig {
@@ -128,6 +134,7 @@ impl Default for OrderConfig {
             end: "16:00".into(),
             seed: 7,
             symbols: Vec::new(),
+            horizons: Vec::new(),
         }
     }
 }
@@ -181,6 +188,26 @@ pub fn adv_before(sessions: &[Session], i: usize, lookback: usize) -> f64 {
     }
 }
 
+/// The windows of one draw: the whole `start..end` without horizons, else
+/// one per horizon, placed at random within it.
+fn windows(start: u16, end: u16, horizons: &[u16], rng: &mut SmallRng) -> Vec<(u16, u16)> {
+    if horizons.is_empty() {
+        return vec![(start, end)];
+    }
+    let len = end - start;
+    horizons
+        .iter()
+        .map(|&h| {
+            if h >= len {
+                (start, end)
+            } else {
+                let from = start + rng.random_range(0..=len - h);
+                (from, from + h)
+            }
+        })
+        .collect()
+}
+
 /// Draws parent orders over the sessions of a split: `per_session` orders
 /// per symbol-session for each side asked for, deterministic in the seed.
 pub fn generate_orders(
@@ -211,6 +238,12 @@ pub fn generate_orders(
                 ),
             });
         }
+    }
+    if let Some(h) = cfg.horizons.iter().find(|&&h| h == 0) {
+        return Err(EnvError::Config {
+            field: "orders.horizons".into(),
+            message: format!("{h}: a horizon is at least one minute"),
+        });
     }
     let splits = ds.splits(&data.splits);
     let mut rng = SmallRng::seed_from_u64(cfg.seed);
@@ -249,15 +282,17 @@ pub fn generate_orders(
                     } else {
                         side
                     };
-                    out.push(ParentOrder {
-                        id: out.len() as u64,
-                        symbol: s.symbol.clone(),
-                        date: s.date,
-                        side,
-                        qty,
-                        start_minute: start,
-                        end_minute: end,
-                    });
+                    for (from, to) in windows(start, end, &cfg.horizons, &mut rng) {
+                        out.push(ParentOrder {
+                            id: out.len() as u64,
+                            symbol: s.symbol.clone(),
+                            date: s.date,
+                            side,
+                            qty,
+                            start_minute: from,
+                            end_minute: to,
+                        });
+                    }
                 }
             }
         }

@@ -52,6 +52,40 @@ fn orders_are_drawn_per_session_and_side_deterministically() {
 }
 
 #[test]
+fn horizons_draw_one_order_each_inside_the_session() {
+    let (ds, cfg) = sample();
+    let oc = OrderConfig {
+        horizons: vec![30, 60, 120, 390],
+        ..OrderConfig::default()
+    };
+    let a = generate_orders(&ds, Split::Train, &cfg, &oc).unwrap();
+    assert_eq!(a.len(), 4 * 4 * 2 * 4, "each draw once per horizon");
+    assert_eq!(a, generate_orders(&ds, Split::Train, &cfg, &oc).unwrap());
+    let lengths: Vec<u16> = a
+        .iter()
+        .take(4)
+        .map(|o| o.end_minute - o.start_minute)
+        .collect();
+    assert_eq!(lengths, [30, 60, 120, 390]);
+    assert!(a
+        .iter()
+        .all(|o| o.start_minute >= 570 && o.end_minute <= 960));
+    // The short windows are spread over the day, not all at the open.
+    let starts: std::collections::BTreeSet<u16> = a
+        .iter()
+        .filter(|o| o.end_minute - o.start_minute == 30)
+        .map(|o| o.start_minute)
+        .collect();
+    assert!(starts.len() > 10, "{starts:?}");
+    let zero = OrderConfig {
+        horizons: vec![0],
+        ..OrderConfig::default()
+    };
+    let err = generate_orders(&ds, Split::Train, &cfg, &zero).unwrap_err();
+    assert!(err.to_string().contains("orders.horizons"), "{err}");
+}
+
+#[test]
 fn one_side_asked_for_is_the_only_side_drawn_however_many_per_session() {
     let (ds, cfg) = sample();
     for (sides, side) in [(Sides::Buy, OrderSide::Buy), (Sides::Sell, OrderSide::Sell)] {

@@ -26,12 +26,14 @@
 
 mod backtest;
 mod baselines;
+mod horizons;
 mod metrics;
 mod report;
 mod significance;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, Pov, StrategySpec, Twap, Vwap};
+pub use horizons::{horizon_label, HorizonRow};
 pub use metrics::{
     bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,
     Summary,

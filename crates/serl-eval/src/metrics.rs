@@ -23,6 +23,8 @@ pub struct OrderResult {
     pub side: OrderSide,
     /// The order's size, shares.
     pub qty: f64,
+    /// The order's window, minutes (its horizon).
+    pub horizon_min: u16,
     /// Shares filled.
     pub filled: f64,
     /// Average fill price; `None` when nothing filled.
@@ -61,6 +63,7 @@ impl OrderResult {
             date: o.date,
             side: o.side,
             qty: o.qty,
+            horizon_min: o.end_minute.saturating_sub(o.start_minute),
             filled: out.filled,
             avg_price: avg,
             bench_price: out.bench_price,

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 use serl_report::{bars_chart, html, lines_chart, Chart};
 
+use crate::horizons::{by_horizon, horizons, horizons_table, of_horizon, HorizonRow};
 use crate::metrics::{mean, paired_diff, summarize, OrderResult, PairedDiff, Summary};
 use crate::significance::{benjamini_hochberg, day_test, DayTest};
 
@@ -66,6 +67,9 @@ pub struct ReportData {
     /// ([`day_test`](crate::day_test)): Wilcoxon p-values, Benjamini–Hochberg
     /// q-values across the report, bootstrap CIs over days.
     pub day_tests: Vec<DayTest>,
+    /// Each strategy per horizon, when the orders have several
+    /// (`[orders] horizons`); empty otherwise.
+    pub by_horizon: Vec<HorizonRow>,
     /// Mean PA per symbol: env → strategy → symbol → PA.
     pub pa_by_symbol: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
 }
@@ -129,6 +133,7 @@ impl ReportData {
         }
         ReportData {
             day_tests: day_tests(&groups, seed),
+            by_horizon: by_horizon(&groups, seed),
             provenance,
             summaries,
             paired_vs_twap: paired,
@@ -149,9 +154,36 @@ fn is_baseline(label: &str) -> bool {
 }
 
 /// Every strategy that is not a baseline against every baseline at its
-/// venue (or, in a report of baselines only, each against TWAP), with the
-/// q-values corrected across all of them.
+/// venue (or, in a report of baselines only, each against TWAP), over all
+/// orders and, when they have several horizons, over each horizon's; the
+/// q-values are corrected across all of them (baselines and horizons).
 fn day_tests(groups: &BTreeMap<(String, String), Vec<&OrderResult>>, seed: u64) -> Vec<DayTest> {
+    let all: Vec<&OrderResult> = groups.values().flatten().copied().collect();
+    let hs = horizons(&all);
+    let mut filters: Vec<Option<u16>> = vec![None];
+    if hs.len() > 1 {
+        filters.extend(hs.into_iter().map(Some));
+    }
+    let mut tests = Vec::new();
+    for horizon in filters {
+        let filtered: BTreeMap<(String, String), Vec<&OrderResult>> = groups
+            .iter()
+            .map(|(k, rows)| (k.clone(), of_horizon(rows, horizon)))
+            .collect();
+        for mut t in day_tests_of(&filtered, seed) {
+            t.horizon_min = horizon;
+            tests.push(t);
+        }
+    }
+    let q = benjamini_hochberg(&tests.iter().map(|t| t.p_value).collect::<Vec<_>>());
+    for (t, q) in tests.iter_mut().zip(q) {
+        t.q_value = q;
+    }
+    tests
+}
+
+/// The day tests of one set of groups (uncorrected).
+fn day_tests_of(groups: &BTreeMap<(String, String), Vec<&OrderResult>>, seed: u64) -> Vec<DayTest> {
     let only_baselines = groups.keys().all(|(_, s)| is_baseline(s) || s == "oracle");
     let mut tests = Vec::new();
     for ((env, s), rows) in groups {
@@ -160,18 +192,18 @@ fn day_tests(groups: &BTreeMap<(String, String), Vec<&OrderResult>>, seed: u64) 
         } else {
             !is_baseline(s) && s != "oracle"
         };
-        if !tested {
+        if !tested || rows.is_empty() {
             continue;
         }
         for ((ref_env, r), ref_rows) in groups {
-            if ref_env == env && is_baseline(r) && (!only_baselines || r == "twap") {
+            if ref_env == env
+                && is_baseline(r)
+                && (!only_baselines || r == "twap")
+                && !ref_rows.is_empty()
+            {
                 tests.extend(day_test(rows, ref_rows, seed));
             }
         }
-    }
-    let q = benjamini_hochberg(&tests.iter().map(|t| t.p_value).collect::<Vec<_>>());
-    for (t, q) in tests.iter_mut().zip(q) {
-        t.q_value = q;
     }
     tests
 }
@@ -187,12 +219,12 @@ fn csv_field(s: &str) -> String {
 /// Per-order results as CSV.
 pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result<()> {
     let mut s = String::from(
-        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward\n",
+        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward,horizon_min\n",
     );
     for r in results {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{}",
             r.env,
             csv_field(&r.strategy),
             r.order_id,
@@ -207,7 +239,8 @@ pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result
             r.pa_bps,
             r.is_bps,
             r.unfilled,
-            r.reward
+            r.reward,
+            r.horizon_min
         );
     }
     std::fs::write(path, s)
@@ -243,6 +276,13 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
         Column::new("is_bps".into(), col_f(&|r| r.is_bps)),
         Column::new("unfilled".into(), col_f(&|r| r.unfilled)),
         Column::new("reward".into(), col_f(&|r| r.reward)),
+        Column::new(
+            "horizon_min".into(),
+            results
+                .iter()
+                .map(|r| r.horizon_min as u32)
+                .collect::<Vec<u32>>(),
+        ),
     ]);
     let mut df = df.map_err(std::io::Error::other)?;
     let file = std::fs::File::create(path)?;
@@ -449,6 +489,7 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
             let _ = writeln!(md, "\n{note}");
         }
     }
+    horizons_table(&mut md, &data.by_horizon, h);
     day_tests_table(&mut md, &data.day_tests, h);
     let _ = writeln!(md, "\n{h} Illusory gain\n");
     if data.illusory_gain.is_empty() {
@@ -483,16 +524,17 @@ fn day_tests_table(md: &mut String, tests: &[DayTest], h: &str) {
     );
     let _ = writeln!(
         md,
-        "| env | strategy | baseline | days | days won | daily ΔPA (bps) [95% CI] | p | q |"
+        "| env | strategy | baseline | horizon | days | days won | daily ΔPA (bps) [95% CI] | p | q |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     for t in tests {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} |",
             t.env,
             t.strategy,
             t.reference,
+            t.horizon_min.map_or("all".into(), crate::horizon_label),
             t.days,
             t.days_won,
             t.mean_day_diff,

@@ -24,6 +24,9 @@ pub struct DayTest {
     pub reference: String,
     /// The venue.
     pub env: String,
+    /// The horizon (minutes) of the orders compared; `None` for all of
+    /// them pooled.
+    pub horizon_min: Option<u16>,
     /// Days with orders both ran.
     pub days: usize,
     /// (symbol, day) pairs they span.
@@ -66,6 +69,7 @@ pub fn day_test(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<Day
         strategy: a[0].strategy.clone(),
         reference: b[0].strategy.clone(),
         env: a[0].env.clone(),
+        horizon_min: None,
         days: daily.len(),
         symbol_days: per_symbol_day.len(),
         days_won: daily.iter().filter(|d| **d > 0.0).count(),

@@ -26,6 +26,57 @@ fn data_validate_exits_1_on_broken_files_and_names_them() {
 }
 
 #[test]
+fn backtest_reports_each_horizon_and_corrects_the_day_tests_across_them() {
+    let out = tempfile::tempdir().unwrap();
+    let o = serl(&[
+        "backtest",
+        "--data",
+        "data/lean",
+        "--split",
+        "all",
+        "--orders",
+        "configs/orders-horizons.toml",
+        "--strategy",
+        "twap",
+        "--strategy",
+        "ac",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
+            .unwrap();
+    let rows = summary["by_horizon"].as_array().unwrap();
+    let horizons: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .map(|r| r["horizon_min"].as_u64().unwrap())
+        .collect();
+    assert_eq!(horizons.into_iter().collect::<Vec<_>>(), [30, 60, 120, 390]);
+    assert!(
+        rows.iter().all(|r| r["orders"].as_u64() == Some(48)),
+        "48 orders per horizon"
+    );
+    // AC against TWAP: pooled and per horizon, five tests corrected together.
+    let tests = summary["day_tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 5);
+    let min_p = tests
+        .iter()
+        .map(|t| t["p_value"].as_f64().unwrap())
+        .fold(1.0, f64::min);
+    assert!(tests
+        .iter()
+        .all(|t| t["q_value"].as_f64().unwrap() >= min_p));
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("## By horizon") && md.contains("| 120 min |"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(out.path().join("orders.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",horizon_min"));
+}
+
+#[test]
 fn backtest_on_bundled_data_writes_a_report() {
     let out = tempfile::tempdir().unwrap();
     let o = serl(&[
