@@ -9,6 +9,7 @@ pub mod prompts;
 pub mod realism;
 pub mod simulate;
 pub mod train;
+pub mod walk_forward;
 
 use std::path::Path;
 

@@ -57,6 +57,11 @@ pub struct TrainArgs {
     /// per seed and as mean ± std (`OUT/seeds.json`).
     #[arg(long, default_value_t = 1)]
     pub seeds: usize,
+    /// Train a policy on each rolling window of `[walk_forward]` and test
+    /// it on the sessions after it (`OUT/window-K/`, the pooled report in
+    /// `OUT/walk-forward.html`).
+    #[arg(long)]
+    pub walk_forward: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -106,6 +111,8 @@ pub struct TrainFile {
     /// for example `step_pa + (fill_qty - 1 / steps) * timing`; the default
     /// reward when absent.
     pub reward: Option<String>,
+    /// The rolling windows of `serl train --walk-forward`.
+    pub walk_forward: super::walk_forward::WalkForwardConfig,
     /// Where the bars came from (filled in by `serl train`).
     pub data_path: Option<PathBuf>,
 }
@@ -175,7 +182,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 }
 
 /// The config's reward program, or the default reward.
-fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
+pub(super) fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     Ok(match &cfg.reward {
         Some(program) => Arc::new(
             serl_design::RewardModule::compile(program)
@@ -197,8 +204,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     if a.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    let taken =
-        a.out.join("checkpoint").join("state.json").exists() || a.out.join("seeds.json").exists();
+    let taken = a.out.join("checkpoint").join("state.json").exists()
+        || a.out.join("seeds.json").exists()
+        || a.out.join("window-0").exists();
     if !a.resume && taken {
         bail!(
             "{} already holds a training run; continue it with `serl train --resume --out {}` (and the same --seeds) or choose another --out",
@@ -208,6 +216,12 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     }
     let ds = serl_data::load(&data_path, &cfg.data)
         .with_context(|| format!("loading {}", data_path.display()))?;
+    if a.walk_forward {
+        if a.seeds > 1 {
+            bail!("--walk-forward trains one seed per window; run it once per --seed instead of --seeds");
+        }
+        return super::walk_forward::run(&cfg, &ds, &data_path, &a.out, a.resume);
+    }
     let train_orders = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
     let val_orders = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
     let val_orders = match cfg.validation.max_orders {
@@ -255,7 +269,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 
 /// One training of `cfg` into the run directory `dir` (resumed when asked
 /// and a checkpoint is there), with a progress bar.
-fn train_one(
+pub(super) fn train_one(
     cfg: &TrainFile,
     market: &MarketData,
     (train_orders, val_orders): (&[ParentOrder], &[ParentOrder]),
@@ -411,8 +425,17 @@ fn print_summary(records: &[UpdateRecord]) {
     }
 }
 
-/// A trained policy from a run directory, for `serl backtest`.
+/// A trained policy from a run directory, for `serl backtest`, labelled
+/// `policy:<directory name>`.
 pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
+    let name = dir
+        .file_name()
+        .map_or("policy".into(), |n| n.to_string_lossy().to_string());
+    policy_factory_labelled(dir, &format!("policy:{name}"))
+}
+
+/// A trained policy from a run directory under the report label `label`.
+pub fn policy_factory_labelled(dir: &Path, label: &str) -> Result<serl_eval::StrategyFactory> {
     if !dir.is_dir() {
         bail!("policy directory {} does not exist", dir.display());
     }
@@ -423,10 +446,7 @@ pub fn policy_factory(dir: &Path) -> Result<serl_eval::StrategyFactory> {
                 dir.display()
             )
         })?;
-    let name = dir
-        .file_name()
-        .map_or("policy".into(), |n| n.to_string_lossy().to_string());
-    let label = format!("policy:{name}");
+    let label = label.to_string();
     Ok(serl_eval::StrategyFactory {
         label: label.clone(),
         make: Box::new(move || {

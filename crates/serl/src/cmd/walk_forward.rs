@@ -1,0 +1,328 @@
+//! `serl train --walk-forward`: a policy trained on each rolling window and
+//! tested on the days after it, so that every test day is out of sample
+//! for the policy that trades it.
+//!
+//! Window k trains on `train_days` sessions (the last `validation_days` of
+//! them select the checkpoint), then trades the next `test_days`; the next
+//! window starts `test_days` later. The test days of all windows are
+//! pooled into one report, beside a table per window.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use serl_data::{Dataset, Split};
+use serl_env::{generate_orders, spread_orders, MarketData, ParentOrder, StaticVenue, Venue};
+use serl_eval::{run_backtest, Provenance, ReportData, StrategyFactory, StrategySpec};
+
+use super::train::{policy_factory_labelled, reward_of, train_one, TrainFile};
+
+/// The label of each window's policy in the pooled report.
+const POLICY: &str = "policy";
+
+/// `[walk_forward]` of a train config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalkForwardConfig {
+    /// Sessions a window trains on, validation included.
+    pub train_days: usize,
+    /// The last sessions of the window, which select the checkpoint.
+    pub validation_days: usize,
+    /// Sessions traded after each window (a week), and the step between
+    /// windows.
+    pub test_days: usize,
+    /// Baselines every window's test days are also traded with.
+    pub baselines: Vec<String>,
+}
+
+impl Default for WalkForwardConfig {
+    fn default() -> Self {
+        WalkForwardConfig {
+            train_days: 12,
+            validation_days: 2,
+            test_days: 5,
+            baselines: vec!["twap".into(), "vwap".into()],
+        }
+    }
+}
+
+/// One rolling window's dates.
+#[derive(Debug, Clone, Serialize)]
+pub struct Window {
+    /// Its number, from 0.
+    pub index: usize,
+    /// Training sessions.
+    pub train: Vec<NaiveDate>,
+    /// Validation sessions (the window's last).
+    pub validation: Vec<NaiveDate>,
+    /// The sessions after it that its policy trades.
+    pub test: Vec<NaiveDate>,
+}
+
+/// The windows over sorted distinct `dates`: as many as leave at least one
+/// test day.
+pub fn windows(dates: &[NaiveDate], cfg: &WalkForwardConfig) -> Result<Vec<Window>> {
+    if cfg.test_days == 0 || cfg.validation_days == 0 || cfg.train_days <= cfg.validation_days {
+        bail!(
+            "[walk_forward] needs test_days ≥ 1, validation_days ≥ 1 and train_days > validation_days (got {}, {}, {})",
+            cfg.test_days,
+            cfg.validation_days,
+            cfg.train_days
+        );
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start + cfg.train_days < dates.len() {
+        let fit = start + cfg.train_days - cfg.validation_days;
+        let end = start + cfg.train_days;
+        out.push(Window {
+            index: out.len(),
+            train: dates[start..fit].to_vec(),
+            validation: dates[fit..end].to_vec(),
+            test: dates[end..(end + cfg.test_days).min(dates.len())].to_vec(),
+        });
+        start += cfg.test_days;
+    }
+    if out.is_empty() {
+        bail!(
+            "walk-forward needs more than {} sessions (train_days); the data has {}",
+            cfg.train_days,
+            dates.len()
+        );
+    }
+    Ok(out)
+}
+
+/// What one window gave, as `walk_forward.json` lists it.
+#[derive(Debug, Serialize)]
+struct WindowResult {
+    window: Window,
+    train_orders: usize,
+    test_orders: usize,
+    best_val_pa: Option<f64>,
+    /// The policy's test summary and its tests against the baselines.
+    report: ReportData,
+}
+
+fn orders_on(all: &[ParentOrder], dates: &[NaiveDate]) -> Vec<ParentOrder> {
+    all.iter()
+        .filter(|o| dates.contains(&o.date))
+        .cloned()
+        .collect()
+}
+
+/// Runs the walk-forward evaluation of `cfg` on `ds` into `out`.
+pub fn run(
+    cfg: &TrainFile,
+    ds: &Dataset,
+    data_path: &Path,
+    out: &Path,
+    resume: bool,
+) -> Result<ExitCode> {
+    let wf = &cfg.walk_forward;
+    let dates = ds.dates();
+    let windows = windows(&dates, wf)?;
+    let all = generate_orders(ds, Split::All, &cfg.data, &cfg.orders)?;
+    let market = MarketData::new(ds, &cfg.data);
+    let baselines: Vec<StrategySpec> = wf
+        .baselines
+        .iter()
+        .map(|b| {
+            StrategySpec::parse(b).map_err(|e| anyhow::anyhow!("[walk_forward] baselines: {e}"))
+        })
+        .collect::<Result<_>>()?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::write(out.join("train.toml"), toml::to_string(cfg)?)?;
+    let reward = reward_of(cfg)?;
+    let (mut pooled, mut results) = (Vec::new(), Vec::new());
+    for w in windows {
+        let dir = out.join(format!("window-{}", w.index));
+        let (first, last) = (w.test[0], w.test[w.test.len() - 1]);
+        eprintln!(
+            "window {}: train {} .. {}, test {first} .. {last}: {}",
+            w.index,
+            w.train[0],
+            w.validation[w.validation.len() - 1],
+            dir.display()
+        );
+        let train = orders_on(&all, &w.train);
+        let val = orders_on(&all, &w.validation);
+        let val = match cfg.validation.max_orders {
+            0 => val,
+            max => spread_orders(&val, max),
+        };
+        let test = orders_on(&all, &w.test);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("train.toml"), toml::to_string(cfg)?)?;
+        let trained = train_one(cfg, &market, (&train, &val), &dir, resume)?;
+        let mut strategies = vec![policy_factory_labelled(&dir, POLICY)?];
+        strategies.extend(baselines.iter().cloned().map(StrategyFactory::from_spec));
+        let venues: Vec<&dyn Venue> = vec![&StaticVenue];
+        let res = run_backtest(
+            &market,
+            &test,
+            &strategies,
+            &venues,
+            &cfg.env,
+            reward.as_ref(),
+            &|_| {},
+        );
+        let report = ReportData::new(
+            &res,
+            provenance(
+                cfg,
+                data_path,
+                &test,
+                &format!("walk-forward window {}", w.index),
+            ),
+        );
+        results.push(WindowResult {
+            train_orders: train.len(),
+            test_orders: test.len(),
+            best_val_pa: trained.best_val,
+            window: w,
+            report,
+        });
+        pooled.extend(res);
+    }
+    let test_orders: usize = results.iter().map(|r| r.test_orders).sum();
+    let data = ReportData::new(
+        &pooled,
+        provenance(cfg, data_path, &[], "walk-forward test days"),
+    );
+    let pooled_dir = out.join("walk-forward");
+    serl_eval::write_report(&pooled_dir, &pooled, &data)
+        .with_context(|| format!("writing {}", pooled_dir.display()))?;
+    let md = markdown(&results, &data, test_orders);
+    std::fs::write(out.join("walk-forward.md"), &md)?;
+    std::fs::write(out.join("walk-forward.html"), serl_report::html(&md, &[]))?;
+    serl_report::write_atomic(
+        &out.join("walk_forward.json"),
+        serde_json::to_string_pretty(
+            &serde_json::json!({"config": wf, "windows": results, "pooled": data}),
+        )?
+        .as_bytes(),
+    )?;
+    print_windows(&results);
+    super::backtest::print_summaries(&data.summaries);
+    println!("report: {}", out.join("walk-forward.html").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn provenance(
+    cfg: &TrainFile,
+    data_path: &Path,
+    orders: &[ParentOrder],
+    split: &str,
+) -> Provenance {
+    Provenance {
+        data_path: data_path.display().to_string(),
+        split: split.into(),
+        seed: cfg.orders.seed,
+        orders: orders.len(),
+        order_config: serde_json::to_string(&cfg.orders).unwrap_or_default(),
+        env_config: serde_json::to_string(&cfg.env).unwrap_or_default(),
+        reward: cfg
+            .reward
+            .clone()
+            .unwrap_or_else(|| "the default reward".into()),
+        serl_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: super::backtest::git_commit(),
+        created: super::backtest::now(),
+    }
+}
+
+/// The policy against TWAP in one window's report: (ΔPA over orders, day
+/// test).
+fn against_twap(r: &ReportData) -> (Option<&serl_eval::PairedDiff>, Option<&serl_eval::DayTest>) {
+    let diff = r.paired_vs_twap.iter().find(|d| d.strategy == POLICY);
+    let day = r
+        .day_tests
+        .iter()
+        .find(|t| t.strategy == POLICY && t.reference == "twap" && t.horizon_min.is_none());
+    (diff, day)
+}
+
+fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -> String {
+    let mut md = String::from("# serl train --walk-forward\n\n");
+    let _ = writeln!(
+        md,
+        "{} windows; each trains a policy on its sessions (the last ones select the checkpoint) and trades the sessions after it, so every test day is out of sample for the policy that trades it. {test_orders} test orders in all. The pooled tables are over all windows' test days; `walk-forward/` holds their orders and plots.\n",
+        results.len()
+    );
+    md.push_str("## Per window\n\n| window | train | test | test orders | best val PA | policy PA [95% CI] | ΔPA vs TWAP [95% CI] | days won | p (Wilcoxon) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for r in results {
+        let w = &r.window;
+        let policy = r.report.summaries.iter().find(|s| s.strategy == POLICY);
+        let (diff, day) = against_twap(&r.report);
+        let _ = writeln!(
+            md,
+            "| {} | {} .. {} | {} .. {} | {} | {} | {} | {} | {} | {} |",
+            w.index,
+            w.train[0],
+            w.validation[w.validation.len() - 1],
+            w.test[0],
+            w.test[w.test.len() - 1],
+            r.test_orders,
+            r.best_val_pa.map_or("–".into(), |v| format!("{v:.3}")),
+            policy.map_or("–".into(), |s| s.pa.to_string()),
+            diff.map_or("–".into(), |d| d.diff.to_string()),
+            day.map_or("–".into(), |t| format!("{} of {}", t.days_won, t.days)),
+            day.map_or("–".into(), |t| format!("{:.3}", t.p_value)),
+        );
+    }
+    md.push('\n');
+    md.push_str(&serl_eval::results_tables(pooled, "##"));
+    md
+}
+
+fn print_windows(results: &[WindowResult]) {
+    println!(
+        "{:>6} {:>23} {:>7} {:>26} {:>26} {:>9}",
+        "window", "test days", "orders", "policy PA [95% CI]", "ΔPA vs TWAP [95% CI]", "days won"
+    );
+    for r in results {
+        let w = &r.window;
+        let policy = r.report.summaries.iter().find(|s| s.strategy == POLICY);
+        let (diff, day) = against_twap(&r.report);
+        println!(
+            "{:>6} {:>23} {:>7} {:>26} {:>26} {:>9}",
+            w.index,
+            format!("{} .. {}", w.test[0], w.test[w.test.len() - 1]),
+            r.test_orders,
+            policy.map_or("-".into(), |s| s.pa.to_string()),
+            diff.map_or("-".into(), |d| d.diff.to_string()),
+            day.map_or("-".into(), |t| format!("{}/{}", t.days_won, t.days)),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn days(n: u32) -> Vec<NaiveDate> {
+        (1..=n)
+            .map(|d| NaiveDate::from_ymd_opt(2018, 1, d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn windows_roll_by_the_test_length_and_never_test_a_day_they_trained_on() {
+        let cfg = WalkForwardConfig::default();
+        let w = windows(&days(29), &cfg).unwrap();
+        let tested: Vec<usize> = w.iter().map(|w| w.test.len()).collect();
+        assert_eq!(tested, [5, 5, 5, 2]);
+        for w in &w {
+            assert_eq!((w.train.len(), w.validation.len()), (10, 2));
+            assert!(w.validation.last() < w.test.first());
+        }
+        // Every day after the first window's training is tested once.
+        let all: Vec<NaiveDate> = w.iter().flat_map(|w| w.test.clone()).collect();
+        assert_eq!(all, days(29)[12..]);
+        assert!(windows(&days(12), &cfg).is_err());
+    }
+}
