@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::bars::Dataset;
+use crate::bars::{Dataset, FileReport, Session};
 use crate::config::DataConfig;
 use crate::split::Splits;
-use crate::{ProblemKind, Severity};
+use crate::{DataError, Problem, ProblemKind, Severity};
 
 /// One symbol's coverage in a [`Catalog`].
 #[derive(Debug, Clone, Serialize)]
@@ -101,22 +101,79 @@ pub struct Catalog {
     pub per_symbol: Vec<SymbolSummary>,
 }
 
+/// What a catalog needs of one session: no bars.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionInfo {
+    pub(crate) symbol: std::sync::Arc<str>,
+    pub(crate) date: NaiveDate,
+    pub(crate) rows: u64,
+    pub(crate) missing: u32,
+    pub(crate) filled: u32,
+    pub(crate) quotes: bool,
+}
+
+impl SessionInfo {
+    pub(crate) fn of(s: &Session) -> Self {
+        SessionInfo {
+            symbol: s.symbol.clone(),
+            date: s.date,
+            rows: s.len() as u64,
+            missing: s.missing_minutes,
+            filled: s.filled_minutes,
+            quotes: s.quotes.is_some(),
+        }
+    }
+}
+
 impl Catalog {
     /// Summarises `ds`, loaded from `path`; `cfg` supplies the split rules.
     pub fn new(path: &std::path::Path, ds: &Dataset, cfg: &DataConfig) -> Self {
-        let dates = ds.dates();
+        let infos: Vec<SessionInfo> = ds.sessions.iter().map(SessionInfo::of).collect();
+        Self::from_parts(path, &infos, &ds.files, &ds.problems, cfg)
+    }
+
+    /// The catalog of the dataset under `path` in bounded memory: the
+    /// files are loaded a symbol at a time and only each session's counts
+    /// are kept, so a dataset larger than memory can be
+    /// cataloged. The same catalog as [`Catalog::new`] after
+    /// [`crate::load`], and the same errors under the config's policy.
+    pub fn scan(path: &std::path::Path, cfg: &DataConfig) -> Result<Self, DataError> {
+        let scanned = crate::stream::by_symbol(path, cfg, &|_| {}, &|_, sessions| {
+            Ok(sessions.iter().map(SessionInfo::of).collect::<Vec<_>>())
+        })?;
+        let mut infos: Vec<SessionInfo> = scanned.parts.into_iter().flatten().collect();
+        infos.sort_by(|a, b| (&a.symbol, a.date).cmp(&(&b.symbol, b.date)));
+        crate::load::check_policy(path, cfg, &scanned.problems, infos.is_empty())?;
+        Ok(Self::from_parts(
+            path,
+            &infos,
+            &scanned.files,
+            &scanned.problems,
+            cfg,
+        ))
+    }
+
+    fn from_parts(
+        path: &std::path::Path,
+        sessions: &[SessionInfo],
+        files: &[FileReport],
+        problems: &[Problem],
+        cfg: &DataConfig,
+    ) -> Self {
+        let mut dates: Vec<NaiveDate> = sessions.iter().map(|s| s.date).collect();
+        dates.sort_unstable();
+        dates.dedup();
         let mut per_symbol = Vec::new();
-        for sym in ds.symbols() {
-            let ss = ds.symbol_sessions(&sym);
+        for ss in sessions.chunk_by(|a, b| a.symbol == b.symbol) {
             per_symbol.push(SymbolSummary {
-                symbol: sym.to_string(),
+                symbol: ss[0].symbol.to_string(),
                 sessions: ss.len(),
-                rows: ss.iter().map(|s| s.len() as u64).sum(),
+                rows: ss.iter().map(|s| s.rows).sum(),
                 first_date: ss[0].date,
                 last_date: ss[ss.len() - 1].date,
-                sessions_with_missing_minutes: ss.iter().filter(|s| s.missing_minutes > 0).count(),
-                missing_minutes: ss.iter().map(|s| s.missing_minutes as u64).sum(),
-                has_quotes: ss.iter().any(|s| s.quotes.is_some()),
+                sessions_with_missing_minutes: ss.iter().filter(|s| s.missing > 0).count(),
+                missing_minutes: ss.iter().map(|s| s.missing as u64).sum(),
+                has_quotes: ss.iter().any(|s| s.quotes),
             });
         }
         let short_histories = per_symbol
@@ -124,38 +181,37 @@ impl Catalog {
             .filter(|s| s.sessions < dates.len())
             .cloned()
             .collect();
-        let missing_minute_sessions: Vec<_> = ds
-            .sessions
+        let missing_minute_sessions: Vec<_> = sessions
             .iter()
-            .filter(|s| s.missing_minutes > 0)
+            .filter(|s| s.missing > 0)
             .map(|s| MissingMinutesSession {
                 symbol: s.symbol.to_string(),
                 date: s.date,
-                missing: s.missing_minutes,
-                filled: s.filled_minutes,
+                missing: s.missing,
+                filled: s.filled,
             })
             .collect();
         let mut counts: BTreeMap<(ProblemKind, Severity), (usize, u64)> = BTreeMap::new();
-        for p in &ds.problems {
+        for p in problems {
             let e = counts.entry((p.kind, p.severity)).or_default();
             e.0 += 1;
             e.1 += p.count;
         }
         Catalog {
             path: path.display().to_string(),
-            files: ds.files.len(),
-            files_skipped: ds.files.iter().filter(|f| f.skipped).count(),
+            files: files.len(),
+            files_skipped: files.iter().filter(|f| f.skipped).count(),
             symbols: per_symbol.len(),
-            symbol_sessions: ds.sessions.len(),
+            symbol_sessions: sessions.len(),
             dates: dates.len(),
             first_date: dates.first().copied(),
             last_date: dates.last().copied(),
-            rows: ds.rows(),
-            bars_outside_session: ds.files.iter().map(|f| f.outside_session).sum(),
+            rows: sessions.iter().map(|s| s.rows).sum(),
+            bars_outside_session: files.iter().map(|f| f.outside_session).sum(),
             short_histories,
             sessions_with_missing_minutes: missing_minute_sessions.len(),
-            missing_minutes: ds.sessions.iter().map(|s| s.missing_minutes as u64).sum(),
-            filled_minutes: ds.sessions.iter().map(|s| s.filled_minutes as u64).sum(),
+            missing_minutes: sessions.iter().map(|s| s.missing as u64).sum(),
+            filled_minutes: sessions.iter().map(|s| s.filled as u64).sum(),
             missing_minute_sessions,
             problems: counts
                 .into_iter()

@@ -137,11 +137,41 @@ pub(crate) fn read_csv(
     }
     let header = header_of(bytes);
     let layout = resolve_layout(file, &header, map)?;
+    let numeric = numeric_columns(map, &layout);
+    let (df, typed_ok) = read_typed_or_text(file, bytes, &header, &numeric)?;
+    bars_from_frame(
+        file,
+        &df,
+        &layout,
+        map,
+        typed_ok,
+        symbol_from_path,
+        problems,
+    )
+}
+
+/// The numeric columns of a layout: open, high, low, close, volume, then
+/// the VWAP where the file has one.
+fn numeric_columns<'m>(map: &'m ColumnMapping, layout: &Layout) -> Vec<&'m str> {
     let mut numeric: Vec<&str> = price_columns(map).to_vec();
     if layout.vwap {
         numeric.push(&map.vwap);
     }
-    let (df, typed_ok) = read_typed_or_text(file, bytes, &header, &numeric)?;
+    numeric
+}
+
+/// A frame's rows as raw bars, each bad cell a problem and its row left
+/// out. Numeric columns are `f64` when `typed`, else text to parse; time
+/// and symbol columns are text.
+fn bars_from_frame(
+    file: &Path,
+    df: &DataFrame,
+    layout: &Layout,
+    map: &ColumnMapping,
+    typed: bool,
+    symbol_from_path: &Arc<str>,
+    problems: &mut Vec<Problem>,
+) -> Result<RawBars, Problem> {
     if df.height() == 0 {
         return Err(Problem::file_error(
             file,
@@ -152,13 +182,14 @@ pub(crate) fn read_csv(
     let n = df.height();
     let mut cells = Cells {
         file,
-        df: &df,
+        df,
         ok: vec![true; n],
         problems,
     };
+    let numeric = numeric_columns(map, layout);
     let mut values: Vec<Vec<f64>> = Vec::with_capacity(numeric.len());
     for name in &numeric {
-        values.push(cells.numbers(name, typed_ok)?);
+        values.push(cells.numbers(name, typed)?);
     }
     let (dates, minutes) = match &layout.time {
         TimeLayout::Timestamp(name) => cells.timestamps(name)?,
@@ -176,6 +207,58 @@ pub(crate) fn read_csv(
         values,
     };
     Ok(columns.keep(&cells.ok, layout.vwap))
+}
+
+/// Reads a Parquet file's frame into raw bars with the same column mapping
+/// as a CSV: numeric columns are cast to `f64` and time and symbol columns
+/// to text (a `Date` column reads as `YYYY-MM-DD`), then go through the
+/// same cell checks. Rows are numbered as in the CSV the file would be.
+pub(crate) fn bars_from_parquet(
+    file: &Path,
+    df: DataFrame,
+    map: &ColumnMapping,
+    symbol_from_path: &Arc<str>,
+    problems: &mut Vec<Problem>,
+) -> Result<RawBars, Problem> {
+    let header: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let layout = resolve_layout(file, &header, map)?;
+    let numeric = numeric_columns(map, &layout);
+    let text: Vec<&str> = match &layout.time {
+        TimeLayout::Timestamp(t) => vec![t.as_str()],
+        TimeLayout::Split { date, time } => vec![date.as_str(), time.as_str()],
+    };
+    let symbol = layout.symbol.then_some(map.symbol.as_str());
+    let mut columns = Vec::with_capacity(header.len());
+    for c in df.columns() {
+        let name = c.name().as_str();
+        let to = if numeric.contains(&name) {
+            DataType::Float64
+        } else if text.contains(&name) || symbol == Some(name) {
+            DataType::String
+        } else {
+            continue;
+        };
+        let cast = c.cast(&to).map_err(|e| {
+            Problem::file_error(
+                file,
+                ProblemKind::BadValue,
+                format!("column `{name}`: cannot read it as {to}: {e}"),
+            )
+        })?;
+        columns.push(cast);
+    }
+    let df = DataFrame::new_infer_height(columns).map_err(|e| {
+        Problem::file_error(
+            file,
+            ProblemKind::BadValue,
+            format!("not a readable Parquet frame: {e}"),
+        )
+    })?;
+    bars_from_frame(file, &df, &layout, map, true, symbol_from_path, problems)
 }
 
 /// Reads the file with typed numeric columns, or, when that fails (a bad

@@ -15,7 +15,8 @@
 //!    ([`SessionConfig`], [`MissingMinutes`]), the [`ErrorPolicy`], the split
 //!    rules ([`SplitConfig`]) and the statistics windows ([`StatsConfig`]).
 //! 2. **Scan / load.** [`scan`] finds the files under a path (generic CSV or
-//!    CSV.gz with a `timestamp` or `date` + `ToD` layout, and QuantConnect
+//!    CSV.gz with a `timestamp` or `date` + `ToD` layout, Parquet with the
+//!    same column mapping, and QuantConnect
 //!    LEAN `SYMBOL/YYYYMMDD_trade.zip` with optional `_quote.zip`) and reads
 //!    them in parallel, one file per rayon task, collecting every problem;
 //!    [`load`] does the same and then applies the [`ErrorPolicy`].
@@ -32,7 +33,9 @@
 //!    [`parse_time_minute`]). Where a bar has no VWAP, its minute price is
 //!    the typical price (H+L+C)/3 ([`Session::minute_price`]).
 //! 5. **Catalog and statistics.** [`Catalog`] summarises a dataset for
-//!    `serl data inspect`; [`SessionStats`] ([`Dataset::session_stats`],
+//!    `serl data inspect` ([`Catalog::scan`] a symbol at a time, in bounded
+//!    memory; [`convert`] writes a cleaned Parquet copy the same way, one
+//!    file per symbol, with [`write_sessions`]); [`SessionStats`] ([`Dataset::session_stats`],
 //!    [`session_stats`]) holds the per-session statistics (volume, ADV,
 //!    intraday profile, volatility, spread, price level) that calibration,
 //!    environments and baselines use, computed without looking ahead.
@@ -78,13 +81,16 @@
 mod bars;
 mod catalog;
 mod config;
+mod convert;
 mod csv;
 mod error;
 mod lean;
 mod load;
+mod parquet;
 mod raw;
 mod split;
 mod stats;
+mod stream;
 mod time;
 
 pub use bars::{Dataset, FileReport, QuoteBars, Session};
@@ -93,8 +99,10 @@ pub use config::{
     ColumnMapping, DataConfig, ErrorPolicy, MissingMinutes, PolicyConfig, SessionConfig,
     SplitConfig, StatsConfig,
 };
+pub use convert::{convert, ConvertReport};
 pub use error::{DataError, Problem, ProblemKind, Severity};
 pub use load::{load, scan};
+pub use parquet::write_sessions;
 pub use split::{Split, Splits};
 pub use stats::{
     historical_profile, realized_vol, session_stats, spread_estimate, volume_profile, SessionStats,

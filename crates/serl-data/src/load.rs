@@ -15,8 +15,12 @@ use crate::{csv, lean, DataError, Problem, ProblemKind, Severity};
 
 /// One unit of loading work.
 #[derive(Debug, Clone)]
-enum Source {
+pub(crate) enum Source {
     Csv {
+        path: PathBuf,
+        symbol: Arc<str>,
+    },
+    Parquet {
         path: PathBuf,
         symbol: Arc<str>,
     },
@@ -31,8 +35,17 @@ enum Source {
 impl Source {
     fn path(&self) -> &Path {
         match self {
-            Source::Csv { path, .. } => path,
+            Source::Csv { path, .. } | Source::Parquet { path, .. } => path,
             Source::Lean { trade, .. } => trade,
+        }
+    }
+
+    /// The symbol the file stands for (its name or folder).
+    pub(crate) fn symbol(&self) -> &Arc<str> {
+        match self {
+            Source::Csv { symbol, .. }
+            | Source::Parquet { symbol, .. }
+            | Source::Lean { symbol, .. } => symbol,
         }
     }
 }
@@ -43,13 +56,14 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The symbol a CSV file stands for: its name (`AAPL.csv.gz`), or, for one
+/// The symbol a CSV or Parquet file stands for: its name (`AAPL.csv.gz`), or, for one
 /// file per day (`AAPL/2018-02-16.csv`), its folder.
 fn csv_symbol(p: &Path) -> Arc<str> {
     let name = file_name(p);
     let stem = name
         .strip_suffix(".csv.gz")
         .or_else(|| name.strip_suffix(".csv"))
+        .or_else(|| name.strip_suffix(".parquet"))
         .unwrap_or(&name);
     if parse_date(stem.as_bytes()).is_some() {
         if let Some(parent) = p.parent().and_then(|d| d.file_name()) {
@@ -79,7 +93,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DataError> {
     Ok(())
 }
 
-fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<Source>, DataError> {
+pub(crate) fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<Source>, DataError> {
     if !path.exists() {
         return Err(DataError::NotFound {
             path: path.to_path_buf(),
@@ -99,6 +113,11 @@ fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<Source>, Dat
         let lower = name.to_ascii_lowercase();
         if lower.ends_with(".csv") || lower.ends_with(".csv.gz") {
             sources.push(Source::Csv {
+                symbol: csv_symbol(&p),
+                path: p,
+            });
+        } else if lower.ends_with(".parquet") {
+            sources.push(Source::Parquet {
                 symbol: csv_symbol(&p),
                 path: p,
             });
@@ -195,13 +214,13 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, Problem> {
     Ok(out)
 }
 
-struct Outcome {
-    report: FileReport,
-    sessions: Vec<Session>,
-    problems: Vec<Problem>,
+pub(crate) struct Outcome {
+    pub(crate) report: FileReport,
+    pub(crate) sessions: Vec<Session>,
+    pub(crate) problems: Vec<Problem>,
 }
 
-fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
+pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
     let mut problems = Vec::new();
     let path = src.path().to_path_buf();
     let read = match src {
@@ -214,6 +233,15 @@ fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
                     None,
                 )
             }),
+        Source::Parquet { path, symbol } => {
+            crate::parquet::read_parquet(path, &cfg.columns, symbol, &mut problems).map(|raw| {
+                (
+                    raw,
+                    Hours::new(&cfg.session, cfg.session.include_close_bar),
+                    None,
+                )
+            })
+        }
         Source::Lean {
             trade,
             quote,
@@ -320,7 +348,19 @@ pub fn scan(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
 /// that ends with no session at all is an error either way.
 pub fn load(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
     let ds = scan(path, cfg)?;
-    let first_error = || ds.problems.iter().find(|p| p.severity == Severity::Error);
+    check_policy(path, cfg, &ds.problems, ds.sessions.is_empty())?;
+    Ok(ds)
+}
+
+/// The error policy over a load's problems: under [`ErrorPolicy::Fail`]
+/// the first error fails it; either way a load without a session does.
+pub(crate) fn check_policy(
+    path: &Path,
+    cfg: &DataConfig,
+    problems: &[Problem],
+    no_session: bool,
+) -> Result<(), DataError> {
+    let first_error = || problems.iter().find(|p| p.severity == Severity::Error);
     if cfg.policy.on_error == ErrorPolicy::Fail {
         if let Some(p) = first_error() {
             return Err(DataError::FileFailed {
@@ -328,7 +368,7 @@ pub fn load(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
             });
         }
     }
-    if ds.sessions.is_empty() {
+    if no_session {
         return Err(match first_error() {
             Some(p) => DataError::FileFailed {
                 problem: Box::new(p.clone()),
@@ -338,5 +378,5 @@ pub fn load(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
             },
         });
     }
-    Ok(ds)
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `serl data inspect` and `serl data validate`.
+//! `serl data inspect`, `serl data validate` and `serl data convert`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,11 +15,30 @@ pub enum DataCommand {
     Inspect(DataArgs),
     /// Print every problem found; exit 1 if any file fails under the policy.
     Validate(DataArgs),
+    /// Write a cleaned Parquet copy, one file per symbol (OUT/SYMBOL.parquet),
+    /// in bounded memory; load it with the same --config.
+    Convert(ConvertArgs),
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// A bar file or a folder of them (CSV, CSV.gz, LEAN zips, Parquet).
+    pub path: PathBuf,
+    /// Data config (column mapping, session, policy); the copy uses its
+    /// column names.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override the config's error policy.
+    #[arg(long, value_enum)]
+    pub on_error: Option<Policy>,
+    /// The folder to write.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args)]
 pub struct DataArgs {
-    /// A bar file or a folder of them (CSV, CSV.gz, LEAN zips).
+    /// A bar file or a folder of them (CSV, CSV.gz, LEAN zips, Parquet).
     pub path: PathBuf,
     /// Data config (column mapping, session, policy, splits).
     #[arg(long)]
@@ -53,7 +72,63 @@ pub fn run(cmd: DataCommand) -> Result<ExitCode> {
     match cmd {
         DataCommand::Inspect(a) => inspect(a),
         DataCommand::Validate(a) => validate(a),
+        DataCommand::Convert(a) => convert(a),
     }
+}
+
+fn convert(a: ConvertArgs) -> Result<ExitCode> {
+    let mut cfg = load_config(a.config.as_deref())?;
+    if let Some(p) = a.on_error {
+        cfg.policy.on_error = policy(p);
+    }
+    if a.out
+        .canonicalize()
+        .ok()
+        .is_some_and(|o| a.path.canonicalize().is_ok_and(|p| o == p))
+    {
+        anyhow::bail!(
+            "--out {} is the source itself; write the copy elsewhere",
+            a.out.display()
+        );
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} convert {pos} files, {per_sec}, {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let t0 = std::time::Instant::now();
+    let report = serl_data::convert(&a.path, &a.out, &cfg, &|n| bar.inc(n))
+        .with_context(|| format!("converting {}", a.path.display()))?;
+    bar.finish_and_clear();
+    let errors = report
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    println!(
+        "{} files → {} Parquet files in {}: {} sessions, {} bars, in {:.2}s",
+        report.files,
+        report.written,
+        a.out.display(),
+        report.sessions,
+        report.rows,
+        t0.elapsed().as_secs_f64()
+    );
+    if report.sessions_with_quotes > 0 {
+        println!(
+            "note: {} sessions had LEAN quote bars; the copy holds the trade bars only",
+            report.sessions_with_quotes
+        );
+    }
+    if !report.problems.is_empty() {
+        println!(
+            "{} problems while reading ({errors} errors; their rows or files were left out): see `serl data validate {}`",
+            report.problems.len(),
+            a.path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(a: DataArgs) -> Result<ExitCode> {
@@ -61,9 +136,9 @@ fn inspect(a: DataArgs) -> Result<ExitCode> {
     if let Some(p) = a.on_error {
         cfg.policy.on_error = policy(p);
     }
-    let ds =
-        serl_data::load(&a.path, &cfg).with_context(|| format!("loading {}", a.path.display()))?;
-    let cat = Catalog::new(&a.path, &ds, &cfg);
+    // A symbol at a time: a dataset larger than memory can be cataloged.
+    let cat =
+        Catalog::scan(&a.path, &cfg).with_context(|| format!("loading {}", a.path.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&cat)?);
         return Ok(ExitCode::SUCCESS);
