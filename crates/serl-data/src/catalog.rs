@@ -138,7 +138,7 @@ impl Catalog {
     /// cataloged. The same catalog as [`Catalog::new`] after
     /// [`crate::load`], and the same errors under the config's policy.
     pub fn scan(path: &std::path::Path, cfg: &DataConfig) -> Result<Self, DataError> {
-        let scanned = crate::stream::by_symbol(path, cfg, &|_| {}, &|_, sessions| {
+        let scanned = crate::stream::by_symbol(path, cfg, &|_| {}, |_, sessions| {
             Ok(sessions.iter().map(SessionInfo::of).collect::<Vec<_>>())
         })?;
         let mut infos: Vec<SessionInfo> = scanned.parts.into_iter().flatten().collect();

@@ -58,7 +58,7 @@ pub fn convert(
     // A copy holds what the source had: gaps stay gaps.
     let mut cfg = cfg.clone();
     cfg.session.missing_minutes = MissingMinutes::Leave;
-    let scanned = by_symbol(src, &cfg, progress, &|symbol, sessions| {
+    let scanned = by_symbol(src, &cfg, progress, |symbol, sessions| {
         let quotes = sessions.iter().filter(|s| s.quotes.is_some()).count();
         if sessions.is_empty() {
             return Ok((0, 0, quotes));

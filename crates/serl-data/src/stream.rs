@@ -35,11 +35,11 @@ type Part<T> = Result<(T, Vec<FileReport>, Vec<Problem>, usize), DataError>;
 /// Loads the files under `path` a symbol at a time and calls `f` with each
 /// symbol's sessions (sorted by date, a symbol-day found in two files kept
 /// once, as [`crate::scan`] keeps it); `progress` gets the files done.
-pub(crate) fn by_symbol<T: Send>(
+pub(crate) fn by_symbol<T>(
     path: &Path,
     cfg: &DataConfig,
-    progress: &(dyn Fn(u64) + Sync),
-    f: &(dyn Fn(&Arc<str>, Vec<Session>) -> Result<T, DataError> + Sync),
+    progress: &dyn Fn(u64),
+    mut f: impl FnMut(&Arc<str>, Vec<Session>) -> Result<T, DataError>,
 ) -> Result<Scanned<T>, DataError> {
     let mut problems = Vec::new();
     let sources = discover(path, &mut problems)?;
