@@ -44,9 +44,7 @@ fn backtest_reports_each_horizon_and_corrects_the_day_tests_across_them() {
         out.path().to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
-            .unwrap();
+    let summary = common::read_json(&out.path().join("summary.json"));
     let rows = summary["by_horizon"].as_array().unwrap();
     let horizons: std::collections::BTreeSet<u64> = rows
         .iter()

@@ -62,8 +62,7 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("the agent-based market is closer than the parametric baseline on"));
 
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("realism.json")).unwrap()).unwrap();
+    let json = common::read_json(&out.join("realism.json"));
     let stats = json["symbols"][0]["statistics"].as_array().unwrap();
     assert!(stats.len() >= 19, "{} statistics", stats.len());
     for s in stats {

@@ -37,10 +37,7 @@ fn walk_forward_tests_each_window_on_later_days_and_resumes() {
     };
     let o = serl(&args(false).iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
-    let read = || -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(out.join("walk_forward.json")).unwrap())
-            .unwrap()
-    };
+    let read = || common::read_json(&out.join("walk_forward.json"));
     let first = read();
     let windows = first["windows"].as_array().unwrap();
     assert!(windows.len() >= 2, "{} windows", windows.len());

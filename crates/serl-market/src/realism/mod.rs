@@ -226,6 +226,22 @@ pub struct RealismRow {
 }
 
 impl RealismRow {
+    fn of(
+        stat: &Statistic,
+        real_samples: usize,
+        real_curve: Vec<f64>,
+        scores: Vec<ModelScore>,
+    ) -> Self {
+        RealismRow {
+            statistic: stat.name,
+            kind: stat.kind,
+            unit: stat.unit,
+            real_samples,
+            real_curve,
+            scores,
+        }
+    }
+
     /// The model strictly closest to the real day on this statistic
     /// (lowest W1); `None` on a tie or when no model scored.
     pub fn best(&self) -> Option<&ModelScore> {
@@ -410,14 +426,7 @@ fn score_distribution(
             })
         })
         .collect();
-    RealismRow {
-        statistic: stat.name,
-        kind: stat.kind,
-        unit: stat.unit,
-        real_samples: count(&r),
-        real_curve: Vec::new(),
-        scores,
-    }
+    RealismRow::of(stat, count(&r), Vec::new(), scores)
 }
 
 fn score_curve(
@@ -462,12 +471,5 @@ fn score_curve(
             })
         })
         .collect();
-    RealismRow {
-        statistic: stat.name,
-        kind: stat.kind,
-        unit: stat.unit,
-        real_samples: count(&r),
-        real_curve,
-        scores,
-    }
+    RealismRow::of(stat, count(&r), real_curve, scores)
 }

@@ -20,24 +20,9 @@ pub enum DataCommand {
     Convert(ConvertArgs),
 }
 
+/// The data a `serl data` command reads, and how.
 #[derive(Args)]
-pub struct ConvertArgs {
-    /// A bar file or a folder of them (CSV, CSV.gz, LEAN zips, Parquet).
-    pub path: PathBuf,
-    /// Data config (column mapping, session, policy); the copy uses its
-    /// column names.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Override the config's error policy.
-    #[arg(long, value_enum)]
-    pub on_error: Option<Policy>,
-    /// The folder to write.
-    #[arg(long)]
-    pub out: PathBuf,
-}
-
-#[derive(Args)]
-pub struct DataArgs {
+pub struct DataSource {
     /// A bar file or a folder of them (CSV, CSV.gz, LEAN zips, Parquet).
     pub path: PathBuf,
     /// Data config (column mapping, session, policy, splits).
@@ -46,6 +31,33 @@ pub struct DataArgs {
     /// Override the config's error policy.
     #[arg(long, value_enum)]
     pub on_error: Option<Policy>,
+}
+
+impl DataSource {
+    /// The config, with `--on-error` applied over `default` (the config's
+    /// policy when `None`).
+    fn config(&self, default: Option<ErrorPolicy>) -> Result<DataConfig> {
+        let mut cfg = load_config(self.config.as_deref())?;
+        if let Some(p) = self.on_error.map(policy).or(default) {
+            cfg.policy.on_error = p;
+        }
+        Ok(cfg)
+    }
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub source: DataSource,
+    /// The folder to write; the copy uses the config's column names.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct DataArgs {
+    #[command(flatten)]
+    pub source: DataSource,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -77,14 +89,12 @@ pub fn run(cmd: DataCommand) -> Result<ExitCode> {
 }
 
 fn convert(a: ConvertArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(a.config.as_deref())?;
-    if let Some(p) = a.on_error {
-        cfg.policy.on_error = policy(p);
-    }
+    let cfg = a.source.config(None)?;
+    let path = &a.source.path;
     if a.out
         .canonicalize()
         .ok()
-        .is_some_and(|o| a.path.canonicalize().is_ok_and(|p| o == p))
+        .is_some_and(|o| path.canonicalize().is_ok_and(|p| o == p))
     {
         anyhow::bail!(
             "--out {} is the source itself; write the copy elsewhere",
@@ -98,8 +108,8 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     let t0 = std::time::Instant::now();
-    let report = serl_data::convert(&a.path, &a.out, &cfg, &|n| bar.inc(n))
-        .with_context(|| format!("converting {}", a.path.display()))?;
+    let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
+        .with_context(|| format!("converting {}", path.display()))?;
     bar.finish_and_clear();
     let errors = report
         .problems
@@ -125,20 +135,17 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
         println!(
             "{} problems while reading ({errors} errors; their rows or files were left out): see `serl data validate {}`",
             report.problems.len(),
-            a.path.display()
+            path.display()
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(a: DataArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(a.config.as_deref())?;
-    if let Some(p) = a.on_error {
-        cfg.policy.on_error = policy(p);
-    }
+    let cfg = a.source.config(None)?;
+    let path = &a.source.path;
     // A symbol at a time: a dataset larger than memory can be cataloged.
-    let cat =
-        Catalog::scan(&a.path, &cfg).with_context(|| format!("loading {}", a.path.display()))?;
+    let cat = Catalog::scan(path, &cfg).with_context(|| format!("loading {}", path.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&cat)?);
         return Ok(ExitCode::SUCCESS);
@@ -321,12 +328,11 @@ fn print_symbols(cat: &Catalog, all: bool) {
 }
 
 fn validate(a: DataArgs) -> Result<ExitCode> {
-    let mut cfg = load_config(a.config.as_deref())?;
     // Validation reports under `fail` unless told otherwise: its job is to
     // say whether the data is clean.
-    cfg.policy.on_error = a.on_error.map(policy).unwrap_or(ErrorPolicy::Fail);
-    let ds =
-        serl_data::scan(&a.path, &cfg).with_context(|| format!("scanning {}", a.path.display()))?;
+    let cfg = a.source.config(Some(ErrorPolicy::Fail))?;
+    let path = &a.source.path;
+    let ds = serl_data::scan(path, &cfg).with_context(|| format!("scanning {}", path.display()))?;
     let failed: Vec<_> = ds
         .files
         .iter()
