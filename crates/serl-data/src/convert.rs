@@ -13,10 +13,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::config::{DataConfig, ErrorPolicy, MissingMinutes};
+use crate::config::{DataConfig, MissingMinutes};
 use crate::parquet::write_sessions;
 use crate::stream::by_symbol;
-use crate::{DataError, Problem, Severity};
+use crate::{DataError, Problem};
 
 /// What a conversion wrote.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -38,8 +38,8 @@ pub struct ConvertReport {
 
 /// Converts every bar file under `src` into `dst/SYMBOL.parquet`, calling
 /// `progress` with the number of source files done after each symbol.
-/// Under [`ErrorPolicy::Fail`] a file with an error stops it (files
-/// already written stay).
+/// Under [`crate::ErrorPolicy::Fail`] a file with an error stops it before its
+/// symbol is written (the symbols already written stay).
 pub fn convert(
     src: &Path,
     dst: &Path,
@@ -68,17 +68,6 @@ pub fn convert(
             .map_err(|source| DataError::Io { path: out, source })?;
         Ok((sessions.len(), rows, quotes))
     })?;
-    if cfg.policy.on_error == ErrorPolicy::Fail {
-        if let Some(p) = scanned
-            .problems
-            .iter()
-            .find(|p| p.severity == Severity::Error)
-        {
-            return Err(DataError::FileFailed {
-                problem: Box::new(p.clone()),
-            });
-        }
-    }
     let mut report = ConvertReport {
         files: scanned.files.len(),
         problems: scanned.problems,

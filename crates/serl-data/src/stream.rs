@@ -13,12 +13,14 @@
 //! minute data, against 25 MiB one group at a time, for a third more
 //! time); polars still reads each file with its own threads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use chrono::NaiveDate;
+
 use crate::bars::{FileReport, Session};
-use crate::config::DataConfig;
+use crate::config::{DataConfig, ErrorPolicy};
 use crate::load::{discover, load_source, Source};
 use crate::{DataError, Problem, ProblemKind, Severity};
 
@@ -30,53 +32,53 @@ pub(crate) struct Scanned<T> {
     pub(crate) problems: Vec<Problem>,
 }
 
-type Part<T> = Result<(T, Vec<FileReport>, Vec<Problem>, usize), DataError>;
-
 /// Loads the files under `path` a symbol at a time and calls `f` with each
-/// symbol's sessions (sorted by date, a symbol-day found in two files kept
-/// once, as [`crate::scan`] keeps it); `progress` gets the files done.
+/// group's sessions (sorted by symbol and date; a symbol-day found in two
+/// files, of one group or of two, kept once, as [`crate::scan`] keeps it);
+/// `progress` gets the files done. Under [`ErrorPolicy::Fail`] the first
+/// group with an error stops the pass before `f` sees it, as the error
+/// fails a load; so does the first error `f` returns.
 pub(crate) fn by_symbol<T>(
     path: &Path,
     cfg: &DataConfig,
     progress: &dyn Fn(u64),
     mut f: impl FnMut(&Arc<str>, Vec<Session>) -> Result<T, DataError>,
 ) -> Result<Scanned<T>, DataError> {
-    let mut problems = Vec::new();
-    let sources = discover(path, &mut problems)?;
+    let mut out = Scanned {
+        parts: Vec::new(),
+        files: Vec::new(),
+        problems: Vec::new(),
+    };
+    let sources = discover(path, &mut out.problems)?;
     let mut groups: BTreeMap<Arc<str>, Vec<&Source>> = BTreeMap::new();
     for s in &sources {
         groups.entry(s.symbol().clone()).or_default().push(s);
     }
-    let parts: Vec<Part<T>> = groups
-        .iter()
-        .map(|(symbol, group)| {
-            let (mut sessions, mut files, mut problems) = (Vec::new(), Vec::new(), Vec::new());
-            for s in group {
-                let o = load_source(s, cfg);
-                sessions.extend(o.sessions);
-                files.push(o.report);
-                problems.extend(o.problems);
+    // A file with a symbol column may hold any symbol: the days already
+    // seen are remembered across groups (a few bytes a session).
+    let mut seen: HashSet<(Arc<str>, NaiveDate)> = HashSet::new();
+    let mut duplicates = 0u64;
+    for (symbol, group) in &groups {
+        let mut sessions = Vec::new();
+        for s in group {
+            let o = load_source(s, cfg);
+            sessions.extend(o.sessions);
+            out.files.push(o.report);
+            out.problems.extend(o.problems);
+        }
+        if cfg.policy.on_error == ErrorPolicy::Fail {
+            if let Some(p) = out.problems.iter().find(|p| p.severity == Severity::Error) {
+                return Err(DataError::FileFailed {
+                    problem: Box::new(p.clone()),
+                });
             }
-            sessions.sort_by(|a, b| (&a.symbol, a.date).cmp(&(&b.symbol, b.date)));
-            let before = sessions.len();
-            sessions.dedup_by(|b, a| a.symbol == b.symbol && a.date == b.date);
-            let duplicates = before - sessions.len();
-            progress(group.len() as u64);
-            Ok((f(symbol, sessions)?, files, problems, duplicates))
-        })
-        .collect();
-    let mut out = Scanned {
-        parts: Vec::with_capacity(parts.len()),
-        files: Vec::with_capacity(sources.len()),
-        problems,
-    };
-    let mut duplicates = 0;
-    for part in parts {
-        let (t, files, problems, dups) = part?;
-        out.parts.push(t);
-        out.files.extend(files);
-        out.problems.extend(problems);
-        duplicates += dups;
+        }
+        sessions.sort_by(|a, b| (&a.symbol, a.date).cmp(&(&b.symbol, b.date)));
+        let before = sessions.len();
+        sessions.retain(|s| seen.insert((s.symbol.clone(), s.date)));
+        duplicates += (before - sessions.len()) as u64;
+        progress(group.len() as u64);
+        out.parts.push(f(symbol, sessions)?);
     }
     if duplicates > 0 {
         out.problems.push(Problem {
@@ -85,7 +87,7 @@ pub(crate) fn by_symbol<T>(
             field: None,
             kind: ProblemKind::DuplicateRows,
             severity: Severity::Warning,
-            count: duplicates as u64,
+            count: duplicates,
             message: "symbol-sessions found in more than one file; the first was kept".into(),
         });
     }

@@ -213,3 +213,18 @@ fn a_synthetic_set_is_cataloged_a_symbol_at_a_time() {
         days
     );
 }
+
+#[test]
+fn a_symbol_day_in_two_files_with_a_symbol_column_is_cataloged_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let stamped = repo("crates/serl-data/tests/fixtures/stamped.csv");
+    for name in ["part-a.csv", "part-b.csv"] {
+        std::fs::copy(&stamped, dir.path().join(name)).unwrap();
+    }
+    let cfg = DataConfig::default();
+    let ds = load(dir.path(), &cfg).unwrap();
+    let full = serde_json::to_value(Catalog::new(dir.path(), &ds, &cfg)).unwrap();
+    let streamed = serde_json::to_value(Catalog::scan(dir.path(), &cfg).unwrap()).unwrap();
+    assert_eq!(full, streamed);
+    assert_eq!(full["symbol_sessions"], 1);
+}

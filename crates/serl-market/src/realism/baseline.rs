@@ -62,6 +62,9 @@ impl ParametricFlow {
         let (first, last) = (messages.first()?, messages.last()?);
         let seconds = (last.time - first.time).max(1.0);
         let mut depths: Vec<i64> = f.limit_depth.iter().map(|s| s.1.round() as i64).collect();
+        if depths.is_empty() {
+            return None;
+        }
         depths.sort_unstable();
         let pct = |p: f64| depths[((depths.len() - 1) as f64 * p) as usize];
         let (depth_min, depth_max) = (pct(0.01).min(0), pct(0.99).max(0));
@@ -100,6 +103,25 @@ impl ParametricFlow {
         })
     }
 
+    /// The opening mid, ticks; one side's best and half the day's spread
+    /// when the opening row quotes one side only.
+    fn opening_mid(&self) -> f64 {
+        let (ask, qa, bid, qb) = (
+            self.opening[0],
+            self.opening[1],
+            self.opening[2],
+            self.opening[3],
+        );
+        let tick = self.tick as f64;
+        let half = self.spread as f64 / 2.0;
+        match (qa > 0, qb > 0) {
+            (true, true) => (ask + bid) as f64 / 2.0 / tick,
+            (true, false) => ask as f64 / tick - half,
+            (false, true) => bid as f64 / tick + half,
+            (false, false) => 0.0,
+        }
+    }
+
     /// Market orders per second per side.
     pub fn market_rate(&self) -> f64 {
         self.market_rate
@@ -122,7 +144,7 @@ impl ParametricFlow {
             rng: SmallRng::seed_from_u64(seed),
             next_id: 0,
             events: Vec::new(),
-            last_mid: (self.opening[0] + self.opening[2]) as f64 / 2.0 / self.tick as f64,
+            last_mid: self.opening_mid(),
         };
         day.rec.at(self.open);
         for level in self.opening.chunks(4) {
@@ -295,19 +317,26 @@ impl FlowDay<'_> {
                 u -= r;
             }
         }
-        // A deep order: drawn among all resting ones until a deep one.
+        // A deep order: drawn among all resting ones until a deep one, and
+        // where the draws miss, the first deep one in the list, so that no
+        // cancel the rate counted is lost.
+        let deep = |day: &Self, id: OrderId| {
+            day.book.order(id).is_some_and(|o| {
+                let best = day.book.best(o.side).map_or(o.price, |l| l.price);
+                (o.price - best).abs() > deepest
+            })
+        };
+        if self.live.is_empty() {
+            return;
+        }
         for _ in 0..64 {
-            if self.live.is_empty() {
-                return;
-            }
             let id = self.live[self.rng.random_range(0..self.live.len())];
-            let Some(o) = self.book.order(id) else {
-                continue;
-            };
-            let best = self.book.best(o.side).map_or(o.price, |l| l.price);
-            if (o.price - best).abs() > deepest {
+            if deep(self, id) {
                 return self.remove(id);
             }
+        }
+        if let Some(&id) = self.live.iter().find(|&&id| deep(self, id)) {
+            self.remove(id);
         }
     }
 

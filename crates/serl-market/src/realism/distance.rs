@@ -56,8 +56,9 @@ impl Interval {
 pub type Blocks = Vec<Vec<(u8, f64)>>;
 
 /// Groups samples tagged `(day, minute)` into blocks, thinning the series
-/// evenly to at most [`MAX_SAMPLES`].
-pub fn into_blocks(samples: impl Iterator<Item = (usize, u16, u8, f64)>) -> Blocks {
+/// evenly to at most [`MAX_SAMPLES`]; also returns how many finite samples
+/// there were before the thinning.
+pub fn into_blocks(samples: impl Iterator<Item = (usize, u16, u8, f64)>) -> (Blocks, usize) {
     let all: Vec<_> = samples.filter(|s| s.3.is_finite()).collect();
     let step = all.len().div_ceil(MAX_SAMPLES).max(1);
     let mut blocks: Blocks = Vec::new();
@@ -69,7 +70,7 @@ pub fn into_blocks(samples: impl Iterator<Item = (usize, u16, u8, f64)>) -> Bloc
         }
         blocks.last_mut().expect("pushed").push((bucket, value));
     }
-    blocks
+    (blocks, all.len())
 }
 
 /// The two distances between a real and a simulated sample.
@@ -240,6 +241,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &v)| (0, (i / 10) as u16, 0, v)),
         )
+        .0
     }
 
     #[test]

@@ -9,6 +9,10 @@ use std::collections::HashMap;
 
 use serl_lob::{BookRows, LobsterEvent, MessageRow};
 
+/// LOBSTER's clock at the regular open (09:30), seconds after midnight: the
+/// minute grid of every day.
+const OPEN_SECONDS: f64 = 34_200.0;
+
 /// Message lags, in messages, at which the price response is read.
 pub const RESPONSE_LAGS: [usize; 7] = [1, 2, 5, 10, 20, 50, 100];
 
@@ -78,7 +82,8 @@ pub struct DayFeatures {
     /// log10 of the mean level-1 size after each message, with the spread
     /// then (ticks), for the conditional statistic.
     pub touch_given_spread: Vec<(u16, f64, f64)>,
-    /// |log return| of the mid over the 5 minutes before each minute, bps.
+    /// |log return| of the mid over the 5 minutes before each minute, bps
+    /// (`NaN` for the first six minutes).
     pub minute_volatility: Vec<f64>,
     /// The price response of every market order, limit order and cancel.
     pub responses: Vec<Response>,
@@ -94,11 +99,26 @@ fn touch(row: &[i64]) -> (i64, i64, i64, i64, bool) {
 impl DayFeatures {
     /// Measures a LOBSTER day: `rows[i]` is the book after `messages[i]`;
     /// `tick` is one price tick in LOBSTER units (100 for a cent).
-    pub fn measure(messages: &[MessageRow], rows: &BookRows, tick: i64) -> DayFeatures {
-        let n = messages.len().min(rows.len());
+    pub fn measure(all: &[MessageRow], rows: &BookRows, tick: i64) -> DayFeatures {
+        // Hidden executions, crosses and halts leave the visible book alone
+        // and no simulator writes them: measured, they would count one book
+        // state twice and shorten the inter-arrival times of real days only.
+        let kept: Vec<usize> = (0..all.len().min(rows.len()))
+            .filter(|&i| {
+                matches!(
+                    all[i].kind,
+                    LobsterEvent::Submit
+                        | LobsterEvent::Cancel
+                        | LobsterEvent::Delete
+                        | LobsterEvent::Execute
+                )
+            })
+            .collect();
+        let messages: Vec<MessageRow> = kept.iter().map(|&i| all[i]).collect();
+        let row_of = |j: usize| rows.row(kept[j]);
+        let n = messages.len();
         let tick = tick.max(1) as f64;
-        let open = messages.first().map_or(34_200.0, |m| m.time.floor());
-        let minute = |t: f64| (((t - open) / 60.0).max(0.0) as u16).min(389);
+        let minute = |t: f64| (((t - OPEN_SECONDS) / 60.0).max(0.0) as u16).min(389);
         let mut f = DayFeatures {
             levels: rows.levels(),
             ..DayFeatures::default()
@@ -107,7 +127,7 @@ impl DayFeatures {
         let mut submitted: HashMap<u64, f64> = HashMap::new();
         let mut minute_mid = vec![f64::NAN; 390];
         for i in 0..n {
-            let (m, row) = (&messages[i], rows.row(i));
+            let (m, row) = (&messages[i], row_of(i));
             let at = minute(m.time);
             let (a, qa, b, qb, two_sided) = touch(row);
             let mid = if two_sided {
@@ -138,7 +158,7 @@ impl DayFeatures {
                 let dt = (m.time - messages[i - 1].time).max(MIN_INTERARRIVAL_S);
                 f.interarrival.push((at, dt.log10()));
             }
-            let before = (i > 0).then(|| touch(rows.row(i - 1)));
+            let before = (i > 0).then(|| touch(row_of(i - 1)));
             let depth = before.and_then(|(ba, qa, bb, qb, _)| {
                 let own = if m.direction == 1 { (bb, qb) } else { (ba, qa) };
                 (own.1 > 0).then(|| {
@@ -174,13 +194,13 @@ impl DayFeatures {
                 _ => {}
             }
         }
-        f.market_size = market_orders(&messages[..n])
+        f.market_size = market_orders(&messages)
             .map(|(first, last)| {
                 let size: i64 = messages[first..=last].iter().map(|m| m.size).sum();
                 (minute(messages[first].time), (size.max(1) as f64).log10())
             })
             .collect();
-        f.responses = responses(&messages[..n], &mids, &minute);
+        f.responses = responses(&messages, &mids, &minute);
         f.minute_volatility = volatility(&minute_mid);
         f
     }
@@ -252,8 +272,10 @@ fn responses(messages: &[MessageRow], mids: &[f64], minute: &dyn Fn(f64) -> u16)
     out
 }
 
-/// |log return| of the mid over the five minutes before each minute, bps
-/// (`NaN` where a mid is missing).
+/// |log return| of the mid over the five minutes before each minute, bps:
+/// from the end of minute m − 6 to the end of minute m − 1, so a minute's
+/// spread is conditioned on what came before it (`NaN` for the first six
+/// minutes and where a mid is missing).
 fn volatility(minute_mid: &[f64]) -> Vec<f64> {
     let mut last = f64::NAN;
     let filled: Vec<f64> = minute_mid
@@ -267,9 +289,10 @@ fn volatility(minute_mid: &[f64]) -> Vec<f64> {
         .collect();
     (0..filled.len())
         .map(|m| {
-            let from = filled[m.saturating_sub(5)];
-            let to = filled[m];
-            (to / from).ln().abs() * 1e4
+            if m < 6 {
+                return f64::NAN;
+            }
+            (filled[m - 1] / filled[m - 6]).ln().abs() * 1e4
         })
         .collect()
 }

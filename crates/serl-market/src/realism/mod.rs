@@ -34,7 +34,8 @@ use crate::Calibration;
 /// quoted spread. `tick` is one tick in LOBSTER units (100 for a cent).
 pub fn lobster_calibration(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Calibration {
     let minutes = crate::SESSION_MINUTES as usize;
-    let open = messages.first().map_or(34_200.0, |m| m.time.floor());
+    // LOBSTER's clock from the regular open, as the simulator's.
+    let open = 34_200.0;
     let mut price = vec![f64::NAN; minutes];
     let mut volume = vec![0.0; minutes];
     let (mut spread_sum, mut spread_n) = (0.0, 0usize);
@@ -295,8 +296,9 @@ impl Buckets {
     }
 }
 
-/// The blocks of one statistic over a model's days.
-fn blocks_of(stat: &Statistic, days: &[DayFeatures], b: &Buckets) -> Blocks {
+/// The blocks of one statistic over a model's days, and its samples
+/// before thinning.
+fn blocks_of(stat: &Statistic, days: &[DayFeatures], b: &Buckets) -> (Blocks, usize) {
     let tagged = days
         .iter()
         .enumerate()
@@ -322,6 +324,8 @@ fn blocks_of(stat: &Statistic, days: &[DayFeatures], b: &Buckets) -> Blocks {
                             .get(m as usize)
                             .copied()
                             .unwrap_or(f64::NAN);
+                        // The first minutes have no volatility to condition on.
+                        let v = if vol.is_finite() { v } else { f64::NAN };
                         (k, m, Buckets::of_value(&b.volatility, vol), v)
                     })
                     .collect(),
@@ -410,23 +414,22 @@ fn score_distribution(
     buckets: &Buckets,
     seed: u64,
 ) -> RealismRow {
-    let r = blocks_of(stat, real, buckets);
-    let count = |b: &Blocks| b.iter().map(Vec::len).sum::<usize>();
+    let (r, real_samples) = blocks_of(stat, real, buckets);
     let scores = models
         .iter()
         .filter_map(|(model, days)| {
-            let s = blocks_of(stat, days, buckets);
+            let (s, samples) = blocks_of(stat, days, buckets);
             let d = distances(&r, &s, seed)?;
             Some(ModelScore {
                 model: model.clone(),
-                samples: count(&s),
+                samples,
                 l1: Some(d.l1),
                 w1: d.w1,
                 curve: Vec::new(),
             })
         })
         .collect();
-    RealismRow::of(stat, count(&r), Vec::new(), scores)
+    RealismRow::of(stat, real_samples, Vec::new(), scores)
 }
 
 fn score_curve(
@@ -440,10 +443,11 @@ fn score_curve(
     let r = curve_blocks(real, event, moved);
     let real_curve = mean_curve(r.iter());
     let count = |b: &CurveBlocks| b.iter().map(Vec::len).sum::<usize>();
-    let mut rng = SmallRng::seed_from_u64(seed);
     let scores = models
         .iter()
         .filter_map(|(model, days)| {
+            // Every model sees the same resamples of the real day.
+            let mut rng = SmallRng::seed_from_u64(seed);
             let s = curve_blocks(days, event, moved);
             if s.is_empty() || r.is_empty() {
                 return None;

@@ -396,7 +396,11 @@ fn response_plot(r: &SymbolReport) -> Result<(String, String)> {
         "{}: mid response to market orders that moved the mid",
         r.day.symbol
     );
-    let Some(row) = r.rows.iter().find(|row| row.kind == StatKind::Response) else {
+    let Some(row) = r
+        .rows
+        .iter()
+        .find(|row| row.statistic == "response to market orders, mid moved")
+    else {
         return Ok((title, String::new()));
     };
     let curve = |c: &[f64]| -> Vec<(f64, f64)> {

@@ -123,9 +123,13 @@ pub fn run(
     resume: bool,
 ) -> Result<ExitCode> {
     let wf = &cfg.walk_forward;
-    let dates = ds.dates();
-    let windows = windows(&dates, wf)?;
     let all = generate_orders(ds, Split::All, &cfg.data, &cfg.orders)?;
+    // The dates the orders fall on: with `[orders] symbols`, a symbol's
+    // history may be shorter than the dataset's.
+    let mut dates: Vec<NaiveDate> = all.iter().map(|o| o.date).collect();
+    dates.sort_unstable();
+    dates.dedup();
+    let windows = windows(&dates, wf)?;
     let market = MarketData::new(ds, &cfg.data);
     let baselines: Vec<StrategySpec> = wf
         .baselines
@@ -155,6 +159,14 @@ pub fn run(
             max => spread_orders(&val, max),
         };
         let test = orders_on(&all, &w.test);
+        if train.is_empty() || test.is_empty() {
+            bail!(
+                "walk-forward window {} has {} train and {} test orders; every window needs both (check [orders] symbols and the dates)",
+                w.index,
+                train.len(),
+                test.len()
+            );
+        }
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("train.toml"), toml::to_string(cfg)?)?;
         let trained = train_one(cfg, &market, (&train, &val), &dir, resume)?;
@@ -175,7 +187,7 @@ pub fn run(
             provenance(
                 cfg,
                 data_path,
-                &test,
+                test.len(),
                 &format!("walk-forward window {}", w.index),
             ),
         );
@@ -191,7 +203,7 @@ pub fn run(
     let test_orders: usize = results.iter().map(|r| r.test_orders).sum();
     let data = ReportData::new(
         &pooled,
-        provenance(cfg, data_path, &[], "walk-forward test days"),
+        provenance(cfg, data_path, test_orders, "walk-forward test days"),
     );
     let pooled_dir = out.join("walk-forward");
     serl_eval::write_report(&pooled_dir, &pooled, &data)
@@ -212,17 +224,12 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-fn provenance(
-    cfg: &TrainFile,
-    data_path: &Path,
-    orders: &[ParentOrder],
-    split: &str,
-) -> Provenance {
+fn provenance(cfg: &TrainFile, data_path: &Path, orders: usize, split: &str) -> Provenance {
     Provenance {
         data_path: data_path.display().to_string(),
         split: split.into(),
         seed: cfg.orders.seed,
-        orders: orders.len(),
+        orders,
         order_config: serde_json::to_string(&cfg.orders).unwrap_or_default(),
         env_config: serde_json::to_string(&cfg.env).unwrap_or_default(),
         reward: cfg
