@@ -326,15 +326,8 @@ pub fn scan(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
     ds.sessions
         .dedup_by(|b, a| a.symbol == b.symbol && a.date == b.date);
     if ds.sessions.len() < before {
-        ds.problems.push(Problem {
-            file: path.to_path_buf(),
-            line: None,
-            field: None,
-            kind: ProblemKind::DuplicateRows,
-            severity: Severity::Warning,
-            count: (before - ds.sessions.len()) as u64,
-            message: "symbol-sessions found in more than one file; the first was kept".into(),
-        });
+        let n = (before - ds.sessions.len()) as u64;
+        ds.problems.push(cross_file_duplicates(path, n));
     }
     Ok(ds)
 }
@@ -350,6 +343,20 @@ pub fn load(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
     let ds = scan(path, cfg)?;
     check_policy(path, cfg, &ds.problems, ds.sessions.is_empty())?;
     Ok(ds)
+}
+
+/// The warning for `count` symbol-sessions found in more than one file
+/// under `path`, of which the first was kept.
+pub(crate) fn cross_file_duplicates(path: &Path, count: u64) -> Problem {
+    Problem {
+        file: path.to_path_buf(),
+        line: None,
+        field: None,
+        kind: ProblemKind::DuplicateRows,
+        severity: Severity::Warning,
+        count,
+        message: "symbol-sessions found in more than one file; the first was kept".into(),
+    }
 }
 
 /// The error policy over a load's problems: under [`ErrorPolicy::Fail`]

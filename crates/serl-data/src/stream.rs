@@ -21,8 +21,8 @@ use chrono::NaiveDate;
 
 use crate::bars::{FileReport, Session};
 use crate::config::{DataConfig, ErrorPolicy};
-use crate::load::{discover, load_source, Source};
-use crate::{DataError, Problem, ProblemKind, Severity};
+use crate::load::{cross_file_duplicates, discover, load_source, Source};
+use crate::{DataError, Problem, Severity};
 
 /// What a pass by symbol leaves: the caller's result per symbol (in
 /// symbol order), every file's report and every problem.
@@ -81,15 +81,7 @@ pub(crate) fn by_symbol<T>(
         out.parts.push(f(symbol, sessions)?);
     }
     if duplicates > 0 {
-        out.problems.push(Problem {
-            file: path.to_path_buf(),
-            line: None,
-            field: None,
-            kind: ProblemKind::DuplicateRows,
-            severity: Severity::Warning,
-            count: duplicates,
-            message: "symbol-sessions found in more than one file; the first was kept".into(),
-        });
+        out.problems.push(cross_file_duplicates(path, duplicates));
     }
     Ok(out)
 }

@@ -74,7 +74,7 @@ fn a_day_is_at_no_distance_from_itself() {
 fn a_fitted_poisson_flow_recovers_its_days_rates_and_writes_a_valid_day() {
     let (messages, rows) = synthetic_day(5, 2);
     let real = DayFeatures::measure(&messages, &rows, 100);
-    let flow = ParametricFlow::fit(&messages, &rows, 100).unwrap();
+    let flow = ParametricFlow::fit(&real, &messages, &rows, 100).unwrap();
     let rec = flow.simulate(3);
     let kept = replays_exactly(&rec);
     assert!(kept > 10_000, "{kept} messages");

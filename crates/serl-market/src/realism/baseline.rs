@@ -55,10 +55,16 @@ pub struct ParametricFlow {
 }
 
 impl ParametricFlow {
-    /// Fits the flow to a real day; `None` when it holds too little to fit
-    /// (no limit order, market order or two-sided book).
-    pub fn fit(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Option<ParametricFlow> {
-        let f = DayFeatures::measure(messages, rows, tick);
+    /// Fits the flow to a real day, `f` being its features as
+    /// [`DayFeatures::measure`] gave them (measured once by the caller,
+    /// who scores the day with them too); `None` when it holds too little
+    /// to fit (no limit order, market order or two-sided book).
+    pub fn fit(
+        f: &DayFeatures,
+        messages: &[MessageRow],
+        rows: &BookRows,
+        tick: i64,
+    ) -> Option<ParametricFlow> {
         let (first, last) = (messages.first()?, messages.last()?);
         let seconds = (last.time - first.time).max(1.0);
         let mut depths: Vec<i64> = f.limit_depth.iter().map(|s| s.1.round() as i64).collect();
@@ -237,18 +243,7 @@ fn cancel_rates(
         .map(|(c, r)| if *r > 0.0 { c / r } else { f64::NAN })
         .collect();
     // A depth never seen resting takes its shallower neighbour's rate.
-    let mut last = rates
-        .iter()
-        .copied()
-        .find(|r| r.is_finite())
-        .unwrap_or(1.0 / seconds);
-    for r in &mut rates {
-        if r.is_finite() {
-            last = *r;
-        } else {
-            *r = last;
-        }
-    }
+    super::fill_gaps(&mut rates, 1.0 / seconds);
     rates
 }
 

@@ -13,6 +13,11 @@ use serl_lob::{BookRows, LobsterEvent, MessageRow};
 /// minute grid of every day.
 const OPEN_SECONDS: f64 = 34_200.0;
 
+/// The minute of the session (0 to 389) a LOBSTER time falls in.
+pub(super) fn minute_of(seconds: f64) -> u16 {
+    (((seconds - OPEN_SECONDS) / 60.0).max(0.0) as u16).min(crate::SESSION_MINUTES - 1)
+}
+
 /// Message lags, in messages, at which the price response is read.
 pub const RESPONSE_LAGS: [usize; 7] = [1, 2, 5, 10, 20, 50, 100];
 
@@ -91,7 +96,7 @@ pub struct DayFeatures {
 
 /// The visible top of the book in a row: best ask, its size, best bid, its
 /// size, and whether both sides quote.
-fn touch(row: &[i64]) -> (i64, i64, i64, i64, bool) {
+pub(super) fn touch(row: &[i64]) -> (i64, i64, i64, i64, bool) {
     let (a, qa, b, qb) = (row[0], row[1], row[2], row[3]);
     (a, qa, b, qb, qa > 0 && qb > 0)
 }
@@ -118,7 +123,7 @@ impl DayFeatures {
         let row_of = |j: usize| rows.row(kept[j]);
         let n = messages.len();
         let tick = tick.max(1) as f64;
-        let minute = |t: f64| (((t - OPEN_SECONDS) / 60.0).max(0.0) as u16).min(389);
+        let minute = minute_of;
         let mut f = DayFeatures {
             levels: rows.levels(),
             ..DayFeatures::default()

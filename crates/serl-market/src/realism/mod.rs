@@ -34,42 +34,46 @@ use crate::Calibration;
 /// quoted spread. `tick` is one tick in LOBSTER units (100 for a cent).
 pub fn lobster_calibration(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Calibration {
     let minutes = crate::SESSION_MINUTES as usize;
-    // LOBSTER's clock from the regular open, as the simulator's.
-    let open = 34_200.0;
     let mut price = vec![f64::NAN; minutes];
     let mut volume = vec![0.0; minutes];
     let (mut spread_sum, mut spread_n) = (0.0, 0usize);
     for (i, m) in messages.iter().enumerate().take(rows.len()) {
-        let minute = (((m.time - open) / 60.0).max(0.0) as usize).min(minutes - 1);
+        let minute = features::minute_of(m.time) as usize;
         if matches!(m.kind, LobsterEvent::Execute | LobsterEvent::ExecuteHidden) {
             volume[minute] += m.size as f64;
         }
-        let row = rows.row(i);
-        if row[1] > 0 && row[3] > 0 {
-            let mid = (row[0] + row[2]) as f64 / 2.0;
+        let (ask, _, bid, _, two_sided) = features::touch(rows.row(i));
+        if two_sided {
+            let mid = (ask + bid) as f64 / 2.0;
             price[minute] = mid / 10_000.0;
-            spread_sum += (row[0] - row[2]) as f64 / mid * 1e4;
+            spread_sum += (ask - bid) as f64 / mid * 1e4;
             spread_n += 1;
         }
     }
-    let mut last = price
-        .iter()
-        .copied()
-        .find(|p| p.is_finite())
-        .unwrap_or(100.0);
-    for p in &mut price {
-        if p.is_finite() {
-            last = *p;
-        } else {
-            *p = last;
-        }
-    }
+    fill_gaps(&mut price, 100.0);
     Calibration {
         tick: tick as f64 / 10_000.0,
         minute_price: price,
         minute_volume: volume,
         spread_bps: spread_sum / spread_n.max(1) as f64,
         noise_scale: Vec::new(),
+    }
+}
+
+/// Fills each `NaN` of `values` with the last finite value before it; the
+/// leading ones take the first finite value (`none` when there is none).
+pub(super) fn fill_gaps(values: &mut [f64], none: f64) {
+    let mut last = values
+        .iter()
+        .copied()
+        .find(|v| v.is_finite())
+        .unwrap_or(none);
+    for v in values {
+        if v.is_finite() {
+            last = *v;
+        } else {
+            *v = last;
+        }
     }
 }
 

@@ -134,6 +134,30 @@ pub fn print_summaries(summaries: &[serl_eval::Summary]) {
     }
 }
 
+/// Where a report's orders came from: the data, split, seed and configs,
+/// and the serl version and commit that wrote it, now.
+pub fn provenance(
+    data_path: &Path,
+    split: &str,
+    seed: u64,
+    orders: usize,
+    (order_config, env_config): (&serl_env::OrderConfig, &serl_env::EnvConfig),
+    reward: String,
+) -> Result<Provenance> {
+    Ok(Provenance {
+        data_path: data_path.display().to_string(),
+        split: split.into(),
+        seed,
+        orders,
+        order_config: serde_json::to_string(order_config)?,
+        env_config: serde_json::to_string(env_config)?,
+        reward,
+        serl_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(),
+        created: now(),
+    })
+}
+
 pub fn git_commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -197,18 +221,14 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     );
     bar.finish_and_clear();
     let secs = t1.elapsed().as_secs_f64();
-    let provenance = Provenance {
-        data_path: a.data.display().to_string(),
-        split: a.split.to_string(),
-        seed: cfg.orders.seed,
-        orders: orders.len(),
-        order_config: serde_json::to_string(&cfg.orders)?,
-        env_config: serde_json::to_string(&cfg.env)?,
-        reward: reward.describe(),
-        serl_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
-        created: now(),
-    };
+    let provenance = provenance(
+        &a.data,
+        &a.split.to_string(),
+        cfg.orders.seed,
+        orders.len(),
+        (&cfg.orders, &cfg.env),
+        reward.describe(),
+    )?;
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)
         .with_context(|| format!("writing the report to {}", a.out.display()))?;

@@ -391,25 +391,22 @@ fn provenance(
     orders: usize,
     outcome: &serl_evolve::EvolveOutcome,
 ) -> Result<Provenance> {
-    Ok(Provenance {
-        data_path: data_path.display().to_string(),
-        split: "test".into(),
-        seed: cfg.evolve.seed,
+    let reward = format!(
+        "best design: {}",
+        outcome
+            .best
+            .design
+            .as_ref()
+            .map_or("-".into(), |d| d.reward.source().to_string())
+    );
+    super::backtest::provenance(
+        data_path,
+        "test",
+        cfg.evolve.seed,
         orders,
-        order_config: serde_json::to_string(&cfg.orders)?,
-        env_config: serde_json::to_string(&cfg.env)?,
-        reward: format!(
-            "best design: {}",
-            outcome
-                .best
-                .design
-                .as_ref()
-                .map_or("-".into(), |d| d.reward.source().to_string())
-        ),
-        serl_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: super::backtest::git_commit(),
-        created: super::backtest::now(),
-    })
+        (&cfg.orders, &cfg.env),
+        reward,
+    )
 }
 
 /// The data and orders that the main run and every ablation share.

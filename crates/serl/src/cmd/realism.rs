@@ -188,12 +188,13 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
         let day = read_day(symbol, file)?;
         let real = DayFeatures::measure(&day.messages, &day.rows, CENT);
         let (cal, market) = agent_market(&day, &base)?;
-        let flow = ParametricFlow::fit(&day.messages, &day.rows, CENT).with_context(|| {
-            format!(
-                "{}: too little order flow to fit the parametric baseline",
-                day.file.display()
-            )
-        })?;
+        let flow =
+            ParametricFlow::fit(&real, &day.messages, &day.rows, CENT).with_context(|| {
+                format!(
+                    "{}: too little order flow to fit the parametric baseline",
+                    day.file.display()
+                )
+            })?;
         bar.inc(1);
         let levels = day.rows.levels();
         let (mut abm, mut cst, mut counts) = (Vec::new(), Vec::new(), [0usize; 2]);

@@ -16,8 +16,9 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serl_data::{Dataset, Split};
 use serl_env::{generate_orders, spread_orders, MarketData, ParentOrder, StaticVenue, Venue};
-use serl_eval::{run_backtest, Provenance, ReportData, StrategyFactory, StrategySpec};
+use serl_eval::{run_backtest, ReportData, StrategyFactory, StrategySpec};
 
+use super::backtest::provenance;
 use super::train::{policy_factory_labelled, reward_of, train_one, TrainFile};
 
 /// The label of each window's policy in the pooled report.
@@ -185,11 +186,13 @@ pub fn run(
         let report = ReportData::new(
             &res,
             provenance(
-                cfg,
                 data_path,
-                test.len(),
                 &format!("walk-forward window {}", w.index),
-            ),
+                cfg.orders.seed,
+                test.len(),
+                (&cfg.orders, &cfg.env),
+                reward.describe(),
+            )?,
         );
         results.push(WindowResult {
             train_orders: train.len(),
@@ -203,7 +206,14 @@ pub fn run(
     let test_orders: usize = results.iter().map(|r| r.test_orders).sum();
     let data = ReportData::new(
         &pooled,
-        provenance(cfg, data_path, test_orders, "walk-forward test days"),
+        provenance(
+            data_path,
+            "walk-forward test days",
+            cfg.orders.seed,
+            test_orders,
+            (&cfg.orders, &cfg.env),
+            reward.describe(),
+        )?,
     );
     let pooled_dir = out.join("walk-forward");
     serl_eval::write_report(&pooled_dir, &pooled, &data)
@@ -222,24 +232,6 @@ pub fn run(
     super::backtest::print_summaries(&data.summaries);
     println!("report: {}", out.join("walk-forward.html").display());
     Ok(ExitCode::SUCCESS)
-}
-
-fn provenance(cfg: &TrainFile, data_path: &Path, orders: usize, split: &str) -> Provenance {
-    Provenance {
-        data_path: data_path.display().to_string(),
-        split: split.into(),
-        seed: cfg.orders.seed,
-        orders,
-        order_config: serde_json::to_string(&cfg.orders).unwrap_or_default(),
-        env_config: serde_json::to_string(&cfg.env).unwrap_or_default(),
-        reward: cfg
-            .reward
-            .clone()
-            .unwrap_or_else(|| "the default reward".into()),
-        serl_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: super::backtest::git_commit(),
-        created: super::backtest::now(),
-    }
 }
 
 /// The policy against TWAP in one window's report: (ΔPA over orders, day
