@@ -3,11 +3,11 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serl_env::{ExecutionOutcome, OrderSide, ParentOrder};
 
 /// One order executed by one strategy in one environment.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OrderResult {
     /// The strategy's label.
     pub strategy: String,

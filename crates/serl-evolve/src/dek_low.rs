@@ -9,11 +9,11 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serl_design::{Design, RewardModule};
-use serl_train::Algo;
 
 use crate::candidate::{CandidateKind, CandidateResult};
 use crate::error::{read_json, write_json, EvolveError};
-use crate::score::{side_by_side, train_and_score, trains_fused, Scoring};
+use crate::score::Scoring;
+use crate::tasks::{score_batch, ScoreJob};
 
 /// The numbers of a design the low-level DEK tunes: the reward program's
 /// literals, then the imagination's (`ImaginationModule::constants`) when
@@ -126,24 +126,32 @@ pub(crate) fn tune_constants(
                 job,
             });
         }
-        let fused = |m: &Member| match &m.job {
-            Job::Stored(_) => true,
-            Job::Train(d, _) => trains_fused(&inputs.cfg.train, d, Algo::Ppo),
-        };
-        let results = side_by_side(
-            &members,
-            inputs.cfg.parallel_candidates(),
-            fused,
-            |m| match &m.job {
+        let jobs: Vec<ScoreJob> = members
+            .iter()
+            .filter_map(|m| match &m.job {
+                Job::Stored(_) => None,
+                Job::Train(d, seed) => Some(ScoreJob {
+                    design: (**d).clone(),
+                    key: m.key.clone(),
+                    iteration: j,
+                    success_rate: best.success_rate,
+                    seed: *seed,
+                }),
+            })
+            .collect();
+        let batch = format!("ll{j}_g{g}");
+        let mut trained = score_batch(inputs, dir, &batch, &jobs, &|| {})?.into_iter();
+        let results = members
+            .iter()
+            .map(|m| match &m.job {
                 Job::Stored(r) => Ok((**r).clone()),
-                Job::Train(d, seed) => {
-                    let (r, _) =
-                        train_and_score(inputs, d, m.key.clone(), j, best.success_rate, *seed)?;
+                Job::Train(..) => {
+                    let (r, _) = trained.next().expect("one result per job");
                     write_json(&m.path, &r)?;
                     Ok(r)
                 }
-            },
-        )?;
+            })
+            .collect::<Result<Vec<_>, EvolveError>>()?;
         let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
         for (r, m) in results.into_iter().zip(&members) {
             if let (Some(d), Some(s)) = (r.design.clone(), r.score) {

@@ -24,6 +24,9 @@ pub enum EvolveError {
     /// The designer could not answer at all (not a rejected module).
     #[error("the designer failed: {0}")]
     Designer(String),
+    /// A batch of tasks did not finish on the cluster.
+    #[error("cluster: {0}")]
+    Cluster(String),
     /// Every candidate of every iteration was invalid.
     #[error("no candidate was valid in {0} iterations; see the attempts in the run directory")]
     NoValidDesign(usize),

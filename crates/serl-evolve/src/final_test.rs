@@ -11,7 +11,8 @@ use serl_train::{Algo, DeviceChoice, Policy, PolicyStrategy};
 
 use crate::candidate::{CandidateKind, CandidateResult};
 use crate::error::{read_json, write_json, EvolveError};
-use crate::score::{side_by_side, train_and_score, train_design, trains_fused, Scoring};
+use crate::score::Scoring;
+use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
 
 /// The scripted strategies every test compares against.
 const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
@@ -24,15 +25,24 @@ pub(crate) fn baseline(scoring: &Scoring, dir: &Path) -> Result<CandidateResult,
     if let Some(r) = read_json::<CandidateResult>(&path) {
         return Ok(r);
     }
-    let seed = scoring.cfg.seed ^ 0xBA5E;
-    let (r, _) = train_and_score(scoring, &Design::baseline(), key, 0, 1.0, seed)?;
+    let job = ScoreJob {
+        design: Design::baseline(),
+        key,
+        iteration: 0,
+        success_rate: 1.0,
+        seed: scoring.cfg.seed ^ 0xBA5E,
+    };
+    let (r, _) = score_batch(scoring, dir, "baseline", &[job], &|| {})?
+        .pop()
+        .expect("one result per job");
     write_json(&path, &r)?;
     Ok(r)
 }
 
 /// Retrains the best design, plain PPO and DDQN with the final budget
-/// (side by side where they are fused), or loads them from an earlier
-/// run, as strategies named `serl-best`, `ppo-default` and `ddqn-default`.
+/// (side by side where they are fused, or as a cluster batch), or loads
+/// them from an earlier run, as strategies named `serl-best`,
+/// `ppo-default` and `ddqn-default`.
 pub(crate) fn retrain(
     scoring: &Scoring,
     best: &Design,
@@ -40,48 +50,38 @@ pub(crate) fn retrain(
 ) -> Result<Vec<StrategyFactory>, EvolveError> {
     let cfg = scoring.cfg;
     let plain = Design::baseline();
+    let seed = cfg.seed ^ 0xF1AA;
+    let job = |name: &str, design: &Design, algo| FinalJob {
+        name: name.into(),
+        design: design.clone(),
+        algo,
+        steps: cfg.final_steps,
+        seed,
+        eval_every: cfg.final_eval_every,
+    };
     let finals = [
-        ("serl-best", best, Algo::Ppo),
-        ("ppo-default", &plain, Algo::Ppo),
-        ("ddqn-default", &plain, Algo::Ddqn),
+        job("serl-best", best, Algo::Ppo),
+        job("ppo-default", &plain, Algo::Ppo),
+        job("ddqn-default", &plain, Algo::Ddqn),
     ];
-    let policies = side_by_side(
-        &finals,
-        cfg.parallel_candidates(),
-        |(_, d, algo)| trains_fused(&cfg.train, d, *algo),
-        |(name, d, algo)| {
-            let fdir = dir.join("final").join(name);
-            let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
-            if fdir.join("final.bpk").exists() {
-                let which = if selected { "best" } else { "final" };
-                return Ok(Policy::load(&fdir, which, &DeviceChoice::Cpu.device()?)?);
-            }
-            let seed = cfg.seed ^ 0xF1AA;
-            let trained = train_design(
-                scoring,
-                d,
-                *algo,
-                cfg.final_steps,
-                seed,
-                Some(&fdir),
-                cfg.final_eval_every,
-            )?;
-            Ok(trained.0)
-        },
-    )?;
-    Ok(finals
+    final_batch(scoring, dir, &finals)?;
+    let device = DeviceChoice::Cpu.device()?;
+    finals
         .iter()
-        .zip(policies)
-        .map(|((name, ..), policy)| {
-            let label = name.to_string();
-            StrategyFactory {
+        .map(|f| {
+            let fdir = dir.join("final").join(&f.name);
+            let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
+            let which = if selected { "best" } else { "final" };
+            let policy = Policy::load(&fdir, which, &device)?;
+            let label = f.name.clone();
+            Ok(StrategyFactory {
                 label: label.clone(),
                 make: Box::new(move || {
                     Box::new(PolicyStrategy::new(policy.clone(), label.clone()))
                 }),
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Tests the retrained policies once, beside the scripted baselines: every

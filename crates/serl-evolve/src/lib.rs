@@ -21,6 +21,7 @@
 //! | convergence | `run.rs` | the EMA of the best validation PA |
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
+//! | batches | `tasks.rs` | the parallel work trained here side by side, or as cluster tasks (`serl-cluster`) that [`run_task`] runs |
 //!
 //! The loop never prints: it tells its caller what it is doing through
 //! [`Event`]s. [`EvolveConfig`] is the `[evolve]` table, [`write_report`]
@@ -42,6 +43,7 @@ mod lockbox;
 mod report;
 mod run;
 mod score;
+mod tasks;
 
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
@@ -50,3 +52,4 @@ pub use error::EvolveError;
 pub use lockbox::Lockbox;
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
+pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};

@@ -23,7 +23,8 @@ use crate::config::{ConvergenceConfig, EvolveConfig};
 use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
-use crate::score::{side_by_side, Pending, Scoring};
+use crate::score::{Pending, Scoring};
+use crate::tasks::ScoreJob;
 
 /// What the loop tells its caller as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +48,8 @@ pub enum Event {
         designs: usize,
         /// How many train at once.
         parallel: usize,
+        /// Who trains them: `local` or the cluster's engine.
+        engine: &'static str,
     },
     /// One designed candidate is trained and scored (or was loaded).
     CandidateDone,
@@ -116,6 +119,9 @@ pub struct EvolveInputs<'a> {
     /// Declares the run final and opens its sealed test
     /// (`[evolve] lockbox`); without a lockbox, nothing.
     pub open_test: bool,
+    /// Where the trainings run: `None` here, side by side; a cluster
+    /// runs each batch as tasks of its plan (`serl-cluster`).
+    pub cluster: Option<&'a serl_cluster::Cluster>,
 }
 
 impl EvolveInputs<'_> {
@@ -127,6 +133,7 @@ impl EvolveInputs<'_> {
             market: self.market,
             train_orders: self.train_orders,
             val_orders: self.val_orders,
+            cluster: self.cluster,
         }
     }
 }
@@ -365,9 +372,10 @@ fn design_round(
     Ok(pending)
 }
 
-/// Trains and scores the round's designs `parallel` at a time; each result
-/// is written as soon as it is known, so a kill loses only those in
-/// flight, and a finished one is loaded instead of trained.
+/// Trains and scores the round's designs (`parallel` at a time, or as a
+/// cluster batch); each result is written as soon as it is known, so a
+/// kill loses only those in flight, and a finished one is loaded instead
+/// of trained.
 fn train_round(
     inputs: &EvolveInputs,
     pending: &[Pending],
@@ -375,27 +383,51 @@ fn train_round(
     stages: &mut Stages,
 ) -> Result<Vec<CandidateResult>, EvolveError> {
     let scoring = inputs.scoring();
-    let parallel = inputs.cfg.parallel_candidates();
+    let engine = inputs.cluster.map_or("local", |c| c.config().engine.name());
     inputs.say(Event::Training {
         iteration: j + 1,
         iterations: inputs.cfg.iterations,
         designs: pending.len(),
-        parallel,
+        parallel: inputs.cfg.parallel_candidates(),
+        engine,
     });
+    let mut round: Vec<Option<CandidateResult>> = pending.iter().map(Pending::stored).collect();
+    let jobs: Vec<ScoreJob> = pending
+        .iter()
+        .zip(&round)
+        .filter(|(_, stored)| stored.is_none())
+        .filter_map(|(p, _)| p.job(j))
+        .collect();
+    // A tick for each design as it finishes (here), or as the batch does.
     let on_event = inputs.on_event.as_ref();
-    let done = || {
+    let tick = || {
         if let Some(f) = on_event {
             f(Event::CandidateDone);
         }
     };
-    let fused = |p: &Pending| p.trains_fused(&inputs.cfg.train);
-    let mut round = Vec::with_capacity(pending.len());
-    for d in side_by_side(pending, parallel, fused, |p| p.train(&scoring, j, &done))? {
-        stages.add("train", d.train_secs);
-        stages.add("evaluate", d.eval_secs);
-        round.push(d.result);
+    let batch = format!("i{j}");
+    let mut scored =
+        crate::tasks::score_batch(&scoring, &inputs.run_dir, &batch, &jobs, &tick)?.into_iter();
+    for (p, slot) in pending.iter().zip(round.iter_mut()) {
+        if slot.is_none() {
+            let (result, eval_secs) = match p.design {
+                Some(_) => scored.next().expect("one result per job"),
+                None => {
+                    tick();
+                    (
+                        CandidateResult::invalid(p.key.clone(), j, p.success_rate),
+                        0.0,
+                    )
+                }
+            };
+            stages.add("train", result.train_secs);
+            stages.add("evaluate", eval_secs);
+            *slot = Some(p.finish(result)?);
+        } else {
+            tick();
+        }
     }
-    Ok(round)
+    Ok(round.into_iter().flatten().collect())
 }
 
 /// Iteration `j`'s summary line.

@@ -28,6 +28,8 @@ pub(crate) struct Scoring<'a> {
     pub(crate) market: &'a MarketData,
     pub(crate) train_orders: &'a [ParentOrder],
     pub(crate) val_orders: &'a [ParentOrder],
+    /// Where batches run when not here (`[cluster]`).
+    pub(crate) cluster: Option<&'a serl_cluster::Cluster>,
 }
 
 /// A designed candidate waiting for training.
@@ -43,63 +45,35 @@ pub(crate) struct Pending {
     pub(crate) reward_smoke: Option<SmokeReport>,
 }
 
-/// A candidate's result and what it cost (zero when loaded from disk).
-pub(crate) struct Trained {
-    pub(crate) result: CandidateResult,
-    pub(crate) train_secs: f64,
-    pub(crate) eval_secs: f64,
-}
-
 impl Pending {
-    /// Whether its training uses the fused learner, which gives the same
-    /// numbers however many trainings share the machine.
-    pub(crate) fn trains_fused(&self, base: &serl_train::TrainConfig) -> bool {
-        self.design
-            .as_ref()
-            .is_none_or(|d| trains_fused(base, d, Algo::Ppo))
+    /// Its result from an earlier run, if it finished.
+    pub(crate) fn stored(&self) -> Option<CandidateResult> {
+        read_json(&self.path)
     }
 
-    /// Trains and scores the design (or loads the result of an earlier
-    /// run), and writes the result into the run directory.
-    pub(crate) fn train(
+    /// The training it needs (none for an invalid design).
+    pub(crate) fn job(&self, iteration: usize) -> Option<crate::tasks::ScoreJob> {
+        Some(crate::tasks::ScoreJob {
+            design: self.design.clone()?,
+            key: self.key.clone(),
+            iteration,
+            success_rate: self.success_rate,
+            seed: self.seed,
+        })
+    }
+
+    /// `result` with how the designer wrote it, written into the run
+    /// directory.
+    pub(crate) fn finish(
         &self,
-        scoring: &Scoring,
-        iteration: usize,
-        done: &(dyn Fn() + Sync),
-    ) -> Result<Trained, EvolveError> {
-        if let Some(result) = read_json::<CandidateResult>(&self.path) {
-            done();
-            return Ok(Trained {
-                result,
-                train_secs: 0.0,
-                eval_secs: 0.0,
-            });
-        }
-        let (mut result, eval_secs) = match &self.design {
-            Some(d) => train_and_score(
-                scoring,
-                d,
-                self.key.clone(),
-                iteration,
-                self.success_rate,
-                self.seed,
-            )?,
-            None => (
-                CandidateResult::invalid(self.key.clone(), iteration, self.success_rate),
-                0.0,
-            ),
-        };
+        mut result: CandidateResult,
+    ) -> Result<CandidateResult, EvolveError> {
         result.modules = self.modules.clone();
         result.prompt_tokens = self.prompt_tokens;
         result.completion_tokens = self.completion_tokens;
         result.reward_smoke = self.reward_smoke.clone();
         write_json(&self.path, &result)?;
-        done();
-        Ok(Trained {
-            train_secs: result.train_secs,
-            result,
-            eval_secs,
-        })
+        Ok(result)
     }
 }
 

@@ -9,7 +9,7 @@
 //! Everything public here is re-exported at the crate root.
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serl_lob::Side;
 
 use crate::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
@@ -20,7 +20,7 @@ const US_PER_MIN: u64 = 60_000_000;
 /// execution window and when the remaining impact is read. The default is
 /// 1% to 20% of the day's volume over 30 seeds, executed from minute 30 to
 /// 150 in 30-second slices, read 5, 15, 30 and 60 minutes later.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImpactSpec {
     /// Metaorder sizes as shares of the day's volume (0.01 = 1%), each in
     /// (0, 1].
@@ -108,18 +108,15 @@ pub enum ImpactError {
     NoVolume,
 }
 
-/// Runs the study: for each seed, a day without the metaorder and, for
-/// each size, a day with a TWAP buy and one with a TWAP sell (in parallel
-/// over seeds); `progress` is called once per finished seed.
-pub fn impact_study(
-    cal: &Calibration,
-    cfg: &MarketConfig,
-    spec: &ImpactSpec,
-    progress: &(dyn Fn() + Sync),
-) -> Result<ImpactStudy, ImpactError> {
+/// One seed's signed impact paths, per size and side (buy, sell), in bps
+/// per minute from the window's start to the last decay reading: what
+/// [`impact_study`] runs for each seed, and a cluster task runs for one.
+pub type SeedPaths = Vec<[Vec<f64>; 2]>;
+
+/// Checks `spec` against the calibration; the day's volume.
+fn check_spec(cal: &Calibration, spec: &ImpactSpec) -> Result<f64, ImpactError> {
     let minutes = cal.minute_price.len();
-    let last_read = spec.end_minute + spec.decay_minutes.iter().copied().max().unwrap_or(0);
-    if spec.start_minute >= spec.end_minute || last_read >= minutes {
+    if spec.start_minute >= spec.end_minute || last_reading(spec) >= minutes {
         return Err(ImpactError::Window(
             spec.start_minute,
             spec.end_minute,
@@ -133,29 +130,67 @@ pub fn impact_study(
     if daily <= 0.0 {
         return Err(ImpactError::NoVolume);
     }
-    // paths[seed][size][side] = signed impact per minute over the readings.
-    let paths: Vec<Vec<[Vec<f64>; 2]>> = (0..spec.seeds.max(1))
+    Ok(daily)
+}
+
+fn last_reading(spec: &ImpactSpec) -> usize {
+    spec.end_minute + spec.decay_minutes.iter().copied().max().unwrap_or(0)
+}
+
+/// Seed `first_seed + k` of the study: a day without the metaorder and,
+/// for each size, a day with a TWAP buy and one with a TWAP sell.
+pub fn impact_seed(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    spec: &ImpactSpec,
+    k: u64,
+) -> Result<SeedPaths, ImpactError> {
+    let daily = check_spec(cal, spec)?;
+    let seed = spec.first_seed + k;
+    let quiet = Simulator::new(cal, cfg, seed).finish();
+    Ok(spec
+        .fractions
+        .iter()
+        .map(|&f| {
+            [Side::Bid, Side::Ask].map(|side| {
+                let pushed = run_metaorder(cal, cfg, seed, spec, side, f * daily);
+                let sign = if side == Side::Bid { 1.0 } else { -1.0 };
+                (spec.start_minute..=last_reading(spec))
+                    .map(|m| sign * (pushed.mid[m] / quiet.mid[m]).ln() * 1e4)
+                    .collect()
+            })
+        })
+        .collect())
+}
+
+/// Runs the study: [`impact_seed`] for each seed (in parallel), then
+/// [`impact_summary`]; `progress` is called once per finished seed.
+pub fn impact_study(
+    cal: &Calibration,
+    cfg: &MarketConfig,
+    spec: &ImpactSpec,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ImpactStudy, ImpactError> {
+    check_spec(cal, spec)?;
+    let paths = (0..spec.seeds.max(1))
         .into_par_iter()
         .map(|k| {
-            let seed = spec.first_seed + k;
-            let quiet = Simulator::new(cal, cfg, seed).finish();
-            let out = spec
-                .fractions
-                .iter()
-                .map(|&f| {
-                    [Side::Bid, Side::Ask].map(|side| {
-                        let pushed = run_metaorder(cal, cfg, seed, spec, side, f * daily);
-                        let sign = if side == Side::Bid { 1.0 } else { -1.0 };
-                        (spec.start_minute..=last_read)
-                            .map(|m| sign * (pushed.mid[m] / quiet.mid[m]).ln() * 1e4)
-                            .collect()
-                    })
-                })
-                .collect();
+            let p = impact_seed(cal, cfg, spec, k);
             progress();
-            out
+            p
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
+    impact_summary(cal, spec, &paths)
+}
+
+/// The study from every seed's paths (`paths[k]` of seed `first_seed + k`):
+/// peak impact with its CI per size, decay, the fitted exponent.
+pub fn impact_summary(
+    cal: &Calibration,
+    spec: &ImpactSpec,
+    paths: &[SeedPaths],
+) -> Result<ImpactStudy, ImpactError> {
+    let daily = check_spec(cal, spec)?;
     let end_at = spec.end_minute - spec.start_minute;
     let rows: Vec<ImpactRow> = spec
         .fractions

@@ -139,7 +139,10 @@ pub use calibration_checks::{
     compare_days, mean_depth, minute_returns_bps, DayComparison, PROFILE_MINUTES,
 };
 pub use facts::{stylized_facts, Check};
-pub use impact::{impact_study, ImpactError, ImpactRow, ImpactSpec, ImpactStudy};
+pub use impact::{
+    impact_seed, impact_study, impact_summary, ImpactError, ImpactRow, ImpactSpec, ImpactStudy,
+    SeedPaths,
+};
 pub use lobster_stats::OrderStats;
 pub use path::PathModel;
 pub use realism::{

@@ -43,6 +43,10 @@ enum Command {
     /// Throughput figures for the environments and the market simulator.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// A run's planned tasks: run one (what a Slurm, HyperQueue or
+    /// Kubernetes array runs), list them, write a Kubernetes manifest.
+    #[command(subcommand)]
+    Task(cmd::task::TaskCommand),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Command::Train(a) => cmd::train::run(a),
         Command::Evolve(a) => cmd::evolve::run(a),
         Command::Prompts(c) => cmd::prompts::run(c),
+        Command::Task(c) => cmd::task::run(c),
     };
     match result {
         Ok(code) => code,

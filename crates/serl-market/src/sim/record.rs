@@ -1,11 +1,11 @@
 //! What a day leaves behind: per-minute statistics, and for a recording
 //! simulator the trade tape and minute-end book snapshots.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serl_lob::{Event, EventSink, Fill, LobsterRecorder, Side};
 
 /// Per-minute results of the simulated day.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MinuteStats {
     /// Shares traded in each minute, by every trader (execution agents
     /// included).

@@ -7,7 +7,8 @@ use super::read_toml;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use serl_cluster::{ClusterConfig, EngineKind};
 use serl_data::{DataConfig, Split};
 use serl_env::{
     generate_orders, DefaultReward, DynamicVenue, EnvConfig, MarketData, OrderConfig, Quantity,
@@ -53,18 +54,27 @@ pub struct BacktestArgs {
     /// Order seed (overrides the config).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Who replays the orders (overrides `[cluster] engine`): here, or as
+    /// `--shards` tasks of a Slurm or HyperQueue array or a Kubernetes
+    /// Indexed Job (`docs/cluster.md`).
+    #[arg(long, value_enum)]
+    pub engine: Option<super::evolve::EngineChoice>,
+    /// Shards of contiguous orders, one task each, on a cluster engine.
+    #[arg(long, default_value_t = 8)]
+    pub shards: usize,
     #[arg(long)]
     pub out: PathBuf,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EnvChoice {
     Static,
     Dynamic,
     Both,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BacktestFile {
     pub data: DataConfig,
@@ -72,6 +82,8 @@ pub struct BacktestFile {
     pub env: EnvConfig,
     /// The dynamic market's population (for --env dynamic|both).
     pub market: serl_env::MarketConfig,
+    /// Where the orders are replayed (`[cluster] engine`).
+    pub cluster: ClusterConfig,
 }
 
 /// The configs a backtest runs with, after every override.
@@ -98,6 +110,10 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
     if let Some(k) = a.decision_minutes {
         cfg.env.decision_minutes = k;
     }
+    if let Some(e) = a.engine {
+        cfg.cluster.engine = e.into();
+    }
+    cfg.cluster.validate()?;
     cfg.data
         .validate()
         .map_err(|m| anyhow::anyhow!("[data] {m}"))?;
@@ -169,13 +185,48 @@ pub fn git_commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-pub fn run(a: BacktestArgs) -> Result<ExitCode> {
-    let cfg = resolve(&a)?;
-    let factories: Vec<StrategyFactory> = a
-        .strategies
+/// Replays `orders` with each of `strategies` at the venues of `env`:
+/// what `serl backtest` does here and each of its shards does on a cluster.
+pub fn replay(
+    market: &MarketData,
+    orders: &[serl_env::ParentOrder],
+    strategies: &[String],
+    env: EnvChoice,
+    cfg: &BacktestFile,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<serl_eval::OrderResult>> {
+    let factories: Vec<StrategyFactory> = strategies
         .iter()
         .map(|s| strategy_factory(s))
         .collect::<Result<_>>()?;
+    let reward = default_reward(&cfg.env);
+    let dynamic = DynamicVenue {
+        market: cfg.market.clone(),
+        seed: cfg.orders.seed,
+    };
+    let envs: Vec<&dyn Venue> = match env {
+        EnvChoice::Static => vec![&StaticVenue],
+        EnvChoice::Dynamic => vec![&dynamic],
+        EnvChoice::Both => vec![&StaticVenue, &dynamic],
+    };
+    Ok(run_backtest(
+        market, orders, &factories, &envs, &cfg.env, &reward, progress,
+    ))
+}
+
+fn default_reward(env: &EnvConfig) -> DefaultReward {
+    DefaultReward {
+        inventory_penalty: env.inventory_penalty,
+        terminal_penalty: env.terminal_penalty,
+    }
+}
+
+pub fn run(a: BacktestArgs) -> Result<ExitCode> {
+    let cfg = resolve(&a)?;
+    // Every strategy is checked before any order is played (or submitted).
+    for s in &a.strategies {
+        strategy_factory(s)?;
+    }
     let t0 = std::time::Instant::now();
     let ds = serl_data::load(&a.data, &cfg.data)
         .with_context(|| format!("loading {}", a.data.display()))?;
@@ -189,37 +240,30 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         orders.len(),
         a.split
     );
-    let reward = DefaultReward {
-        inventory_penalty: cfg.env.inventory_penalty,
-        terminal_penalty: cfg.env.terminal_penalty,
-    };
-    let dynamic = DynamicVenue {
-        market: cfg.market.clone(),
-        seed: cfg.orders.seed,
-    };
-    let envs: Vec<&dyn Venue> = match a.env {
-        EnvChoice::Static => vec![&StaticVenue],
-        EnvChoice::Dynamic => vec![&dynamic],
-        EnvChoice::Both => vec![&StaticVenue, &dynamic],
-    };
-    let bar = ProgressBar::new(orders.len() as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
     let t1 = std::time::Instant::now();
-    let results = run_backtest(
-        &market,
-        &orders,
-        &factories,
-        &envs,
-        &cfg.env,
-        &reward,
-        &|n| bar.inc(n),
-    );
-    bar.finish_and_clear();
+    let results = if cfg.cluster.engine == EngineKind::Local {
+        let bar = ProgressBar::new(orders.len() as u64).with_style(
+            ProgressStyle::with_template(
+                "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        let rows = replay(&market, &orders, &a.strategies, a.env, &cfg, &|n| {
+            bar.inc(n)
+        })?;
+        bar.finish_and_clear();
+        rows
+    } else {
+        let b = super::shards::Backtest {
+            data: &a.data,
+            split: a.split,
+            strategies: &a.strategies,
+            env: a.env,
+            cfg: &cfg,
+        };
+        super::shards::run(&b, &cfg.cluster, a.shards, &orders, &a.out)?
+    };
     let secs = t1.elapsed().as_secs_f64();
     let provenance = provenance(
         &a.data,
@@ -227,7 +271,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         cfg.orders.seed,
         orders.len(),
         (&cfg.orders, &cfg.env),
-        reward.describe(),
+        default_reward(&cfg.env).describe(),
     )?;
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)

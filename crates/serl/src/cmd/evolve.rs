@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
+use serl_cluster::{Cluster, ClusterConfig, EngineKind};
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
 use serl_eval::Provenance;
@@ -63,6 +64,29 @@ pub struct EvolveArgs {
     pub out: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Who runs the trainings (overrides `[cluster] engine`; a resumed run
+    /// may change it).
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineChoice>,
+}
+
+#[derive(Clone, Copy, ValueEnum, Debug)]
+pub enum EngineChoice {
+    Local,
+    Slurm,
+    Hyperqueue,
+    Kubernetes,
+}
+
+impl From<EngineChoice> for EngineKind {
+    fn from(e: EngineChoice) -> Self {
+        match e {
+            EngineChoice::Local => EngineKind::Local,
+            EngineChoice::Slurm => EngineKind::Slurm,
+            EngineChoice::Hyperqueue => EngineKind::Hyperqueue,
+            EngineChoice::Kubernetes => EngineKind::Kubernetes,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum, Debug, Default)]
@@ -123,6 +147,86 @@ pub struct EvolveFile {
     pub llm: LlmSection,
     pub data_path: Option<PathBuf>,
     pub prompts: Option<PathBuf>,
+    /// Where the trainings run (`[cluster] engine`).
+    pub cluster: ClusterConfig,
+}
+
+impl EvolveFile {
+    /// The bar data the run reads.
+    pub fn data_path(&self) -> PathBuf {
+        self.data_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("data/lean"))
+    }
+}
+
+/// The sessions and orders of a run: what the coordinator and each of
+/// its tasks load alike from the run's config.
+pub struct StudyData {
+    pub symbols: usize,
+    pub market: MarketData,
+    pub train: Vec<ParentOrder>,
+    pub val: Vec<ParentOrder>,
+    pub test: Vec<ParentOrder>,
+}
+
+impl StudyData {
+    pub fn load(cfg: &EvolveFile) -> Result<StudyData> {
+        let data_path = cfg.data_path();
+        let ds = serl_data::load(&data_path, &cfg.data)
+            .with_context(|| format!("loading {}", data_path.display()))?;
+        let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
+        let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
+        let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
+        if train.is_empty() || val.is_empty() || test.is_empty() {
+            bail!(
+                "{}: the train, validation and test splits need orders ({} / {} / {})",
+                data_path.display(),
+                train.len(),
+                val.len(),
+                test.len()
+            );
+        }
+        Ok(StudyData {
+            symbols: ds.symbols().len(),
+            market: MarketData::new(&ds, &cfg.data),
+            train,
+            val,
+            test,
+        })
+    }
+}
+
+/// The command line that runs one task of the run in `root`, before
+/// `--indices`: `serl task run ROOT`.
+pub fn task_runner(program: &str, root: &Path) -> Vec<String> {
+    vec![
+        program.to_string(),
+        "task".into(),
+        "run".into(),
+        root.display().to_string(),
+    ]
+}
+
+/// The cluster of a run in `out`, where `[cluster] engine` is not
+/// `local`: its plan there, its tasks run by this very binary (`serl` on a
+/// Kubernetes pod's PATH) in this working directory.
+pub fn cluster_of(cfg: &ClusterConfig, out: &Path) -> Result<Option<Cluster>> {
+    if cfg.engine == EngineKind::Local {
+        return Ok(None);
+    }
+    let root = std::path::absolute(out)?;
+    let program = match cfg.engine {
+        EngineKind::Kubernetes => "serl".to_string(),
+        _ => std::env::current_exe()?.display().to_string(),
+    };
+    let workdir = std::env::current_dir()?;
+    Ok(Some(Cluster::new(
+        cfg.clone(),
+        &root,
+        task_runner(&program, &root),
+        &workdir,
+    )?))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
@@ -184,12 +288,21 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
         }
         cfg.llm.gbnf |= a.gbnf;
         cfg.evolve.lockbox |= a.lockbox;
+        if let Some(e) = a.engine {
+            cfg.cluster.engine = e.into();
+        }
         if let Some(s) = a.seed {
             cfg.evolve.seed = s;
         }
-    } else if let Some(l) = a.llm {
-        // A resumed LLM run may be finished by replaying its transcript.
-        cfg.llm.backend = l;
+    } else {
+        if let Some(l) = a.llm {
+            // A resumed LLM run may be finished by replaying its transcript.
+            cfg.llm.backend = l;
+        }
+        if let Some(e) = a.engine {
+            // A resumed run may finish on another engine: tasks are the same.
+            cfg.cluster.engine = e.into();
+        }
     }
     cfg.data
         .validate()
@@ -198,6 +311,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
     cfg.evolve
         .validate()
         .map_err(|m| anyhow::anyhow!("[evolve] {m}"))?;
+    cfg.cluster.validate()?;
     Ok((out, cfg))
 }
 
@@ -205,10 +319,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
 /// path and the prompts the run asks with (its own copy, so a resumed or
 /// replayed run asks exactly what the original asked).
 fn prepare_run_dir(a: &EvolveArgs, out: &Path, cfg: &EvolveFile) -> Result<(PathBuf, PathBuf)> {
-    let data_path = cfg
-        .data_path
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("data/lean"));
+    let data_path = cfg.data_path();
     let prompt_dir = cfg
         .prompts
         .clone()
@@ -243,21 +354,9 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
 
     let t0 = std::time::Instant::now();
-    let ds = serl_data::load(&data_path, &cfg.data)
-        .with_context(|| format!("loading {}", data_path.display()))?;
-    let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
-    let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
-    let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
-    if train.is_empty() || val.is_empty() || test.is_empty() {
-        bail!(
-            "{}: the train, validation and test splits need orders ({} / {} / {})",
-            data_path.display(),
-            train.len(),
-            val.len(),
-            test.len()
-        );
-    }
-    let market = MarketData::new(&ds, &cfg.data);
+    let data = StudyData::load(&cfg)?;
+    let (market, train, val, test) = (&data.market, &data.train, &data.val, &data.test);
+    let cluster = cluster_of(&cfg.cluster, &out)?;
     let transcript = out.join("transcript.jsonl");
     let replay_from = a.replay_from.clone().unwrap_or(transcript.clone());
     let designer = make_designer(
@@ -273,17 +372,25 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         train.len(),
         val.len(),
         test.len(),
-        ds.symbols().len(),
+        data.symbols,
         out.display()
     );
+    if let Some(c) = &cluster {
+        eprintln!(
+            "engine: {}; tasks in {}",
+            c.config().engine.name(),
+            out.join(serl_cluster::PLAN_FILE).display()
+        );
+    }
     let modules = cfg.evolve.modules.clone();
     let study = Study {
         cfg: &cfg,
-        market: &market,
-        train: &train,
-        val: &val,
-        test: &test,
+        market,
+        train,
+        val,
+        test,
         open_test: a.open_test,
+        cluster: cluster.as_ref(),
     };
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
@@ -418,6 +525,8 @@ struct Study<'a> {
     test: &'a [ParentOrder],
     /// `--open-test`: the main run is declared final.
     open_test: bool,
+    /// Where the trainings run, when not here.
+    cluster: Option<&'a Cluster>,
 }
 
 impl Study<'_> {
@@ -443,6 +552,7 @@ impl Study<'_> {
             run_dir: run_dir.to_path_buf(),
             on_event: Some(Box::new(move |e| show_event(&bar, e))),
             open_test: self.open_test,
+            cluster: self.cluster,
         })
     }
 
@@ -528,9 +638,12 @@ fn show_event(bar: &ProgressBar, e: Event) {
             iterations,
             designs,
             parallel,
-        } => bar.set_message(format!(
-            "iteration {iteration}/{iterations}: training {designs} designs, {parallel} at a time"
-        )),
+            engine,
+        } => bar.set_message(if engine == "local" {
+            format!("iteration {iteration}/{iterations}: training {designs} designs, {parallel} at a time")
+        } else {
+            format!("iteration {iteration}/{iterations}: training {designs} designs on {engine}")
+        }),
         Event::CandidateDone => bar.inc(1),
         Event::Iteration(s) => say(format!(
             "iteration {}: {} valid of {} designed, {} low-level trials, best score {}, best validation PA so far {:.3} bps",
@@ -568,5 +681,21 @@ mod tests {
                 .unwrap_or_else(|m| panic!("{name}: {m}"));
         }
         assert!(configs.len() >= 4, "found {} evolve configs", configs.len());
+    }
+
+    #[test]
+    fn the_slurm_config_is_the_quick_run_on_slurm() {
+        let read = |name: &str| {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+            read_toml::<EvolveFile>(&dir.join(name)).unwrap()
+        };
+        let (quick, mut slurm) = (read("evolve.toml"), read("evolve-slurm.toml"));
+        assert_eq!(slurm.cluster.engine, EngineKind::Slurm);
+        slurm.cluster = quick.cluster.clone();
+        assert_eq!(
+            toml::to_string(&slurm).unwrap(),
+            toml::to_string(&quick).unwrap(),
+            "evolve-slurm.toml must be evolve.toml with a [cluster] table"
+        );
     }
 }

@@ -7,7 +7,10 @@ pub mod lob;
 pub mod probe;
 pub mod prompts;
 pub mod realism;
+pub mod shards;
+pub mod sim_tasks;
 pub mod simulate;
+pub mod task;
 pub mod train;
 pub mod walk_forward;
 

@@ -12,7 +12,7 @@ use serl_data::DataConfig;
 use serl_env::{calibrate, MarketConfig, MarketData};
 use serl_lob::{parse_messages, LobsterInput};
 use serl_market::Simulator;
-use serl_market::{impact_study, ImpactSpec, ImpactStudy};
+use serl_market::{impact_study, impact_summary, ImpactSpec, ImpactStudy};
 use serl_market::{stylized_facts, Check};
 use serl_market::{Calibration, FitEffort, OrderStats, Recording};
 
@@ -62,6 +62,11 @@ pub struct SessionArgs {
     /// traders' order size and cancellation rate from.
     #[arg(long)]
     pub lobster: Option<PathBuf>,
+    /// Who simulates the seeds (overrides `[cluster] engine`): here, or
+    /// one task per seed on a cluster, planned in the output directory
+    /// (`docs/cluster.md`).
+    #[arg(long, value_enum)]
+    pub engine: Option<super::evolve::EngineChoice>,
 }
 
 #[derive(Args)]
@@ -89,6 +94,8 @@ pub struct ImpactArgs {
 pub(super) struct SimulateFile {
     pub(super) data: DataConfig,
     pub(super) market: MarketConfig,
+    /// Where the seeds are simulated (`[cluster] engine`).
+    pub(super) cluster: serl_cluster::ClusterConfig,
 }
 
 #[derive(Serialize)]
@@ -111,16 +118,22 @@ struct Session {
     spread_bps: f64,
     /// Order statistics taken from LOBSTER, when given.
     lobster: Option<(PathBuf, OrderStats)>,
+    /// `[cluster]`, with `--engine` applied.
+    cluster: serl_cluster::ClusterConfig,
 }
 
 fn load_session(s: SessionArgs) -> Result<Session> {
     let (Some(data), Some(symbol), Some(date)) = (s.data, s.symbol, s.date) else {
         bail!("--data, --symbol and --date are required");
     };
-    let cfg: SimulateFile = match &s.config {
+    let mut cfg: SimulateFile = match &s.config {
         Some(p) => super::read_toml(p)?,
         None => SimulateFile::default(),
     };
+    if let Some(e) = s.engine {
+        cfg.cluster.engine = e.into();
+    }
+    cfg.cluster.validate()?;
     let ds =
         serl_data::load(&data, &cfg.data).with_context(|| format!("loading {}", data.display()))?;
     let sym = symbol.to_uppercase();
@@ -164,6 +177,7 @@ fn load_session(s: SessionArgs) -> Result<Session> {
     cal.noise_scale = Vec::new();
     cal.noise_scale = serl_market::fit_noise_volume(&cal, &market, 0, FitEffort::Full);
     Ok(Session {
+        cluster: cfg.cluster,
         lobster,
         symbol: sym,
         date,
@@ -192,11 +206,20 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let (day0, recording) = first.finish_recorded();
     bar.inc(1);
     let mut days = vec![day0];
-    for k in 1..a.seeds.max(1) {
-        days.push(Simulator::new(cal, mcfg, session.seed + k).finish());
-        bar.inc(1);
+    let rest = (1..a.seeds.max(1)).map(|k| session.seed + k);
+    match super::evolve::cluster_of(&session.cluster, &out)? {
+        Some(cluster) => {
+            bar.finish_and_clear();
+            days.extend(super::sim_tasks::days(&cluster, cal, mcfg, rest)?);
+        }
+        None => {
+            for seed in rest {
+                days.push(Simulator::new(cal, mcfg, seed).finish());
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+        }
     }
-    bar.finish_and_clear();
     let compared = serl_market::compare_days(cal, &days, session.spread_bps);
     let (calibration, profile) = (compared.checks, compared.profile);
     let facts = stylized_facts(
@@ -448,9 +471,21 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         indicatif::ProgressStyle::with_template("impact {bar:30} {pos}/{len} seeds, eta {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let study = impact_study(&session.cal, &session.market, &spec, &|| bar.inc(1))
-        .with_context(|| format!("impact study of {} {}", session.symbol, session.date))?;
-    bar.finish_and_clear();
+    let context = || format!("impact study of {} {}", session.symbol, session.date);
+    let study = match super::evolve::cluster_of(&session.cluster, &a.out)? {
+        Some(cluster) => {
+            bar.finish_and_clear();
+            let paths =
+                super::sim_tasks::impact_paths(&cluster, &session.cal, &session.market, &spec)?;
+            impact_summary(&session.cal, &spec, &paths).with_context(context)?
+        }
+        None => {
+            let s = impact_study(&session.cal, &session.market, &spec, &|| bar.inc(1))
+                .with_context(context)?;
+            bar.finish_and_clear();
+            s
+        }
+    };
     let out = &a.out;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     std::fs::write(

@@ -1,0 +1,365 @@
+//! Running a batch of planned tasks on an external engine: submit it as
+//! one array, wait, check every output is there, submit the failed ones
+//! again up to `[cluster] retries`.
+//!
+//! An array's task number is its *position* in the batch (0 to n−1), not
+//! its index in the plan: the runner gets the batch's indices as
+//! `--indices 5-9,12` and picks its own by the position the engine hands
+//! it (`SLURM_ARRAY_TASK_ID`, `HQ_TASK_ID`, `JOB_COMPLETION_INDEX`). So
+//! arrays stay within a scheduler's array-size limit however long the
+//! plan grows, and one command line serves every engine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::config::{ClusterConfig, EngineKind};
+use crate::error::{io_err, ClusterError};
+use crate::plan::{NewTask, Plan, Task};
+use crate::{indices, manifest};
+
+/// What running a batch took.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchReport {
+    /// Tasks whose output was already there (a resumed run).
+    pub reused: usize,
+    /// Tasks submitted at least once.
+    pub submitted: usize,
+    /// Submissions made (1 + the rounds of retries).
+    pub submissions: usize,
+    /// Wall seconds from the first submission to the last output.
+    pub secs: f64,
+}
+
+/// A run's plan and the engine that runs it.
+pub struct Cluster {
+    config: ClusterConfig,
+    plan: Mutex<Plan>,
+    runner: Vec<String>,
+    workdir: PathBuf,
+}
+
+impl Cluster {
+    /// The cluster of the run in `root`: its plan (opened or new), the
+    /// engine of `config`, and `runner`, the program and arguments that
+    /// run one task of that run before `--indices` (`serl task run ROOT`).
+    /// Tasks run in `workdir`, where relative data paths resolve.
+    pub fn new(
+        config: ClusterConfig,
+        root: &Path,
+        runner: Vec<String>,
+        workdir: &Path,
+    ) -> Result<Cluster, ClusterError> {
+        config.validate()?;
+        std::fs::create_dir_all(root).map_err(|e| io_err(root, e))?;
+        Ok(Cluster {
+            plan: Mutex::new(Plan::open(root)?),
+            config,
+            runner,
+            workdir: workdir.to_path_buf(),
+        })
+    }
+
+    /// The `[cluster]` table.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// The plan, locked.
+    pub fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds `tasks` to the plan as batch `batch` (or finds them there) and
+    /// returns their indices.
+    pub fn plan_batch(&self, batch: &str, tasks: Vec<NewTask>) -> Result<Vec<usize>, ClusterError> {
+        let mut plan = self.plan();
+        tasks.into_iter().map(|t| plan.add(batch, t)).collect()
+    }
+
+    /// Runs the tasks `indices` of batch `batch` on the external engine and
+    /// returns once each has its output, or with the first that failed
+    /// `retries` + 1 times. Tasks already done are not submitted.
+    pub fn run_batch(&self, batch: &str, all: &[usize]) -> Result<BatchReport, ClusterError> {
+        let tasks: Vec<Task> = {
+            let plan = self.plan();
+            all.iter()
+                .map(|&i| plan.task(i).cloned())
+                .collect::<Result<_, _>>()?
+        };
+        let root = self.plan().root().to_path_buf();
+        let done = |t: &Task| root.join(&t.output).exists();
+        let pending: Vec<&Task> = tasks.iter().filter(|t| !done(t)).collect();
+        let mut report = BatchReport {
+            reused: tasks.len() - pending.len(),
+            submitted: pending.len(),
+            ..BatchReport::default()
+        };
+        if pending.is_empty() {
+            return Ok(report);
+        }
+        let t0 = Instant::now();
+        let submit = Submission {
+            cluster: self,
+            root: &root,
+            batch,
+            indices: pending.iter().map(|t| t.index).collect(),
+        };
+        let mut to_run: Vec<usize> = (0..pending.len()).collect();
+        for attempt in 0..=self.config.retries {
+            report.submissions += 1;
+            let succeeded = submit.run(&to_run, attempt)?;
+            to_run.retain(|&p| !done(pending[p]));
+            if to_run.is_empty() {
+                report.secs = t0.elapsed().as_secs_f64();
+                return Ok(report);
+            }
+            if succeeded {
+                let t = pending[to_run[0]];
+                return Err(ClusterError::NotShared {
+                    index: t.index,
+                    output: root.join(&t.output).display().to_string(),
+                });
+            }
+        }
+        let p = to_run[0];
+        let t = pending[p];
+        let log = submit.log_path(p);
+        Err(ClusterError::TaskFailed {
+            index: t.index,
+            output: t.output.display().to_string(),
+            attempts: self.config.retries + 1,
+            tail: tail(&log, 20),
+            log: log.display().to_string(),
+        })
+    }
+}
+
+/// One batch's submissions to the engine.
+struct Submission<'a> {
+    cluster: &'a Cluster,
+    root: &'a Path,
+    batch: &'a str,
+    /// The plan indices of the batch's pending tasks, by position.
+    indices: Vec<usize>,
+}
+
+impl Submission<'_> {
+    fn logs(&self) -> PathBuf {
+        self.root.join("tasks").join("logs").join(self.batch)
+    }
+
+    /// The log of the task at `position`.
+    fn log_path(&self, position: usize) -> PathBuf {
+        self.logs().join(format!("{position}.log"))
+    }
+
+    /// The runner's command line for this batch.
+    fn runner(&self) -> Vec<String> {
+        let mut args = self.cluster.runner.clone();
+        args.push("--indices".into());
+        args.push(indices::format(&self.indices));
+        args
+    }
+
+    /// Submits the tasks at `positions` and waits for them; `true` when
+    /// the engine says every one succeeded.
+    fn run(&self, positions: &[usize], attempt: usize) -> Result<bool, ClusterError> {
+        std::fs::create_dir_all(self.logs()).map_err(|e| io_err(&self.logs(), e))?;
+        let c = &self.cluster.config;
+        let array = indices::format(positions);
+        let cmd = match c.engine {
+            EngineKind::Local => {
+                return Err(ClusterError::Config(
+                    "engine = \"local\" runs tasks in-process, not through run_batch".into(),
+                ))
+            }
+            EngineKind::Slurm => self.slurm(&array),
+            EngineKind::Hyperqueue => self.hyperqueue(&array),
+            EngineKind::Kubernetes => return self.kubernetes(positions, attempt),
+        };
+        run_engine(c.engine, cmd)
+    }
+
+    fn slurm(&self, array: &str) -> Command {
+        let c = &self.cluster.config;
+        let mut cmd = Command::new("sbatch");
+        cmd.arg("--wait")
+            .arg("--parsable")
+            .arg(format!("--job-name=serl-{}", self.batch))
+            .arg(format!("--array={array}"))
+            .arg(format!("--chdir={}", self.cluster.workdir.display()))
+            .arg(format!("--output={}/%a.log", self.logs().display()))
+            .arg("--open-mode=append")
+            .arg(format!("--cpus-per-task={}", c.cpus_per_task));
+        let s = &c.slurm;
+        for (flag, v) in [
+            ("partition", &s.partition),
+            ("time", &s.time),
+            ("mem", &s.mem),
+        ] {
+            if let Some(v) = v {
+                cmd.arg(format!("--{flag}={v}"));
+            }
+        }
+        cmd.args(&s.extra_args);
+        cmd.arg("--wrap").arg(shell_words(&self.runner()));
+        cmd
+    }
+
+    fn hyperqueue(&self, array: &str) -> Command {
+        let c = &self.cluster.config;
+        let logs = self.logs();
+        let mut cmd = Command::new("hq");
+        cmd.arg("submit")
+            .arg("--wait")
+            .arg(format!("--name=serl-{}", self.batch))
+            .arg(format!("--array={array}"))
+            .arg(format!("--cpus={}", c.cpus_per_task))
+            .arg(format!("--cwd={}", self.cluster.workdir.display()))
+            .arg(format!("--stdout={}/%{{TASK_ID}}.log", logs.display()))
+            .arg(format!("--stderr={}/%{{TASK_ID}}.err", logs.display()))
+            .args(&c.hyperqueue.extra_args)
+            .arg("--")
+            .args(self.runner());
+        cmd
+    }
+
+    /// Writes the batch's Indexed Job, applies it unless told not to, and
+    /// waits for the outputs (Kubernetes retries failed indices itself,
+    /// `backoffLimitPerIndex`); `false`: serl does not learn whether a pod
+    /// succeeded.
+    fn kubernetes(&self, positions: &[usize], attempt: usize) -> Result<bool, ClusterError> {
+        let c = &self.cluster.config;
+        let k = &c.kubernetes;
+        let name = manifest::job_name(self.root, self.batch, attempt);
+        let indices: Vec<usize> = positions.iter().map(|&p| self.indices[p]).collect();
+        let mut runner = self.cluster.runner.clone();
+        runner.push("--indices".into());
+        runner.push(indices::format(&indices));
+        let text = manifest::indexed_job(&manifest::JobSpec {
+            name: &name,
+            config: c,
+            completions: indices.len(),
+            workdir: &self.cluster.workdir,
+            command: &runner,
+        });
+        let dir = self.root.join("tasks").join("manifests");
+        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        let path = dir.join(format!("{name}.yaml"));
+        serl_report::write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))?;
+        if k.apply {
+            let mut cmd = Command::new("kubectl");
+            cmd.arg("apply").arg("-f").arg(&path);
+            run_engine(c.engine, cmd)?;
+        } else {
+            tracing::warn!(
+                "waiting for the pods of {} (apply it with kubectl apply -f {})",
+                name,
+                path.display()
+            );
+        }
+        let plan = self.cluster.plan();
+        let outputs: Vec<PathBuf> = indices
+            .iter()
+            .map(|&i| plan.task(i).map(|t| plan.output_path(t)))
+            .collect::<Result<_, _>>()?;
+        drop(plan);
+        let t0 = Instant::now();
+        loop {
+            let missing: Vec<usize> = (0..outputs.len())
+                .filter(|&i| !outputs[i].exists())
+                .collect();
+            if missing.is_empty() {
+                return Ok(true);
+            }
+            if k.timeout_secs > 0 && t0.elapsed().as_secs() >= k.timeout_secs {
+                return Err(ClusterError::Timeout {
+                    batch: self.batch.into(),
+                    missing: missing.len(),
+                    first: indices[missing[0]],
+                    secs: k.timeout_secs,
+                    hint: format!("kubectl logs -n {} job/{name}", k.namespace),
+                });
+            }
+            std::thread::sleep(Duration::from_secs_f64(k.poll_secs));
+        }
+    }
+}
+
+/// Runs the engine's command and returns whether it reported success
+/// (an array job whose tasks all exited 0).
+fn run_engine(engine: EngineKind, mut cmd: Command) -> Result<bool, ClusterError> {
+    let program = cmd.get_program().to_string_lossy().to_string();
+    tracing::debug!(?cmd, "submitting");
+    let out = cmd.output().map_err(|e| ClusterError::Submit {
+        engine: engine.name(),
+        program: program.clone(),
+        message: e.to_string(),
+    })?;
+    if !out.status.success() {
+        tracing::warn!(
+            "{program} exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out.status.success())
+}
+
+/// `args` as one `sh` command line, each quoted.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The last `n` lines of a log and of its `.err` beside it, where an
+/// engine keeps stderr apart (or why there is no log).
+fn tail(path: &Path, n: usize) -> String {
+    let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
+    let err: Vec<&str> = err.lines().collect();
+    let err = err[err.len().saturating_sub(n)..].join("\n");
+    let log = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        }
+        Err(e) => format!("(no log: {e})"),
+    };
+    if err.is_empty() {
+        log
+    } else {
+        format!("{log}\n{err}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_survives_the_shell_whatever_its_paths_hold() {
+        let args = vec!["/opt/my serl/serl".to_string(), "it's".into(), "--x".into()];
+        let line = shell_words(&args);
+        assert_eq!(line, r"'/opt/my serl/serl' 'it'\''s' '--x'");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s|' {line}"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "/opt/my serl/serl|it's|--x|"
+        );
+    }
+
+    #[test]
+    fn a_missing_scheduler_is_named() {
+        let err =
+            run_engine(EngineKind::Slurm, Command::new("sbatch-that-is-not-here")).unwrap_err();
+        assert!(err.to_string().contains("is slurm installed"), "{err}");
+    }
+}

@@ -1,0 +1,52 @@
+//! The probe task: does nothing but say where it ran. `serl task check`
+//! runs a batch of them to check a cluster (every node sees the run
+//! directory) and to measure an engine's overhead per task.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io_err, ClusterError};
+use crate::plan::{NewTask, Plan, Task};
+
+/// The probe's kind.
+pub const PROBE_TASK: &str = "cluster.probe";
+
+/// What a probe writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeOutput {
+    /// The node's host name.
+    pub host: String,
+    /// The task's working directory.
+    pub cwd: String,
+}
+
+/// Probe `k` of batch `batch`.
+pub fn probe_task(batch: &str, k: usize) -> NewTask {
+    NewTask {
+        kind: PROBE_TASK.into(),
+        seed: k as u64,
+        output: Path::new("probes").join(format!("{batch}-{k}.json")),
+        input: serde_json::json!({ "probe": k }),
+    }
+}
+
+/// Runs a probe: writes its output.
+pub fn run_probe(plan: &Plan, task: &Task) -> Result<(), ClusterError> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    let out = ProbeOutput {
+        host,
+        cwd: std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+    };
+    let path = plan.output_path(task);
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
+    }
+    let text = serde_json::to_string(&out).map_err(|e| io_err(&path, e))?;
+    serl_report::write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))
+}

@@ -1,0 +1,173 @@
+//! `serl backtest` on a cluster: the orders cut into contiguous shards,
+//! each a `backtest.shard` task that replays its orders and writes its
+//! rows; the coordinator merges them into the rows the local backtest
+//! gives (`docs/cluster.md`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serl_cluster::{ClusterConfig, NewTask, Task};
+use serl_data::Split;
+use serl_env::{generate_orders, MarketData, ParentOrder};
+use serl_eval::{OrderResult, EXAMPLE_ORDERS};
+
+use super::backtest::{BacktestFile, EnvChoice};
+
+/// The kind of a backtest shard task.
+pub const SHARD_TASK: &str = "backtest.shard";
+
+/// A shard's line of the plan: the backtest as resolved, and which shard.
+#[derive(Serialize, Deserialize)]
+struct ShardInput {
+    data: PathBuf,
+    split: Split,
+    strategies: Vec<String>,
+    env: EnvChoice,
+    cfg: BacktestFile,
+    shard: usize,
+    shards: usize,
+}
+
+/// A row as a shard writes it: the result and its inventory path (kept
+/// for the report's plots of the first orders).
+#[derive(Serialize, Deserialize)]
+struct ShardRow {
+    result: OrderResult,
+    inventory_path: Vec<f32>,
+}
+
+/// The backtest as the coordinator resolved it.
+pub struct Backtest<'a> {
+    pub data: &'a Path,
+    pub split: Split,
+    pub strategies: &'a [String],
+    pub env: EnvChoice,
+    pub cfg: &'a BacktestFile,
+}
+
+/// Orders `shard` of `shards` covers: contiguous, the first shards one
+/// longer where they do not divide evenly.
+fn chunk(orders: &[ParentOrder], shard: usize, shards: usize) -> &[ParentOrder] {
+    let size = orders.len().div_ceil(shards.max(1));
+    let start = (shard * size).min(orders.len());
+    &orders[start..(start + size).min(orders.len())]
+}
+
+/// Runs the backtest as `shards` tasks on `engine` with its plan in `out`,
+/// and returns the merged rows.
+pub fn run(
+    b: &Backtest,
+    cluster_cfg: &ClusterConfig,
+    shards: usize,
+    orders: &[ParentOrder],
+    out: &Path,
+) -> Result<Vec<OrderResult>> {
+    if shards == 0 {
+        bail!("--shards must be at least 1");
+    }
+    let cluster = super::evolve::cluster_of(cluster_cfg, out)?
+        .context("a sharded backtest needs a cluster engine")?;
+    let root = cluster.plan().root().to_path_buf();
+    let tasks = (0..shards)
+        .map(|k| {
+            let input = ShardInput {
+                data: b.data.to_path_buf(),
+                split: b.split,
+                strategies: b.strategies.to_vec(),
+                env: b.env,
+                cfg: b.cfg.clone(),
+                shard: k,
+                shards,
+            };
+            Ok(NewTask {
+                kind: SHARD_TASK.into(),
+                seed: b.cfg.orders.seed,
+                output: PathBuf::from("shards").join(format!("{k}-of-{shards}.json")),
+                input: serde_json::to_value(input)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let idx = cluster.plan_batch("backtest", tasks)?;
+    eprintln!(
+        "{} orders in {shards} shards on {} (tasks in {})",
+        orders.len(),
+        cluster_cfg.engine.name(),
+        root.join(serl_cluster::PLAN_FILE).display()
+    );
+    cluster.run_batch("backtest", &idx)?;
+    let examples: Vec<u64> = orders.iter().take(EXAMPLE_ORDERS).map(|o| o.id).collect();
+    let plan = cluster.plan();
+    let mut rows = Vec::new();
+    for &i in &idx {
+        let path = plan.output_path(plan.task(i)?);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let shard: Vec<ShardRow> = serde_json::from_str(&text)
+            .with_context(|| format!("{} does not parse", path.display()))?;
+        rows.extend(shard.into_iter().map(|r| {
+            let mut result = r.result;
+            // A shard keeps the paths of its own first orders; the report
+            // shows those of the whole backtest's.
+            if examples.contains(&result.order_id) {
+                result.inventory_path = r.inventory_path;
+            }
+            result
+        }));
+    }
+    rows.sort_by(|a, b| (&a.env, &a.strategy, a.order_id).cmp(&(&b.env, &b.strategy, b.order_id)));
+    Ok(rows)
+}
+
+/// Runs shard task `task` of the backtest in `run_dir`.
+pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
+    let input: ShardInput = serde_json::from_value(task.input.clone())
+        .with_context(|| format!("task {} is not a backtest shard", task.index))?;
+    let cfg = &input.cfg;
+    let ds = serl_data::load(&input.data, &cfg.data)
+        .with_context(|| format!("loading {}", input.data.display()))?;
+    let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
+    let market = MarketData::new(&ds, &cfg.data);
+    let mine = chunk(&orders, input.shard, input.shards);
+    let results =
+        super::backtest::replay(&market, mine, &input.strategies, input.env, cfg, &|_| {})?;
+    let rows: Vec<ShardRow> = results
+        .into_iter()
+        .map(|mut result| ShardRow {
+            inventory_path: std::mem::take(&mut result.inventory_path),
+            result,
+        })
+        .collect();
+    let out = run_dir.join(&task.output);
+    if let Some(d) = out.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    serl_report::write_atomic(&out, serde_json::to_string(&rows)?.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_every_order_once_in_order() {
+        let orders: Vec<ParentOrder> = (0..10)
+            .map(|id| ParentOrder {
+                id,
+                symbol: "AAPL".into(),
+                date: chrono::NaiveDate::from_ymd_opt(2018, 1, 2).unwrap(),
+                side: serl_env::OrderSide::Buy,
+                qty: 100.0,
+                start_minute: 570,
+                end_minute: 960,
+            })
+            .collect();
+        for shards in [1, 3, 4, 10, 12] {
+            let ids: Vec<u64> = (0..shards)
+                .flat_map(|k| chunk(&orders, k, shards).iter().map(|o| o.id))
+                .collect();
+            assert_eq!(ids, (0..10).collect::<Vec<_>>(), "{shards} shards");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! `serl simulate` and `serl simulate impact` on a cluster: each seed's
+//! simulated days are a task (`simulate.day`, `simulate.impact_seed`) whose
+//! line holds the calibration, the market and the seed, so a node needs
+//! no data; the coordinator pools the seeds as the local run does
+//! (`docs/cluster.md`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serl_cluster::{Cluster, NewTask, Task};
+use serl_env::MarketConfig;
+use serl_market::{Calibration, ImpactSpec, MinuteStats, SeedPaths, Simulator};
+
+/// A simulated day of one seed.
+pub const DAY_TASK: &str = "simulate.day";
+/// One seed of the impact study.
+pub const IMPACT_TASK: &str = "simulate.impact_seed";
+
+#[derive(Serialize, Deserialize)]
+struct DayInput {
+    cal: Calibration,
+    market: MarketConfig,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ImpactInput {
+    cal: Calibration,
+    market: MarketConfig,
+    spec: ImpactSpec,
+    k: u64,
+}
+
+/// Plans `inputs` as batch `batch` (outputs `<batch>/<seed>.json`), runs
+/// it, and reads the outputs back in order.
+fn run_batch<I: Serialize, O: DeserializeOwned>(
+    cluster: &Cluster,
+    batch: &str,
+    kind: &str,
+    inputs: Vec<(u64, I)>,
+) -> Result<Vec<O>> {
+    let tasks = inputs
+        .into_iter()
+        .map(|(seed, input)| {
+            Ok(NewTask {
+                kind: kind.into(),
+                seed,
+                output: PathBuf::from(batch).join(format!("{seed}.json")),
+                input: serde_json::to_value(input)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let idx = cluster.plan_batch(batch, tasks)?;
+    eprintln!(
+        "{} tasks on {} (plan: {})",
+        idx.len(),
+        cluster.config().engine.name(),
+        cluster
+            .plan()
+            .root()
+            .join(serl_cluster::PLAN_FILE)
+            .display()
+    );
+    cluster.run_batch(batch, &idx)?;
+    let plan = cluster.plan();
+    idx.iter()
+        .map(|&i| {
+            let path = plan.output_path(plan.task(i)?);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} does not parse", path.display()))
+        })
+        .collect()
+}
+
+/// The days of seeds `seeds` of the calibrated market, as cluster tasks.
+pub fn days(
+    cluster: &Cluster,
+    cal: &Calibration,
+    market: &MarketConfig,
+    seeds: impl Iterator<Item = u64>,
+) -> Result<Vec<MinuteStats>> {
+    let inputs = seeds
+        .map(|s| {
+            let input = DayInput {
+                cal: cal.clone(),
+                market: market.clone(),
+            };
+            (s, input)
+        })
+        .collect();
+    run_batch(cluster, "days", DAY_TASK, inputs)
+}
+
+/// Every seed's paths of the impact study, as cluster tasks.
+pub fn impact_paths(
+    cluster: &Cluster,
+    cal: &Calibration,
+    market: &MarketConfig,
+    spec: &ImpactSpec,
+) -> Result<Vec<SeedPaths>> {
+    let inputs = (0..spec.seeds.max(1))
+        .map(|k| {
+            let input = ImpactInput {
+                cal: cal.clone(),
+                market: market.clone(),
+                spec: spec.clone(),
+                k,
+            };
+            (spec.first_seed + k, input)
+        })
+        .collect();
+    run_batch(cluster, "impact-seeds", IMPACT_TASK, inputs)
+}
+
+/// Runs a `simulate.*` task of the plan in `run_dir`.
+pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
+    let text = match task.kind.as_str() {
+        DAY_TASK => {
+            let i: DayInput = serde_json::from_value(task.input.clone())?;
+            serde_json::to_string(&Simulator::new(&i.cal, &i.market, task.seed).finish())?
+        }
+        _ => {
+            let i: ImpactInput = serde_json::from_value(task.input.clone())?;
+            serde_json::to_string(&serl_market::impact_seed(&i.cal, &i.market, &i.spec, i.k)?)?
+        }
+    };
+    let out = run_dir.join(&task.output);
+    if let Some(d) = out.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    serl_report::write_atomic(&out, text.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))
+}
