@@ -135,9 +135,9 @@ impl ClusterConfig {
             ));
         }
         let k = &self.kubernetes;
-        if !(k.poll_secs > 0.0 && k.poll_secs.is_finite()) {
+        if !(k.poll_secs > 0.0 && k.poll_secs <= 3600.0) {
             return Err(ClusterError::Config(format!(
-                "kubernetes.poll_secs is {}; give a positive number of seconds",
+                "kubernetes.poll_secs is {}; give a number of seconds in (0, 3600]",
                 k.poll_secs
             )));
         }

@@ -19,6 +19,10 @@ use crate::error::{io_err, ClusterError};
 use crate::plan::{NewTask, Plan, Task};
 use crate::{indices, manifest};
 
+/// Seconds the coordinator looks again for outputs the scheduler says
+/// were written, before it calls the filesystem unshared.
+const SHARED_GRACE_SECS: u64 = 5;
+
 /// What running a batch took.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchReport {
@@ -30,6 +34,30 @@ pub struct BatchReport {
     pub submissions: usize,
     /// Wall seconds from the first submission to the last output.
     pub secs: f64,
+}
+
+/// `tasks/cluster.json`: how the coordinator runs the plan, for
+/// `serl task manifest` and for a look afterwards.
+pub const SETUP_FILE: &str = "cluster.json";
+
+/// What `tasks/cluster.json` holds.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Setup {
+    /// The `[cluster]` table.
+    pub config: ClusterConfig,
+    /// The runner's command line before `--indices`.
+    pub runner: Vec<String>,
+    /// The tasks' working directory.
+    pub workdir: PathBuf,
+}
+
+impl Setup {
+    /// The setup of the run in `root`, if a coordinator wrote one.
+    pub fn read(root: &Path) -> Result<Setup, ClusterError> {
+        let path = root.join("tasks").join(SETUP_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| io_err(&path, e))?;
+        serde_json::from_str(&text).map_err(|e| io_err(&path, e))
+    }
 }
 
 /// A run's plan and the engine that runs it.
@@ -53,8 +81,17 @@ impl Cluster {
     ) -> Result<Cluster, ClusterError> {
         config.validate()?;
         std::fs::create_dir_all(root).map_err(|e| io_err(root, e))?;
+        let setup = Setup {
+            config: config.clone(),
+            runner: runner.clone(),
+            workdir: workdir.to_path_buf(),
+        };
+        let path = root.join("tasks").join(SETUP_FILE);
+        std::fs::create_dir_all(root.join("tasks")).map_err(|e| io_err(root, e))?;
+        let text = serde_json::to_string_pretty(&setup).map_err(|e| io_err(&path, e))?;
+        serl_report::write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))?;
         Ok(Cluster {
-            plan: Mutex::new(Plan::open(root)?),
+            plan: Mutex::new(Plan::open_to_append(root)?),
             config,
             runner,
             workdir: workdir.to_path_buf(),
@@ -76,6 +113,22 @@ impl Cluster {
     pub fn plan_batch(&self, batch: &str, tasks: Vec<NewTask>) -> Result<Vec<usize>, ClusterError> {
         let mut plan = self.plan();
         tasks.into_iter().map(|t| plan.add(batch, t)).collect()
+    }
+
+    /// The JSON outputs of tasks `indices`, in order.
+    pub fn read_outputs<T: serde::de::DeserializeOwned>(
+        &self,
+        indices: &[usize],
+    ) -> Result<Vec<T>, ClusterError> {
+        let plan = self.plan();
+        indices
+            .iter()
+            .map(|&i| {
+                let path = plan.output_path(plan.task(i)?);
+                let text = std::fs::read_to_string(&path).map_err(|e| io_err(&path, e))?;
+                serde_json::from_str(&text).map_err(|e| io_err(&path, e))
+            })
+            .collect()
     }
 
     /// Runs the tasks `indices` of batch `batch` on the external engine and
@@ -116,6 +169,16 @@ impl Cluster {
                 return Ok(report);
             }
             if succeeded {
+                // A network filesystem may show a file written on another
+                // node a moment late.
+                for _ in 0..SHARED_GRACE_SECS {
+                    std::thread::sleep(Duration::from_secs(1));
+                    to_run.retain(|&p| !done(pending[p]));
+                    if to_run.is_empty() {
+                        report.secs = t0.elapsed().as_secs_f64();
+                        return Ok(report);
+                    }
+                }
                 let t = pending[to_run[0]];
                 return Err(ClusterError::NotShared {
                     index: t.index,
@@ -125,16 +188,27 @@ impl Cluster {
         }
         let p = to_run[0];
         let t = pending[p];
-        let log = submit.log_path(p);
+        let log = submit.log_path(p, self.config.retries);
+        let mut tail = tail(&log, 20);
+        if !log.exists() {
+            tail.push_str(
+                "\n(a task without a log never started, or wrote it where this machine cannot see: \
+                 the run directory must be on a filesystem every node shares)",
+            );
+        }
         Err(ClusterError::TaskFailed {
             index: t.index,
-            output: t.output.display().to_string(),
+            output: root.join(&t.output).display().to_string(),
             attempts: self.config.retries + 1,
-            tail: tail(&log, 20),
+            tail,
             log: log.display().to_string(),
         })
     }
 }
+
+/// The most array positions one submission holds: Slurm's default
+/// `MaxArraySize` is 1001. A longer batch goes as several arrays at once.
+const MAX_ARRAY: usize = 1000;
 
 /// One batch's submissions to the engine.
 struct Submission<'a> {
@@ -146,43 +220,82 @@ struct Submission<'a> {
 }
 
 impl Submission<'_> {
-    fn logs(&self) -> PathBuf {
-        self.root.join("tasks").join("logs").join(self.batch)
+    /// A name for this set of pending tasks: a resumed run submits another
+    /// set, which must not share logs or a Kubernetes Job with the last.
+    fn tag(&self) -> String {
+        let list = indices::format(&self.indices);
+        let hash = list.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        format!("{:08x}", hash as u32)
     }
 
-    /// The log of the task at `position`.
-    fn log_path(&self, position: usize) -> PathBuf {
-        self.logs().join(format!("{position}.log"))
+    /// The logs of `attempt`'s submission.
+    fn logs(&self, attempt: usize) -> PathBuf {
+        let dir = format!("{}-a{attempt}", self.tag());
+        self.root
+            .join("tasks")
+            .join("logs")
+            .join(self.batch)
+            .join(dir)
     }
 
-    /// The runner's command line for this batch.
-    fn runner(&self) -> Vec<String> {
+    /// The log of the task at `position` in `attempt`.
+    fn log_path(&self, position: usize, attempt: usize) -> PathBuf {
+        self.logs(attempt).join(format!("{position}.log"))
+    }
+
+    /// The runner's command line for this batch: it reads its position
+    /// from `var` (and no other, so that an engine started inside another's
+    /// job reads its own) and maps it through the batch's indices.
+    fn runner(&self, var: &str) -> Vec<String> {
         let mut args = self.cluster.runner.clone();
-        args.push("--indices".into());
-        args.push(indices::format(&self.indices));
+        args.extend(["--indices".into(), indices::format(&self.indices)]);
+        args.extend(["--position-var".into(), var.into()]);
         args
     }
 
-    /// Submits the tasks at `positions` and waits for them; `true` when
-    /// the engine says every one succeeded.
+    /// Submits the tasks at `positions` (in arrays of at most
+    /// [`MAX_ARRAY`], at once) and waits for them; `true` when the engine
+    /// says every one succeeded.
     fn run(&self, positions: &[usize], attempt: usize) -> Result<bool, ClusterError> {
-        std::fs::create_dir_all(self.logs()).map_err(|e| io_err(&self.logs(), e))?;
+        let logs = self.logs(attempt);
+        std::fs::create_dir_all(&logs).map_err(|e| io_err(&logs, e))?;
         let c = &self.cluster.config;
-        let array = indices::format(positions);
-        let cmd = match c.engine {
-            EngineKind::Local => {
-                return Err(ClusterError::Config(
-                    "engine = \"local\" runs tasks in-process, not through run_batch".into(),
-                ))
-            }
-            EngineKind::Slurm => self.slurm(&array),
-            EngineKind::Hyperqueue => self.hyperqueue(&array),
-            EngineKind::Kubernetes => return self.kubernetes(positions, attempt),
-        };
-        run_engine(c.engine, cmd)
+        if c.engine == EngineKind::Kubernetes {
+            return self.kubernetes(positions, attempt);
+        }
+        let arrays: Vec<String> = positions.chunks(MAX_ARRAY).map(indices::format).collect();
+        let logs = logs.as_path();
+        let results: Vec<Result<bool, ClusterError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = arrays
+                .iter()
+                .map(|array| {
+                    scope.spawn(move || match c.engine {
+                        EngineKind::Slurm => run_engine(c.engine, self.slurm(array, logs)),
+                        EngineKind::Hyperqueue => {
+                            run_engine(c.engine, self.hyperqueue(array, logs))
+                        }
+                        _ => Err(ClusterError::Config(
+                            "engine = \"local\" runs tasks in-process, not through run_batch"
+                                .into(),
+                        )),
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Ok(false)))
+                .collect()
+        });
+        let mut all = true;
+        for r in results {
+            all &= r?;
+        }
+        Ok(all)
     }
 
-    fn slurm(&self, array: &str) -> Command {
+    fn slurm(&self, array: &str, logs: &Path) -> Command {
         let c = &self.cluster.config;
         let mut cmd = Command::new("sbatch");
         cmd.arg("--wait")
@@ -190,8 +303,7 @@ impl Submission<'_> {
             .arg(format!("--job-name=serl-{}", self.batch))
             .arg(format!("--array={array}"))
             .arg(format!("--chdir={}", self.cluster.workdir.display()))
-            .arg(format!("--output={}/%a.log", self.logs().display()))
-            .arg("--open-mode=append")
+            .arg(format!("--output={}/%a.log", logs.display()))
             .arg(format!("--cpus-per-task={}", c.cpus_per_task));
         let s = &c.slurm;
         for (flag, v) in [
@@ -204,13 +316,13 @@ impl Submission<'_> {
             }
         }
         cmd.args(&s.extra_args);
-        cmd.arg("--wrap").arg(shell_words(&self.runner()));
+        cmd.arg("--wrap")
+            .arg(shell_words(&self.runner("SLURM_ARRAY_TASK_ID")));
         cmd
     }
 
-    fn hyperqueue(&self, array: &str) -> Command {
+    fn hyperqueue(&self, array: &str, logs: &Path) -> Command {
         let c = &self.cluster.config;
-        let logs = self.logs();
         let mut cmd = Command::new("hq");
         cmd.arg("submit")
             .arg("--wait")
@@ -222,22 +334,21 @@ impl Submission<'_> {
             .arg(format!("--stderr={}/%{{TASK_ID}}.err", logs.display()))
             .args(&c.hyperqueue.extra_args)
             .arg("--")
-            .args(self.runner());
+            .args(self.runner("HQ_TASK_ID"));
         cmd
     }
 
     /// Writes the batch's Indexed Job, applies it unless told not to, and
     /// waits for the outputs (Kubernetes retries failed indices itself,
-    /// `backoffLimitPerIndex`); `false`: serl does not learn whether a pod
-    /// succeeded.
+    /// `backoffLimitPerIndex`).
     fn kubernetes(&self, positions: &[usize], attempt: usize) -> Result<bool, ClusterError> {
         let c = &self.cluster.config;
         let k = &c.kubernetes;
-        let name = manifest::job_name(self.root, self.batch, attempt);
+        let name = manifest::job_name(self.root, self.batch, &format!("{}-{attempt}", self.tag()));
         let indices: Vec<usize> = positions.iter().map(|&p| self.indices[p]).collect();
         let mut runner = self.cluster.runner.clone();
-        runner.push("--indices".into());
-        runner.push(indices::format(&indices));
+        runner.extend(["--indices".into(), indices::format(&indices)]);
+        runner.extend(["--position-var".into(), "JOB_COMPLETION_INDEX".into()]);
         let text = manifest::indexed_job(&manifest::JobSpec {
             name: &name,
             config: c,
@@ -252,7 +363,12 @@ impl Submission<'_> {
         if k.apply {
             let mut cmd = Command::new("kubectl");
             cmd.arg("apply").arg("-f").arg(&path);
-            run_engine(c.engine, cmd)?;
+            if !run_engine(c.engine, cmd)? {
+                return Err(ClusterError::Rejected {
+                    program: "kubectl apply".into(),
+                    message: format!("{} was not applied (see the warning above)", path.display()),
+                });
+            }
         } else {
             tracing::warn!(
                 "waiting for the pods of {} (apply it with kubectl apply -f {})",
@@ -289,7 +405,9 @@ impl Submission<'_> {
 }
 
 /// Runs the engine's command and returns whether it reported success
-/// (an array job whose tasks all exited 0).
+/// (an array job whose tasks all exited 0). A submission the scheduler
+/// refused outright (a bad partition, an array too long) is an error
+/// with its message, not a failed task.
 fn run_engine(engine: EngineKind, mut cmd: Command) -> Result<bool, ClusterError> {
     let program = cmd.get_program().to_string_lossy().to_string();
     tracing::debug!(?cmd, "submitting");
@@ -298,14 +416,35 @@ fn run_engine(engine: EngineKind, mut cmd: Command) -> Result<bool, ClusterError
         program: program.clone(),
         message: e.to_string(),
     })?;
-    if !out.status.success() {
-        tracing::warn!(
-            "{program} exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    if out.status.success() {
+        return Ok(true);
     }
-    Ok(out.status.success())
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    // sbatch --parsable prints the job id, hq "Job submitted ...", once
+    // the job is accepted: without it nothing ran.
+    let accepted = match engine {
+        EngineKind::Slurm => stdout.lines().any(|l| {
+            l.trim()
+                .split(';')
+                .next()
+                .is_some_and(|id| id.parse::<u64>().is_ok())
+        }),
+        EngineKind::Hyperqueue => stdout.contains("submitted") || stderr.contains("submitted"),
+        _ => true,
+    };
+    if !accepted {
+        return Err(ClusterError::Rejected {
+            program,
+            message: if stderr.is_empty() {
+                stdout.trim().to_string()
+            } else {
+                stderr
+            },
+        });
+    }
+    tracing::warn!("{program} exited with {}: {stderr}", out.status);
+    Ok(false)
 }
 
 /// `args` as one `sh` command line, each quoted.

@@ -61,6 +61,14 @@ pub enum ClusterError {
         /// What went wrong.
         message: String,
     },
+    /// The scheduler refused the submission (nothing ran).
+    #[error("{program} refused the batch: {message}")]
+    Rejected {
+        /// The program.
+        program: String,
+        /// What it said.
+        message: String,
+    },
     /// A task kept failing.
     #[error("task {index} ({output}) failed {attempts} times; its log, {log}, ends:\n{tail}")]
     TaskFailed {

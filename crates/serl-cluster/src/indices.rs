@@ -24,6 +24,9 @@ pub fn format(values: &[usize]) -> String {
     parts.join(",")
 }
 
+/// The longest range a list may hold (a plan is never near it).
+const MAX_RANGE: usize = 10_000_000;
+
 /// The list [`format`] writes, in order.
 pub fn parse(text: &str) -> Result<Vec<usize>, ClusterError> {
     let bad = |part: &str| {
@@ -39,7 +42,7 @@ pub fn parse(text: &str) -> Result<Vec<usize>, ClusterError> {
                     a.parse().map_err(|_| bad(part))?,
                     b.parse().map_err(|_| bad(part))?,
                 );
-                if b < a {
+                if b < a || b - a > MAX_RANGE {
                     return Err(bad(part));
                 }
                 out.extend(a..=b);
@@ -60,6 +63,7 @@ mod tests {
         assert_eq!(parse("0-3,7,9-10").unwrap(), [0, 1, 2, 3, 7, 9, 10]);
         assert_eq!(format(&[]), "");
         assert!(parse("3-1").is_err());
+        assert!(parse("0-99999999999").is_err(), "no unbounded allocation");
         assert!(parse("a").unwrap_err().to_string().contains("`a`"));
     }
 }

@@ -39,7 +39,7 @@ mod plan;
 mod probe;
 
 pub use config::{ClusterConfig, EngineKind, HyperQueueConfig, KubernetesConfig, SlurmConfig};
-pub use engine::{BatchReport, Cluster};
+pub use engine::{BatchReport, Cluster, Setup, SETUP_FILE};
 pub use error::ClusterError;
 pub use plan::{NewTask, Plan, Task, PLAN_FILE};
 pub use probe::{probe_task, run_probe, ProbeOutput, PROBE_TASK};

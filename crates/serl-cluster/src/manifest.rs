@@ -22,14 +22,18 @@ pub struct JobSpec<'a> {
     pub command: &'a [String],
 }
 
-/// A Job name for batch `batch` of the run in `root`: lowercase letters,
-/// digits and dashes, at most 63 characters, as Kubernetes requires.
-pub fn job_name(root: &Path, batch: &str, attempt: usize) -> String {
-    let run = root
+/// A Job name for submission `tag` of batch `batch` of the run in `root`:
+/// lowercase letters, digits and dashes, at most 63 characters, as
+/// Kubernetes requires; a long run name is cut, the batch and tag kept.
+pub fn job_name(root: &Path, batch: &str, tag: &str) -> String {
+    let run: String = root
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let raw = format!("serl-{run}-{batch}-{attempt}").to_lowercase();
+        .unwrap_or_default()
+        .chars()
+        .take(20)
+        .collect();
+    let raw = format!("serl-{run}-{batch}-{tag}").to_lowercase();
     let mut name: String = raw
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -69,8 +73,7 @@ pub fn indexed_job(spec: &JobSpec) -> String {
 apiVersion: batch/v1\n\
 kind: Job\n\
 metadata:\n  name: {name}\n  namespace: {ns}\n\
-spec:\n  completionMode: Indexed\n  completions: {n}\n  parallelism: {par}\n  backoffLimitPerIndex: {retries}\n  maxFailedIndexes: {n}\n\
-  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: task\n        image: {image}\n        workingDir: {wd}\n        command: [{command}]\n        resources:\n          requests:\n            cpu: \"{cpus}\"\n{volume}",
+spec:\n  completionMode: Indexed\n  completions: {n}\n  parallelism: {par}\n  backoffLimitPerIndex: {retries}\n  maxFailedIndexes: {n}\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: task\n        image: {image}\n        workingDir: {wd}\n        command: [{command}]\n        resources:\n          requests:\n            cpu: \"{cpus}\"\n{volume}",
         name = spec.name,
         ns = quote(&k.namespace),
         n = spec.completions,
@@ -88,10 +91,13 @@ mod tests {
 
     #[test]
     fn a_job_name_is_a_dns_label() {
-        let n = job_name(Path::new("/runs/Evolve_Std"), "ll0_g1", 2);
-        assert_eq!(n, "serl-evolve-std-ll0-g1-2");
-        let long = job_name(Path::new(&"r".repeat(80)), "i0", 0);
-        assert!(long.len() <= 63 && !long.ends_with('-'));
+        let n = job_name(Path::new("/runs/Evolve_Std"), "ll0_g1", "1a2b3c4d-2");
+        assert_eq!(n, "serl-evolve-std-ll0-g1-1a2b3c4d-2");
+        let long = job_name(Path::new(&"r".repeat(80)), "i0", "1a2b3c4d-0");
+        assert!(
+            long.len() <= 63 && long.ends_with("-i0-1a2b3c4d-0"),
+            "{long}"
+        );
     }
 
     #[test]
@@ -118,6 +124,8 @@ mod tests {
             "backoffLimitPerIndex: 2",
             "claimName: \"runs\"",
             "\"--indices\", \"4-6\"",
+            "\nspec:\n  completionMode",
+            "\n  template:\n    spec:\n      restartPolicy: Never",
         ] {
             assert!(yaml.contains(want), "{want} in\n{yaml}");
         }

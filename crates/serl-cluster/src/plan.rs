@@ -58,9 +58,21 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of the run in `root` (empty when the run has none yet).
-    /// A line that does not parse is an error naming the file and line.
+    /// The plan of the run in `root` (empty when the run has none yet),
+    /// to read: a last line cut short (a coordinator appending right now,
+    /// or one that died appending) is left out. A line that does not
+    /// parse is an error naming the file and line.
     pub fn open(root: &Path) -> Result<Plan, ClusterError> {
+        Self::read(root, false)
+    }
+
+    /// The plan, for the coordinator that appends to it: a last line cut
+    /// short (it died appending) is removed from the file.
+    pub fn open_to_append(root: &Path) -> Result<Plan, ClusterError> {
+        Self::read(root, true)
+    }
+
+    fn read(root: &Path, repair: bool) -> Result<Plan, ClusterError> {
         let path = root.join(PLAN_FILE);
         let mut tasks = Vec::new();
         if path.exists() {
@@ -69,7 +81,9 @@ impl Plan {
                 // The coordinator died while appending: the cut line was
                 // never a task anyone ran.
                 text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
-                std::fs::write(&path, &text).map_err(|e| io_err(&path, e))?;
+                if repair {
+                    std::fs::write(&path, &text).map_err(|e| io_err(&path, e))?;
+                }
             }
             for (i, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
@@ -269,7 +283,18 @@ mod tests {
         assert_eq!(
             Plan::open(dir.path()).unwrap().tasks().len(),
             1,
-            "a line cut short is dropped"
+            "a line cut short is left out"
+        );
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("\"batch\""),
+            "a reader leaves it"
+        );
+        Plan::open_to_append(dir.path()).unwrap();
+        assert!(
+            std::fs::read_to_string(&path).unwrap().ends_with('\n'),
+            "the coordinator removes it"
         );
         std::fs::write(&path, format!("{text}{{\"index\": 1, \"batch\"\n")).unwrap();
         let err = Plan::open(dir.path()).unwrap_err().to_string();

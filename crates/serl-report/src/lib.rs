@@ -32,7 +32,10 @@ use std::path::Path;
 /// rename, so that a crash leaves the old or the new version, never half
 /// of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
+    // The writer's own temporary file: two processes writing the same
+    // file (a scheduler's retry beside the first try) never rename each
+    // other's half-written bytes into place.
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }

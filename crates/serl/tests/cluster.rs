@@ -416,11 +416,16 @@ fn a_slurm_array_job_per_batch_gives_the_local_run_s_tables() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("engine: slurm"), "{}", text(&o));
     assert_eq!(&tables(&out), local_tables());
-    let logs = out.join("tasks/logs/i0/0.log");
+    let submission = std::fs::read_dir(out.join("tasks/logs/i0"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let log = submission.path().join("0.log");
     assert!(
-        std::fs::read_to_string(&logs).unwrap().contains("wrote"),
+        std::fs::read_to_string(&log).unwrap().contains("wrote"),
         "{}",
-        logs.display()
+        log.display()
     );
 
     // A backtest as an array of shards gives the local rows.

@@ -9,17 +9,20 @@
 set -uo pipefail
 cmd=${1:?up or down}; dir=$(realpath -m "${2:?a directory}")
 conf="$dir/slurm.conf"
-skip() { echo "skipped: $*"; exit 3; }
-
-down() {
-    [ -f "$conf" ] || exit 0
-    SLURM_CONF="$conf" scontrol shutdown >/dev/null 2>&1
+stop() {
+    [ -f "$conf" ] && SLURM_CONF="$conf" scontrol shutdown >/dev/null 2>&1
     for pid in "$dir"/slurmctld.pid "$dir"/slurmd.pid; do
         [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
     done
-    exit 0
+    # munged only if this script started it.
+    if [ -f "$dir/munged.started" ]; then
+        pkill -x munged 2>/dev/null
+        rm -f "$dir/munged.started"
+    fi
 }
-[ "$cmd" = down ] && down
+# A skip after a daemon started stops what it started.
+skip() { echo "skipped: $*"; stop; exit 3; }
+if [ "$cmd" = down ]; then stop; exit 0; fi
 
 if ! command -v sbatch >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
     [ "$(id -u)" = 0 ] || skip "Slurm is not installed and installing it needs root"
@@ -41,6 +44,7 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
         chmod 0400 /etc/munge/munge.key
         /usr/sbin/munged --force
     fi
+    mkdir -p "$dir" && touch "$dir/munged.started"
     sleep 1
     munge -n | unmunge >/dev/null 2>&1 || skip "munged did not start"
 fi

@@ -71,12 +71,17 @@ pub fn run(
     let root = cluster.plan().root().to_path_buf();
     let tasks = (0..shards)
         .map(|k| {
+            // Who runs the shards is not part of what they compute.
+            let cfg = BacktestFile {
+                cluster: ClusterConfig::default(),
+                ..b.cfg.clone()
+            };
             let input = ShardInput {
                 data: b.data.to_path_buf(),
                 split: b.split,
                 strategies: b.strategies.to_vec(),
                 env: b.env,
-                cfg: b.cfg.clone(),
+                cfg,
                 shard: k,
                 shards,
             };
@@ -97,14 +102,9 @@ pub fn run(
     );
     cluster.run_batch("backtest", &idx)?;
     let examples: Vec<u64> = orders.iter().take(EXAMPLE_ORDERS).map(|o| o.id).collect();
-    let plan = cluster.plan();
+    let shards: Vec<Vec<ShardRow>> = cluster.read_outputs(&idx)?;
     let mut rows = Vec::new();
-    for &i in &idx {
-        let path = plan.output_path(plan.task(i)?);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let shard: Vec<ShardRow> = serde_json::from_str(&text)
-            .with_context(|| format!("{} does not parse", path.display()))?;
+    for shard in shards {
         rows.extend(shard.into_iter().map(|r| {
             let mut result = r.result;
             // A shard keeps the paths of its own first orders; the report

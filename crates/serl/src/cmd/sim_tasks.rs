@@ -62,16 +62,7 @@ fn run_batch<I: Serialize, O: DeserializeOwned>(
             .display()
     );
     cluster.run_batch(batch, &idx)?;
-    let plan = cluster.plan();
-    idx.iter()
-        .map(|&i| {
-            let path = plan.output_path(plan.task(i)?);
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{} does not parse", path.display()))
-        })
-        .collect()
+    Ok(cluster.read_outputs(&idx)?)
 }
 
 /// The days of seeds `seeds` of the calibrated market, as cluster tasks.

@@ -75,6 +75,10 @@ pub struct RunArgs {
     /// position in this list.
     #[arg(long)]
     pub indices: Option<String>,
+    /// The variable the position is read from (default: the first set of
+    /// SLURM_ARRAY_TASK_ID, HQ_TASK_ID, JOB_COMPLETION_INDEX).
+    #[arg(long)]
+    pub position_var: Option<String>,
     /// Run it even if its output is there (the output is the same).
     #[arg(long)]
     pub force: bool,
@@ -99,10 +103,16 @@ fn resolve_index(a: &RunArgs) -> Result<usize> {
     if let Some(i) = a.index {
         return Ok(i);
     }
-    let Some((var, value)) = serl_cluster::task_position() else {
+    let found = match &a.position_var {
+        Some(var) => std::env::var(var).ok().map(|v| (var.as_str(), v)),
+        None => serl_cluster::task_position(),
+    };
+    let Some((var, value)) = found else {
         bail!(
-            "which task? give --index I, or run under an engine that sets one of {}",
-            POSITION_VARS.join(", ")
+            "which task? give --index I, or run under an engine that sets {}",
+            a.position_var
+                .clone()
+                .unwrap_or_else(|| format!("one of {}", POSITION_VARS.join(", ")))
         );
     };
     let position: usize = value
@@ -237,11 +247,6 @@ fn list(run_dir: &Path) -> Result<ExitCode> {
 
 fn write_manifest(run_dir: &Path, batch: &str, out: Option<&Path>) -> Result<ExitCode> {
     let plan = open_plan(run_dir)?;
-    let pending: Vec<usize> = plan
-        .batch(batch)
-        .into_iter()
-        .filter(|&i| plan.task(i).is_ok_and(|t| !plan.is_done(t)))
-        .collect();
     if plan.batch(batch).is_empty() {
         bail!(
             "{} has no batch `{batch}`; `serl task list {}` shows its batches",
@@ -249,19 +254,25 @@ fn write_manifest(run_dir: &Path, batch: &str, out: Option<&Path>) -> Result<Exi
             run_dir.display()
         );
     }
+    let pending: Vec<usize> = plan
+        .batch(batch)
+        .into_iter()
+        .filter(|&i| plan.task(i).is_ok_and(|t| !plan.is_done(t)))
+        .collect();
     if pending.is_empty() {
         bail!("every task of batch `{batch}` is done");
     }
-    let cfg: EvolveFile = read_toml(&run_dir.join("evolve.toml"))?;
+    // The coordinator's setup: its [cluster] table and working directory.
+    let setup = serl_cluster::Setup::read(run_dir)?;
     let root = std::path::absolute(run_dir)?;
-    let workdir = std::env::current_dir()?;
     let mut command = super::evolve::task_runner("serl", &root);
     command.extend(["--indices".to_string(), indices::format(&pending)]);
+    command.extend(["--position-var".to_string(), "JOB_COMPLETION_INDEX".into()]);
     let yaml = manifest::indexed_job(&manifest::JobSpec {
-        name: &manifest::job_name(&root, batch, 0),
-        config: &cfg.cluster,
+        name: &manifest::job_name(&root, batch, "manual"),
+        config: &setup.config,
         completions: pending.len(),
-        workdir: &workdir,
+        workdir: &setup.workdir,
         command: &command,
     });
     match out {
@@ -304,58 +315,73 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         );
     }
     let root = std::path::absolute(&a.out)?;
-    let exe = std::env::current_exe()?.display().to_string();
     let program = if cfg.engine == EngineKind::Kubernetes {
         "serl".to_string()
     } else {
-        exe
+        std::env::current_exe()?.display().to_string()
     };
     let workdir = std::env::current_dir()?;
-    let cluster = Cluster::new(
-        cfg.clone(),
-        &root,
-        super::evolve::task_runner(&program, &root),
-        &workdir,
-    )?;
+    let runner = super::evolve::task_runner(&program, &root);
+    let cluster = Cluster::new(cfg.clone(), &root, runner, &workdir)?;
     let engine = cfg.engine.name();
-    let run = |batch: &str, n: usize| -> Result<f64> {
-        let tasks = (0..n).map(|k| probe_task(batch, k)).collect();
-        let idx = cluster.plan_batch(batch, tasks)?;
-        let t = std::time::Instant::now();
-        if cfg.engine == EngineKind::Local {
-            // The local path as a scheduler would use it: a process per task.
-            for i in &idx {
-                let status = std::process::Command::new(&program)
-                    .args([
-                        "task",
-                        "run",
-                        &root.display().to_string(),
-                        "--index",
-                        &i.to_string(),
-                    ])
-                    .stderr(std::process::Stdio::null())
-                    .status()?;
-                if !status.success() {
-                    bail!("task {i} of {} failed", root.display());
-                }
-            }
-        } else {
-            cluster.run_batch(batch, &idx)?;
-        }
-        Ok(t.elapsed().as_secs_f64())
-    };
     eprintln!(
         "{engine}: {} probes as one array, then {} one-task batches",
         a.tasks, a.singles
     );
-    let array_secs = run("array", a.tasks)?;
+    let array_secs = probe_batch(&cluster, &program, "array", a.tasks)?;
     let mut single_secs = Vec::new();
     for k in 0..a.singles {
-        single_secs.push(run(&format!("single{k}"), 1)?);
+        single_secs.push(probe_batch(&cluster, &program, &format!("single{k}"), 1)?);
     }
     let mut sorted = single_secs.clone();
     sorted.sort_by(f64::total_cmp);
-    let plan = Plan::open(&root)?;
+    let report = CheckReport {
+        engine,
+        tasks: a.tasks,
+        array_secs,
+        array_secs_per_task: array_secs / a.tasks as f64,
+        single_median_secs: sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN),
+        single_secs,
+        hosts: probe_hosts(&root)?,
+    };
+    std::fs::write(
+        root.join("check.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    print_check(&report);
+    println!(
+        "every probe's output is visible here; {}",
+        root.join("check.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Plans and runs `n` probes as batch `batch`; its wall seconds.
+fn probe_batch(cluster: &Cluster, program: &str, batch: &str, n: usize) -> Result<f64> {
+    let tasks = (0..n).map(|k| probe_task(batch, k)).collect();
+    let idx = cluster.plan_batch(batch, tasks)?;
+    let root = cluster.plan().root().display().to_string();
+    let t = std::time::Instant::now();
+    if cluster.config().engine == EngineKind::Local {
+        // The local path as a scheduler would use it: a process per task.
+        for i in &idx {
+            let status = std::process::Command::new(program)
+                .args(["task", "run", &root, "--index", &i.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status()?;
+            if !status.success() {
+                bail!("task {i} of {root} failed");
+            }
+        }
+    } else {
+        cluster.run_batch(batch, &idx)?;
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The hosts the probes of the plan in `root` ran on.
+fn probe_hosts(root: &Path) -> Result<Vec<String>> {
+    let plan = Plan::open(root)?;
     let mut hosts: Vec<String> = plan
         .tasks()
         .iter()
@@ -365,19 +391,10 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         .collect();
     hosts.sort();
     hosts.dedup();
-    let report = CheckReport {
-        engine,
-        tasks: a.tasks,
-        array_secs,
-        array_secs_per_task: array_secs / a.tasks as f64,
-        single_median_secs: sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN),
-        single_secs,
-        hosts,
-    };
-    std::fs::write(
-        root.join("check.json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
+    Ok(hosts)
+}
+
+fn print_check(r: &CheckReport) {
     let mut table = Table::new();
     table.set_header([
         "engine",
@@ -388,17 +405,12 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         "hosts",
     ]);
     table.add_row([
-        engine.to_string(),
-        a.tasks.to_string(),
-        format!("{:.2}", report.array_secs),
-        format!("{:.3}", report.array_secs_per_task),
-        format!("{:.2}", report.single_median_secs),
-        report.hosts.join(" "),
+        r.engine.to_string(),
+        r.tasks.to_string(),
+        format!("{:.2}", r.array_secs),
+        format!("{:.3}", r.array_secs_per_task),
+        format!("{:.2}", r.single_median_secs),
+        r.hosts.join(" "),
     ]);
     println!("{table}");
-    println!(
-        "every probe's output is visible here; {}",
-        root.join("check.json").display()
-    );
-    Ok(ExitCode::SUCCESS)
 }
