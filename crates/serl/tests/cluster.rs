@@ -175,81 +175,57 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
     );
 }
 
+/// A config whose coordinator only writes Kubernetes manifests and waits,
+/// for [`play_the_cluster`] to run its tasks.
+fn manifest_only_config(dir: &Path) -> PathBuf {
+    let cfg = dir.join("k8s.toml");
+    std::fs::write(
+        &cfg,
+        "[cluster]\nengine = \"kubernetes\"\n[cluster.kubernetes]\napply = false\npoll_secs = 0.1\ntimeout_secs = 600\n",
+    )
+    .unwrap();
+    cfg
+}
+
 /// `serl backtest` of two strategies in both venues on the bundled data,
-/// with extra arguments; its summary and order rows.
+/// with extra arguments (the cluster played where they ask for it); its
+/// summary and order rows.
 fn backtest(out: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> (Value, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_serl"));
-    cmd.args([
-        "backtest",
-        "--data",
-        "data/lean",
-        "--split",
-        "all",
-        "--strategy",
-        "twap",
-    ])
-    .args(["--strategy", "ac", "--env", "both", "--out", path(out)])
-    .args(extra)
-    .current_dir(repo());
+    cmd.args(["backtest", "--data", "data/lean", "--split", "all"])
+        .args(["--strategy", "twap", "--strategy", "ac", "--env", "both"])
+        .args(["--out", path(out)])
+        .args(extra)
+        .current_dir(repo());
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    play_the_cluster(out, &mut child);
     let mut summary = read_json(&out.join("summary.json"));
     summary["provenance"]
         .as_object_mut()
         .unwrap()
         .remove("created");
-    (
-        summary,
-        std::fs::read_to_string(out.join("orders.csv")).unwrap(),
-    )
+    (summary, read(&out.join("orders.csv")))
 }
 
 #[test]
 fn a_backtest_in_shards_run_in_a_shuffled_order_gives_the_local_rows() {
     let dir = tempfile::tempdir().unwrap();
     let local = backtest(&dir.path().join("local"), &[], &[]);
-    let cfg = dir.path().join("k8s.toml");
-    std::fs::write(
-        &cfg,
-        "[cluster]\nengine = \"kubernetes\"\n[cluster.kubernetes]\napply = false\npoll_secs = 0.1\ntimeout_secs = 600\n",
-    )
-    .unwrap();
+    let cfg = manifest_only_config(dir.path());
     let out = dir.path().join("sharded");
-    let mut coordinator = Command::new(env!("CARGO_BIN_EXE_serl"))
-        .args([
-            "backtest",
-            "--data",
-            "data/lean",
-            "--split",
-            "all",
-            "--strategy",
-            "twap",
-        ])
-        .args(["--strategy", "ac", "--env", "both", "--out", path(&out)])
-        .args(["--config", path(&cfg), "--shards", "3"])
-        .current_dir(repo())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert_eq!(
-        play_the_cluster(&out, &mut coordinator),
-        1,
-        "one batch of shards"
-    );
-    let mut summary = read_json(&out.join("summary.json"));
-    summary["provenance"]
-        .as_object_mut()
+    let sharded = backtest(&out, &["--config", path(&cfg), "--shards", "3"], &[]);
+    assert_eq!(sharded, local);
+    let batches = std::fs::read_dir(out.join("tasks/manifests"))
         .unwrap()
-        .remove("created");
-    assert_eq!(summary, local.0);
-    assert_eq!(
-        std::fs::read_to_string(out.join("orders.csv")).unwrap(),
-        local.1
-    );
+        .count();
+    assert_eq!(batches, 1, "one batch of shards");
 }
 
 /// `serl simulate` (6 seeds) and `serl simulate impact` (4 seeds, two
@@ -320,12 +296,7 @@ fn spawn_or_run(mut cmd: Command, out: &Path, name: &str) -> PathBuf {
 fn simulated_seeds_run_as_tasks_in_a_shuffled_order_give_the_local_checks() {
     let dir = tempfile::tempdir().unwrap();
     let local = simulations(&dir.path().join("local"), &[], &[]);
-    let cfg = dir.path().join("k8s.toml");
-    std::fs::write(
-        &cfg,
-        "[cluster]\nengine = \"kubernetes\"\n[cluster.kubernetes]\napply = false\npoll_secs = 0.1\ntimeout_secs = 600\n",
-    )
-    .unwrap();
+    let cfg = manifest_only_config(dir.path());
     let tasks = simulations(&dir.path().join("tasks"), &["--config", path(&cfg)], &[]);
     assert_eq!(tasks, local);
     let plan = serl_cluster::Plan::open(&dir.path().join("tasks/impact")).unwrap();
