@@ -142,7 +142,7 @@ impl Cluster {
                 .collect::<Result<_, _>>()?
         };
         let root = self.plan().root().to_path_buf();
-        let done = |t: &Task| root.join(&t.output).exists();
+        let done = |t: &Task| self.plan().is_done(t);
         let pending: Vec<&Task> = tasks.iter().filter(|t| !done(t)).collect();
         let mut report = BatchReport {
             reused: tasks.len() - pending.len(),

@@ -150,6 +150,16 @@ impl Plan {
         self.root.join(&t.output)
     }
 
+    /// Writes task `t`'s output: atomically (the output's presence means
+    /// the task is done), creating the folders above it.
+    pub fn write_output(&self, t: &Task, bytes: &[u8]) -> Result<(), ClusterError> {
+        let path = self.output_path(t);
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
+        }
+        serl_report::write_atomic(&path, bytes).map_err(|e| io_err(&path, e))
+    }
+
     /// Whether task `t`'s output exists.
     pub fn is_done(&self, t: &Task) -> bool {
         self.output_path(t).exists()

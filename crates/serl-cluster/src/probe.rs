@@ -43,10 +43,6 @@ pub fn run_probe(plan: &Plan, task: &Task) -> Result<(), ClusterError> {
             .map(|d| d.display().to_string())
             .unwrap_or_default(),
     };
-    let path = plan.output_path(task);
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
-    }
-    let text = serde_json::to_string(&out).map_err(|e| io_err(&path, e))?;
-    serl_report::write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))
+    let text = serde_json::to_string(&out).map_err(|e| io_err(&plan.output_path(task), e))?;
+    plan.write_output(task, text.as_bytes())
 }

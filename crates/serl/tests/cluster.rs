@@ -16,14 +16,19 @@ use std::time::{Duration, Instant};
 use common::{read_json, repo, serl, text};
 use serde_json::Value;
 
-/// A test table: `test/summary.json` without the time it was written.
-fn tables(run: &Path) -> Value {
-    let mut v = read_json(&run.join("test").join("summary.json"));
+/// A report's `summary.json` without the time it was written.
+fn summary(path: &Path) -> Value {
+    let mut v = read_json(path);
     v["provenance"]
         .as_object_mut()
         .expect("a provenance")
         .remove("created");
     v
+}
+
+/// An evolve run's test tables.
+fn tables(run: &Path) -> Value {
+    summary(&run.join("test").join("summary.json"))
 }
 
 /// The quick run's tables with `engine = "local"`, computed once.
@@ -206,12 +211,10 @@ fn backtest(out: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> (Value, Strin
         .spawn()
         .unwrap();
     play_the_cluster(out, &mut child);
-    let mut summary = read_json(&out.join("summary.json"));
-    summary["provenance"]
-        .as_object_mut()
-        .unwrap()
-        .remove("created");
-    (summary, read(&out.join("orders.csv")))
+    (
+        summary(&out.join("summary.json")),
+        read(&out.join("orders.csv")),
+    )
 }
 
 #[test]

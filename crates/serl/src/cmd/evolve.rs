@@ -208,25 +208,35 @@ pub fn task_runner(program: &str, root: &Path) -> Vec<String> {
     ]
 }
 
-/// The cluster of a run in `out`, where `[cluster] engine` is not
-/// `local`: its plan there, its tasks run by this very binary (`serl` on a
-/// Kubernetes pod's PATH) in this working directory.
+/// The program that runs a task on `engine`: this very binary (on a
+/// shared filesystem), or the `serl` on a Kubernetes pod's PATH.
+pub fn task_program(engine: EngineKind) -> Result<String> {
+    Ok(match engine {
+        EngineKind::Kubernetes => "serl".to_string(),
+        _ => std::env::current_exe()?.display().to_string(),
+    })
+}
+
+/// The cluster of a run in `out`: its plan there, its tasks run by
+/// [`task_program`] in this working directory.
+pub fn cluster_for(cfg: &ClusterConfig, out: &Path) -> Result<Cluster> {
+    let root = std::path::absolute(out)?;
+    let runner = task_runner(&task_program(cfg.engine)?, &root);
+    Ok(Cluster::new(
+        cfg.clone(),
+        &root,
+        runner,
+        &std::env::current_dir()?,
+    )?)
+}
+
+/// [`cluster_for`], where `[cluster] engine` is not `local` (which runs
+/// everything in this process).
 pub fn cluster_of(cfg: &ClusterConfig, out: &Path) -> Result<Option<Cluster>> {
     if cfg.engine == EngineKind::Local {
         return Ok(None);
     }
-    let root = std::path::absolute(out)?;
-    let program = match cfg.engine {
-        EngineKind::Kubernetes => "serl".to_string(),
-        _ => std::env::current_exe()?.display().to_string(),
-    };
-    let workdir = std::env::current_dir()?;
-    Ok(Some(Cluster::new(
-        cfg.clone(),
-        &root,
-        task_runner(&program, &root),
-        &workdir,
-    )?))
+    cluster_for(cfg, out).map(Some)
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use serl_cluster::{ClusterConfig, NewTask, Task};
+use serl_cluster::{ClusterConfig, NewTask, Plan, Task};
 use serl_data::Split;
 use serl_env::{generate_orders, MarketData, ParentOrder};
 use serl_eval::{OrderResult, EXAMPLE_ORDERS};
@@ -119,8 +119,8 @@ pub fn run(
     Ok(rows)
 }
 
-/// Runs shard task `task` of the backtest in `run_dir`.
-pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
+/// Runs shard task `task` of the backtest's `plan`.
+pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let input: ShardInput = serde_json::from_value(task.input.clone())
         .with_context(|| format!("task {} is not a backtest shard", task.index))?;
     let cfg = &input.cfg;
@@ -138,12 +138,7 @@ pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
             result,
         })
         .collect();
-    let out = run_dir.join(&task.output);
-    if let Some(d) = out.parent() {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    serl_report::write_atomic(&out, serde_json::to_string(&rows)?.as_bytes())
-        .with_context(|| format!("writing {}", out.display()))
+    Ok(plan.write_output(task, serde_json::to_string(&rows)?.as_bytes())?)
 }
 
 #[cfg(test)]

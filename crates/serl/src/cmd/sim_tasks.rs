@@ -4,11 +4,11 @@
 //! no data; the coordinator pools the seeds as the local run does
 //! (`docs/cluster.md`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use serl_cluster::{Cluster, NewTask, Task};
+use serl_cluster::{Cluster, NewTask, Plan, Task};
 use serl_env::MarketConfig;
 use serl_market::{Calibration, ImpactSpec, MinuteStats, SeedPaths, Simulator};
 
@@ -105,8 +105,8 @@ pub fn impact_paths(
     run_batch(cluster, "impact-seeds", IMPACT_TASK, inputs)
 }
 
-/// Runs a `simulate.*` task of the plan in `run_dir`.
-pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
+/// Runs a `simulate.*` task of `plan`.
+pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let text = match task.kind.as_str() {
         DAY_TASK => {
             let i: DayInput = serde_json::from_value(task.input.clone())?;
@@ -117,10 +117,5 @@ pub fn run_task(run_dir: &Path, task: &Task) -> Result<()> {
             serde_json::to_string(&serl_market::impact_seed(&i.cal, &i.market, &i.spec, i.k)?)?
         }
     };
-    let out = run_dir.join(&task.output);
-    if let Some(d) = out.parent() {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    serl_report::write_atomic(&out, text.as_bytes())
-        .with_context(|| format!("writing {}", out.display()))
+    Ok(plan.write_output(task, text.as_bytes())?)
 }

@@ -165,9 +165,9 @@ fn run_one(a: RunArgs) -> Result<ExitCode> {
     match task.kind.as_str() {
         PROBE_TASK => run_probe(&plan, task)?,
         serl_evolve::SCORE_TASK | serl_evolve::FINAL_TASK => run_evolve_task(&a.run_dir, task)?,
-        super::shards::SHARD_TASK => super::shards::run_task(&a.run_dir, task)?,
+        super::shards::SHARD_TASK => super::shards::run_task(&plan, task)?,
         super::sim_tasks::DAY_TASK | super::sim_tasks::IMPACT_TASK => {
-            super::sim_tasks::run_task(&a.run_dir, task)?
+            super::sim_tasks::run_task(&plan, task)?
         }
         other => bail!(
             "task {index} has kind `{other}`, which this serl does not run ({}, {}, {}, {}, {} and {PROBE_TASK})",
@@ -314,15 +314,9 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
             a.out.display()
         );
     }
-    let root = std::path::absolute(&a.out)?;
-    let program = if cfg.engine == EngineKind::Kubernetes {
-        "serl".to_string()
-    } else {
-        std::env::current_exe()?.display().to_string()
-    };
-    let workdir = std::env::current_dir()?;
-    let runner = super::evolve::task_runner(&program, &root);
-    let cluster = Cluster::new(cfg.clone(), &root, runner, &workdir)?;
+    let program = super::evolve::task_program(cfg.engine)?;
+    let cluster = super::evolve::cluster_for(&cfg, &a.out)?;
+    let root = cluster.plan().root().to_path_buf();
     let engine = cfg.engine.name();
     eprintln!(
         "{engine}: {} probes as one array, then {} one-task batches",
