@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::placement::FillModel;
 use crate::EnvError;
 
 /// What happens to inventory left when the window ends.
@@ -60,6 +61,8 @@ pub struct EnvConfig {
     pub inventory_penalty: f64,
     /// Weight on the squared unfilled share at the end of an episode, bps.
     pub terminal_penalty: f64,
+    /// How resting orders fill in the static replay (`[env.fills]`).
+    pub fills: FillModel,
 }
 
 impl Default for EnvConfig {
@@ -72,6 +75,7 @@ impl Default for EnvConfig {
             participation_cap: 0.1,
             inventory_penalty: 2.0,
             terminal_penalty: 50.0,
+            fills: FillModel::default(),
         }
     }
 }
@@ -106,7 +110,7 @@ impl EnvConfig {
         if !(self.inventory_penalty >= 0.0 && self.terminal_penalty >= 0.0) {
             return bad("inventory_penalty", "penalties must be non-negative".into());
         }
-        Ok(())
+        self.fills.validate()
     }
 
     /// Maps an action to a fraction of the order: clamps continuous actions

@@ -9,12 +9,13 @@
 //! at `participation_cap` of the minute's real volume. The benchmark is the
 //! TWAP of the simulated mid over the window.
 
-use serl_lob::Side;
+use serl_lob::{OrderId, Side};
 use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 
 use crate::config::EnvConfig;
 use crate::obs::{write_obs, BookPicture, LEVELS, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
+use crate::placement::{ChildOrder, FillLedger, Placement, PlacementStats};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
 use std::sync::Arc;
@@ -106,6 +107,12 @@ pub struct DynamicEnv<'a> {
     last_step_volume: f64,
     mids: Vec<f64>,
     peers: Vec<Peer>,
+    /// The agent's order resting in the book, if any.
+    resting: Option<Resting>,
+    /// When it was posted, microseconds since the open.
+    rest_started: u64,
+    /// What placement earned and cost so far.
+    ledger: FillLedger,
 }
 
 /// Another execution agent working its own parent order in the same
@@ -156,6 +163,9 @@ impl<'a> DynamicEnv<'a> {
             mids: Vec::new(),
             cal,
             peers: Vec::new(),
+            resting: None,
+            rest_started: 0,
+            ledger: FillLedger::default(),
         }
     }
 
@@ -231,6 +241,149 @@ impl<'a> DynamicEnv<'a> {
     }
 }
 
+/// The agent's limit order resting in the simulated book.
+#[derive(Debug, Clone, Copy)]
+struct Resting {
+    id: OrderId,
+    /// Its price, dollars.
+    price: f64,
+    /// Shares resting at the last look.
+    left: u64,
+    /// The mid when it was posted, dollars.
+    mid: f64,
+}
+
+impl DynamicEnv<'_> {
+    /// The calibrated volume of minutes `range` from the open, shares.
+    fn minute_volume(&self, range: std::ops::Range<usize>) -> f64 {
+        range.filter_map(|k| self.cal.minute_volume.get(k)).sum()
+    }
+
+    fn book_side(&self) -> Side {
+        match self.order.side {
+            OrderSide::Buy => Side::Bid,
+            OrderSide::Sell => Side::Ask,
+        }
+    }
+
+    /// A market order of `qty` shares for the agent now; returns shares
+    /// filled and their notional, dollars.
+    fn cross(&mut self, qty: u64) -> (f64, f64) {
+        let mid = self.sim.mid_price();
+        let r = self
+            .sim
+            .execute_market(EXECUTION_OWNER, self.book_side(), qty);
+        let (got, cost) = (r.filled as f64, r.notional as f64 * self.sim.tick());
+        if let (Some(mid), true) = (mid, got > 0.0) {
+            self.ledger
+                .fill(self.order.side.sign(), got, cost / got, mid, None);
+        }
+        (got, cost)
+    }
+
+    /// Posts `qty` shares at `placement`'s price off the current book. What
+    /// trades at once (a limit at or through the far touch) is returned as
+    /// shares and notional; the rest rests.
+    fn post(&mut self, placement: Placement, qty: f64) -> (f64, f64) {
+        let tick = self.sim.tick();
+        let (Some(bid), Some(ask)) = (self.sim.book.best_bid(), self.sim.book.best_ask()) else {
+            return (0.0, 0.0);
+        };
+        let mid = (bid + ask) as f64 / 2.0 * tick;
+        let half = (ask - bid) as f64 / 2.0 * tick;
+        let sign = self.order.side.sign();
+        let Some(price) = placement.limit_price(sign, mid, half) else {
+            return (0.0, 0.0);
+        };
+        let ticks = (price / tick).round() as serl_lob::Ticks;
+        let qty = qty.floor();
+        if qty < 1.0 {
+            return (0.0, 0.0);
+        }
+        let Some((id, r)) =
+            self.sim
+                .post_limit(EXECUTION_OWNER, self.book_side(), ticks, qty as u64)
+        else {
+            return (0.0, 0.0);
+        };
+        let (got, cost) = (r.filled as f64, r.notional as f64 * tick);
+        if got > 0.0 {
+            self.ledger.fill(sign, got, cost / got, mid, None);
+        }
+        if r.resting > 0 {
+            self.resting = Some(Resting {
+                id,
+                price: ticks as f64 * tick,
+                left: r.resting,
+                mid,
+            });
+            self.rest_started = self.sim.now();
+        }
+        (got, cost)
+    }
+
+    /// What the resting order filled since the last look, at `minute`
+    /// (the mid at its start was `mid`): shares and notional.
+    fn collect(&mut self, minute: u16, mid: Option<f64>) -> (f64, f64) {
+        let Some(r) = &mut self.resting else {
+            return (0.0, 0.0);
+        };
+        let now = self.sim.book.order(r.id).map_or(0, |o| o.qty);
+        let got = r.left.saturating_sub(now) as f64;
+        let (price, posted_mid) = (r.price, r.mid);
+        r.left = now;
+        if now == 0 {
+            self.resting = None;
+        }
+        if got > 0.0 {
+            let at_fill = (minute, mid.unwrap_or(price));
+            let sign = self.order.side.sign();
+            self.ledger
+                .fill(sign, got, price, posted_mid, Some(at_fill));
+        }
+        (got, got * price)
+    }
+
+    /// Cancels what is left of the resting order.
+    fn withdraw(&mut self) {
+        if let Some(r) = self.resting.take() {
+            self.sim.cancel_resting(r.id);
+        }
+    }
+
+    /// The placement figures so far: adverse moves on the simulated mids
+    /// at minute closes (the current mid past the minutes played).
+    fn placement_stats(&self, bench: f64) -> PlacementStats {
+        let mut ledger = self.ledger.clone();
+        let (open, stats) = (self.view.open_minute, self.sim.stats());
+        let now = self.sim.mid_price().unwrap_or(bench);
+        ledger.settle(self.order.side.sign(), |m| {
+            let k = usize::from(m.saturating_sub(open));
+            match stats.mid.get(k) {
+                Some(&mid) if mid > 0.0 && (k as u64 + 1) * US_PER_MIN <= self.sim.now() + 1 => mid,
+                _ => now,
+            }
+        });
+        let sign = self.order.side.sign();
+        PlacementStats::of(&ledger, self.order.qty, self.filled, bench, sign)
+    }
+
+    /// The agent's resting order now: its queue ahead (shares) and how
+    /// long it has rested (minutes); zeros without one.
+    pub fn resting_order(&self) -> (f64, f64) {
+        match self
+            .resting
+            .and_then(|r| self.sim.book.queue_position(r.id))
+        {
+            Some(q) => (
+                q.qty_ahead as f64,
+                (self.sim.now().saturating_sub(self.rest_started)) as f64 / US_PER_MIN as f64,
+            ),
+            None => (0.0, 0.0),
+        }
+    }
+}
+
 impl Episode for DynamicEnv<'_> {
     /// The share of the order still to trade, and the steps left for it.
     fn left(&self) -> (f64, usize) {
@@ -262,32 +415,47 @@ impl Episode for DynamicEnv<'_> {
         Decision::new(obs, self.view, self.order, self.cfg, p)
     }
 
-    /// Sends this step's child orders and runs the market through the step.
-    fn step(&mut self, action: f64) -> StepInfo {
+    /// Sends this step's child orders and runs the market through the
+    /// step: the crossed share as market orders at the start of each
+    /// minute, the rest as one limit order posted at the step's start,
+    /// resting until the next decision.
+    fn step_order(&mut self, o: ChildOrder) -> StepInfo {
         let (from, to) = self.step_minutes(self.step);
         let open = self.view.open_minute;
-        let side = match self.order.side {
-            OrderSide::Buy => Side::Bid,
-            OrderSide::Sell => Side::Ask,
+        let want = (self.cfg.fraction(o.action) * self.order.qty).min(self.remaining);
+        let urgent = if o.placement.is_passive() {
+            (o.cross_first.max(0.0) * self.order.qty).min(want)
+        } else {
+            want
         };
-        let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);
-        let (mut got, mut cost, mut vol, mut bench) = (0.0, 0.0, 0.0, 0.0);
+        self.withdraw();
+        let (mut got, mut cost, mut vol, mut bench, mut crossed) = (0.0, 0.0, 0.0, 0.0, 0.0);
         let n = (to - from) as f64;
         for (i, m) in (from..to).enumerate() {
             self.sim.run_until(Self::minute_us(self.view, m));
             let mi = (m - open) as usize;
-            let cap =
-                self.cfg.participation_cap * self.cal.minute_volume.get(mi).copied().unwrap_or(0.0);
+            let cap = self.cfg.participation_cap * self.minute_volume(mi..mi + 1);
             if !self.peers.is_empty() {
                 self.trade_peers(m, cap);
             }
-            let q = ((want - got) / (n - i as f64)).min(cap).floor();
+            let q = ((urgent - crossed) / (n - i as f64)).min(cap).floor();
             if q >= 1.0 {
-                let r = self.sim.execute_market(EXECUTION_OWNER, side, q as u64);
-                got += r.filled as f64;
-                cost += r.notional as f64 * self.sim.tick();
+                let (g, c) = self.cross(q as u64);
+                crossed += g;
+                got += g;
+                cost += c;
             }
+            if i == 0 && o.placement.is_passive() {
+                let step_cap = self.cfg.participation_cap * self.minute_volume(mi..mi + n as usize);
+                let (g, c) = self.post(o.placement, (want - urgent).min(step_cap));
+                got += g;
+                cost += c;
+            }
+            let mid_before = self.sim.mid_price();
             self.sim.run_until(Self::minute_us(self.view, m + 1) - 1);
+            let (g, c) = self.collect(m, mid_before);
+            got += g;
+            cost += c;
             vol += self.sim.stats().volume.get(mi).copied().unwrap_or(0.0);
             let last = self.cal.minute_price.len() - 1;
             let mid = self
@@ -299,17 +467,18 @@ impl Episode for DynamicEnv<'_> {
         }
         self.step += 1;
         let done = self.step >= self.steps;
+        if done {
+            self.withdraw();
+        }
         if done
             && self.cfg.terminal == crate::Terminal::ForceLiquidate
             && self.remaining - got >= 1.0
         {
-            let r = self.sim.execute_market(
-                EXECUTION_OWNER,
-                side,
-                (self.remaining - got).round() as u64,
-            );
-            got += r.filled as f64;
-            cost += r.notional as f64 * self.sim.tick();
+            let (g, c) = self.cross((self.remaining - got).round() as u64);
+            got += g;
+            cost += c;
+            self.ledger.final_qty += g;
+            self.ledger.final_notional += c;
         }
         self.remaining = (self.remaining - got).max(0.0);
         self.filled += got;
@@ -352,6 +521,7 @@ impl Episode for DynamicEnv<'_> {
             reward,
             steps: self.steps,
             inventory_path,
+            placement: self.placement_stats(bench_price),
         }
     }
 

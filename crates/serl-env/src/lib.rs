@@ -20,6 +20,12 @@
 //!   agent's child orders as market orders into a `serl-market` simulation
 //!   calibrated to the session ([`calibrate`]), so they move the price, and
 //!   can add [`Peer`] execution agents. Both are set by an [`EnvConfig`].
+//! - Placement: a strategy's decision is a [`ChildOrder`], a share of the
+//!   order and its [`Placement`] (cross, rest at or behind the touch, or
+//!   at a price from the mid). Resting orders fill in the simulated book by
+//!   price-time priority, and in the static replay by the conservative
+//!   [`FillModel`]; [`PlacementStats`] says what placement earned
+//!   (passive share, spread captured, adverse selection, final cross).
 //! - Observations: [`obs`] fixes one layout ([`OBS_DIM`] columns) for every
 //!   environment, so one policy runs in all of them.
 //! - Rewards: each step yields a [`StepInfo`]; a [`Reward`] turns it into a
@@ -39,6 +45,7 @@ mod dynamic_env;
 mod error;
 pub mod obs;
 mod order;
+mod placement;
 mod reward;
 mod static_env;
 mod venue;
@@ -52,6 +59,7 @@ pub use order::{
     check_window, generate_orders, spread_orders, OrderConfig, OrderSide, ParentOrder, Quantity,
     Sides,
 };
+pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, TICK};
 pub use reward::{DefaultReward, Reward, StepInfo};
 pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};
 pub use static_env::{

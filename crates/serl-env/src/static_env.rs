@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::config::{Benchmark, EnvConfig, Terminal};
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
+use crate::placement::{ChildOrder, FillLedger, Placement, PlacementStats};
 use crate::reward::{Reward, StepInfo};
 use crate::venue::{play, Episode};
 use crate::view::{SessionView, ViewRef};
@@ -91,6 +92,12 @@ pub trait Strategy: Send {
     fn reset(&mut self, _view: &SessionView, _order: &ParentOrder, _env: &EnvConfig) {}
     /// The action for this step (see [`EnvConfig::fraction`]).
     fn act(&mut self, d: &Decision) -> f64;
+    /// The child order for this step: by default [`Strategy::act`]'s
+    /// share, crossing the spread. Strategies that place orders override
+    /// it.
+    fn order(&mut self, d: &Decision) -> ChildOrder {
+        ChildOrder::cross(self.act(d))
+    }
 }
 
 /// Time-weighted execution: the same share of what is left in every
@@ -208,6 +215,8 @@ pub struct ExecutionOutcome {
     pub steps: usize,
     /// Inventory left (fraction of the order) after each step.
     pub inventory_path: Vec<f32>,
+    /// What placement earned and cost.
+    pub placement: PlacementStats,
 }
 
 impl ExecutionOutcome {
@@ -251,6 +260,10 @@ pub struct StaticEnv<'a> {
     last_bench: f64,
     last_step_volume: f64,
     sign: f64,
+    /// What placement earned and cost so far.
+    ledger: FillLedger,
+    /// Scratch: shares taken from each of a step's bars.
+    used: Vec<f64>,
 }
 
 impl<'a> StaticEnv<'a> {
@@ -289,6 +302,8 @@ impl<'a> StaticEnv<'a> {
             last_bench: arrival,
             last_step_volume: 0.0,
             sign: order.side.sign(),
+            ledger: FillLedger::default(),
+            used: Vec::new(),
         }
     }
 
@@ -305,6 +320,70 @@ impl<'a> StaticEnv<'a> {
     /// Minutes of step `j`.
     pub fn step_minutes(&self, j: usize) -> (u16, u16) {
         step_minutes(self.order, self.cfg, j)
+    }
+
+    /// The limit price of `placement` for a step starting at `from`, and
+    /// the mid it was set from: the last bar before the step (its close as
+    /// the mid, its half spread); the
+    /// session's first bar when the step starts the day. `None` for a
+    /// crossing order, and for a limit at or through the far touch, which
+    /// trades as one.
+    fn limit_price(&self, placement: Placement, from: u16) -> Option<(f64, f64)> {
+        let v = &*self.view;
+        let next = v.minute.partition_point(|&m| m < from);
+        let i = next.checked_sub(1).unwrap_or(0);
+        let (mid, half) = (*v.close.get(i)?, v.half_spread[i]);
+        let p = placement.limit_price(self.sign, mid, half)?;
+        let far = mid + self.sign * half;
+        (self.sign * (far - p) > 1e-9).then_some((p, mid))
+    }
+
+    /// Rests `qty` shares at `price` (set when the mid was `mid`) through
+    /// the step's `bars` under the fill model, each bar giving at most what
+    /// its participation cap has left after `used`. Returns the shares
+    /// filled and their notional.
+    fn rest(
+        &mut self,
+        bars: std::ops::Range<usize>,
+        (price, mid): (f64, f64),
+        qty: f64,
+        used: &[f64],
+    ) -> (f64, f64) {
+        let v = &*self.view;
+        let model = self.cfg.fills;
+        let skip = usize::from(!model.placement_bar);
+        let mut got = 0.0;
+        for (k, i) in bars.enumerate().skip(skip) {
+            if got >= qty - 1e-12 {
+                break;
+            }
+            let room = self.cfg.participation_cap * v.volume[i] - used[k];
+            let q = model.bar_fill(
+                self.sign,
+                price,
+                (v.low[i], v.high[i], v.volume[i]),
+                room,
+                qty - got,
+            );
+            if q > 0.0 {
+                got += q;
+                let at_fill = (v.minute[i], v.price[i]);
+                self.ledger.fill(self.sign, q, price, mid, Some(at_fill));
+            }
+        }
+        (got, got * price)
+    }
+
+    /// The placement figures so far, with the adverse moves measured on the
+    /// bars' prices after each passive fill.
+    fn placement_stats(&self) -> PlacementStats {
+        let v = &*self.view;
+        let mut ledger = self.ledger.clone();
+        ledger.settle(self.sign, |m| {
+            let i = v.minute.partition_point(|&x| x <= m);
+            v.price[i.saturating_sub(1)]
+        });
+        PlacementStats::of(&ledger, self.order.qty, self.filled, self.bench, self.sign)
     }
 
     /// The book features at a bar: quotes where the session has them, else
@@ -399,15 +478,37 @@ impl Episode for StaticEnv<'_> {
         Decision::new(obs, &self.view, self.order, self.cfg, p)
     }
 
-    /// Trades `action` (a fraction of the order, see [`EnvConfig::fraction`])
-    /// over the current step and returns what happened.
-    fn step(&mut self, action: f64) -> StepInfo {
-        let v = &*self.view;
+    /// Trades the child order over the current step and returns what
+    /// happened: the crossed share worked evenly over the step's bars, the
+    /// rest resting at its limit price under the [`FillModel`].
+    fn step_order(&mut self, o: ChildOrder) -> StepInfo {
         let (from, to) = self.step_minutes(self.step);
-        let bars = v.range(from, to);
-        let want = (self.cfg.fraction(action) * self.order.qty).min(self.remaining);
-        let (mut got, mut notional) =
-            work_step(v, bars.clone(), want, self.cfg.participation_cap, self.sign);
+        let bars = self.view.range(from, to);
+        let want = (self.cfg.fraction(o.action) * self.order.qty).min(self.remaining);
+        let limit = self.limit_price(o.placement, from);
+        let urgent = match limit {
+            None => want,
+            Some(_) => (o.cross_first.max(0.0) * self.order.qty).min(want),
+        };
+        let mut used = std::mem::take(&mut self.used);
+        used.clear();
+        used.resize(bars.len(), 0.0);
+        let (mut got, mut notional) = cross_bars(
+            &self.view,
+            bars.clone(),
+            urgent,
+            self.cfg.participation_cap,
+            self.sign,
+            &mut used,
+            &mut self.ledger,
+        );
+        if let Some((price, mid)) = limit {
+            let (g, n) = self.rest(bars.clone(), (price, mid), want - got, &used);
+            got += g;
+            notional += n;
+        }
+        self.used = used;
+        let v = &*self.view;
         let nbars = bars.len();
         let bench_sum: f64 = bars.clone().map(|i| v.price[i]).sum();
         let vol: f64 = bars.map(|i| v.volume[i]).sum();
@@ -416,8 +517,12 @@ impl Episode for StaticEnv<'_> {
         if done && self.cfg.terminal == Terminal::ForceLiquidate && self.remaining - got > 0.0 {
             if let Some(i) = v.price.len().checked_sub(1) {
                 let q = self.remaining - got;
-                notional += q * (v.price[i] + self.sign * v.half_spread[i]);
+                let p = v.price[i] + self.sign * v.half_spread[i];
+                notional += q * p;
                 got += q;
+                self.ledger.fill(self.sign, q, p, v.price[i], None);
+                self.ledger.final_qty += q;
+                self.ledger.final_notional += q * p;
             }
         }
         self.remaining = (self.remaining - got).max(0.0);
@@ -460,6 +565,7 @@ impl Episode for StaticEnv<'_> {
             reward,
             steps: self.steps,
             inventory_path,
+            placement: self.placement_stats(),
         }
     }
 }
@@ -476,25 +582,52 @@ pub fn work_step(
     cap: f64,
     sign: f64,
 ) -> (f64, f64) {
+    let mut used = vec![0.0; bars.len()];
+    cross_bars(
+        v,
+        bars,
+        want,
+        cap,
+        sign,
+        &mut used,
+        &mut FillLedger::default(),
+    )
+}
+
+/// [`work_step`], adding each bar's shares to `used` (indexed from the
+/// first bar) and each fill to `ledger`.
+fn cross_bars(
+    v: &SessionView,
+    bars: std::ops::Range<usize>,
+    want: f64,
+    cap: f64,
+    sign: f64,
+    used: &mut [f64],
+    ledger: &mut FillLedger,
+) -> (f64, f64) {
     let n = bars.len();
     if n == 0 || want <= 0.0 {
         return (0.0, 0.0);
     }
+    let start = bars.start;
     let even = want / n as f64;
     let (mut got, mut notional) = (0.0, 0.0);
-    for i in bars.clone() {
-        let q = even.min(cap * v.volume[i]);
-        notional += q * (v.price[i] + sign * v.half_spread[i]);
+    let mut take = |i: usize, q: f64, used: &mut [f64]| {
+        let p = v.price[i] + sign * v.half_spread[i];
+        notional += q * p;
         got += q;
+        used[i - start] += q;
+        ledger.fill(sign, q, p, v.price[i], None);
+    };
+    for i in bars.clone() {
+        take(i, even.min(cap * v.volume[i]), used);
     }
-    let mut left = want - got;
+    let mut left = want - used.iter().sum::<f64>();
     if left > 1e-12 {
         for i in bars {
-            let room = cap * v.volume[i] - even.min(cap * v.volume[i]);
-            let q = left.min(room);
+            let q = left.min(cap * v.volume[i] - used[i - start]);
             if q > 0.0 {
-                notional += q * (v.price[i] + sign * v.half_spread[i]);
-                got += q;
+                take(i, q, used);
                 left -= q;
                 if left <= 1e-12 {
                     break;

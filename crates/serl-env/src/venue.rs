@@ -11,6 +11,7 @@
 use crate::config::EnvConfig;
 use crate::dynamic_env::DynamicEnv;
 use crate::order::ParentOrder;
+use crate::placement::ChildOrder;
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
 use crate::view::SessionView;
@@ -30,8 +31,13 @@ pub trait Episode: Send {
     /// What a strategy may know at the coming step.
     fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b>;
     /// Trades `action` (a fraction of the order, see
-    /// [`EnvConfig::fraction`]) over the coming step.
-    fn step(&mut self, action: f64) -> StepInfo;
+    /// [`EnvConfig::fraction`]) over the coming step, crossing the spread.
+    fn step(&mut self, action: f64) -> StepInfo {
+        self.step_order(ChildOrder::cross(action))
+    }
+    /// Trades a child order over the coming step: crossed, or resting in
+    /// the book until the next decision cancels what is left of it.
+    fn step_order(&mut self, order: ChildOrder) -> StepInfo;
     /// How the episode ended (so far): fills, benchmark and the price
     /// advantage ([`ExecutionOutcome::pa_bps`]).
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome;
@@ -61,8 +67,8 @@ pub fn play(
     let mut path = Vec::with_capacity(if record_path { episode.steps() } else { 0 });
     while !episode.done() {
         episode.observe(&mut obs);
-        let a = strategy.act(&episode.decision(&obs));
-        let info = episode.step(a);
+        let order = strategy.order(&episode.decision(&obs));
+        let info = episode.step_order(order);
         total += reward.reward(&info);
         if record_path {
             path.push(info.inventory_left as f32);

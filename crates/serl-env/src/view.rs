@@ -25,6 +25,10 @@ pub struct SessionView {
     pub price: Vec<f64>,
     /// Each bar's close.
     pub close: Vec<f64>,
+    /// Each bar's low, for the fills of resting buys.
+    pub low: Vec<f64>,
+    /// Each bar's high, for the fills of resting sells.
+    pub high: Vec<f64>,
     /// Each bar's traded volume, shares.
     pub volume: Vec<f64>,
     /// Half the bid-ask spread, in price units, per bar: from quotes where
@@ -110,6 +114,8 @@ impl SessionView {
             date: s.date,
             minute: s.minute.clone(),
             close: s.close.clone(),
+            low: s.low.clone(),
+            high: s.high.clone(),
             volume: s.volume.clone(),
             half_spread,
             bid_size: s.quotes.as_ref().map(|q| q.bid_size.clone()),
@@ -159,6 +165,8 @@ impl SessionView {
         for (i, &minute) in self.minute.iter().enumerate() {
             day.price[i] = reshape(self.price[i], minute);
             day.close[i] = reshape(self.close[i], minute);
+            day.low[i] = reshape(self.low[i], minute);
+            day.high[i] = reshape(self.high[i], minute);
             day.half_spread[i] = self.half_spread[i] * day.price[i] / self.price[i];
             day.volume[i] = self.volume[i] * scenario.liquidity_mult;
         }

@@ -2,7 +2,10 @@
 //! a trained policy.
 
 use serde::{Deserialize, Serialize};
-use serl_env::{work_step, Decision, EnvConfig, OrderSide, ParentOrder, SessionView, Strategy};
+use serl_env::{
+    work_step, ChildOrder, Decision, EnvConfig, OrderSide, ParentOrder, Placement, SessionView,
+    Strategy,
+};
 
 /// Time-weighted: the same share of what is left in every remaining step.
 pub use serl_env::Twap;
@@ -25,6 +28,49 @@ impl Strategy for Vwap {
         let target = v.expected_share(d.order.start_minute, d.to_minute) / total;
         let done = 1.0 - d.remaining / d.qty;
         (target - done).max(0.0)
+    }
+}
+
+/// Passive TWAP: rests one step's even share of the order at `placement`
+/// (the touch by default) every step, and crosses at once whatever the
+/// order has fallen behind the even schedule; what is left at the horizon
+/// is crossed by the environment's forced liquidation. With
+/// [`Placement::Mid`] it is a pegged-to-mid strategy.
+#[derive(Debug, Clone, Copy)]
+pub struct PassiveTwap {
+    /// Where each step's share rests.
+    pub placement: Placement,
+}
+
+impl PassiveTwap {
+    /// Shares of the order (behind the schedule, posted) for a decision.
+    fn shares(d: &Decision) -> (f64, f64) {
+        let steps = d.steps.max(1) as f64;
+        let left = d.remaining / d.qty;
+        let scheduled_left = 1.0 - d.step as f64 / steps;
+        let behind = (left - scheduled_left).max(0.0);
+        (behind, (1.0 / steps).min(left - behind))
+    }
+}
+
+impl Strategy for PassiveTwap {
+    fn name(&self) -> String {
+        match self.placement {
+            Placement::Passive { ticks: 0 } => "twap-passive".into(),
+            p => format!("twap-passive:{}", p.label()),
+        }
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        let (behind, posted) = Self::shares(d);
+        behind + posted
+    }
+    fn order(&mut self, d: &Decision) -> ChildOrder {
+        let (behind, posted) = Self::shares(d);
+        ChildOrder {
+            action: behind + posted,
+            placement: self.placement,
+            cross_first: behind,
+        }
     }
 }
 
@@ -181,10 +227,17 @@ pub enum StrategySpec {
     },
     /// [`Oracle`].
     Oracle,
+    /// [`PassiveTwap`].
+    TwapPassive {
+        /// Where each step's share rests (default: the touch).
+        placement: Placement,
+    },
 }
 
 impl StrategySpec {
-    /// Parses `twap`, `vwap`, `pov`, `pov:0.05`, `ac`, `ac:1e-7`, `oracle`.
+    /// Parses `twap`, `vwap`, `pov`, `pov:0.05`, `ac`, `ac:1e-7`, `oracle`,
+    /// `twap-passive`, `twap-passive:PLACEMENT` (see [`Placement::parse`])
+    /// and `peg-mid` (`twap-passive:mid`).
     pub fn parse(s: &str) -> Result<Self, String> {
         let (name, arg) = match s.split_once(':') {
             Some((n, a)) => (n, Some(a)),
@@ -206,8 +259,17 @@ impl StrategySpec {
             "pov" => Ok(StrategySpec::Pov { rate: num(0.05)? }),
             "ac" => Ok(StrategySpec::Ac { risk_aversion: num(1e-7)? }),
             "oracle" => Ok(StrategySpec::Oracle),
+            "twap-passive" => Ok(StrategySpec::TwapPassive {
+                placement: match arg {
+                    None => Placement::Passive { ticks: 0 },
+                    Some(a) => Placement::parse(a).map_err(|e| format!("strategy `{s}`: {e}"))?,
+                },
+            }),
+            "peg-mid" if arg.is_none() => Ok(StrategySpec::TwapPassive {
+                placement: Placement::Mid { offset_bps: 0.0 },
+            }),
             _ => Err(format!(
-                "unknown strategy `{s}`: expected twap, vwap, pov[:rate], ac[:risk_aversion], oracle or policy:RUN_DIR"
+                "unknown strategy `{s}`: expected twap, vwap, pov[:rate], ac[:risk_aversion], oracle, twap-passive[:placement], peg-mid or policy:RUN_DIR"
             )),
         }
     }
@@ -220,6 +282,10 @@ impl StrategySpec {
             StrategySpec::Pov { rate } => format!("pov:{rate}"),
             StrategySpec::Ac { risk_aversion } => format!("ac:{risk_aversion:e}"),
             StrategySpec::Oracle => "oracle".into(),
+            StrategySpec::TwapPassive { placement } => PassiveTwap {
+                placement: *placement,
+            }
+            .name(),
         }
     }
 
@@ -231,6 +297,7 @@ impl StrategySpec {
             StrategySpec::Pov { rate } => Box::new(Pov { rate }),
             StrategySpec::Ac { risk_aversion } => Box::new(AlmgrenChriss::new(risk_aversion)),
             StrategySpec::Oracle => Box::new(Oracle::default()),
+            StrategySpec::TwapPassive { placement } => Box::new(PassiveTwap { placement }),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! How the pieces connect:
 //!
 //! - Baselines: TWAP, VWAP (look-back volume profile), POV,
-//!   Almgren–Chriss and the perfect-foresight oracle, each a
+//!   Almgren–Chriss, the perfect-foresight oracle and passive TWAP (resting
+//!   orders at the touch or the mid, catching up by crossing), each a
 //!   [`serl_env::Strategy`]; [`StrategySpec`] parses them by name and a
 //!   [`StrategyFactory`] makes fresh instances of one (or of a trained
 //!   policy, built by the caller).
@@ -32,7 +33,7 @@ mod report;
 mod significance;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
-pub use baselines::{AlmgrenChriss, Oracle, Pov, StrategySpec, Twap, Vwap};
+pub use baselines::{AlmgrenChriss, Oracle, PassiveTwap, Pov, StrategySpec, Twap, Vwap};
 pub use horizons::{horizon_label, HorizonRow};
 pub use metrics::{
     bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,

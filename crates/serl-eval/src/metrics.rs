@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serl_env::{ExecutionOutcome, OrderSide, ParentOrder};
+use serl_env::{ExecutionOutcome, OrderSide, ParentOrder, PlacementStats};
 
 /// One order executed by one strategy in one environment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +43,10 @@ pub struct OrderResult {
     pub unfilled: f64,
     /// The episode's summed reward.
     pub reward: f64,
+    /// What placement earned and cost (passive share, spread captured,
+    /// adverse selection, final cross).
+    #[serde(default)]
+    pub placement: PlacementStats,
     /// Inventory left (share of the order) after each step; kept only for
     /// the first few orders ([`crate::EXAMPLE_ORDERS`]), for the report's
     /// plots.
@@ -80,6 +84,7 @@ impl OrderResult {
                 }
             },
             reward: out.reward,
+            placement: out.placement,
             inventory_path: out.inventory_path,
         }
     }
@@ -177,6 +182,9 @@ pub struct Summary {
     pub is: Estimate,
     /// Mean episode reward.
     pub reward: f64,
+    /// Placement's figures, each the mean over orders (the adverse moves
+    /// over the orders with passive fills).
+    pub placement: PlacementStats,
 }
 
 /// The metrics of `rows` (one strategy at one venue); `seed` seeds the
@@ -208,6 +216,27 @@ pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) ->
         fill_rate: 1.0 - afi,
         is: bootstrap_mean(&is, 1000, seed ^ 0x5eed),
         reward: mean(&rows.iter().map(|r| r.reward).collect::<Vec<_>>()),
+        placement: mean_placement(rows),
+    }
+}
+
+/// Placement's figures averaged over `rows`; an adverse move over the
+/// rows that have one.
+fn mean_placement(rows: &[&OrderResult]) -> PlacementStats {
+    let of = |f: &dyn Fn(&PlacementStats) -> f64| {
+        mean(&rows.iter().map(|r| f(&r.placement)).collect::<Vec<_>>())
+    };
+    let some = |f: &dyn Fn(&PlacementStats) -> Option<f64>| {
+        let v: Vec<f64> = rows.iter().filter_map(|r| f(&r.placement)).collect();
+        (!v.is_empty()).then(|| mean(&v))
+    };
+    PlacementStats {
+        passive_share: of(&|p| p.passive_share),
+        spread_captured_bps: of(&|p| p.spread_captured_bps),
+        adverse_1m_bps: some(&|p| p.adverse_1m_bps),
+        adverse_5m_bps: some(&|p| p.adverse_5m_bps),
+        final_cross_share: of(&|p| p.final_cross_share),
+        final_cross_bps: of(&|p| p.final_cross_bps),
     }
 }
 

@@ -219,12 +219,12 @@ fn csv_field(s: &str) -> String {
 /// Per-order results as CSV.
 pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result<()> {
     let mut s = String::from(
-        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward,horizon_min\n",
+        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward,horizon_min,passive_share,spread_captured_bps,adverse_1m_bps,adverse_5m_bps,final_cross_share,final_cross_bps\n",
     );
     for r in results {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{},{},{:.6},{:.6}",
             r.env,
             csv_field(&r.strategy),
             r.order_id,
@@ -240,10 +240,21 @@ pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result
             r.is_bps,
             r.unfilled,
             r.reward,
-            r.horizon_min
+            r.horizon_min,
+            r.placement.passive_share,
+            r.placement.spread_captured_bps,
+            opt6(r.placement.adverse_1m_bps),
+            opt6(r.placement.adverse_5m_bps),
+            r.placement.final_cross_share,
+            r.placement.final_cross_bps,
         );
     }
     std::fs::write(path, s)
+}
+
+/// An optional number for the CSV: empty when absent.
+fn opt6(v: Option<f64>) -> String {
+    v.map_or(String::new(), |x| format!("{x:.6}"))
 }
 
 /// Per-order results as Parquet (the same columns as the CSV).
@@ -251,6 +262,9 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
     use polars::prelude::*;
     let col_f = |f: &dyn Fn(&OrderResult) -> f64| results.iter().map(f).collect::<Vec<f64>>();
     let col_s = |f: &dyn Fn(&OrderResult) -> String| results.iter().map(f).collect::<Vec<String>>();
+    let col_o = |f: &dyn Fn(&OrderResult) -> Option<f64>| {
+        results.iter().map(f).collect::<Vec<Option<f64>>>()
+    };
     let df = DataFrame::new_infer_height(vec![
         Column::new("env".into(), col_s(&|r| r.env.clone())),
         Column::new("strategy".into(), col_s(&|r| r.strategy.clone())),
@@ -282,6 +296,30 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
                 .iter()
                 .map(|r| r.horizon_min as u32)
                 .collect::<Vec<u32>>(),
+        ),
+        Column::new(
+            "passive_share".into(),
+            col_f(&|r| r.placement.passive_share),
+        ),
+        Column::new(
+            "spread_captured_bps".into(),
+            col_f(&|r| r.placement.spread_captured_bps),
+        ),
+        Column::new(
+            "adverse_1m_bps".into(),
+            col_o(&|r| r.placement.adverse_1m_bps),
+        ),
+        Column::new(
+            "adverse_5m_bps".into(),
+            col_o(&|r| r.placement.adverse_5m_bps),
+        ),
+        Column::new(
+            "final_cross_share".into(),
+            col_f(&|r| r.placement.final_cross_share),
+        ),
+        Column::new(
+            "final_cross_bps".into(),
+            col_f(&|r| r.placement.final_cross_bps),
         ),
     ]);
     let mut df = df.map_err(std::io::Error::other)?;
@@ -489,6 +527,7 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
             let _ = writeln!(md, "\n{note}");
         }
     }
+    placement_table(&mut md, &data.summaries, h);
     horizons_table(&mut md, &data.by_horizon, h);
     day_tests_table(&mut md, &data.day_tests, h);
     let _ = writeln!(md, "\n{h} Illusory gain\n");
@@ -509,6 +548,35 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
         }
     }
     md
+}
+
+/// What placement earned, when any strategy rested orders: the passive
+/// share, the spread captured, the adverse selection after passive fills
+/// and the final cross (docs/placement.md).
+fn placement_table(md: &mut String, summaries: &[Summary], h: &str) {
+    if summaries.iter().all(|s| s.placement.passive_share == 0.0) {
+        return;
+    }
+    let _ = writeln!(md, "\n{h} Placement\n");
+    let _ = writeln!(md, "Spread captured: mid minus fill price per filled share, for the order's side (minus half the spread when crossing). Adverse: the mid's move against the order 1 and 5 minutes after a passive fill. Final cross: the share of the order crossed at the horizon and its cost against the benchmark, bps of the order.\n");
+    let _ = writeln!(md, "| env | strategy | passive share | spread captured (bps) | adverse 1 min (bps) | adverse 5 min (bps) | final cross share | final cross cost (bps) |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let opt = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
+    for s in summaries {
+        let p = &s.placement;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.3} | {:.2} | {} | {} | {:.4} | {:.2} |",
+            s.env,
+            s.strategy,
+            p.passive_share,
+            p.spread_captured_bps,
+            opt(p.adverse_1m_bps),
+            opt(p.adverse_5m_bps),
+            p.final_cross_share,
+            p.final_cross_bps
+        );
+    }
 }
 
 /// The day-level tests: each strategy against each baseline with the day
@@ -656,6 +724,7 @@ mod tests {
             fill_rate: 1.0 - afi,
             is: e,
             reward: 0.0,
+            placement: Default::default(),
         }
     }
 

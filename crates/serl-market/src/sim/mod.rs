@@ -428,6 +428,30 @@ impl Simulator {
         prev + (self.fundamental[m] - prev) * frac + self.flow_shift()
     }
 
+    /// An external execution agent's limit order of `qty` shares at
+    /// `price` ticks now: it trades what it can at once and rests the rest
+    /// with price-time priority. Returns its id and report; `None` for an
+    /// empty or refused order.
+    pub fn post_limit(
+        &mut self,
+        owner: u32,
+        side: Side,
+        price: serl_lob::Ticks,
+        qty: u64,
+    ) -> Option<(OrderId, ExecReport)> {
+        self.place(owner, side, OrderKind::Limit { price }, qty)
+    }
+
+    /// Cancels an external agent's resting order; returns the shares that
+    /// were still resting (0 when it had filled or is unknown).
+    pub fn cancel_resting(&mut self, id: OrderId) -> u64 {
+        let left = self.book.order(id).map_or(0, |o| o.qty);
+        if left > 0 {
+            self.cancel(id);
+        }
+        left
+    }
+
     /// An external execution agent's market order of `qty` shares now.
     /// Returns the report (filled shares, notional in ticks × shares).
     pub fn execute_market(&mut self, owner: u32, side: Side, qty: u64) -> ExecReport {

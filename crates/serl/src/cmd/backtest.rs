@@ -26,8 +26,9 @@ pub struct BacktestArgs {
     /// Which dates to draw orders from.
     #[arg(long, default_value = "test")]
     pub split: Split,
-    /// twap, vwap, pov[:rate], ac[:risk_aversion], oracle, policy:RUN_DIR.
-    /// Repeat for several.
+    /// twap, vwap, pov[:rate], ac[:risk_aversion], oracle,
+    /// twap-passive[:PLACEMENT] (touch, touch+TICKS, mid, mid+BPS),
+    /// peg-mid, policy:RUN_DIR. Repeat for several.
     #[arg(long = "strategy", required = true)]
     pub strategies: Vec<String>,
     #[arg(long, value_enum, default_value = "static")]
@@ -146,6 +147,33 @@ pub fn print_summaries(summaries: &[serl_eval::Summary]) {
             s.wr,
             s.glr.map_or("-".into(), |g| format!("{g:.2}")),
             s.afi
+        );
+    }
+    print_placement(summaries);
+}
+
+/// What placement earned, when any strategy rested orders.
+fn print_placement(summaries: &[serl_eval::Summary]) {
+    if summaries.iter().all(|s| s.placement.passive_share == 0.0) {
+        return;
+    }
+    println!(
+        "\n{:<8} {:<22} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8}",
+        "env", "strategy", "passive", "captured", "adv 1m", "adv 5m", "final", "final bp"
+    );
+    let opt = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
+    for s in summaries {
+        let p = &s.placement;
+        println!(
+            "{:<8} {:<22} {:>8.3} {:>9.2} {:>8} {:>8} {:>8.4} {:>8.2}",
+            s.env,
+            s.strategy,
+            p.passive_share,
+            p.spread_captured_bps,
+            opt(p.adverse_1m_bps),
+            opt(p.adverse_5m_bps),
+            p.final_cross_share,
+            p.final_cross_bps
         );
     }
 }
