@@ -23,8 +23,9 @@
 //! - Placement: a strategy's decision is a [`ChildOrder`], a share of the
 //!   order and its [`Placement`] (cross, rest at or behind the touch, or
 //!   at a price from the mid). Resting orders fill in the simulated book by
-//!   price-time priority, and in the static replay by the conservative
-//!   [`FillModel`]; [`PlacementStats`] says what placement earned
+//!   price-time priority, in the static replay by the conservative
+//!   [`FillModel`], and on a real [`LobsterDay`] ([`LobsterVenue`]) by
+//!   their place in the real queue, message by message; [`PlacementStats`] says what placement earned
 //!   (passive share, spread captured, adverse selection, final cross).
 //! - Observations: [`obs`] fixes one layout ([`OBS_DIM`] columns) for every
 //!   environment, so one policy runs in all of them.
@@ -43,6 +44,7 @@
 mod config;
 mod dynamic_env;
 mod error;
+mod lobster_queue;
 pub mod obs;
 mod order;
 mod placement;
@@ -54,6 +56,7 @@ mod view;
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
 pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};
 pub use error::EnvError;
+pub use lobster_queue::LobsterDay;
 pub use obs::OBS_DIM;
 pub use order::{
     check_window, generate_orders, spread_orders, OrderConfig, OrderSide, ParentOrder, Quantity,
@@ -65,5 +68,5 @@ pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};
 pub use static_env::{
     run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
 };
-pub use venue::{play, DynamicVenue, Episode, StaticVenue, Venue};
+pub use venue::{play, DynamicVenue, Episode, LobsterVenue, StaticVenue, Venue};
 pub use view::{MarketData, SessionView, ViewRef};

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use crate::config::{Benchmark, EnvConfig, Terminal};
+use crate::lobster_queue::LobsterDay;
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::placement::{ChildOrder, FillLedger, Placement, PlacementStats};
@@ -264,6 +265,9 @@ pub struct StaticEnv<'a> {
     ledger: FillLedger,
     /// Scratch: shares taken from each of a step's bars.
     used: Vec<f64>,
+    /// The day's message stream, where resting orders fill by their place
+    /// in the real queue instead of the [`FillModel`](crate::FillModel).
+    queue: Option<&'a LobsterDay>,
 }
 
 impl<'a> StaticEnv<'a> {
@@ -304,6 +308,22 @@ impl<'a> StaticEnv<'a> {
             sign: order.side.sign(),
             ledger: FillLedger::default(),
             used: Vec::new(),
+            queue: None,
+        }
+    }
+
+    /// An episode of `order` on a LOBSTER day (`view` built from its
+    /// [`LobsterDay::session`]): resting orders fill by their place in the
+    /// day's real queue.
+    pub fn on_lobster(
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+        day: &'a LobsterDay,
+    ) -> Self {
+        StaticEnv {
+            queue: Some(day),
+            ..StaticEnv::new(view, order, cfg)
         }
     }
 
@@ -332,7 +352,10 @@ impl<'a> StaticEnv<'a> {
         let v = &*self.view;
         let next = v.minute.partition_point(|&m| m < from);
         let i = next.checked_sub(1).unwrap_or(0);
-        let (mid, half) = (*v.close.get(i)?, v.half_spread[i]);
+        let (mid, half) = match self.queue {
+            Some(day) => day.quote_at(f64::from(from) * 60.0)?,
+            None => (*v.close.get(i)?, v.half_spread[i]),
+        };
         let p = placement.limit_price(self.sign, mid, half)?;
         let far = mid + self.sign * half;
         (self.sign * (far - p) > 1e-9).then_some((p, mid))
@@ -349,6 +372,9 @@ impl<'a> StaticEnv<'a> {
         qty: f64,
         used: &[f64],
     ) -> (f64, f64) {
+        if let Some(day) = self.queue {
+            return self.rest_in_queue(day, bars, (price, mid), qty, used);
+        }
         let v = &*self.view;
         let model = self.cfg.fills;
         let skip = usize::from(!model.placement_bar);
@@ -370,6 +396,30 @@ impl<'a> StaticEnv<'a> {
                 let at_fill = (v.minute[i], v.price[i]);
                 self.ledger.fill(self.sign, q, price, mid, Some(at_fill));
             }
+        }
+        (got, got * price)
+    }
+
+    /// [`StaticEnv::rest`] in the day's real queue, through the step's
+    /// minutes, within the participation cap of its bars.
+    fn rest_in_queue(
+        &mut self,
+        day: &LobsterDay,
+        bars: std::ops::Range<usize>,
+        (price, mid): (f64, f64),
+        qty: f64,
+        used: &[f64],
+    ) -> (f64, f64) {
+        let v = &*self.view;
+        let (from, to) = self.step_minutes(self.step);
+        let volume: f64 = bars.map(|i| v.volume[i]).sum();
+        let cap = self.cfg.participation_cap * volume - used.iter().sum::<f64>();
+        let window = (f64::from(from) * 60.0, f64::from(to) * 60.0);
+        let mut got = 0.0;
+        for (t, q, mid_then) in day.queue_fills(self.sign, price, qty, window, cap) {
+            got += q;
+            let at_fill = ((t / 60.0).floor() as u16, mid_then);
+            self.ledger.fill(self.sign, q, price, mid, Some(at_fill));
         }
         (got, got * price)
     }

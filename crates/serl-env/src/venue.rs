@@ -10,6 +10,7 @@
 
 use crate::config::EnvConfig;
 use crate::dynamic_env::DynamicEnv;
+use crate::lobster_queue::LobsterDay;
 use crate::order::ParentOrder;
 use crate::placement::ChildOrder;
 use crate::reward::{Reward, StepInfo};
@@ -140,5 +141,48 @@ impl Venue for DynamicVenue {
     ) -> Box<dyn Episode + 'a> {
         let seed = self.episode_seed(order);
         Box::new(DynamicEnv::new(view, order, cfg, &self.market, seed))
+    }
+}
+
+/// The LOBSTER days' real message streams: the static replay of their
+/// minute bars, where resting orders fill by their place in the real queue
+/// (the reference the two other fill models are judged against).
+#[derive(Clone, Default)]
+pub struct LobsterVenue {
+    days: std::collections::HashMap<
+        (std::sync::Arc<str>, chrono::NaiveDate),
+        std::sync::Arc<LobsterDay>,
+    >,
+}
+
+impl LobsterVenue {
+    /// The venue of these days.
+    pub fn new(days: impl IntoIterator<Item = std::sync::Arc<LobsterDay>>) -> Self {
+        LobsterVenue {
+            days: days
+                .into_iter()
+                .map(|d| ((d.symbol().clone(), d.date()), d))
+                .collect(),
+        }
+    }
+}
+
+impl Venue for LobsterVenue {
+    fn name(&self) -> &str {
+        "lobster"
+    }
+    /// Panics when the venue has no message stream for the view's day:
+    /// the orders of a LOBSTER backtest are drawn from its own days.
+    fn open<'a>(
+        &'a self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+    ) -> Box<dyn Episode + 'a> {
+        let day = self
+            .days
+            .get(&(view.symbol.clone(), view.date))
+            .unwrap_or_else(|| panic!("no LOBSTER messages for {} {}", view.symbol, view.date));
+        Box::new(StaticEnv::on_lobster(view, order, cfg, day))
     }
 }

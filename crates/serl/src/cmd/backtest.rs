@@ -4,15 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::read_toml;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_cluster::{ClusterConfig, EngineKind};
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, DefaultReward, DynamicVenue, EnvConfig, MarketData, OrderConfig, Quantity,
-    Reward, StaticVenue, Venue,
+    generate_orders, DefaultReward, DynamicVenue, EnvConfig, LobsterDay, LobsterVenue, MarketData,
+    OrderConfig, Quantity, Reward, StaticVenue, Venue,
 };
 use serl_eval::{
     run_backtest, write_report, Provenance, ReportData, StrategyFactory, StrategySpec,
@@ -21,8 +21,15 @@ use serl_eval::{
 #[derive(Args)]
 pub struct BacktestArgs {
     /// Bar data: a file or folder (CSV, CSV.gz, LEAN zips).
-    #[arg(long)]
-    pub data: PathBuf,
+    #[arg(long, required_unless_present = "lobster")]
+    pub data: Option<PathBuf>,
+    /// LOBSTER days instead of bars: a sample zip or a folder of them
+    /// (the deepest file of each symbol). Orders are drawn from every day;
+    /// `--env lobster` fills resting orders by their place in the real
+    /// queue, `--env all` compares that with the static and dynamic
+    /// models (docs/placement.md).
+    #[arg(long, conflicts_with = "data")]
+    pub lobster: Option<PathBuf>,
     /// Which dates to draw orders from.
     #[arg(long, default_value = "test")]
     pub split: Split,
@@ -72,7 +79,12 @@ pub struct BacktestArgs {
 pub enum EnvChoice {
     Static,
     Dynamic,
+    /// Static and dynamic.
     Both,
+    /// The LOBSTER days' real queue (with --lobster).
+    Lobster,
+    /// Static, dynamic and the LOBSTER queue (with --lobster).
+    All,
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -221,6 +233,7 @@ pub fn replay(
     strategies: &[String],
     env: EnvChoice,
     cfg: &BacktestFile,
+    lobster: Option<&LobsterVenue>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<serl_eval::OrderResult>> {
     let factories: Vec<StrategyFactory> = strategies
@@ -232,10 +245,18 @@ pub fn replay(
         market: cfg.market.clone(),
         seed: cfg.orders.seed,
     };
+    let queue = || -> Result<&dyn Venue> {
+        match lobster {
+            Some(l) => Ok(l),
+            None => bail!("--env lobster and --env all need LOBSTER days: give --lobster PATH"),
+        }
+    };
     let envs: Vec<&dyn Venue> = match env {
         EnvChoice::Static => vec![&StaticVenue],
         EnvChoice::Dynamic => vec![&dynamic],
         EnvChoice::Both => vec![&StaticVenue, &dynamic],
+        EnvChoice::Lobster => vec![queue()?],
+        EnvChoice::All => vec![&StaticVenue, &dynamic, queue()?],
     };
     Ok(run_backtest(
         market, orders, &factories, &envs, &cfg.env, &reward, progress,
@@ -256,9 +277,22 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         strategy_factory(s)?;
     }
     let t0 = std::time::Instant::now();
-    let ds = serl_data::load(&a.data, &cfg.data)
-        .with_context(|| format!("loading {}", a.data.display()))?;
-    let orders = generate_orders(&ds, a.split, &cfg.data, &cfg.orders)?;
+    let (ds, lobster, split, data_path) = match (&a.lobster, &a.data) {
+        (Some(dir), _) => {
+            if cfg.cluster.engine != EngineKind::Local {
+                bail!("--lobster backtests run here: leave --engine local");
+            }
+            let (ds, venue) = lobster_days(dir)?;
+            (ds, Some(venue), Split::All, dir.clone())
+        }
+        (None, Some(data)) => {
+            let ds = serl_data::load(data, &cfg.data)
+                .with_context(|| format!("loading {}", data.display()))?;
+            (ds, None, a.split, data.clone())
+        }
+        (None, None) => bail!("give --data or --lobster"),
+    };
+    let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
     let market = MarketData::new(&ds, &cfg.data);
     eprintln!(
         "loaded {} sessions of {} symbols in {:.2}s; {} orders from the {} split",
@@ -266,7 +300,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         ds.symbols().len(),
         t0.elapsed().as_secs_f64(),
         orders.len(),
-        a.split
+        split
     );
     let t1 = std::time::Instant::now();
     let results = if cfg.cluster.engine == EngineKind::Local {
@@ -277,15 +311,21 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
         );
-        let rows = replay(&market, &orders, &a.strategies, a.env, &cfg, &|n| {
-            bar.inc(n)
-        })?;
+        let rows = replay(
+            &market,
+            &orders,
+            &a.strategies,
+            a.env,
+            &cfg,
+            lobster.as_ref(),
+            &|n| bar.inc(n),
+        )?;
         bar.finish_and_clear();
         rows
     } else {
         let b = super::shards::Backtest {
-            data: &a.data,
-            split: a.split,
+            data: &data_path,
+            split,
             strategies: &a.strategies,
             env: a.env,
             cfg: &cfg,
@@ -294,8 +334,8 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     };
     let secs = t1.elapsed().as_secs_f64();
     let provenance = provenance(
-        &a.data,
-        &a.split.to_string(),
+        &data_path,
+        &split.to_string(),
         cfg.orders.seed,
         orders.len(),
         (&cfg.orders, &cfg.env),
@@ -312,6 +352,35 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         a.out.join("report.html").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The LOBSTER days of `path` (a sample zip or a folder of them, the
+/// deepest file per symbol) as bar sessions, and the venue that replays
+/// their message streams.
+fn lobster_days(path: &Path) -> Result<(serl_data::Dataset, LobsterVenue)> {
+    let mut sessions = Vec::new();
+    let mut days = Vec::new();
+    for (symbol, file) in super::realism::sample_files(path, &[])? {
+        let (_, date, _) = super::realism::lobster_name(&file)
+            .with_context(|| format!("{}: not named like a LOBSTER file", file.display()))?;
+        let date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").with_context(|| {
+            format!(
+                "{}: `{date}` in its name is not a YYYY-MM-DD date",
+                file.display()
+            )
+        })?;
+        let real = super::realism::read_day(symbol.clone(), file)?;
+        let day = LobsterDay::new(&symbol, date, real.messages, real.rows);
+        sessions.push(day.session().clone());
+        days.push(std::sync::Arc::new(day));
+    }
+    sessions.sort_by(|a, b| (&a.symbol, a.date).cmp(&(&b.symbol, b.date)));
+    let ds = serl_data::Dataset {
+        sessions,
+        problems: Vec::new(),
+        files: Vec::new(),
+    };
+    Ok((ds, LobsterVenue::new(days)))
 }
 
 pub fn now() -> String {

@@ -48,17 +48,17 @@ pub struct RealismArgs {
 }
 
 /// A real LOBSTER day, read.
-struct RealDay {
-    symbol: String,
-    file: PathBuf,
-    messages: Vec<MessageRow>,
-    rows: BookRows,
+pub(super) struct RealDay {
+    pub symbol: String,
+    pub file: PathBuf,
+    pub messages: Vec<MessageRow>,
+    pub rows: BookRows,
 }
 
 /// Symbol, date and levels of a LOBSTER file's name: a sample zip
 /// (`LOBSTER_SampleFile_SYM_DATE_L.zip`) or a message file
 /// (`SYM_DATE_START_END_message_L.csv`).
-fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
+pub(super) fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
     let stem = p.file_stem()?.to_str()?;
     let parts: Vec<&str> = stem.split('_').collect();
     let levels = parts.last()?.parse().ok()?;
@@ -76,7 +76,7 @@ fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
 
 /// The deepest LOBSTER file of each symbol in `path` (a directory of
 /// sample zips), or `path` itself (a zip or a message CSV).
-fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>> {
+pub(super) fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
@@ -125,7 +125,7 @@ fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>> 
     Ok(out)
 }
 
-fn read_day(symbol: String, file: PathBuf) -> Result<RealDay> {
+pub(super) fn read_day(symbol: String, file: PathBuf) -> Result<RealDay> {
     let input =
         LobsterInput::open(&file, None).with_context(|| format!("reading {}", file.display()))?;
     let messages = parse_messages(&input.message_name, &input.messages)?;

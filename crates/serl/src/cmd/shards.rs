@@ -129,8 +129,15 @@ pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
     let market = MarketData::new(&ds, &cfg.data);
     let mine = chunk(&orders, input.shard, input.shards);
-    let results =
-        super::backtest::replay(&market, mine, &input.strategies, input.env, cfg, &|_| {})?;
+    let results = super::backtest::replay(
+        &market,
+        mine,
+        &input.strategies,
+        input.env,
+        cfg,
+        None,
+        &|_| {},
+    )?;
     let rows: Vec<ShardRow> = results
         .into_iter()
         .map(|mut result| ShardRow {
