@@ -38,7 +38,7 @@ impl std::fmt::Debug for RewardVar {
 /// The per-step variables a reward program may read, in the order
 /// [`ProgramReward`] passes them: name, meaning and value in one row, so
 /// the three can never drift apart.
-pub const REWARD_VARS: [RewardVar; 13] = [
+pub const REWARD_VARS: [RewardVar; 15] = [
     RewardVar {
         name: "step_pa",
         doc: "this step's price advantage against the step benchmark, bps, weighted by the share filled",
@@ -103,6 +103,16 @@ pub const REWARD_VARS: [RewardVar; 13] = [
         name: "done",
         doc: "1 on the last step, else 0",
         value: |s| if s.done { 1.0 } else { 0.0 },
+    },
+    RewardVar {
+        name: "spread_captured",
+        doc: "spread earned by this step's fills, bps of the mid when each order was sent, weighted by the share filled: positive for resting orders that filled, minus half the spread on what crossed",
+        value: |s| s.spread_captured_bps,
+    },
+    RewardVar {
+        name: "adverse_move",
+        doc: "the mid's move against the order from this step's passive fills to the step's end, bps, weighted by the share filled (the adverse selection of resting orders; 0 without them)",
+        value: |s| s.adverse_bps,
     },
 ];
 
@@ -286,6 +296,8 @@ mod tests {
             volume: 11.0,
             steps: 12,
             done: true,
+            spread_captured_bps: 14.0,
+            adverse_bps: 15.0,
         };
         for (k, var) in REWARD_VARS.iter().enumerate() {
             let r = RewardModule::compile(var.name).unwrap().reward();

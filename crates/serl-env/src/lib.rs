@@ -62,7 +62,7 @@ pub use order::{
     check_window, generate_orders, spread_orders, OrderConfig, OrderSide, ParentOrder, Quantity,
     Sides,
 };
-pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, TICK};
+pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, QueueState, TICK};
 pub use reward::{DefaultReward, Reward, StepInfo};
 pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};
 pub use static_env::{

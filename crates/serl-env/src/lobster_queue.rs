@@ -92,28 +92,40 @@ impl LobsterDay {
             .map_or(0, |(_, s)| s)
     }
 
-    /// The fills of a resting order of `qty` shares at `price` (dollars)
-    /// for a side of sign `sign` (+1 a buy), posted at `from` seconds and
-    /// withdrawn at `to`, at most `cap` shares in all.
-    pub(crate) fn queue_fills(
-        &self,
-        sign: f64,
-        price: f64,
-        qty: f64,
-        (from, to): (f64, f64),
-        cap: f64,
-    ) -> Vec<QueueFill> {
+    /// A resting order at `price` (dollars) for a side of sign `sign` (+1
+    /// a buy) joining the back of the queue at `at` seconds.
+    pub(crate) fn join_queue(&self, sign: f64, price: f64, at: f64) -> QueueTrack {
         let d: i8 = if sign > 0.0 { 1 } else { -1 };
         let p = (price * PRICE_SCALE).round() as i64;
-        let start = self.at(from);
-        let mut ahead = self.shown_at(start, d, p);
-        let mut behind: HashSet<u64> = HashSet::new();
+        let next = self.at(at);
+        QueueTrack {
+            price: p,
+            direction: d,
+            ahead: self.shown_at(next, d, p),
+            behind: HashSet::new(),
+            next,
+        }
+    }
+
+    /// Works a resting order of `qty` shares through the messages before
+    /// `until` seconds, at most `cap` shares; its queue place is kept in
+    /// `track` for the next step.
+    pub(crate) fn work_queue(
+        &self,
+        track: &mut QueueTrack,
+        qty: f64,
+        until: f64,
+        cap: f64,
+    ) -> Vec<QueueFill> {
+        let (p, d) = (track.price, track.direction);
         let mut left = qty.min(cap).floor();
         let mut fills = Vec::new();
-        for (i, m) in self.messages.iter().enumerate().skip(start) {
-            if m.time >= to || left < 1.0 {
+        while let Some(m) = self.messages.get(track.next) {
+            if m.time >= until || left < 1.0 {
                 break;
             }
+            let i = track.next;
+            track.next += 1;
             if m.direction != d {
                 continue;
             }
@@ -122,28 +134,28 @@ impl LobsterDay {
             let worse = i64::from(d) * (p - m.price);
             let got = match m.kind {
                 LobsterEvent::Submit if m.price == p => {
-                    behind.insert(m.id);
+                    track.behind.insert(m.id);
                     0
                 }
                 LobsterEvent::Cancel | LobsterEvent::Delete if m.price == p => {
-                    if !behind.contains(&m.id) {
-                        ahead = (ahead - m.size).max(0);
+                    if !track.behind.contains(&m.id) {
+                        track.ahead = (track.ahead - m.size).max(0);
                     }
                     0
                 }
-                LobsterEvent::Execute if m.price == p && behind.contains(&m.id) => {
+                LobsterEvent::Execute if m.price == p && track.behind.contains(&m.id) => {
                     // An order behind it traded: everything ahead and the
                     // order itself went first.
-                    ahead = 0;
+                    track.ahead = 0;
                     left as i64
                 }
                 LobsterEvent::Execute if m.price == p => {
-                    let from_queue = ahead.min(m.size);
-                    ahead -= from_queue;
+                    let from_queue = track.ahead.min(m.size);
+                    track.ahead -= from_queue;
                     m.size - from_queue
                 }
                 LobsterEvent::Execute | LobsterEvent::ExecuteHidden if worse > 0 => {
-                    ahead = 0;
+                    track.ahead = 0;
                     m.size
                 }
                 _ => 0,
@@ -153,12 +165,43 @@ impl LobsterDay {
                 left -= got;
                 let mid = self
                     .touch_before(i)
-                    .map_or(price, |(bid, ask)| (bid + ask) / 2.0);
+                    .map_or(p as f64 / PRICE_SCALE, |(bid, ask)| (bid + ask) / 2.0);
                 fills.push((m.time, got, mid));
             }
         }
         fills
     }
+
+    /// The fills of a resting order of `qty` shares at `price` posted at
+    /// `from` seconds and withdrawn at `to`, at most `cap` shares in all.
+    #[cfg(test)]
+    fn queue_fills(
+        &self,
+        sign: f64,
+        price: f64,
+        qty: f64,
+        (from, to): (f64, f64),
+        cap: f64,
+    ) -> Vec<QueueFill> {
+        let mut track = self.join_queue(sign, price, from);
+        self.work_queue(&mut track, qty, to, cap)
+    }
+}
+
+/// A resting order's place in a LOBSTER day's queue, kept from step to
+/// step while the order stays at its price.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueTrack {
+    /// Its price, LOBSTER units.
+    pub(crate) price: i64,
+    /// 1 a bid, -1 an ask.
+    direction: i8,
+    /// Shares ahead of it.
+    pub(crate) ahead: i64,
+    /// Orders that joined its price after it.
+    behind: HashSet<u64>,
+    /// The next message to read.
+    next: usize,
 }
 
 /// Minute bars of a LOBSTER day: executions (visible and hidden) give the

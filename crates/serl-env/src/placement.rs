@@ -21,9 +21,11 @@ use crate::EnvError;
 /// One cent: the tick of the replayed US equities and of the simulator.
 pub const TICK: f64 = 0.01;
 
-/// Where a child order goes.
+/// Where a child order goes. Configs and saved policies write it as its
+/// name ([`Placement::parse`]): `cross`, `touch`, `touch+2`, `mid`,
+/// `mid+1.5`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(try_from = "String", into = "String")]
 pub enum Placement {
     /// A market order: crosses the spread and pays half of it.
     #[default]
@@ -110,6 +112,19 @@ impl Placement {
     }
 }
 
+impl TryFrom<String> for Placement {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Placement::parse(&s)
+    }
+}
+
+impl From<Placement> for String {
+    fn from(p: Placement) -> String {
+        p.label()
+    }
+}
+
 /// One decision: the share of the order to trade over the coming step and
 /// where it goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,6 +150,29 @@ impl ChildOrder {
             placement: Placement::Cross,
             cross_first: 0.0,
         }
+    }
+}
+
+/// The agent's own resting order at a decision, before it is kept,
+/// re-posted or cancelled: what a policy that places orders observes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QueueState {
+    /// Shares ahead of it in the queue at its price (an estimate in the
+    /// static replay), over the session's average minute volume.
+    pub ahead: f64,
+    /// Minutes it has rested (0 without one).
+    pub minutes: f64,
+}
+
+impl QueueState {
+    /// Observation columns it adds to a placing policy's input.
+    pub const COLUMNS: usize = 2;
+
+    /// Its observation columns: queue ahead (as is) and minutes resting
+    /// ÷ 10.
+    pub fn write(&self, out: &mut [f32]) {
+        out[0] = self.ahead as f32;
+        out[1] = (self.minutes / 10.0) as f32;
     }
 }
 
@@ -234,6 +272,9 @@ pub(crate) struct FillLedger {
     /// at the fill).
     #[serde(skip)]
     pub(crate) pending: Vec<(u16, f64, f64)>,
+    /// `captured` and the length of `pending` when the step began.
+    #[serde(skip)]
+    step_start: (f64, usize),
 }
 
 impl FillLedger {
@@ -257,6 +298,25 @@ impl FillLedger {
             self.passive_qty += qty;
             self.pending.push((minute, qty, mid_then));
         }
+    }
+
+    /// Marks the start of a decision step, for [`FillLedger::step_figures`].
+    pub(crate) fn begin_step(&mut self) {
+        self.step_start = (self.captured, self.pending.len());
+    }
+
+    /// This step's spread captured and adverse move, bps of an order of
+    /// `qty` shares (weighted by the share each fill is of it): the move is
+    /// the mid's from each passive fill to `mid_end`, the mid at the step's
+    /// end, against the order.
+    pub(crate) fn step_figures(&self, sign: f64, qty: f64, mid_end: f64) -> (f64, f64) {
+        let (captured, first) = self.step_start;
+        let adverse: f64 = self.pending[first.min(self.pending.len())..]
+            .iter()
+            .map(|&(_, q, mid)| q * sign * (mid - mid_end) / mid * 1e4)
+            .sum();
+        let q = qty.max(1e-12);
+        ((self.captured - captured) / q, adverse / q)
     }
 
     /// Settles the adverse moves of the passive fills, with `mid_at(m)` the

@@ -38,6 +38,14 @@ pub struct StepInfo {
     pub volatility_bps: f64,
     /// Market volume this step ÷ average minute volume × minutes.
     pub volume: f64,
+    /// Spread captured by this step's fills, bps of the mid when each
+    /// order was sent, weighted by the share of the order filled (minus
+    /// half the spread on what crossed).
+    pub spread_captured_bps: f64,
+    /// The mid's move against the order from each of this step's passive
+    /// fills to the step's end, bps, weighted by the share of the order
+    /// filled: the adverse selection of resting orders.
+    pub adverse_bps: f64,
     /// Number of decision steps in the episode.
     pub steps: usize,
     /// Whether this was the episode's last step.

@@ -12,7 +12,7 @@ use crate::config::EnvConfig;
 use crate::dynamic_env::DynamicEnv;
 use crate::lobster_queue::LobsterDay;
 use crate::order::ParentOrder;
-use crate::placement::ChildOrder;
+use crate::placement::{ChildOrder, QueueState};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
 use crate::view::SessionView;
@@ -42,6 +42,11 @@ pub trait Episode: Send {
     /// How the episode ended (so far): fills, benchmark and the price
     /// advantage ([`ExecutionOutcome::pa_bps`]).
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome;
+    /// The agent's resting order from the last step, as it stands before
+    /// the coming decision (zeros without one).
+    fn queue(&self) -> QueueState {
+        QueueState::default()
+    }
     /// Execution agents in the episode: the one stepped here (agent 0)
     /// and the peers trading beside it.
     fn agents(&self) -> usize {

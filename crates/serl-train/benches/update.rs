@@ -49,6 +49,7 @@ fn update(c: &mut Criterion) {
         norm: RunningNorm::new(OBS),
         features: Default::default(),
         message_dims: 0,
+        placements: Vec::new(),
     };
     let model = ActorCritic::new(&meta.spec, OBS, meta.head, &device).expect("a valid spec");
     let cfg = PpoConfig {

@@ -82,6 +82,11 @@ pub struct TrainConfig {
     /// The multi-agent scenario: peers in every dynamic episode, and what
     /// the agents tell each other. None trains alone.
     pub team: Option<crate::team::TeamConfig>,
+    /// Where the policy may place its child orders (`["cross", "touch"]`,
+    /// docs/placement.md): PPO then picks a discrete share and one of
+    /// these at every decision, and sees its resting order's place in the
+    /// queue. Empty: every order crosses.
+    pub placements: Vec<serl_env::Placement>,
 }
 
 impl Default for TrainConfig {
@@ -101,6 +106,7 @@ impl Default for TrainConfig {
             checkpoint_every: 1,
             features: FeatureSet::default(),
             team: None,
+            placements: Vec::new(),
         }
     }
 }
@@ -134,11 +140,22 @@ impl TrainConfig {
             if !(max > 0.0 && max <= 1.0) {
                 return Err(bad("ppo.pace", format!("tilt {max} is not in (0, 1]")));
             }
-            if !p.discrete.is_empty() {
+            if p.discrete.iter().any(|a| !(-1.0..=1.0).contains(a)) {
                 return Err(bad(
-                    "ppo.pace",
-                    "a tilted pace needs a continuous action (leave ppo.discrete empty)",
+                    "ppo.discrete",
+                    "with a tilted pace, discrete actions are tilts in [-1, 1]",
                 ));
+            }
+        }
+        if !self.placements.is_empty() {
+            if self.algo != Algo::Ppo || p.discrete.is_empty() {
+                return Err(bad(
+                    "placements",
+                    "placement is learned by PPO over discrete actions: set algo = \"ppo\" and [train.ppo] discrete (shares, or tilts with a tilted pace)",
+                ));
+            }
+            if self.placements.len() > 16 {
+                return Err(bad("placements", "at most 16 placements"));
             }
         }
         for (f, v) in [
@@ -158,8 +175,9 @@ impl TrainConfig {
                 return Err(bad(f, format!("{v} is not in [0, 1]")));
             }
         }
-        if p.discrete
-            .iter()
+        let tilted = matches!(p.pace, Pace::Tilt(_));
+        let shares = p.discrete.iter().filter(|_| !tilted);
+        if shares
             .chain(&self.ddqn.actions)
             .any(|a| !(0.0..=1.0).contains(a))
         {
@@ -239,6 +257,7 @@ impl TrainConfig {
             norm: RunningNorm::new(obs_dim),
             features: self.features.clone(),
             message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
+            placements: self.placements.clone(),
         }
     }
 
@@ -262,19 +281,25 @@ impl TrainConfig {
         (updates, updates * per_update)
     }
 
-    /// How the trained policy's actions become shares: DDQN and
-    /// categorical PPO pick fractions of the order.
+    /// How the trained policy's actions become shares: DDQN picks
+    /// fractions of the order, PPO as its pace says (a discrete PPO with an
+    /// absolute pace picks fractions, with a tilted one tilts).
     pub fn pace(&self) -> Pace {
         match self.algo {
-            Algo::Ppo if self.ppo.discrete.is_empty() => self.ppo.pace,
-            _ => Pace::Absolute,
+            Algo::Ppo => self.ppo.pace,
+            Algo::Ddqn => Pace::Absolute,
         }
     }
 
+    /// The policy head: Gaussian, or categorical over every discrete share
+    /// (times every placement, when the policy places its orders).
     fn head(&self) -> Head {
-        match self.algo {
-            Algo::Ppo => self.ppo.head(),
-            Algo::Ddqn => Head::Categorical(self.ddqn.actions.len()),
+        match (self.algo, self.ppo.head()) {
+            (Algo::Ppo, Head::Categorical(k)) => {
+                Head::Categorical(k * self.placements.len().max(1))
+            }
+            (Algo::Ppo, gaussian) => gaussian,
+            (Algo::Ddqn, _) => Head::Categorical(self.ddqn.actions.len()),
         }
     }
 }

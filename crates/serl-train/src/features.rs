@@ -54,7 +54,10 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
         out[..self.current.len()].copy_from_slice(&self.current);
     }
     fn step(&mut self, action: f64) -> (f64, bool) {
-        let r = self.inner.step(action);
+        self.step_placed(action, 0)
+    }
+    fn step_placed(&mut self, action: f64, placement: u8) -> (f64, bool) {
+        let r = self.inner.step_placed(action, placement);
         if !r.1 {
             self.refresh();
         }

@@ -744,6 +744,7 @@ mod tests {
             norm: RunningNorm::new(OBS),
             features: Default::default(),
             message_dims: 0,
+            placements: Vec::new(),
         }
     }
 

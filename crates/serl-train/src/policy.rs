@@ -11,7 +11,9 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
-use serl_env::{Decision, EnvConfig, ParentOrder, SessionView, Strategy};
+use serl_env::{
+    ChildOrder, Decision, EnvConfig, ParentOrder, Placement, QueueState, SessionView, Strategy,
+};
 
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
@@ -107,6 +109,12 @@ pub struct PolicyMeta {
     /// alone.
     #[serde(default)]
     pub message_dims: usize,
+    /// Where the policy places its orders: a categorical action `a` trades
+    /// `discrete[a / P]` at `placements[a % P]` (P of them), and the
+    /// observation carries the resting order's queue state after the
+    /// environment's columns. Empty: every order crosses.
+    #[serde(default)]
+    pub placements: Vec<serl_env::Placement>,
 }
 
 // Built once per policy; the size difference costs nothing.
@@ -156,6 +164,9 @@ pub struct Sampled {
     /// The critic's value of the state (for DDQN, the chosen action's Q
     /// value).
     pub value: f32,
+    /// Which of the policy's placements the order goes to (0 for a policy
+    /// without placements: it crosses).
+    pub placement: u8,
 }
 
 /// A policy ready to act (no gradients).
@@ -242,6 +253,7 @@ impl Policy {
                             raw: a as f32,
                             log_prob: 0.0,
                             value: row[a],
+                            placement: 0,
                         }
                     })
                     .collect()
@@ -322,6 +334,7 @@ pub(crate) fn sample_actor_critic(
                         log_prob: (-0.5 * z * z - log_std - 0.5 * (2.0 * std::f64::consts::PI).ln())
                             as f32,
                         value: values[i],
+                        placement: 0,
                     }
                 })
                 .collect()
@@ -346,11 +359,13 @@ pub(crate) fn sample_actor_critic(
                 } else {
                     argmax(logits)
                 };
+                let places = meta.placements.len().max(1);
                 Sampled {
-                    env_action: meta.discrete.get(a).copied().unwrap_or(0.0),
+                    env_action: meta.discrete.get(a / places).copied().unwrap_or(0.0),
                     raw: a as f32,
                     log_prob: (exps[a] / total).ln() as f32,
                     value: values[i],
+                    placement: (a % places) as u8,
                 }
             })
             .collect(),
@@ -458,18 +473,38 @@ impl Strategy for PolicyStrategy {
     }
 
     fn act(&mut self, d: &Decision) -> f64 {
-        let dim = self.policy.meta.obs_dim;
-        let mut obs = vec![0f32; dim];
+        self.decide(d).0
+    }
+
+    fn order(&mut self, d: &Decision) -> ChildOrder {
+        let (action, placement) = self.decide(d);
+        ChildOrder {
+            action,
+            placement,
+            cross_first: 0.0,
+        }
+    }
+}
+
+impl PolicyStrategy {
+    /// The share to trade and where: the environment's observation, the
+    /// resting order's queue state (for a placing policy), silence for the
+    /// messages (alone in a backtest) and the designed features.
+    fn decide(&mut self, d: &Decision) -> (f64, Placement) {
+        let meta = &self.policy.meta;
+        let mut base = d.obs.to_vec();
+        if !meta.placements.is_empty() {
+            let at = base.len();
+            base.resize(at + QueueState::COLUMNS, 0.0);
+            d.queue.write(&mut base[at..]);
+        }
+        base.resize(base.len() + meta.message_dims, 0.0);
+        let mut obs = vec![0f32; meta.obs_dim];
         match &mut self.features {
-            Some((f, s)) => {
-                // Alone in a backtest, the agent hears silence.
-                let mut inner = d.obs.to_vec();
-                inner.resize(d.obs.len() + self.policy.meta.message_dims, 0.0);
-                f.extend(s, &inner, &mut obs)
-            }
+            Some((f, s)) => f.extend(s, &base, &mut obs),
             None => {
-                let n = dim.min(d.obs.len());
-                obs[..n].copy_from_slice(&d.obs[..n]);
+                let n = obs.len().min(base.len());
+                obs[..n].copy_from_slice(&base[..n]);
             }
         }
         self.policy.meta.norm.apply(&mut obs);
@@ -477,11 +512,18 @@ impl Strategy for PolicyStrategy {
         self.row.clear();
         self.history.write(&mut self.row);
         let s = self.policy.act(&self.row, 1, false, 0.0, &mut self.rng);
-        self.policy.meta.pace.share(
+        let meta = &self.policy.meta;
+        let share = meta.pace.share(
             s[0].env_action,
             d.remaining / d.qty,
             d.steps.saturating_sub(d.step),
-        )
+        );
+        let placement = meta
+            .placements
+            .get(usize::from(s[0].placement))
+            .copied()
+            .unwrap_or_default();
+        (share, placement)
     }
 }
 

@@ -149,8 +149,24 @@ impl<'a> VecEnv<'a> {
         norm: &mut RunningNorm,
         learn: bool,
     ) -> (Vec<f32>, Vec<bool>) {
-        let step_one = |((e, rng), &a): ((&mut Box<dyn TrainEnv + 'a>, &mut SmallRng), &f64)| {
-            let (r, done) = e.step(a);
+        let placed: Vec<(f64, u8)> = actions.iter().map(|&a| (a, 0)).collect();
+        self.step_placed(&placed, norm, learn)
+    }
+
+    /// [`VecEnv::step`] with each action's placement number
+    /// ([`TrainEnv::step_placed`]).
+    pub fn step_placed(
+        &mut self,
+        actions: &[(f64, u8)],
+        norm: &mut RunningNorm,
+        learn: bool,
+    ) -> (Vec<f32>, Vec<bool>) {
+        type One<'e, 'a> = (
+            (&'e mut Box<dyn TrainEnv + 'a>, &'e mut SmallRng),
+            &'e (f64, u8),
+        );
+        let step_one = |((e, rng), &(a, place)): One<'_, 'a>| {
+            let (r, done) = e.step_placed(a, place);
             let stat = done.then(|| {
                 let s = EpisodeStat {
                     source: e.source(),
@@ -256,8 +272,8 @@ pub fn collect(
     for _ in 0..steps {
         let obs = venv.current().to_vec();
         let acts = policy.act(&obs, n, true, 0.0, rng);
-        let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
-        let (rew, done) = venv.step(&actions, norm, true);
+        let actions: Vec<(f64, u8)> = acts.iter().map(|a| (a.env_action, a.placement)).collect();
+        let (rew, done) = venv.step_placed(&actions, norm, true);
         r.obs.extend_from_slice(&obs);
         for a in &acts {
             r.raw.push(a.raw);

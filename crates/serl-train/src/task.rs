@@ -16,8 +16,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serl_env::Scenario;
 use serl_env::{
-    DynamicEnv, EnvConfig, Episode, MarketConfig, MarketData, ParentOrder, Reward, StaticEnv,
-    OBS_DIM,
+    ChildOrder, DynamicEnv, EnvConfig, Episode, MarketConfig, MarketData, ParentOrder, Placement,
+    QueueState, Reward, StaticEnv, OBS_DIM,
 };
 
 /// Which environment a transition came from; the hybrid loss weighs the
@@ -44,6 +44,14 @@ pub trait TrainEnv: Send {
     /// Applies an action (a fraction of the order, or a discrete index);
     /// returns the reward and whether the episode ended.
     fn step(&mut self, action: f64) -> (f64, bool);
+    /// [`TrainEnv::step`] with the order placed at the environment's
+    /// placement number `placement` (see
+    /// [`ExecutionEnv::with_placements`]); environments without placements
+    /// ignore it.
+    fn step_placed(&mut self, action: f64, placement: u8) -> (f64, bool) {
+        let _ = placement;
+        self.step(action)
+    }
     /// The finished episode's price advantage, bps.
     fn episode_pa(&self) -> f64;
 }
@@ -73,6 +81,8 @@ pub struct ExecutionEnv<'a> {
     team: Option<Team>,
     pace: Pace,
     imagined_replay: Option<ImaginedReplay>,
+    /// Where orders may go; empty: every order crosses.
+    placements: Vec<Placement>,
 }
 
 /// Static episodes played on imagined days.
@@ -108,6 +118,24 @@ impl<'a> ExecutionEnv<'a> {
             team: None,
             pace: Pace::Absolute,
             imagined_replay: None,
+            placements: Vec::new(),
+        }
+    }
+
+    /// Lets the agent place its orders at one of `placements` (chosen with
+    /// [`TrainEnv::step_placed`]); its observation then carries its
+    /// resting order's queue state ([`QueueState`]) after the market's
+    /// columns.
+    pub fn with_placements(mut self, placements: &[Placement]) -> Self {
+        self.placements = placements.to_vec();
+        self
+    }
+
+    fn queue_dims(&self) -> usize {
+        if self.placements.is_empty() {
+            0
+        } else {
+            QueueState::COLUMNS
         }
     }
 
@@ -166,7 +194,7 @@ impl<'a> ExecutionEnv<'a> {
 
 impl<'a> TrainEnv for ExecutionEnv<'a> {
     fn obs_dim(&self) -> usize {
-        OBS_DIM + self.message_dims()
+        OBS_DIM + self.queue_dims() + self.message_dims()
     }
 
     fn source(&self) -> Source {
@@ -215,10 +243,15 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
     }
 
     fn observe(&self, out: &mut [f32]) {
-        let (own, heard) = out.split_at_mut(OBS_DIM);
+        let (own, rest) = out.split_at_mut(OBS_DIM);
+        let (queue, heard) = rest.split_at_mut(self.queue_dims());
         match &self.episode {
             Some(e) => e.observe(own),
             None => own.fill(0.0),
+        }
+        if !queue.is_empty() {
+            let q = self.episode.as_ref().map(|e| e.queue()).unwrap_or_default();
+            q.write(queue);
         }
         match self.team.as_ref().and_then(|t| t.channel.as_ref()) {
             Some(channel) => channel.heard(heard),
@@ -227,11 +260,24 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
     }
 
     fn step(&mut self, action: f64) -> (f64, bool) {
+        self.step_placed(action, 0)
+    }
+
+    fn step_placed(&mut self, action: f64, placement: u8) -> (f64, bool) {
         let Some(e) = &mut self.episode else {
             return (0.0, true);
         };
         let (left, steps) = e.left();
-        let info = e.step(self.pace.share(action, left, steps));
+        let placement = self
+            .placements
+            .get(usize::from(placement))
+            .copied()
+            .unwrap_or_default();
+        let info = e.step_order(ChildOrder {
+            action: self.pace.share(action, left, steps),
+            placement,
+            cross_first: 0.0,
+        });
         if info.done {
             self.finished_pa = e.outcome(0.0, Vec::new()).pa_bps();
         }
@@ -402,6 +448,7 @@ pub fn execution_envs<'a>(
         };
         let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue)
             .with_pace(cfg.pace())
+            .with_placements(&cfg.placements)
             .with_imagined_replay(cfg.imagination.replay_share, &cfg.imagination.scenarios);
         if let Some(team) = &cfg.team {
             e = e.with_team(team, channel.clone());

@@ -9,13 +9,15 @@
 //! at `participation_cap` of the minute's real volume. The benchmark is the
 //! TWAP of the simulated mid over the window.
 
-use serl_lob::{OrderId, Side};
+use serl_lob::Side;
 use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
+
+mod resting;
 
 use crate::config::EnvConfig;
 use crate::obs::{write_obs, BookPicture, LEVELS, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
-use crate::placement::{ChildOrder, FillLedger, Placement, PlacementStats};
+use crate::placement::{ChildOrder, FillLedger};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
 use std::sync::Arc;
@@ -107,10 +109,8 @@ pub struct DynamicEnv<'a> {
     last_step_volume: f64,
     mids: Vec<f64>,
     peers: Vec<Peer>,
-    /// The agent's order resting in the book, if any.
-    resting: Option<Resting>,
-    /// When it was posted, microseconds since the open.
-    rest_started: u64,
+    /// The agent's orders resting in the book, oldest first.
+    resting: Vec<resting::Resting>,
     /// What placement earned and cost so far.
     ledger: FillLedger,
 }
@@ -163,8 +163,7 @@ impl<'a> DynamicEnv<'a> {
             mids: Vec::new(),
             cal,
             peers: Vec::new(),
-            resting: None,
-            rest_started: 0,
+            resting: Vec::new(),
             ledger: FillLedger::default(),
         }
     }
@@ -241,150 +240,11 @@ impl<'a> DynamicEnv<'a> {
     }
 }
 
-/// The agent's limit order resting in the simulated book.
-#[derive(Debug, Clone, Copy)]
-struct Resting {
-    id: OrderId,
-    /// Its price, dollars.
-    price: f64,
-    /// Shares resting at the last look.
-    left: u64,
-    /// The mid when it was posted, dollars.
-    mid: f64,
-}
-
-impl DynamicEnv<'_> {
-    /// The calibrated volume of minutes `range` from the open, shares.
-    fn minute_volume(&self, range: std::ops::Range<usize>) -> f64 {
-        range.filter_map(|k| self.cal.minute_volume.get(k)).sum()
-    }
-
-    fn book_side(&self) -> Side {
-        match self.order.side {
-            OrderSide::Buy => Side::Bid,
-            OrderSide::Sell => Side::Ask,
-        }
-    }
-
-    /// A market order of `qty` shares for the agent now; returns shares
-    /// filled and their notional, dollars.
-    fn cross(&mut self, qty: u64) -> (f64, f64) {
-        let mid = self.sim.mid_price();
-        let r = self
-            .sim
-            .execute_market(EXECUTION_OWNER, self.book_side(), qty);
-        let (got, cost) = (r.filled as f64, r.notional as f64 * self.sim.tick());
-        if let (Some(mid), true) = (mid, got > 0.0) {
-            self.ledger
-                .fill(self.order.side.sign(), got, cost / got, mid, None);
-        }
-        (got, cost)
-    }
-
-    /// Posts `qty` shares at `placement`'s price off the current book. What
-    /// trades at once (a limit at or through the far touch) is returned as
-    /// shares and notional; the rest rests.
-    fn post(&mut self, placement: Placement, qty: f64) -> (f64, f64) {
-        let tick = self.sim.tick();
-        let (Some(bid), Some(ask)) = (self.sim.book.best_bid(), self.sim.book.best_ask()) else {
-            return (0.0, 0.0);
-        };
-        let mid = (bid + ask) as f64 / 2.0 * tick;
-        let half = (ask - bid) as f64 / 2.0 * tick;
-        let sign = self.order.side.sign();
-        let Some(price) = placement.limit_price(sign, mid, half) else {
-            return (0.0, 0.0);
-        };
-        let ticks = (price / tick).round() as serl_lob::Ticks;
-        let qty = qty.floor();
-        if qty < 1.0 {
-            return (0.0, 0.0);
-        }
-        let Some((id, r)) =
-            self.sim
-                .post_limit(EXECUTION_OWNER, self.book_side(), ticks, qty as u64)
-        else {
-            return (0.0, 0.0);
-        };
-        let (got, cost) = (r.filled as f64, r.notional as f64 * tick);
-        if got > 0.0 {
-            self.ledger.fill(sign, got, cost / got, mid, None);
-        }
-        if r.resting > 0 {
-            self.resting = Some(Resting {
-                id,
-                price: ticks as f64 * tick,
-                left: r.resting,
-                mid,
-            });
-            self.rest_started = self.sim.now();
-        }
-        (got, cost)
-    }
-
-    /// What the resting order filled since the last look, at `minute`
-    /// (the mid at its start was `mid`): shares and notional.
-    fn collect(&mut self, minute: u16, mid: Option<f64>) -> (f64, f64) {
-        let Some(r) = &mut self.resting else {
-            return (0.0, 0.0);
-        };
-        let now = self.sim.book.order(r.id).map_or(0, |o| o.qty);
-        let got = r.left.saturating_sub(now) as f64;
-        let (price, posted_mid) = (r.price, r.mid);
-        r.left = now;
-        if now == 0 {
-            self.resting = None;
-        }
-        if got > 0.0 {
-            let at_fill = (minute, mid.unwrap_or(price));
-            let sign = self.order.side.sign();
-            self.ledger
-                .fill(sign, got, price, posted_mid, Some(at_fill));
-        }
-        (got, got * price)
-    }
-
-    /// Cancels what is left of the resting order.
-    fn withdraw(&mut self) {
-        if let Some(r) = self.resting.take() {
-            self.sim.cancel_resting(r.id);
-        }
-    }
-
-    /// The placement figures so far: adverse moves on the simulated mids
-    /// at minute closes (the current mid past the minutes played).
-    fn placement_stats(&self, bench: f64) -> PlacementStats {
-        let mut ledger = self.ledger.clone();
-        let (open, stats) = (self.view.open_minute, self.sim.stats());
-        let now = self.sim.mid_price().unwrap_or(bench);
-        ledger.settle(self.order.side.sign(), |m| {
-            let k = usize::from(m.saturating_sub(open));
-            match stats.mid.get(k) {
-                Some(&mid) if mid > 0.0 && (k as u64 + 1) * US_PER_MIN <= self.sim.now() + 1 => mid,
-                _ => now,
-            }
-        });
-        let sign = self.order.side.sign();
-        PlacementStats::of(&ledger, self.order.qty, self.filled, bench, sign)
-    }
-
-    /// The agent's resting order now: its queue ahead (shares) and how
-    /// long it has rested (minutes); zeros without one.
-    pub fn resting_order(&self) -> (f64, f64) {
-        match self
-            .resting
-            .and_then(|r| self.sim.book.queue_position(r.id))
-        {
-            Some(q) => (
-                q.qty_ahead as f64,
-                (self.sim.now().saturating_sub(self.rest_started)) as f64 / US_PER_MIN as f64,
-            ),
-            None => (0.0, 0.0),
-        }
-    }
-}
-
 impl Episode for DynamicEnv<'_> {
+    fn queue(&self) -> crate::QueueState {
+        self.queue_state()
+    }
+
     /// The share of the order still to trade, and the steps left for it.
     fn left(&self) -> (f64, usize) {
         (
@@ -411,6 +271,7 @@ impl Episode for DynamicEnv<'_> {
             steps: self.steps,
             remaining: self.remaining,
             last_step_volume: self.last_step_volume,
+            queue: self.queue_state(),
         };
         Decision::new(obs, self.view, self.order, self.cfg, p)
     }
@@ -428,7 +289,7 @@ impl Episode for DynamicEnv<'_> {
         } else {
             want
         };
-        self.withdraw();
+        self.ledger.begin_step();
         let (mut got, mut cost, mut vol, mut bench, mut crossed) = (0.0, 0.0, 0.0, 0.0, 0.0);
         let n = (to - from) as f64;
         for (i, m) in (from..to).enumerate() {
@@ -445,9 +306,9 @@ impl Episode for DynamicEnv<'_> {
                 got += g;
                 cost += c;
             }
-            if i == 0 && o.placement.is_passive() {
+            if i == 0 {
                 let step_cap = self.cfg.participation_cap * self.minute_volume(mi..mi + n as usize);
-                let (g, c) = self.post(o.placement, (want - urgent).min(step_cap));
+                let (g, c) = self.replace_resting(o.placement, (want - urgent).min(step_cap));
                 got += g;
                 cost += c;
             }
@@ -494,7 +355,7 @@ impl Episode for DynamicEnv<'_> {
             minutes: n.max(1.0),
         };
         self.last_bench = fills.bench;
-        step_info(
+        let mut info = step_info(
             self.view,
             self.order,
             &fills,
@@ -502,7 +363,12 @@ impl Episode for DynamicEnv<'_> {
             self.steps,
             self.remaining,
             done,
-        )
+        );
+        let mid_end = self.mids.last().copied().unwrap_or(self.arrival);
+        (info.spread_captured_bps, info.adverse_bps) =
+            self.ledger
+                .step_figures(self.order.side.sign(), self.order.qty, mid_end);
+        info
     }
 
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {

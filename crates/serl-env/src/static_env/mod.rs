@@ -10,10 +10,12 @@
 use serde::Serialize;
 
 use crate::config::{Benchmark, EnvConfig, Terminal};
+mod resting;
+
 use crate::lobster_queue::LobsterDay;
 use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
-use crate::placement::{ChildOrder, FillLedger, Placement, PlacementStats};
+use crate::placement::{ChildOrder, FillLedger, PlacementStats, QueueState};
 use crate::reward::{Reward, StepInfo};
 use crate::venue::{play, Episode};
 use crate::view::{SessionView, ViewRef};
@@ -39,6 +41,8 @@ pub struct Decision<'a> {
     pub to_minute: u16,
     /// Market volume traded in the previous step (0 at the first).
     pub last_step_volume: f64,
+    /// The agent's resting order from the last step, if any.
+    pub queue: QueueState,
     /// The whole session (read only bars before `from_minute`).
     pub view: &'a SessionView,
     /// The parent order being worked.
@@ -52,6 +56,7 @@ pub(crate) struct Progress {
     pub steps: usize,
     pub remaining: f64,
     pub last_step_volume: f64,
+    pub queue: QueueState,
 }
 
 impl<'a> Decision<'a> {
@@ -79,6 +84,7 @@ impl<'a> Decision<'a> {
             from_minute,
             to_minute,
             last_step_volume: p.last_step_volume,
+            queue: p.queue,
             view,
             order,
         }
@@ -182,6 +188,8 @@ pub(crate) fn step_info(
             0.0
         },
         spread_bps: v.spread_bps,
+        spread_captured_bps: 0.0,
+        adverse_bps: 0.0,
         time_left: 1.0 - step as f64 / steps.max(1) as f64,
         inventory_left: remaining / order.qty,
         volatility_bps: v.minute_vol_bps,
@@ -268,6 +276,8 @@ pub struct StaticEnv<'a> {
     /// The day's message stream, where resting orders fill by their place
     /// in the real queue instead of the [`FillModel`](crate::FillModel).
     queue: Option<&'a LobsterDay>,
+    /// The order resting from the last step, if any.
+    rested: Option<resting::Rested>,
 }
 
 impl<'a> StaticEnv<'a> {
@@ -309,6 +319,7 @@ impl<'a> StaticEnv<'a> {
             ledger: FillLedger::default(),
             used: Vec::new(),
             queue: None,
+            rested: None,
         }
     }
 
@@ -340,100 +351,6 @@ impl<'a> StaticEnv<'a> {
     /// Minutes of step `j`.
     pub fn step_minutes(&self, j: usize) -> (u16, u16) {
         step_minutes(self.order, self.cfg, j)
-    }
-
-    /// The limit price of `placement` for a step starting at `from`, and
-    /// the mid it was set from: the last bar before the step (its close as
-    /// the mid, its half spread); the
-    /// session's first bar when the step starts the day. `None` for a
-    /// crossing order, and for a limit at or through the far touch, which
-    /// trades as one.
-    fn limit_price(&self, placement: Placement, from: u16) -> Option<(f64, f64)> {
-        let v = &*self.view;
-        let next = v.minute.partition_point(|&m| m < from);
-        let i = next.checked_sub(1).unwrap_or(0);
-        let (mid, half) = match self.queue {
-            Some(day) => day.quote_at(f64::from(from) * 60.0)?,
-            None => (*v.close.get(i)?, v.half_spread[i]),
-        };
-        let p = placement.limit_price(self.sign, mid, half)?;
-        let far = mid + self.sign * half;
-        (self.sign * (far - p) > 1e-9).then_some((p, mid))
-    }
-
-    /// Rests `qty` shares at `price` (set when the mid was `mid`) through
-    /// the step's `bars` under the fill model, each bar giving at most what
-    /// its participation cap has left after `used`. Returns the shares
-    /// filled and their notional.
-    fn rest(
-        &mut self,
-        bars: std::ops::Range<usize>,
-        (price, mid): (f64, f64),
-        qty: f64,
-        used: &[f64],
-    ) -> (f64, f64) {
-        if let Some(day) = self.queue {
-            return self.rest_in_queue(day, bars, (price, mid), qty, used);
-        }
-        let v = &*self.view;
-        let model = self.cfg.fills;
-        let skip = usize::from(!model.placement_bar);
-        let mut got = 0.0;
-        for (k, i) in bars.enumerate().skip(skip) {
-            if got >= qty - 1e-12 {
-                break;
-            }
-            let room = self.cfg.participation_cap * v.volume[i] - used[k];
-            let q = model.bar_fill(
-                self.sign,
-                price,
-                (v.low[i], v.high[i], v.volume[i]),
-                room,
-                qty - got,
-            );
-            if q > 0.0 {
-                got += q;
-                let at_fill = (v.minute[i], v.price[i]);
-                self.ledger.fill(self.sign, q, price, mid, Some(at_fill));
-            }
-        }
-        (got, got * price)
-    }
-
-    /// [`StaticEnv::rest`] in the day's real queue, through the step's
-    /// minutes, within the participation cap of its bars.
-    fn rest_in_queue(
-        &mut self,
-        day: &LobsterDay,
-        bars: std::ops::Range<usize>,
-        (price, mid): (f64, f64),
-        qty: f64,
-        used: &[f64],
-    ) -> (f64, f64) {
-        let v = &*self.view;
-        let (from, to) = self.step_minutes(self.step);
-        let volume: f64 = bars.map(|i| v.volume[i]).sum();
-        let cap = self.cfg.participation_cap * volume - used.iter().sum::<f64>();
-        let window = (f64::from(from) * 60.0, f64::from(to) * 60.0);
-        let mut got = 0.0;
-        for (t, q, mid_then) in day.queue_fills(self.sign, price, qty, window, cap) {
-            got += q;
-            let at_fill = ((t / 60.0).floor() as u16, mid_then);
-            self.ledger.fill(self.sign, q, price, mid, Some(at_fill));
-        }
-        (got, got * price)
-    }
-
-    /// The placement figures so far, with the adverse moves measured on the
-    /// bars' prices after each passive fill.
-    fn placement_stats(&self) -> PlacementStats {
-        let v = &*self.view;
-        let mut ledger = self.ledger.clone();
-        ledger.settle(self.sign, |m| {
-            let i = v.minute.partition_point(|&x| x <= m);
-            v.price[i.saturating_sub(1)]
-        });
-        PlacementStats::of(&ledger, self.order.qty, self.filled, self.bench, self.sign)
     }
 
     /// The book features at a bar: quotes where the session has them, else
@@ -476,6 +393,10 @@ impl<'a> StaticEnv<'a> {
 }
 
 impl Episode for StaticEnv<'_> {
+    fn queue(&self) -> QueueState {
+        self.queue_state()
+    }
+
     fn steps(&self) -> usize {
         self.steps
     }
@@ -524,6 +445,7 @@ impl Episode for StaticEnv<'_> {
             steps: self.steps,
             remaining: self.remaining,
             last_step_volume: self.last_step_volume,
+            queue: self.queue_state(),
         };
         Decision::new(obs, &self.view, self.order, self.cfg, p)
     }
@@ -540,6 +462,7 @@ impl Episode for StaticEnv<'_> {
             None => want,
             Some(_) => (o.cross_first.max(0.0) * self.order.qty).min(want),
         };
+        self.ledger.begin_step();
         let mut used = std::mem::take(&mut self.used);
         used.clear();
         used.resize(bars.len(), 0.0);
@@ -552,14 +475,18 @@ impl Episode for StaticEnv<'_> {
             &mut used,
             &mut self.ledger,
         );
-        if let Some((price, mid)) = limit {
-            let (g, n) = self.rest(bars.clone(), (price, mid), want - got, &used);
-            got += g;
-            notional += n;
+        match limit {
+            Some((price, mid)) => {
+                let (g, n) = self.rest(from, bars.clone(), (price, mid), want - got, &used);
+                got += g;
+                notional += n;
+            }
+            None => self.rested = None,
         }
         self.used = used;
         let v = &*self.view;
         let nbars = bars.len();
+        let bars_end = bars.clone().last();
         let bench_sum: f64 = bars.clone().map(|i| v.price[i]).sum();
         let vol: f64 = bars.map(|i| v.volume[i]).sum();
         self.step += 1;
@@ -593,7 +520,7 @@ impl Episode for StaticEnv<'_> {
             minutes: (to - from).max(1) as f64,
         };
         self.last_bench = fills.bench;
-        step_info(
+        let mut info = step_info(
             v,
             self.order,
             &fills,
@@ -601,7 +528,11 @@ impl Episode for StaticEnv<'_> {
             self.steps,
             self.remaining,
             done,
-        )
+        );
+        let mid_end = bars_end.map_or(self.arrival, |i| v.price[i]);
+        (info.spread_captured_bps, info.adverse_bps) =
+            self.ledger.step_figures(self.sign, self.order.qty, mid_end);
+        info
     }
 
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {

@@ -1,0 +1,204 @@
+//! The agent's orders in the simulated book: crossing, posting, collecting
+//! the fills of resting orders, and what the agent sees of them.
+//!
+//! At each decision the orders resting from the last step are cancelled,
+//! unless the new step rests at the same price: then they stay and keep
+//! their places in the queue; the newest are trimmed when the step wants
+//! less, and a new order behind them adds what it wants more.
+
+use serl_lob::{OrderId, Side};
+use serl_market::EXECUTION_OWNER;
+
+use super::{DynamicEnv, US_PER_MIN};
+use crate::order::OrderSide;
+use crate::placement::{Placement, PlacementStats, QueueState};
+
+/// One of the agent's limit orders resting in the simulated book.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Resting {
+    id: OrderId,
+    /// Its price, dollars.
+    price: f64,
+    /// Shares resting at the last look.
+    left: u64,
+    /// The mid when it was posted, dollars.
+    mid: f64,
+    /// When it was posted, microseconds since the open.
+    posted: u64,
+}
+
+impl DynamicEnv<'_> {
+    /// The calibrated volume of minutes `range` from the open, shares.
+    pub(super) fn minute_volume(&self, range: std::ops::Range<usize>) -> f64 {
+        range.filter_map(|k| self.cal.minute_volume.get(k)).sum()
+    }
+
+    fn book_side(&self) -> Side {
+        match self.order.side {
+            OrderSide::Buy => Side::Bid,
+            OrderSide::Sell => Side::Ask,
+        }
+    }
+
+    /// A market order of `qty` shares for the agent now; returns shares
+    /// filled and their notional, dollars.
+    pub(super) fn cross(&mut self, qty: u64) -> (f64, f64) {
+        let mid = self.sim.mid_price();
+        let r = self
+            .sim
+            .execute_market(EXECUTION_OWNER, self.book_side(), qty);
+        let (got, cost) = (r.filled as f64, r.notional as f64 * self.sim.tick());
+        if let (Some(mid), true) = (mid, got > 0.0) {
+            self.ledger
+                .fill(self.order.side.sign(), got, cost / got, mid, None);
+        }
+        (got, cost)
+    }
+
+    /// This step's resting order: `qty` shares at `placement`'s price off
+    /// the current book, keeping the last step's orders where the price is
+    /// the same and cancelling them otherwise (a crossing step cancels
+    /// them). What trades at once (a limit at or through the far touch) is
+    /// returned as shares and notional.
+    pub(super) fn replace_resting(&mut self, placement: Placement, qty: f64) -> (f64, f64) {
+        let Some((ticks, mid)) = self.limit_ticks(placement) else {
+            self.withdraw();
+            return (0.0, 0.0);
+        };
+        let price = ticks as f64 * self.sim.tick();
+        if self
+            .resting
+            .first()
+            .is_some_and(|r| (r.price - price).abs() > 1e-9)
+        {
+            self.withdraw();
+        }
+        let mut want = qty.max(0.0).floor() as u64;
+        // Keep the oldest orders (the best places) up to what is wanted.
+        let mut kept = Vec::new();
+        for mut r in std::mem::take(&mut self.resting) {
+            if want == 0 {
+                self.sim.cancel_resting(r.id);
+                continue;
+            }
+            if r.left > want {
+                let _ = self.sim.book.reduce(r.id, r.left - want, &mut ());
+                r.left = want;
+            }
+            want -= r.left;
+            kept.push(r);
+        }
+        self.resting = kept;
+        if want == 0 {
+            return (0.0, 0.0);
+        }
+        self.post(ticks, mid, want)
+    }
+
+    /// The price in ticks of `placement` off the current book, and the mid
+    /// (dollars); `None` for a crossing order or a one-sided book.
+    fn limit_ticks(&self, placement: Placement) -> Option<(serl_lob::Ticks, f64)> {
+        let tick = self.sim.tick();
+        let (bid, ask) = (self.sim.book.best_bid()?, self.sim.book.best_ask()?);
+        let mid = (bid + ask) as f64 / 2.0 * tick;
+        let half = (ask - bid) as f64 / 2.0 * tick;
+        let price = placement.limit_price(self.order.side.sign(), mid, half)?;
+        Some(((price / tick).round() as serl_lob::Ticks, mid))
+    }
+
+    /// Posts `qty` shares at `ticks`, behind the orders kept.
+    fn post(&mut self, ticks: serl_lob::Ticks, mid: f64, qty: u64) -> (f64, f64) {
+        let tick = self.sim.tick();
+        let Some((id, r)) = self
+            .sim
+            .post_limit(EXECUTION_OWNER, self.book_side(), ticks, qty)
+        else {
+            return (0.0, 0.0);
+        };
+        let (got, cost) = (r.filled as f64, r.notional as f64 * tick);
+        if got > 0.0 {
+            self.ledger
+                .fill(self.order.side.sign(), got, cost / got, mid, None);
+        }
+        if r.resting > 0 {
+            self.resting.push(Resting {
+                id,
+                price: ticks as f64 * tick,
+                left: r.resting,
+                mid,
+                posted: self.sim.now(),
+            });
+        }
+        (got, cost)
+    }
+
+    /// What the resting orders filled since the last look, at `minute`
+    /// (the mid at its start was `mid`): shares and notional.
+    pub(super) fn collect(&mut self, minute: u16, mid: Option<f64>) -> (f64, f64) {
+        let sign = self.order.side.sign();
+        let (mut got, mut cost) = (0.0, 0.0);
+        for r in &mut self.resting {
+            let now = self.sim.book.order(r.id).map_or(0, |o| o.qty);
+            let q = r.left.saturating_sub(now) as f64;
+            r.left = now;
+            if q > 0.0 {
+                let at_fill = (minute, mid.unwrap_or(r.price));
+                self.ledger.fill(sign, q, r.price, r.mid, Some(at_fill));
+                got += q;
+                cost += q * r.price;
+            }
+        }
+        self.resting.retain(|r| r.left > 0);
+        (got, cost)
+    }
+
+    /// Cancels every resting order.
+    pub(super) fn withdraw(&mut self) {
+        for r in std::mem::take(&mut self.resting) {
+            self.sim.cancel_resting(r.id);
+        }
+    }
+
+    /// The placement figures so far: adverse moves on the simulated mids
+    /// at minute closes (the current mid past the minutes played).
+    pub(super) fn placement_stats(&self, bench: f64) -> PlacementStats {
+        let mut ledger = self.ledger.clone();
+        let (open, stats) = (self.view.open_minute, self.sim.stats());
+        let now = self.sim.mid_price().unwrap_or(bench);
+        let closed = (self.sim.now() + 1) / US_PER_MIN;
+        ledger.settle(self.order.side.sign(), |m| {
+            let k = usize::from(m.saturating_sub(open));
+            match stats.mid.get(k) {
+                Some(&mid) if mid > 0.0 && (k as u64) < closed => mid,
+                _ => now,
+            }
+        });
+        let sign = self.order.side.sign();
+        PlacementStats::of(&ledger, self.order.qty, self.filled, bench, sign)
+    }
+
+    /// The oldest resting order as the coming decision sees it: the
+    /// shares ahead of it (over the session's average minute volume) and
+    /// how long it has rested.
+    pub(super) fn queue_state(&self) -> QueueState {
+        let Some(r) = self.resting.first() else {
+            return QueueState::default();
+        };
+        let ahead = self
+            .sim
+            .book
+            .queue_position(r.id)
+            .map_or(0.0, |q| q.qty_ahead as f64);
+        QueueState {
+            ahead: ahead / self.view.avg_minute_volume.max(1.0),
+            minutes: self.sim.now().saturating_sub(r.posted) as f64 / US_PER_MIN as f64,
+        }
+    }
+
+    /// The agent's oldest resting order now: the shares ahead of it and
+    /// how long it has rested, minutes; zeros without one.
+    pub fn resting_order(&self) -> (f64, f64) {
+        let q = self.queue_state();
+        (q.ahead * self.view.avg_minute_volume.max(1.0), q.minutes)
+    }
+}
