@@ -39,5 +39,7 @@ pub use metrics::{
     bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,
     Summary,
 };
-pub use report::{results_tables, write_report, IllusoryGain, Provenance, ReportData};
+pub use report::{
+    placement_cells, results_tables, write_report, IllusoryGain, Provenance, ReportData,
+};
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};

@@ -61,6 +61,11 @@ pub struct ReportData {
     pub summaries: Vec<Summary>,
     /// Each strategy's PA minus TWAP's, per venue.
     pub paired_vs_twap: Vec<PairedDiff>,
+    /// Each strategy's PA minus passive TWAP's (`twap-passive`), per venue,
+    /// where the report has it: what placing orders gains beyond resting
+    /// at the touch.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub paired_vs_passive: Vec<PairedDiff>,
     /// Each strategy played at both venues.
     pub illusory_gain: Vec<IllusoryGain>,
     /// Each strategy against each baseline with the day as the unit
@@ -90,15 +95,8 @@ impl ReportData {
             .iter()
             .map(|((env, s), rows)| summarize(s, env, rows, seed))
             .collect();
-        let mut paired = Vec::new();
-        for ((env, s), rows) in &groups {
-            if s == "twap" {
-                continue;
-            }
-            if let Some(twap) = groups.get(&(env.clone(), "twap".to_string())) {
-                paired.extend(paired_diff(rows, twap, seed));
-            }
-        }
+        let paired = paired_against(&groups, "twap", seed);
+        let paired_passive = paired_against(&groups, PASSIVE_TWAP, seed);
         let mut illusory = Vec::new();
         for ((env, s), rows) in &groups {
             if env != "static" {
@@ -132,6 +130,7 @@ impl ReportData {
             );
         }
         ReportData {
+            paired_vs_passive: paired_passive,
             day_tests: day_tests(&groups, seed),
             by_horizon: by_horizon(&groups, seed),
             provenance,
@@ -141,6 +140,27 @@ impl ReportData {
             pa_by_symbol,
         }
     }
+}
+
+/// The passive baseline's label.
+const PASSIVE_TWAP: &str = "twap-passive";
+
+/// Each strategy's paired difference against `reference` at its venue.
+fn paired_against(
+    groups: &BTreeMap<(String, String), Vec<&OrderResult>>,
+    reference: &str,
+    seed: u64,
+) -> Vec<PairedDiff> {
+    let mut paired = Vec::new();
+    for ((env, s), rows) in groups {
+        if s == reference {
+            continue;
+        }
+        if let Some(base) = groups.get(&(env.clone(), reference.to_string())) {
+            paired.extend(paired_diff(rows, base, seed));
+        }
+    }
+    paired
 }
 
 /// Whether a strategy is a baseline a day test compares with: a classical
@@ -501,32 +521,23 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
             s.is
         );
     }
+    paired_table(
+        &mut md,
+        &data.paired_vs_twap,
+        &format!("{h} Paired differences against TWAP"),
+        "Mean of PA(strategy) − PA(TWAP) over the same orders.",
+    );
     if !data.paired_vs_twap.is_empty() {
-        let _ = writeln!(md, "\n{h} Paired differences against TWAP\n");
-        let _ = writeln!(
-            md,
-            "Mean of PA(strategy) − PA(TWAP) over the same orders.\n"
-        );
-        let _ = writeln!(
-            md,
-            "| env | strategy | orders | ΔPA (bps) [95% CI] | significant |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|");
-        for d in &data.paired_vs_twap {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                d.env,
-                d.strategy,
-                d.orders,
-                d.diff,
-                if d.diff.significant() { "yes" } else { "no" }
-            );
-        }
         if let Some(note) = unfilled_note(&data.summaries) {
             let _ = writeln!(md, "\n{note}");
         }
     }
+    paired_table(
+        &mut md,
+        &data.paired_vs_passive,
+        &format!("{h} Paired differences against passive TWAP"),
+        "Mean of PA(strategy) − PA(twap-passive) over the same orders: what a strategy gains beyond resting each step's share at the touch.",
+    );
     placement_table(&mut md, &data.summaries, h);
     horizons_table(&mut md, &data.by_horizon, h);
     day_tests_table(&mut md, &data.day_tests, h);
@@ -550,6 +561,30 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
     md
 }
 
+/// A table of paired differences under `heading` (nothing when empty).
+fn paired_table(md: &mut String, diffs: &[PairedDiff], heading: &str, what: &str) {
+    if diffs.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n{heading}\n\n{what}\n");
+    let _ = writeln!(
+        md,
+        "| env | strategy | orders | ΔPA (bps) [95% CI] | significant |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for d in diffs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            d.env,
+            d.strategy,
+            d.orders,
+            d.diff,
+            if d.diff.significant() { "yes" } else { "no" }
+        );
+    }
+}
+
 /// What placement earned, when any strategy rested orders: the passive
 /// share, the spread captured, the adverse selection after passive fills
 /// and the final cross (docs/placement.md).
@@ -561,22 +596,30 @@ fn placement_table(md: &mut String, summaries: &[Summary], h: &str) {
     let _ = writeln!(md, "Spread captured: mid minus fill price per filled share, for the order's side (minus half the spread when crossing). Adverse: the mid's move against the order 1 and 5 minutes after a passive fill. Final cross: the share of the order crossed at the horizon and its cost against the benchmark, bps of the order.\n");
     let _ = writeln!(md, "| env | strategy | passive share | spread captured (bps) | adverse 1 min (bps) | adverse 5 min (bps) | final cross share | final cross cost (bps) |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
-    let opt = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
     for s in summaries {
-        let p = &s.placement;
         let _ = writeln!(
             md,
-            "| {} | {} | {:.3} | {:.2} | {} | {} | {:.4} | {:.2} |",
+            "| {} | {} | {} |",
             s.env,
             s.strategy,
-            p.passive_share,
-            p.spread_captured_bps,
-            opt(p.adverse_1m_bps),
-            opt(p.adverse_5m_bps),
-            p.final_cross_share,
-            p.final_cross_bps
+            placement_cells(&s.placement).join(" | ")
         );
     }
+}
+
+/// Placement's figures as table cells, in the order of the report's
+/// placement table: passive share, spread captured, adverse 1 and 5
+/// minutes (`-` without passive fills), final cross share and cost.
+pub fn placement_cells(p: &serl_env::PlacementStats) -> [String; 6] {
+    let opt = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
+    [
+        format!("{:.3}", p.passive_share),
+        format!("{:.2}", p.spread_captured_bps),
+        opt(p.adverse_1m_bps),
+        opt(p.adverse_5m_bps),
+        format!("{:.4}", p.final_cross_share),
+        format!("{:.2}", p.final_cross_bps),
+    ]
 }
 
 /// The day-level tests: each strategy against each baseline with the day

@@ -16,6 +16,8 @@ use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
 
 /// The scripted strategies every test compares against.
 const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
+/// The baseline added when the designs place their orders.
+const PASSIVE_BASELINE: &str = "twap-passive";
 
 /// Plain PPO on the candidates' budget, validated the same way (or its
 /// result from an earlier run).
@@ -92,8 +94,13 @@ pub(crate) fn test(
     test_orders: &[serl_env::ParentOrder],
     trained: Vec<StrategyFactory>,
 ) -> Result<Vec<OrderResult>, EvolveError> {
+    // A design that places orders is judged against a passive baseline
+    // too: beating TWAP by earning the spread is no feat where resting at
+    // the touch alone earns it.
+    let placing = !scoring.cfg.train.placements.is_empty();
     let mut factories = BASELINES
         .iter()
+        .chain(placing.then_some(&PASSIVE_BASELINE))
         .map(|s| StrategySpec::parse(s).map(StrategyFactory::from_spec))
         .collect::<Result<Vec<_>, _>>()
         .map_err(EvolveError::Config)?;

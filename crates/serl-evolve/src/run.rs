@@ -167,11 +167,12 @@ impl EvolveInputs<'_> {
     }
 }
 
-fn task(env: &EnvConfig) -> TaskInfo {
+fn task(env: &EnvConfig, placements: &[serl_env::Placement]) -> TaskInfo {
     TaskInfo {
         steps: (SESSION_MINUTES as usize / env.decision_minutes.max(1) as usize).max(1),
         decision_minutes: env.decision_minutes,
         benchmark: format!("{:?}", env.benchmark).to_uppercase(),
+        placements: placements.iter().map(|p| p.label()).collect(),
         ..TaskInfo::default()
     }
 }
@@ -231,7 +232,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     cfg.validate().map_err(EvolveError::Config)?;
     let dir = inputs.run_dir.clone();
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
-    let task = task(&inputs.env_cfg);
+    let task = task(&inputs.env_cfg, &inputs.cfg.train.placements);
     let mut stages = Stages::default();
     let mut instructions = Instructions::new(&cfg);
     let mut all: Vec<CandidateResult> = Vec::new();

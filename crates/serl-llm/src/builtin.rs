@@ -27,6 +27,22 @@ const TERMS: [(&str, f64, f64); 8] = [
     ("+ {c} * twap_gain", 1.0, 4.0),
 ];
 
+/// Reward terms offered when the agent places its orders, numbered after
+/// [`TERMS`].
+const PLACEMENT_TERMS: [(&str, f64, f64); 2] = [
+    ("+ {c} * spread_captured", 0.5, 2.0),
+    ("- {c} * adverse_move", 0.5, 2.0),
+];
+
+/// Reward term `i`: one of [`TERMS`], then of [`PLACEMENT_TERMS`].
+fn term(i: usize) -> (&'static str, f64, f64) {
+    TERMS
+        .get(i)
+        .or_else(|| PLACEMENT_TERMS.get(i - TERMS.len()))
+        .copied()
+        .unwrap_or(TERMS[0])
+}
+
 /// Feature programs over the observation.
 const FEATURES: [(&str, &str); 8] = [
     ("ret_mean_5", "mean(ret_1, 5)"),
@@ -96,6 +112,9 @@ pub struct BuiltinDesigner {
     known: HashMap<String, Genome>,
     /// Fresh rewards drawn so far: the first two are fixed starting points.
     fresh_rewards: usize,
+    /// Whether the agent places its orders (the task says so): rewards may
+    /// then use the placement terms.
+    placing: bool,
 }
 
 impl BuiltinDesigner {
@@ -106,22 +125,34 @@ impl BuiltinDesigner {
             seed,
             known: HashMap::new(),
             fresh_rewards: 0,
+            placing: false,
         }
     }
 
+    /// How many reward terms it draws from.
+    fn terms(&self) -> usize {
+        TERMS.len()
+            + if self.placing {
+                PLACEMENT_TERMS.len()
+            } else {
+                0
+            }
+    }
+
     fn random(&mut self, kind: ModuleKind) -> Genome {
+        let n_terms = self.terms();
         let r = &mut self.rng;
         match kind {
             ModuleKind::Reward => {
                 let base = r.random_range(0..BASES.len());
                 let mut terms = Vec::new();
-                for (i, t) in TERMS.iter().enumerate() {
+                for i in 0..n_terms {
                     // `Genome::reward` gives the step-PA base its penalties.
                     if i < 2 && base == 0 {
                         continue;
                     }
                     if r.random_bool(0.3) {
-                        terms.push((i, t.1 * r.random_range(0.3..2.0)));
+                        terms.push((i, term(i).1 * r.random_range(0.3..2.0)));
                     }
                 }
                 Genome::reward(base, terms)
@@ -179,6 +210,7 @@ impl BuiltinDesigner {
     }
 
     fn mutate(&mut self, g: &Genome) -> Genome {
+        let n_terms = self.terms();
         let r = &mut self.rng;
         let jitter: Normal<f64> = Normal::new(0.0, 0.35).expect("valid normal");
         match g {
@@ -186,19 +218,19 @@ impl BuiltinDesigner {
                 let mut t = terms.clone();
                 for (i, c) in t.iter_mut() {
                     if r.random_bool(0.6) {
-                        *c = (*c * jitter.sample(r).exp()).min(TERMS[*i].2);
+                        *c = (*c * jitter.sample(r).exp()).min(term(*i).2);
                     }
                 }
                 let base = if r.random_bool(0.15) { 1 - base } else { *base };
                 if r.random_bool(0.3) {
                     // The step-PA base keeps its penalties.
                     let first = if base == 0 { 2 } else { 0 };
-                    let i = r.random_range(first..TERMS.len());
+                    let i = r.random_range(first..n_terms);
                     match t.iter().position(|(j, _)| *j == i) {
                         Some(p) => {
                             t.remove(p);
                         }
-                        None => t.push((i, TERMS[i].1)),
+                        None => t.push((i, term(i).1)),
                     }
                 }
                 Genome::reward(base, t)
@@ -283,12 +315,13 @@ impl BuiltinDesigner {
 
     /// Uniform crossover of two parents of the same kind.
     fn recombine(&mut self, a: &Genome, b: &Genome) -> Genome {
+        let n_terms = self.terms();
         let r = &mut self.rng;
         match (a, b) {
             (Genome::Reward { base: bx, terms: x }, Genome::Reward { base: by, terms: y }) => {
                 let base = if r.random_bool(0.5) { *bx } else { *by };
                 let mut t: Vec<(usize, f64)> = Vec::new();
-                for i in 0..TERMS.len() {
+                for i in 0..n_terms {
                     let pick = if r.random_bool(0.5) { x } else { y };
                     if let Some(&(j, c)) = pick.iter().find(|(j, _)| *j == i) {
                         t.push((j, c));
@@ -330,7 +363,7 @@ impl BuiltinDesigner {
                         continue;
                     }
                     s.push(' ');
-                    s.push_str(&TERMS[i].0.replace("{c}", &format!("{:.4}", c)));
+                    s.push_str(&term(i).0.replace("{c}", &format!("{:.4}", c)));
                 }
                 s
             }
@@ -418,6 +451,7 @@ impl Designer for BuiltinDesigner {
     }
 
     fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
+        self.placing = !ctx.task.placements.is_empty();
         // Parents: the best examples it recognises, best first.
         let mut parents: Vec<(Genome, f64)> = ctx
             .examples
@@ -522,6 +556,35 @@ mod tests {
             );
         }
         assert!(timing > 0, "no reward on the timing gain in 30 rounds");
+    }
+
+    #[test]
+    fn placement_terms_are_offered_only_when_the_agent_places_its_orders() {
+        let rewards = |placements: Vec<String>| -> Vec<String> {
+            let mut d = BuiltinDesigner::new(3);
+            let task = TaskInfo {
+                placements,
+                ..TaskInfo::default()
+            };
+            let mut ctx = ModuleContext::new(ModuleKind::Reward, task, "m", "m");
+            let first = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
+            (0..40)
+                .map(|round| {
+                    ctx.examples = vec![Example {
+                        source: first.clone(),
+                        score: round as f64,
+                    }];
+                    d.propose(ModuleKind::Reward, &ctx).unwrap().text
+                })
+                .collect()
+        };
+        let uses = |r: &String| r.contains("spread_captured") || r.contains("adverse_move");
+        assert!(!rewards(Vec::new()).iter().any(uses));
+        let placing = rewards(vec!["cross".into(), "touch".into()]);
+        assert!(placing.iter().any(uses), "{placing:?}");
+        for r in &placing {
+            serl_design::RewardModule::compile(r).unwrap();
+        }
     }
 
     #[test]

@@ -192,6 +192,9 @@ pub struct TaskInfo {
     pub decision_minutes: u16,
     /// The benchmark's name (`TWAP`, `VWAP`).
     pub benchmark: String,
+    /// Where the agent may place its child orders (`cross`, `touch`, ...);
+    /// empty when every order crosses the spread.
+    pub placements: Vec<String>,
 }
 
 impl Default for TaskInfo {
@@ -203,6 +206,7 @@ impl Default for TaskInfo {
             steps: 13,
             decision_minutes: 30,
             benchmark: "TWAP".into(),
+            placements: Vec::new(),
         }
     }
 }

@@ -71,6 +71,10 @@ impl<'a> TrainSession<'a> {
     ) -> Self {
         let mut config = base.with_design(design);
         config.algo = algo;
+        if algo == Algo::Ddqn {
+            // DDQN's fractions cross: placement is learned by PPO.
+            config.placements.clear();
+        }
         TrainSession {
             config,
             reward: Arc::new(design.reward.reward()),

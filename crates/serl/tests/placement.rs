@@ -118,47 +118,99 @@ fn on_a_lobster_day_the_three_fill_models_meet_the_same_orders() {
     );
 }
 
+/// Runs `serl COMMAND --data data/lean ARGS --out OUT` and checks that it
+/// fails saying `needle`.
+fn refused(command: &str, args: &[&str], out: &Path, needle: &str) {
+    let mut all = vec![
+        command,
+        "--data",
+        "data/lean",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend(args);
+    let o = serl(&all);
+    assert!(!o.status.success(), "{all:?} ran");
+    assert!(text(&o).contains(needle), "{all:?}: {}", text(&o));
+}
+
 #[test]
 fn bad_placements_and_fill_settings_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("bad");
-    let o = serl(&[
-        "backtest",
-        "--data",
-        "data/lean",
-        "--strategy",
-        "twap-passive:touch+x",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("placement `touch+x`"), "{}", text(&o));
-    let o = serl(&[
-        "backtest",
-        "--data",
-        "data/lean",
-        "--env",
-        "lobster",
-        "--strategy",
-        "twap",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("--lobster PATH"), "{}", text(&o));
+    let bt = |args: &[&str], needle: &str| refused("backtest", args, &out, needle);
+    bt(
+        &["--strategy", "twap-passive:touch+x"],
+        "placement `touch+x`",
+    );
+    bt(
+        &["--env", "lobster", "--strategy", "twap"],
+        "--lobster PATH",
+    );
     let cfg = tmp.path().join("fills.toml");
     std::fs::write(&cfg, "[env.fills]\nqueue_haircut = 2.0\n").unwrap();
+    let cfg = cfg.to_str().unwrap();
+    bt(
+        &["--config", cfg, "--strategy", "twap-passive"],
+        "env.fills.queue_haircut",
+    );
+    // Placement is PPO's over discrete actions: a DDQN config is refused
+    // with the field named.
+    let train = ["--config", "configs/train-placement.toml", "--algo", "ddqn"];
+    refused("train", &train, &tmp.path().join("ddqn"), "placements");
+}
+
+#[test]
+fn a_policy_learns_where_to_place_and_a_backtest_places_its_orders_the_same_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
     let o = serl(&[
-        "backtest",
+        "train",
+        "--config",
+        "configs/train-placement.toml",
         "--data",
         "data/lean",
+        "--total-steps",
+        "4096",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let meta = read_json(&run.join("final.json"));
+    assert_eq!(meta["placements"], serde_json::json!(["cross", "touch"]));
+    assert_eq!(
+        meta["obs_dim"], 31,
+        "the market's 29 columns and the queue's 2"
+    );
+    let policy = format!("policy:{}", run.display());
+    let out = tmp.path().join("bt");
+    let o = serl(&[
+        "backtest",
         "--config",
-        cfg.to_str().unwrap(),
+        "configs/backtest-placement.toml",
+        "--data",
+        "data/lean",
+        "--split",
+        "all",
+        "--env",
+        "both",
         "--strategy",
-        "twap-passive",
+        "twap",
+        "--strategy",
+        &policy,
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("env.fills.queue_haircut"), "{}", text(&o));
+    assert!(o.status.success(), "{}", text(&o));
+    let label = format!("policy:{}", run.file_name().unwrap().to_str().unwrap());
+    let s = placement(&out);
+    for env in ["static", "dynamic"] {
+        let p = &s[&(env.to_string(), label.clone())];
+        // It rests some of its orders, and finishes every one.
+        assert!(
+            p["placement"]["passive_share"].as_f64().unwrap() > 0.0,
+            "{env}: {p}"
+        );
+        assert_eq!(p["afi"], 0.0);
+    }
 }

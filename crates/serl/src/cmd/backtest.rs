@@ -173,19 +173,11 @@ fn print_placement(summaries: &[serl_eval::Summary]) {
         "\n{:<8} {:<22} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8}",
         "env", "strategy", "passive", "captured", "adv 1m", "adv 5m", "final", "final bp"
     );
-    let opt = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
     for s in summaries {
-        let p = &s.placement;
+        let c = serl_eval::placement_cells(&s.placement);
         println!(
-            "{:<8} {:<22} {:>8.3} {:>9.2} {:>8} {:>8} {:>8.4} {:>8.2}",
-            s.env,
-            s.strategy,
-            p.passive_share,
-            p.spread_captured_bps,
-            opt(p.adverse_1m_bps),
-            opt(p.adverse_5m_bps),
-            p.final_cross_share,
-            p.final_cross_bps
+            "{:<8} {:<22} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8}",
+            s.env, s.strategy, c[0], c[1], c[2], c[3], c[4], c[5]
         );
     }
 }
