@@ -12,8 +12,9 @@ pub enum Terminal {
     /// Leave it unfilled; it counts in AFI.
     #[default]
     Leave,
-    /// Trade it at the session's last bar, crossing the spread, with no
-    /// participation cap.
+    /// Trade it at the horizon, crossing the spread, with no participation
+    /// cap: at the window's last bar in the static replay, as a market
+    /// order at the window's end in the dynamic market.
     ForceLiquidate,
 }
 

@@ -117,51 +117,19 @@ impl LobsterDay {
         until: f64,
         cap: f64,
     ) -> Vec<QueueFill> {
-        let (p, d) = (track.price, track.direction);
+        let p = track.price;
         let mut left = qty.min(cap).floor();
         let mut fills = Vec::new();
+        // Every message of the step is read, even once the order is
+        // filled or capped, so that a kept order's place is right next step.
         while let Some(m) = self.messages.get(track.next) {
-            if m.time >= until || left < 1.0 {
+            if m.time >= until {
                 break;
             }
             let i = track.next;
             track.next += 1;
-            if m.direction != d {
-                continue;
-            }
-            // How far the message's price is on the worse side of ours, for
-            // the resting side: below a bid, above an ask.
-            let worse = i64::from(d) * (p - m.price);
-            let got = match m.kind {
-                LobsterEvent::Submit if m.price == p => {
-                    track.behind.insert(m.id);
-                    0
-                }
-                LobsterEvent::Cancel | LobsterEvent::Delete if m.price == p => {
-                    if !track.behind.contains(&m.id) {
-                        track.ahead = (track.ahead - m.size).max(0);
-                    }
-                    0
-                }
-                LobsterEvent::Execute if m.price == p && track.behind.contains(&m.id) => {
-                    // An order behind it traded: everything ahead and the
-                    // order itself went first.
-                    track.ahead = 0;
-                    left as i64
-                }
-                LobsterEvent::Execute if m.price == p => {
-                    let from_queue = track.ahead.min(m.size);
-                    track.ahead -= from_queue;
-                    m.size - from_queue
-                }
-                LobsterEvent::Execute | LobsterEvent::ExecuteHidden if worse > 0 => {
-                    track.ahead = 0;
-                    m.size
-                }
-                _ => 0,
-            };
-            let got = (got as f64).min(left);
-            if got > 0.0 {
+            let got = (track.read(m) as f64).min(left);
+            if got >= 1.0 {
                 left -= got;
                 let mid = self
                     .touch_before(i)
@@ -185,6 +153,58 @@ impl LobsterDay {
     ) -> Vec<QueueFill> {
         let mut track = self.join_queue(sign, price, from);
         self.work_queue(&mut track, qty, to, cap)
+    }
+}
+
+impl QueueTrack {
+    /// Reads one message: updates the queue ahead and the orders behind,
+    /// and returns the shares it would have filled (any number: the
+    /// caller caps it at what is left).
+    fn read(&mut self, m: &MessageRow) -> i64 {
+        let (p, d) = (self.price, self.direction);
+        if m.direction != d {
+            // An order on the other side arriving at or through the price
+            // rests in the real book only because the real book did not
+            // hold this one: with it there, it would have traded with it
+            // (once nothing is ahead).
+            let crosses = m.kind == LobsterEvent::Submit && i64::from(d) * (p - m.price) >= 0;
+            return if crosses && self.ahead == 0 {
+                m.size
+            } else {
+                0
+            };
+        }
+        // How far the message's price is on the worse side of ours, for
+        // the resting side: below a bid, above an ask.
+        let worse = i64::from(d) * (p - m.price);
+        match m.kind {
+            LobsterEvent::Submit if m.price == p => {
+                self.behind.insert(m.id);
+                0
+            }
+            LobsterEvent::Cancel | LobsterEvent::Delete if m.price == p => {
+                if !self.behind.contains(&m.id) {
+                    self.ahead = (self.ahead - m.size).max(0);
+                }
+                0
+            }
+            LobsterEvent::Execute if m.price == p && self.behind.contains(&m.id) => {
+                // An order behind it traded: everything ahead and the
+                // order itself went first.
+                self.ahead = 0;
+                i64::MAX
+            }
+            LobsterEvent::Execute if m.price == p => {
+                let from_queue = self.ahead.min(m.size);
+                self.ahead -= from_queue;
+                m.size - from_queue
+            }
+            LobsterEvent::Execute | LobsterEvent::ExecuteHidden if worse > 0 => {
+                self.ahead = 0;
+                m.size
+            }
+            _ => 0,
+        }
     }
 }
 
@@ -312,8 +332,8 @@ mod tests {
             // Executions eat the queue ahead first: 50 ahead, then none.
             ("34300.0,4,7,250,1000000,1", "1000100,200,1000000,50"),
             ("34310.0,4,8,50,1000000,1", "1000100,200,999900,500"),
-            // A sell-side message at the same price is another side.
-            ("34315.0,1,20,70,1000000,-1", "1000000,70,999900,500"),
+            // A sell resting above it does not reach it.
+            ("34315.0,1,20,70,1000100,-1", "1000100,270,999900,500"),
             // A trade below the bid went through it: 40 shares fill.
             ("34320.0,4,9,40,999900,1", "1000000,70,999900,460"),
             // An order behind it at its price trades: the rest fills.
@@ -333,6 +353,25 @@ mod tests {
         // trade of 10 does not clear.
         let late = d.queue_fills(1.0, 100.00, 100.0, (34335.0, 34500.0), 1e9);
         assert!(late.is_empty(), "{late:?}");
+    }
+
+    #[test]
+    fn a_sell_arriving_at_a_bid_inside_the_spread_trades_with_it() {
+        // The real best bid is 100.00 and the ask 100.04; a buy rests at
+        // 100.02, with nobody ahead. A sell later posted at 100.02 rests in
+        // the real book only because this bid was not there.
+        let d = day(&[
+            ("34201.0,1,1,100,1000000,1", "1000400,200,1000000,100"),
+            ("34300.0,1,2,60,1000200,-1", "1000200,60,1000000,100"),
+            ("34310.0,1,3,60,1000300,-1", "1000200,60,1000000,100"),
+        ]);
+        let fills = d.queue_fills(1.0, 100.02, 100.0, (34260.0, 34500.0), 1e9);
+        let got: Vec<(f64, f64)> = fills.iter().map(|&(t, q, _)| (t, q)).collect();
+        assert_eq!(
+            got,
+            vec![(34300.0, 60.0)],
+            "the sell at 100.03 does not reach it"
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Placement {
             Placement::Cross => "cross".into(),
             Placement::Passive { ticks: 0 } => "touch".into(),
             Placement::Passive { ticks } => format!("touch+{ticks}"),
-            Placement::Mid { offset_bps } if offset_bps == 0.0 => "mid".into(),
+            Placement::Mid { offset_bps: 0.0 } => "mid".into(),
             Placement::Mid { offset_bps } => format!("mid+{offset_bps}"),
         }
     }

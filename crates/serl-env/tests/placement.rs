@@ -21,7 +21,9 @@ fn reward() -> DefaultReward {
     }
 }
 
-/// Posts one step's even share at `placement` every step.
+/// Posts one step's even share at `placement` every step but the first
+/// (where the static replay, with no bar before it to price from, would
+/// cross).
 struct Post(Placement);
 
 impl Strategy for Post {
@@ -29,11 +31,15 @@ impl Strategy for Post {
         format!("post({})", self.0.label())
     }
     fn act(&mut self, d: &Decision) -> f64 {
-        d.even_share()
+        if d.step == 0 {
+            0.0
+        } else {
+            d.even_share()
+        }
     }
     fn order(&mut self, d: &Decision) -> ChildOrder {
         ChildOrder {
-            action: d.even_share(),
+            action: self.act(d),
             placement: self.0,
             cross_first: 0.0,
         }
@@ -177,7 +183,10 @@ fn crossing_first_catches_up_before_the_rest_is_placed() {
     let v = md.get(&o.symbol, o.date).unwrap();
     let far = Placement::Passive { ticks: 50_000 };
     let mut e = StaticEnv::new(&**v, o, &cfg);
-    // Half of a 2% slice crosses at once; the rest rests out of reach.
+    // The first step has no bar before it to price a limit from: it
+    // crosses. At the second, half of a 2% slice crosses at once and the
+    // rest rests out of reach.
+    e.step(0.0);
     e.step_order(ChildOrder {
         action: 0.02,
         placement: far,
@@ -185,4 +194,33 @@ fn crossing_first_catches_up_before_the_rest_is_placed() {
     });
     let (left, _) = e.left();
     assert!((left - 0.99).abs() < 1e-9, "{left}");
+}
+
+#[test]
+fn the_forced_cross_happens_at_the_horizon_not_at_the_close() {
+    let cfg = DataConfig::default();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let ds = load(&dir, &cfg).unwrap();
+    let oc = OrderConfig {
+        horizons: vec![30],
+        sides: Sides::Buy,
+        ..OrderConfig::default()
+    };
+    let orders = generate_orders(&ds, Split::Test, &cfg, &oc).unwrap();
+    let md = MarketData::new(&ds, &cfg);
+    let env = env(Terminal::ForceLiquidate, FillModel::default());
+    let far = Placement::Passive { ticks: 50_000 };
+    for o in orders.iter().take(4) {
+        let v = md.get(&o.symbol, o.date).unwrap();
+        let out = run_static(&mut Post(far), v, o, &env, &reward(), false);
+        let i = v.range(o.start_minute, o.end_minute).last().unwrap();
+        let horizon = v.price[i] + v.half_spread[i];
+        let avg = out.avg_price().unwrap();
+        assert!(
+            (avg - horizon).abs() < 1e-9,
+            "{} {}: {avg} != {horizon}",
+            o.symbol,
+            o.date
+        );
+    }
 }

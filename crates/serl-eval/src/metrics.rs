@@ -220,9 +220,18 @@ pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) ->
     }
 }
 
-/// Placement's figures averaged over `rows`; an adverse move over the
-/// rows that have one.
+/// Placement's figures averaged over `rows`: the per-share ones over the
+/// orders that filled, an adverse move over those that had passive fills,
+/// the final cross over all.
 fn mean_placement(rows: &[&OrderResult]) -> PlacementStats {
+    let filled = |f: &dyn Fn(&PlacementStats) -> f64| {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.filled > 0.0)
+            .map(|r| f(&r.placement))
+            .collect();
+        mean(&v)
+    };
     let of = |f: &dyn Fn(&PlacementStats) -> f64| {
         mean(&rows.iter().map(|r| f(&r.placement)).collect::<Vec<_>>())
     };
@@ -231,8 +240,8 @@ fn mean_placement(rows: &[&OrderResult]) -> PlacementStats {
         (!v.is_empty()).then(|| mean(&v))
     };
     PlacementStats {
-        passive_share: of(&|p| p.passive_share),
-        spread_captured_bps: of(&|p| p.spread_captured_bps),
+        passive_share: filled(&|p| p.passive_share),
+        spread_captured_bps: filled(&|p| p.spread_captured_bps),
         adverse_1m_bps: some(&|p| p.adverse_1m_bps),
         adverse_5m_bps: some(&|p| p.adverse_5m_bps),
         final_cross_share: of(&|p| p.final_cross_share),

@@ -308,7 +308,7 @@ impl Episode for DynamicEnv<'_> {
             }
             if i == 0 {
                 let step_cap = self.cfg.participation_cap * self.minute_volume(mi..mi + n as usize);
-                let (g, c) = self.replace_resting(o.placement, (want - urgent).min(step_cap));
+                let (g, c) = self.replace_resting(o.placement, (want - urgent).min(step_cap), m);
                 got += g;
                 cost += c;
             }

@@ -55,15 +55,24 @@ impl DynamicEnv<'_> {
         (got, cost)
     }
 
-    /// This step's resting order: `qty` shares at `placement`'s price off
-    /// the current book, keeping the last step's orders where the price is
-    /// the same and cancelling them otherwise (a crossing step cancels
-    /// them). What trades at once (a limit at or through the far touch) is
-    /// returned as shares and notional.
-    pub(super) fn replace_resting(&mut self, placement: Placement, qty: f64) -> (f64, f64) {
+    /// This step's resting order at `minute`: `qty` shares at
+    /// `placement`'s price off the current book, keeping the last step's
+    /// orders where the price is the same and cancelling them otherwise (a
+    /// crossing step cancels them). Returns what they filled since the last
+    /// look and what trades at once (a limit at or through the far touch),
+    /// as shares and notional.
+    pub(super) fn replace_resting(
+        &mut self,
+        placement: Placement,
+        qty: f64,
+        minute: u16,
+    ) -> (f64, f64) {
+        // What the kept orders hold now: the others may have traded with
+        // them since the last look.
+        let (filled, paid) = self.collect(minute, self.sim.mid_price());
         let Some((ticks, mid)) = self.limit_ticks(placement) else {
             self.withdraw();
-            return (0.0, 0.0);
+            return (filled, paid);
         };
         let price = ticks as f64 * self.sim.tick();
         if self
@@ -77,22 +86,20 @@ impl DynamicEnv<'_> {
         // Keep the oldest orders (the best places) up to what is wanted.
         let mut kept = Vec::new();
         for mut r in std::mem::take(&mut self.resting) {
-            if want == 0 {
-                self.sim.cancel_resting(r.id);
-                continue;
-            }
             if r.left > want {
-                let _ = self.sim.book.reduce(r.id, r.left - want, &mut ());
-                r.left = want;
+                r.left = self.sim.reduce_resting(r.id, r.left - want);
             }
             want -= r.left;
-            kept.push(r);
+            if r.left > 0 {
+                kept.push(r);
+            }
         }
         self.resting = kept;
         if want == 0 {
-            return (0.0, 0.0);
+            return (filled, paid);
         }
-        self.post(ticks, mid, want)
+        let (g, c) = self.post(ticks, mid, want);
+        (filled + g, paid + c)
     }
 
     /// The price in ticks of `placement` off the current book, and the mid

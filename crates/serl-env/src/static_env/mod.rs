@@ -477,7 +477,7 @@ impl Episode for StaticEnv<'_> {
         );
         match limit {
             Some((price, mid)) => {
-                let (g, n) = self.rest(from, bars.clone(), (price, mid), want - got, &used);
+                let (g, n) = self.rest(from, bars.clone(), (price, mid), want - urgent, &used);
                 got += g;
                 notional += n;
             }
@@ -492,7 +492,15 @@ impl Episode for StaticEnv<'_> {
         self.step += 1;
         let done = self.step >= self.steps;
         if done && self.cfg.terminal == Terminal::ForceLiquidate && self.remaining - got > 0.0 {
-            if let Some(i) = v.price.len().checked_sub(1) {
+            // At the horizon: the window's last bar (the session's last
+            // before the window, for a window without one).
+            let window = v.range(self.order.start_minute, self.order.end_minute);
+            let last = if window.is_empty() {
+                window.start.checked_sub(1).or(v.price.len().checked_sub(1))
+            } else {
+                Some(window.end - 1)
+            };
+            if let Some(i) = last {
                 let q = self.remaining - got;
                 let p = v.price[i] + self.sign * v.half_spread[i];
                 notional += q * p;

@@ -16,6 +16,9 @@ use crate::placement::{Placement, PlacementStats, QueueState};
 pub(super) struct Rested {
     /// Its price, dollars.
     price: f64,
+    /// The mid when it was posted, dollars: its fills' spread captured is
+    /// measured from it.
+    mid: f64,
     /// The minute it was posted.
     since: u16,
     /// Shares ahead of it: an estimate on minute bars (the touch's size
@@ -28,13 +31,13 @@ pub(super) struct Rested {
 impl StaticEnv<'_> {
     /// The limit price of `placement` for a step starting at `from`, and
     /// the mid it was set from: the last bar before the step (its close as
-    /// the mid, its half spread), or the real book on a LOBSTER day; the
-    /// session's first bar when the step starts the day. `None` for a
-    /// crossing order, and for a limit at or through the far touch, which
-    /// trades as one.
+    /// the mid, its half spread), or the real book on a LOBSTER day. `None`
+    /// for a crossing order, for a limit at or through the far touch, which
+    /// trades as one, and for a step before which the session has no bar
+    /// (nothing known to set a price from: the step crosses).
     pub(super) fn limit_price(&self, placement: Placement, from: u16) -> Option<(f64, f64)> {
         let v = &*self.view;
-        let i = self.last_bar_before(from);
+        let i = self.last_bar_before(from)?;
         let (mid, half) = match self.queue {
             Some(day) => day.quote_at(f64::from(from) * 60.0)?,
             None => (*v.close.get(i)?, v.half_spread[i]),
@@ -44,26 +47,23 @@ impl StaticEnv<'_> {
         (self.sign * (far - p) > 1e-9).then_some((p, mid))
     }
 
-    fn last_bar_before(&self, minute: u16) -> usize {
+    /// The last bar before `minute`, if the session has one.
+    fn last_bar_before(&self, minute: u16) -> Option<usize> {
         let v = &*self.view;
-        v.minute
-            .partition_point(|&m| m < minute)
-            .checked_sub(1)
-            .unwrap_or(0)
+        v.minute.partition_point(|&m| m < minute).checked_sub(1)
     }
 
     /// The order resting at `price` for the step starting at `from`: the
     /// last step's when it rested at the same price, else a new one at the
     /// back of the queue.
-    fn join(&mut self, price: f64, from: u16) -> Rested {
+    fn join(&mut self, price: f64, mid: f64, from: u16) -> Rested {
         if let Some(r) = self.rested.take() {
             if (r.price - price).abs() < 1e-9 {
                 return r;
             }
         }
         let v = &*self.view;
-        let i = self.last_bar_before(from);
-        let mid = v.close.get(i).copied().unwrap_or(price);
+        let i = self.last_bar_before(from).unwrap_or(0);
         let touch = mid - self.sign * v.half_spread.get(i).copied().unwrap_or(0.0);
         // Inside the spread nobody is ahead; at or behind the touch, the
         // quoted touch size (or the book model's).
@@ -73,9 +73,11 @@ impl StaticEnv<'_> {
         } else {
             v.ask_size.as_ref()
         };
-        let shown = sizes.map_or(0.05 * v.avg_minute_volume, |s| s[i]);
+        let model = 0.05 * v.avg_minute_volume;
+        let shown = sizes.map_or(model, |s| s.get(i).copied().unwrap_or(model));
         Rested {
             price,
+            mid,
             since: from,
             ahead: if inside { 0.0 } else { shown },
             track: self
@@ -96,14 +98,14 @@ impl StaticEnv<'_> {
         qty: f64,
         used: &[f64],
     ) -> (f64, f64) {
-        let mut r = self.join(price, from);
+        let mut r = self.join(price, mid, from);
         let v = &*self.view;
         // The bar the order was posted in, when it was posted this step.
         let posting_bar = r.since == from && v.minute.get(bars.start) == Some(&from);
         let skip = usize::from(posting_bar && !self.cfg.fills.placement_bar);
         let got = match self.queue {
-            Some(day) => self.rest_in_queue(day, &mut r, bars, mid, qty, used),
-            None => self.rest_on_bars(&mut r, bars, skip, mid, qty, used),
+            Some(day) => self.rest_in_queue(day, &mut r, bars, qty, used),
+            None => self.rest_on_bars(&mut r, bars, skip, qty, used),
         };
         self.rested = (got < qty - 1e-9).then_some(r);
         (got, got * price)
@@ -116,7 +118,6 @@ impl StaticEnv<'_> {
         r: &mut Rested,
         bars: std::ops::Range<usize>,
         skip: usize,
-        mid: f64,
         qty: f64,
         used: &[f64],
     ) -> f64 {
@@ -131,7 +132,8 @@ impl StaticEnv<'_> {
                 if q > 0.0 {
                     got += q;
                     let at_fill = (v.minute[i], v.price[i]);
-                    self.ledger.fill(self.sign, q, r.price, mid, Some(at_fill));
+                    self.ledger
+                        .fill(self.sign, q, r.price, r.mid, Some(at_fill));
                 }
             }
             // The queue ahead thins by what the bar traded at the price,
@@ -154,7 +156,6 @@ impl StaticEnv<'_> {
         day: &LobsterDay,
         r: &mut Rested,
         bars: std::ops::Range<usize>,
-        mid: f64,
         qty: f64,
         used: &[f64],
     ) -> f64 {
@@ -169,7 +170,8 @@ impl StaticEnv<'_> {
         for (t, q, mid_then) in day.work_queue(track, qty, f64::from(to) * 60.0, cap) {
             got += q;
             let at_fill = ((t / 60.0).floor() as u16, mid_then);
-            self.ledger.fill(self.sign, q, r.price, mid, Some(at_fill));
+            self.ledger
+                .fill(self.sign, q, r.price, r.mid, Some(at_fill));
         }
         r.ahead = track.ahead as f64;
         got
@@ -191,13 +193,20 @@ impl StaticEnv<'_> {
     }
 
     /// The placement figures so far, with the adverse moves measured on the
-    /// bars' prices after each passive fill.
+    /// bars' prices after each passive fill (on a LOBSTER day, on the real
+    /// book's mid, as the fills' own mids are).
     pub(super) fn placement_stats(&self) -> PlacementStats {
         let v = &*self.view;
         let mut ledger = self.ledger.clone();
-        ledger.settle(self.sign, |m| {
+        let bar_price = |m: u16| {
             let i = v.minute.partition_point(|&x| x <= m);
             v.price[i.saturating_sub(1)]
+        };
+        ledger.settle(self.sign, |m| match self.queue {
+            Some(day) => day
+                .quote_at(f64::from(m) * 60.0)
+                .map_or_else(|| bar_price(m), |(mid, _)| mid),
+            None => bar_price(m),
         });
         PlacementStats::of(&ledger, self.order.qty, self.filled, self.bench, self.sign)
     }

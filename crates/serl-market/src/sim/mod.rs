@@ -452,6 +452,25 @@ impl Simulator {
         left
     }
 
+    /// Takes `by` shares off an external agent's resting order, keeping its
+    /// place in the queue; returns the shares still resting (0 when it is
+    /// gone: filled, cancelled, or reduced by all it held).
+    pub fn reduce_resting(&mut self, id: OrderId, by: u64) -> u64 {
+        let left = self.book.order(id).map_or(0, |o| o.qty);
+        if by >= left {
+            self.cancel_resting(id);
+            return 0;
+        }
+        let r = if self.lobster.is_none() {
+            self.book.reduce(id, by, &mut ())
+        } else {
+            let at = self.lobster_seconds();
+            let mut sink = Sinks::new(at, None, self.lobster.as_deref_mut());
+            self.book.reduce(id, by, &mut sink)
+        };
+        r.unwrap_or(0)
+    }
+
     /// An external execution agent's market order of `qty` shares now.
     /// Returns the report (filled shares, notional in ticks × shares).
     pub fn execute_market(&mut self, owner: u32, side: Side, qty: u64) -> ExecReport {

@@ -268,6 +268,9 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     for s in &a.strategies {
         strategy_factory(s)?;
     }
+    if matches!(a.env, EnvChoice::Lobster | EnvChoice::All) && a.lobster.is_none() {
+        bail!("--env lobster and --env all need LOBSTER days: give --lobster PATH");
+    }
     let t0 = std::time::Instant::now();
     let (ds, lobster, split, data_path) = match (&a.lobster, &a.data) {
         (Some(dir), _) => {
