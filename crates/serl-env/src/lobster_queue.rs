@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use serl_data::{QuoteBars, Session};
-use serl_lob::{BookRows, LobsterEvent, MessageRow};
+use serl_lob::{BookRows, LobsterEvent, MessageRow, Side};
 
 /// LOBSTER prices are dollars × 10 000.
 const PRICE_SCALE: f64 = 10_000.0;
@@ -69,10 +69,9 @@ impl LobsterDay {
     /// The best bid and ask (dollars) before message `i`: the book after
     /// the message before it.
     fn touch_before(&self, i: usize) -> Option<(f64, f64)> {
-        let row = self.rows.row(i.saturating_sub(1));
-        let (ask, bid) = (row[0], row[2]);
-        (row[1] > 0 && row[3] > 0 && ask > bid)
-            .then(|| (bid as f64 / PRICE_SCALE, ask as f64 / PRICE_SCALE))
+        quotes(&self.rows, i.saturating_sub(1))
+            .filter(|&(bid, _, ask, _)| ask > bid)
+            .map(|(bid, _, ask, _)| (bid as f64 / PRICE_SCALE, ask as f64 / PRICE_SCALE))
     }
 
     /// The mid and half spread (dollars) at `t` seconds, from the book.
@@ -84,10 +83,9 @@ impl LobsterDay {
     /// Shares shown at `price` (LOBSTER units) on the side of direction `d`
     /// (1 bids, -1 asks) before message `i`.
     fn shown_at(&self, i: usize, d: i8, price: i64) -> i64 {
-        let row = self.rows.row(i.saturating_sub(1));
-        let off = if d > 0 { 2 } else { 0 };
+        let side = if d > 0 { Side::Bid } else { Side::Ask };
         (0..self.rows.levels())
-            .map(|k| (row[4 * k + off], row[4 * k + off + 1]))
+            .map(|k| self.rows.level(i.saturating_sub(1), side, k))
             .find(|&(p, _)| p == price)
             .map_or(0, |(_, s)| s)
     }
@@ -224,6 +222,14 @@ pub(crate) struct QueueTrack {
     next: usize,
 }
 
+/// The best bid, its size, the best ask and its size in row `i`, when both
+/// sides quote.
+fn quotes(rows: &BookRows, i: usize) -> Option<(i64, i64, i64, i64)> {
+    let (bid, bid_size) = rows.level(i, Side::Bid, 0);
+    let (ask, ask_size) = rows.level(i, Side::Ask, 0);
+    (bid_size > 0 && ask_size > 0).then_some((bid, bid_size, ask, ask_size))
+}
+
 /// Minute bars of a LOBSTER day: executions (visible and hidden) give the
 /// bars' prices and volumes, the book at each minute's end the quotes.
 /// Minutes without a trade have no bar, as in real bar files.
@@ -285,14 +291,13 @@ fn minute_bars(symbol: &str, date: NaiveDate, messages: &[MessageRow], rows: &Bo
         // The quotes at the bar's end: the book after the minute's last
         // message.
         if s.minute.last() == Some(&minute) {
-            let row = rows.row(i);
-            if row[1] > 0 && row[3] > 0 {
+            if let Some((bid, bid_size, ask, ask_size)) = quotes(rows, i) {
                 let q = s.quotes.as_mut().expect("set above");
                 let k = q.bid.len() - 1;
-                q.ask[k] = row[0] as f64 / PRICE_SCALE;
-                q.ask_size[k] = row[1] as f64;
-                q.bid[k] = row[2] as f64 / PRICE_SCALE;
-                q.bid_size[k] = row[3] as f64;
+                q.ask[k] = ask as f64 / PRICE_SCALE;
+                q.ask_size[k] = ask_size as f64;
+                q.bid[k] = bid as f64 / PRICE_SCALE;
+                q.bid_size[k] = bid_size as f64;
             }
         }
     }

@@ -82,8 +82,8 @@ mod types;
 pub use book::{OrderBook, QueuePosition, EXTERNAL, EXTERNAL_OWNER};
 pub use error::LobError;
 pub use lobster::{
-    parse_messages, parse_orderbook, replay, BookRows, LobsterEvent, LobsterInput, LobsterRecorder,
-    MessageRow, Mismatch, ReplayError, ReplayOptions, ReplayReport,
+    book_level, parse_messages, parse_orderbook, replay, BookRows, LobsterEvent, LobsterInput,
+    LobsterRecorder, MessageRow, Mismatch, ReplayError, ReplayOptions, ReplayReport,
 };
 pub use synthetic::message_stream;
 pub use types::{

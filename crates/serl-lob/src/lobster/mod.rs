@@ -43,7 +43,7 @@ pub use compare::Mismatch;
 pub use export::LobsterRecorder;
 pub use input::LobsterInput;
 pub use messages::{parse_messages, LobsterEvent, MessageRow};
-pub use orderbook::{parse_orderbook, BookRows};
+pub use orderbook::{book_level, parse_orderbook, BookRows};
 pub use replay::{replay, ReplayOptions, ReplayReport};
 
 use std::path::PathBuf;

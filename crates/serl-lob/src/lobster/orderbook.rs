@@ -4,6 +4,7 @@
 
 use super::digits::{lines, uint_at, Fields};
 use super::ReplayError;
+use crate::Side;
 
 /// The rows of a LOBSTER order-book file, flattened: `4 * levels` integers
 /// per row (ask price, ask size, bid price, bid size, level by level, in
@@ -41,6 +42,21 @@ impl BookRows {
         let w = 4 * self.levels;
         &self.values[i * w..(i + 1) * w]
     }
+
+    /// Price and size of level `k` (0: the best) of `side` in row `i`
+    /// ([`book_level`]).
+    pub fn level(&self, i: usize, side: Side, k: usize) -> (i64, i64) {
+        book_level(self.row(i), side, k)
+    }
+}
+
+/// Price and size of level `k` (0: the best) of `side` in an order-book
+/// row, in LOBSTER's raw units (an empty level: its placeholder price and
+/// size 0).
+#[inline]
+pub fn book_level(row: &[i64], side: Side, k: usize) -> (i64, i64) {
+    let at = 4 * k + if side == Side::Bid { 2 } else { 0 };
+    (row[at], row[at + 1])
 }
 
 /// Parses an order-book file (its name is for errors); the number of

@@ -97,7 +97,8 @@ pub struct DayFeatures {
 /// The visible top of the book in a row: best ask, its size, best bid, its
 /// size, and whether both sides quote.
 pub(super) fn touch(row: &[i64]) -> (i64, i64, i64, i64, bool) {
-    let (a, qa, b, qb) = (row[0], row[1], row[2], row[3]);
+    let (a, qa) = serl_lob::book_level(row, serl_lob::Side::Ask, 0);
+    let (b, qb) = serl_lob::book_level(row, serl_lob::Side::Bid, 0);
     (a, qa, b, qb, qa > 0 && qb > 0)
 }
 
