@@ -29,6 +29,15 @@ impl OrderSide {
         }
     }
 
+    /// The side of the book the order's child orders come from: bids for
+    /// a buy, asks for a sell.
+    pub(crate) fn book_side(self) -> serl_lob::Side {
+        match self {
+            OrderSide::Buy => serl_lob::Side::Bid,
+            OrderSide::Sell => serl_lob::Side::Ask,
+        }
+    }
+
     /// The other side.
     pub fn opposite(self) -> OrderSide {
         match self {

@@ -139,7 +139,7 @@ fn a_resting_order_queues_in_the_simulated_book_and_is_withdrawn_at_the_end() {
             cross_first: 0.0,
         };
         e.step_order(order);
-        let (ahead, minutes) = e.resting_order();
+        let QueueState { ahead, minutes } = e.queue();
         if minutes > 0.0 {
             rested = true;
             assert!(ahead >= 0.0);
@@ -147,7 +147,7 @@ fn a_resting_order_queues_in_the_simulated_book_and_is_withdrawn_at_the_end() {
         }
     }
     assert!(rested, "some order was still resting at a decision");
-    assert_eq!(e.resting_order(), (0.0, 0.0), "withdrawn at the horizon");
+    assert_eq!(e.queue(), QueueState::default(), "withdrawn at the horizon");
     let out = e.outcome(0.0, Vec::new());
     assert!(out.filled > 0.0);
     let p = out.placement;

@@ -201,13 +201,8 @@ impl<'a> DynamicEnv<'a> {
             if q < 1.0 {
                 continue;
             }
-            let side = match p.side {
-                OrderSide::Buy => Side::Bid,
-                OrderSide::Sell => Side::Ask,
-            };
-            let r = self
-                .sim
-                .execute_market(EXECUTION_OWNER + 1 + k as u32, side, q as u64);
+            let owner = EXECUTION_OWNER + 1 + k as u32;
+            let r = self.sim.execute_market(owner, p.side.book_side(), q as u64);
             p.remaining = (p.remaining - r.filled as f64).max(0.0);
             p.filled += r.filled as f64;
             p.notional += r.notional as f64 * self.sim.tick();

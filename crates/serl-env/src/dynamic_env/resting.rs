@@ -6,11 +6,10 @@
 //! their places in the queue; the newest are trimmed when the step wants
 //! less, and a new order behind them adds what it wants more.
 
-use serl_lob::{OrderId, Side};
+use serl_lob::OrderId;
 use serl_market::EXECUTION_OWNER;
 
 use super::{DynamicEnv, US_PER_MIN};
-use crate::order::OrderSide;
 use crate::placement::{Placement, PlacementStats, QueueState};
 
 /// One of the agent's limit orders resting in the simulated book.
@@ -33,20 +32,13 @@ impl DynamicEnv<'_> {
         range.filter_map(|k| self.cal.minute_volume.get(k)).sum()
     }
 
-    fn book_side(&self) -> Side {
-        match self.order.side {
-            OrderSide::Buy => Side::Bid,
-            OrderSide::Sell => Side::Ask,
-        }
-    }
-
     /// A market order of `qty` shares for the agent now; returns shares
     /// filled and their notional, dollars.
     pub(super) fn cross(&mut self, qty: u64) -> (f64, f64) {
         let mid = self.sim.mid_price();
         let r = self
             .sim
-            .execute_market(EXECUTION_OWNER, self.book_side(), qty);
+            .execute_market(EXECUTION_OWNER, self.order.side.book_side(), qty);
         let (got, cost) = (r.filled as f64, r.notional as f64 * self.sim.tick());
         if let (Some(mid), true) = (mid, got > 0.0) {
             self.ledger
@@ -116,9 +108,9 @@ impl DynamicEnv<'_> {
     /// Posts `qty` shares at `ticks`, behind the orders kept.
     fn post(&mut self, ticks: serl_lob::Ticks, mid: f64, qty: u64) -> (f64, f64) {
         let tick = self.sim.tick();
-        let Some((id, r)) = self
-            .sim
-            .post_limit(EXECUTION_OWNER, self.book_side(), ticks, qty)
+        let Some((id, r)) =
+            self.sim
+                .post_limit(EXECUTION_OWNER, self.order.side.book_side(), ticks, qty)
         else {
             return (0.0, 0.0);
         };
@@ -200,12 +192,5 @@ impl DynamicEnv<'_> {
             ahead: ahead / self.view.avg_minute_volume.max(1.0),
             minutes: self.sim.now().saturating_sub(r.posted) as f64 / US_PER_MIN as f64,
         }
-    }
-
-    /// The agent's oldest resting order now: the shares ahead of it and
-    /// how long it has rested, minutes; zeros without one.
-    pub fn resting_order(&self) -> (f64, f64) {
-        let q = self.queue_state();
-        (q.ahead * self.view.avg_minute_volume.max(1.0), q.minutes)
     }
 }

@@ -217,6 +217,9 @@ pub fn git_commit() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Why `--env lobster|all` without LOBSTER days is refused.
+const NEEDS_LOBSTER: &str = "--env lobster and --env all need LOBSTER days: give --lobster PATH";
+
 /// Replays `orders` with each of `strategies` at the venues of `env`:
 /// what `serl backtest` does here and each of its shards does on a cluster.
 pub fn replay(
@@ -240,7 +243,7 @@ pub fn replay(
     let queue = || -> Result<&dyn Venue> {
         match lobster {
             Some(l) => Ok(l),
-            None => bail!("--env lobster and --env all need LOBSTER days: give --lobster PATH"),
+            None => bail!(NEEDS_LOBSTER),
         }
     };
     let envs: Vec<&dyn Venue> = match env {
@@ -269,7 +272,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         strategy_factory(s)?;
     }
     if matches!(a.env, EnvChoice::Lobster | EnvChoice::All) && a.lobster.is_none() {
-        bail!("--env lobster and --env all need LOBSTER days: give --lobster PATH");
+        bail!(NEEDS_LOBSTER);
     }
     let t0 = std::time::Instant::now();
     let (ds, lobster, split, data_path) = match (&a.lobster, &a.data) {
