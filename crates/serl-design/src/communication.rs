@@ -60,7 +60,7 @@ impl From<Communication> for CommunicationText {
 impl Communication {
     /// Checks the broadcast programs as a designed module (1 to
     /// [`MAX_BROADCAST`] of them) and compiles them over the environment's
-    /// observation.
+    /// observation (the market's columns: no resting order's queue).
     pub fn new(broadcast: &[FeatureDef], aggregate: Aggregate) -> Result<Self, ModuleError> {
         let kind = ModuleKind::Communication;
         if broadcast.is_empty() || broadcast.len() > MAX_BROADCAST {
@@ -74,6 +74,15 @@ impl Communication {
         }
         let broadcast = check_features(broadcast)
             .map_err(|e| err(kind, format!("{}: {}", e.field("broadcast"), e.message)))?;
+        if let Some((d, column)) = broadcast.queue_reader() {
+            return Err(err(
+                kind,
+                format!(
+                    "broadcast.{}: reads `{column}`, the agent's own resting order; a message is computed from the market's columns, which every agent sees",
+                    d.name
+                ),
+            ));
+        }
         Ok(Communication {
             broadcast,
             aggregate,

@@ -4,6 +4,7 @@
 //! network's input to match.
 
 use serde::{Deserialize, Serialize};
+use serl_env::obs::{DESIGN_DIM, OBS_DIM};
 use serl_expr::{Program, State, VarSet};
 
 /// One feature: its name and its program.
@@ -45,18 +46,22 @@ impl FeatureError {
     }
 }
 
-/// Compiled features over a base observation with the given names.
+/// Compiled features over the columns a design may read
+/// ([`serl_env::obs::design_names`]: the observation, then the resting
+/// order's queue state).
 ///
 /// As serde data it is the list of [`FeatureDef`]s; deserializing one
-/// checks and compiles the list over the environment's observation
-/// ([`check_features`]), so a stored or configured feature set is valid
-/// once read and never compiled again.
+/// checks and compiles the list ([`check_features`]), so a stored or
+/// configured feature set is valid once read and never compiled again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "Vec<FeatureDef>", into = "Vec<FeatureDef>")]
 pub struct FeatureSet {
     defs: Vec<FeatureDef>,
     programs: Vec<Program>,
-    base: usize,
+    /// Whether the observations it extends carry the queue columns after
+    /// the market's (a placing agent's); without them the programs read
+    /// the queue as empty.
+    queue_input: bool,
 }
 
 impl TryFrom<Vec<FeatureDef>> for FeatureSet {
@@ -73,26 +78,20 @@ impl From<FeatureSet> for Vec<FeatureDef> {
 }
 
 impl Default for FeatureSet {
-    /// No features, over the environment's observation.
+    /// No features.
     fn default() -> Self {
         FeatureSet {
             defs: Vec::new(),
             programs: Vec::new(),
-            base: serl_env::OBS_DIM,
+            queue_input: false,
         }
     }
 }
 
 impl FeatureSet {
-    /// Compiles `defs` over columns named `base_names`.
-    pub fn compile(defs: &[FeatureDef], base_names: &[String]) -> Result<Self, FeatureError> {
-        if defs.len() > MAX_FEATURES {
-            return Err(FeatureError {
-                feature: None,
-                message: format!("{} features; at most {MAX_FEATURES}", defs.len()),
-            });
-        }
-        let vars = VarSet::from_names(base_names.to_vec());
+    /// Compiles `defs` over the design columns.
+    fn compile(defs: &[FeatureDef]) -> Result<Self, FeatureError> {
+        let vars = VarSet::from_names(serl_env::obs::design_names());
         let programs = defs
             .iter()
             .map(|d| {
@@ -105,7 +104,25 @@ impl FeatureSet {
         Ok(FeatureSet {
             defs: defs.to_vec(),
             programs,
-            base: base_names.len(),
+            queue_input: false,
+        })
+    }
+
+    /// The same features over observations that do (`true`: a placing
+    /// agent's, [`serl_env::QueueState`] after the market's columns) or do
+    /// not carry the resting order's queue state.
+    pub fn with_queue_input(mut self, present: bool) -> Self {
+        self.queue_input = present;
+        self
+    }
+
+    /// The first feature that reads the resting order's queue state, and
+    /// the column it reads: such a feature needs an agent that places its
+    /// orders.
+    pub fn queue_reader(&self) -> Option<(&FeatureDef, &'static str)> {
+        self.defs.iter().zip(&self.programs).find_map(|(d, p)| {
+            let column = p.variables().into_iter().find(|&v| v >= OBS_DIM)?;
+            Some((d, serl_env::QueueState::NAMES[column - OBS_DIM]))
         })
     }
 
@@ -129,10 +146,25 @@ impl FeatureSet {
         self.programs.iter().map(Program::new_state).collect()
     }
 
-    /// Each program's value over `obs` (its first columns are the ones the
-    /// programs were compiled over), advancing its window state one step.
+    /// The design columns' values in `obs`: the market's, then the queue's
+    /// when `obs` carries them (zero otherwise).
+    fn inputs(&self, obs: &[f32]) -> [f64; DESIGN_DIM] {
+        let mut vals = [0f64; DESIGN_DIM];
+        let n = if self.queue_input {
+            DESIGN_DIM
+        } else {
+            OBS_DIM
+        };
+        for (v, &o) in vals.iter_mut().zip(&obs[..n]) {
+            *v = o as f64;
+        }
+        vals
+    }
+
+    /// Each program's value over `obs`, advancing its window state one
+    /// step.
     pub fn eval_into(&self, states: &mut [State], obs: &[f32], out: &mut [f64]) {
-        let vals: Vec<f64> = obs[..self.base].iter().map(|&v| v as f64).collect();
+        let vals = self.inputs(obs);
         for ((p, st), o) in self.programs.iter().zip(states.iter_mut()).zip(out) {
             *o = p.eval(st, &vals);
         }
@@ -140,10 +172,11 @@ impl FeatureSet {
 
     /// Writes the inner observation and the features into `out` (length
     /// inner + features), advancing each program's window state one step.
-    /// The programs read the first columns, the ones they were compiled
-    /// over; columns after them (heard messages) pass through.
+    /// The programs read the market's columns (and the queue's, see
+    /// [`FeatureSet::with_queue_input`]); columns after them (heard
+    /// messages) pass through.
     pub fn extend(&self, states: &mut [State], inner: &[f32], out: &mut [f32]) {
-        let vals: Vec<f64> = inner[..self.base].iter().map(|&v| v as f64).collect();
+        let vals = self.inputs(inner);
         out[..inner.len()].copy_from_slice(inner);
         for (k, (p, st)) in self.programs.iter().zip(states.iter_mut()).enumerate() {
             out[inner.len() + k] = p.eval(st, &vals) as f32;
@@ -157,17 +190,29 @@ impl FeatureSet {
     }
 }
 
+/// The columns a designed program may read: the observation's, and the
+/// resting order's queue state when the agent places its orders
+/// (`placing`).
+pub fn observation_columns(placing: bool) -> Vec<String> {
+    if placing {
+        serl_env::obs::design_names()
+    } else {
+        serl_env::obs::feature_names()
+    }
+}
+
 /// The language of feature and broadcast programs as GBNF for constrained
-/// decoders: the expression grammar over the observation's columns,
-/// window functions included.
-pub fn observation_grammar() -> String {
-    serl_expr::gbnf(&VarSet::from_names(serl_env::obs::feature_names()))
+/// decoders: the expression grammar over `columns`
+/// ([`observation_columns`]), window functions included.
+pub fn observation_grammar(columns: &[String]) -> String {
+    serl_expr::gbnf(&VarSet::from_names(columns.to_vec()))
 }
 
 /// Checks a feature list as a designer wrote it: at most
 /// [`MAX_FEATURES`], names of 1 to [`MAX_FEATURE_NAME`] letters, digits or
-/// underscores, each defined once, programs that compile over the
-/// environment's observation.
+/// underscores, each defined once, programs that compile over the design
+/// columns ([`serl_env::obs::design_names`]). Whether the queue's columns
+/// may be read is the task's to say ([`FeatureSet::queue_reader`]).
 pub fn check_features(defs: &[FeatureDef]) -> Result<FeatureSet, FeatureError> {
     let bad = |d: &FeatureDef, message: String| FeatureError {
         feature: Some(d.name.clone()),
@@ -199,5 +244,92 @@ pub fn check_features(defs: &[FeatureDef]) -> Result<FeatureSet, FeatureError> {
             return Err(bad(d, format!("feature `{}` is defined twice", d.name)));
         }
     }
-    FeatureSet::compile(defs, &serl_env::obs::feature_names())
+    FeatureSet::compile(defs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::communication::{Aggregate, Communication};
+    use crate::modules::StateModule;
+
+    fn def(name: &str, program: &str) -> FeatureDef {
+        FeatureDef {
+            name: name.into(),
+            program: program.into(),
+        }
+    }
+
+    /// A placing agent's observation: the market's columns with
+    /// `volume = 2`, then queue ahead 0.5 and 3 minutes resting, then one
+    /// heard message.
+    fn placing_obs() -> Vec<f32> {
+        let names = serl_env::obs::feature_names();
+        let mut obs = vec![0f32; DESIGN_DIM + 1];
+        obs[names.iter().position(|n| n == "volume").unwrap()] = 2.0;
+        serl_env::QueueState {
+            ahead: 0.5,
+            minutes: 3.0,
+        }
+        .write(&mut obs[OBS_DIM..DESIGN_DIM]);
+        obs[DESIGN_DIM] = 7.0;
+        obs
+    }
+
+    #[test]
+    fn features_read_the_resting_orders_queue_only_where_the_observation_has_it() {
+        let f = check_features(&[
+            def("queue_minutes", "queue_ahead / volume"),
+            def("waited", "minutes_resting * 10"),
+            def("vol", "volume"),
+        ])
+        .unwrap();
+        let (reader, column) = f.queue_reader().unwrap();
+        assert_eq!(
+            (reader.name.as_str(), column),
+            ("queue_minutes", "queue_ahead")
+        );
+        let obs = placing_obs();
+        let placing = f.clone().with_queue_input(true);
+        let mut out = vec![0f32; obs.len() + 3];
+        placing.extend(&mut placing.states(), &obs, &mut out);
+        assert_eq!(&out[..obs.len()], &obs[..], "the input passes through");
+        assert_eq!(&out[obs.len()..], &[0.25, 3.0, 2.0]);
+
+        // Over an agent that crosses (no queue columns: the message follows
+        // the market's), the queue reads as empty and the message is not
+        // taken for it.
+        let mut crossing = obs[..OBS_DIM].to_vec();
+        crossing.push(7.0);
+        let mut out = vec![0f32; crossing.len() + 3];
+        f.extend(&mut f.states(), &crossing, &mut out);
+        assert_eq!(&out[crossing.len()..], &[0.0, 0.0, 2.0]);
+    }
+
+    #[test]
+    fn a_queue_feature_needs_a_placing_task_and_never_goes_into_a_broadcast() {
+        let windowed = check_features(&[def("q", "ema(minutes_resting, 3)")]).unwrap();
+        assert!(windowed.queue_reader().is_some(), "read through a window");
+        let market_only = check_features(&[def("v", "ema(volume, 3)")]).unwrap();
+        assert!(market_only.queue_reader().is_none());
+
+        let state = StateModule { features: windowed };
+        state.check_task(true).unwrap();
+        let e = state.check_task(false).unwrap_err().to_string();
+        assert!(e.contains("`q` reads `minutes_resting`"), "{e}");
+        assert!(e.contains("no placements"), "{e}");
+
+        let e = Communication::new(&[def("q", "queue_ahead")], Aggregate::Mean)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("broadcast.q: reads `queue_ahead`"), "{e}");
+    }
+
+    #[test]
+    fn a_stored_feature_set_reads_back_the_same() {
+        let f = check_features(&[def("q", "queue_ahead - 1")]).unwrap();
+        let json = serde_json::to_string(&f).unwrap();
+        let back: FeatureSet = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, f);
+    }
 }

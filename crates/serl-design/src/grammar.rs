@@ -39,6 +39,9 @@ pub fn module_gbnf(kind: ModuleKind) -> String {
 fn module_grammar(kind: ModuleKind, dialect: Dialect) -> String {
     let (vars, windows) = match kind {
         ModuleKind::Reward => (reward_vars(), false),
+        // A state module may read the resting order's queue (a placing
+        // task); broadcasts only what every agent sees.
+        ModuleKind::State => (VarSet::from_names(serl_env::obs::design_names()), true),
         _ => (VarSet::from_names(serl_env::obs::feature_names()), true),
     };
     let mut schema = module_schema(kind);

@@ -56,8 +56,8 @@ mod terms;
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
 pub use extract::{extract, well_formed};
 pub use features::{
-    check_features, observation_grammar, FeatureDef, FeatureError, FeatureSet, MAX_FEATURES,
-    MAX_FEATURE_NAME,
+    check_features, observation_columns, observation_grammar, FeatureDef, FeatureError, FeatureSet,
+    MAX_FEATURES, MAX_FEATURE_NAME,
 };
 pub use grammar::{module_gbnf, module_lark};
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
@@ -77,7 +77,8 @@ pub use smoke::{smoke_test, SmokeReport};
 pub use terms::{TermRecorder, TermStats};
 
 /// The observation that feature and broadcast programs read: its width
-/// and its column names, as the prompts state them.
+/// and its column names, as the prompts state them (a placing agent's
+/// features may also read its resting order's, [`observation_columns`]).
 pub use serl_env::{obs::feature_names as observation_names, OBS_DIM};
 /// The market types that the profiling and imagination modules hold.
 pub use serl_market::{MarketConfig, Scenario};

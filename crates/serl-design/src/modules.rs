@@ -20,6 +20,23 @@ pub struct StateModule {
     pub features: FeatureSet,
 }
 
+impl StateModule {
+    /// Checks the features against the task: one that reads the resting
+    /// order's queue needs an agent that places its orders (`placing`).
+    pub fn check_task(&self, placing: bool) -> Result<(), ModuleError> {
+        match (placing, self.features.queue_reader()) {
+            (false, Some((d, column))) => Err(err(
+                ModuleKind::State,
+                format!(
+                    "feature `{}` reads `{column}`, the agent's resting order, but this task's agent crosses every order (no placements)",
+                    d.name
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The state module as it is written: JSON with a feature list, checked
 /// by [`Module::parse`].
 #[derive(Deserialize)]

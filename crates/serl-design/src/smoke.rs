@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::terms::TermStats;
-use serl_env::{EnvConfig, Episode, ParentOrder, Reward, SessionView, StaticEnv, OBS_DIM};
+use serl_env::obs::{DESIGN_DIM, OBS_DIM};
+use serl_env::{
+    ChildOrder, EnvConfig, Episode, ParentOrder, Placement, Reward, SessionView, StaticEnv,
+};
 
 use crate::features::FeatureSet;
 use crate::kind::{ModuleError, ModuleKind};
@@ -41,32 +44,46 @@ const INFINITE: f64 = 1e12;
 const SANE: f64 = 1e4;
 
 /// Plays one TWAP episode of `order` in the static environment, scoring
-/// each step with the reward and computing the features.
+/// each step with the reward and computing the features. With `placing`
+/// (a task whose agent places its orders) each step's share rests at the
+/// touch, so that features of the resting order's queue see real values;
+/// without it a feature that reads the queue is refused.
 pub fn smoke_test(
     reward: &RewardModule,
     state: &StateModule,
     view: &SessionView,
     order: &ParentOrder,
     cfg: &EnvConfig,
+    placing: bool,
 ) -> Result<SmokeReport, ModuleError> {
+    state.check_task(placing)?;
+    let fs = state.features.clone().with_queue_input(placing);
     let r = TermRecorder::new(reward);
-    let fs = &state.features;
     let mut states = fs.states();
     let mut env = StaticEnv::new(view, order, cfg);
-    let mut obs = [0f32; OBS_DIM];
-    let mut ext = vec![0f32; OBS_DIM + fs.len()];
+    let mut obs = [0f32; DESIGN_DIM];
+    let mut ext = vec![0f32; DESIGN_DIM + fs.len()];
     let mut ranges: Vec<(f64, f64)> = vec![(f64::INFINITY, f64::NEG_INFINITY); fs.len()];
     let (mut lo, mut hi, mut sum, mut n) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
     while !env.done() {
-        env.observe(&mut obs);
+        env.observe(&mut obs[..OBS_DIM]);
+        env.queue().write(&mut obs[OBS_DIM..]);
         fs.extend(&mut states, &obs, &mut ext);
         for (k, rg) in ranges.iter_mut().enumerate() {
-            let v = ext[OBS_DIM + k] as f64;
+            let v = ext[DESIGN_DIM + k] as f64;
             rg.0 = rg.0.min(v);
             rg.1 = rg.1.max(v);
         }
         let steps = env.steps();
-        let info = env.step(1.0 / steps as f64);
+        let info = env.step_order(ChildOrder {
+            action: 1.0 / steps as f64,
+            placement: if placing {
+                Placement::Passive { ticks: 0 }
+            } else {
+                Placement::Cross
+            },
+            cross_first: 0.0,
+        });
         let v = r.reward(&info);
         lo = lo.min(v);
         hi = hi.max(v);

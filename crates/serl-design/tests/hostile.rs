@@ -255,7 +255,7 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
         else {
             unreachable!("a reward module parses as one")
         };
-        smoke_test(&reward, &no_features, view, &order, &env).map_err(|e| e.to_string())
+        smoke_test(&reward, &no_features, view, &order, &env, false).map_err(|e| e.to_string())
     };
     let sane = smoke("step_pa").unwrap();
     assert_eq!(sane.repaired, 0);
@@ -290,6 +290,36 @@ fn reward_programs_that_produce_nan_or_infinity_reach_the_smoke_test() {
     assert!(
         e.starts_with("reward module: rewards ranged over [")
             && e.ends_with(", 1.000e12] (±1e12 is an infinite value, clipped) on a TWAP episode; keep them within ±1e4 (bps-scale)"),
+        "{e}"
+    );
+}
+
+/// A state module that reads the resting order's queue: a placing task's
+/// smoke episode rests every step's share at the touch, so the feature
+/// sees a real queue; a task that only crosses refuses it, saying why.
+#[test]
+fn a_queue_feature_is_smoke_tested_on_resting_orders() {
+    let (md, order) = smoke_episode();
+    let view = md.get(&order.symbol, order.date).unwrap();
+    let env = EnvConfig::default();
+    let Module::State(state) = Module::parse(
+        State,
+        r#"{"features": [{"name": "waited", "program": "minutes_resting * 10"}]}"#,
+    )
+    .unwrap() else {
+        unreachable!("a state module parses as one")
+    };
+    let reward = serl_design::RewardModule::plain();
+    let r = smoke_test(&reward, &state, view, &order, &env, true).unwrap();
+    let (name, lo, hi) = &r.features[0];
+    assert_eq!(name, "waited");
+    // Decisions every `decision_minutes`: an order kept from the step
+    // before has rested that long.
+    assert_eq!(*lo, 0.0, "nothing rests at the first decision");
+    assert!(*hi >= env.decision_minutes as f64, "{r:?}");
+    let e = smoke_test(&reward, &state, view, &order, &env, false).unwrap_err();
+    assert!(
+        e.to_string().contains("`waited` reads `minutes_resting`"),
         "{e}"
     );
 }

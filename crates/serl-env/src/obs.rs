@@ -54,6 +54,21 @@ pub fn feature_names() -> Vec<String> {
     v
 }
 
+/// Width of what designed features and broadcast programs read: the
+/// observation and then the resting order's queue state.
+pub const DESIGN_DIM: usize = OBS_DIM + crate::QueueState::COLUMNS;
+
+/// The columns designed features may name ([`DESIGN_DIM`] of them): the
+/// observation's ([`feature_names`]) and then the resting order's,
+/// `queue_ahead` and `minutes_resting` ([`crate::QueueState`]). The last
+/// two read 0 for an agent that does not place orders: nothing of its
+/// rests.
+pub fn design_names() -> Vec<String> {
+    let mut v = feature_names();
+    v.extend(crate::QueueState::NAMES.iter().map(|n| n.to_string()));
+    v
+}
+
 /// A top-of-book-and-depth picture, in bps from mid and in shares.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BookPicture {

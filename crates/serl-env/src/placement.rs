@@ -168,6 +168,10 @@ impl QueueState {
     /// Observation columns it adds to a placing policy's input.
     pub const COLUMNS: usize = 2;
 
+    /// Its columns' names, as designed features read them (after the
+    /// market's, [`crate::obs::design_names`]).
+    pub const NAMES: [&'static str; Self::COLUMNS] = ["queue_ahead", "minutes_resting"];
+
     /// Its observation columns: queue ahead (as is) and minutes resting
     /// ÷ 10.
     pub fn write(&self, out: &mut [f32]) {

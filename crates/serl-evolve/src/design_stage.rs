@@ -60,7 +60,15 @@ impl Round<'_> {
         let reward_smoke: Mutex<Option<SmokeReport>> = Mutex::new(None);
         for &kind in &self.cfg.modules {
             let ctx = self.context(kind);
+            // The modules so far, the baseline's elsewhere: a network must
+            // fit the observation they make.
+            let so_far = assemble(&parts, 0).unwrap_or_else(Design::baseline);
             let check = |m: &Module| -> Result<(), String> {
+                if let Module::Architecture(spec) = m {
+                    let mut d = so_far.clone();
+                    d.architecture = spec.clone();
+                    network_fits(&self.cfg.train, &d)?;
+                }
                 let report = self.smoke.check(m)?;
                 if matches!(m, Module::Reward(_)) {
                     *reward_smoke.lock().unwrap_or_else(|p| p.into_inner()) = report;
@@ -89,11 +97,23 @@ impl Round<'_> {
                 parts.insert(kind, m);
             }
         }
+        let mut design = assemble(&parts, self.cfg.modules.len());
+        // A module written after the network (the messages) can still
+        // widen the observation past what the network may take.
+        if let Some(e) = design
+            .as_ref()
+            .and_then(|d| network_fits(&self.cfg.train, d).err())
+        {
+            if let Some(last) = modules.last_mut() {
+                last.errors.push(e);
+            }
+            design = None;
+        }
         Ok(Pending {
             path,
             seed,
             key,
-            design: assemble(&parts, self.cfg.modules.len()),
+            design,
             success_rate: success_rate(&modules),
             modules,
             prompt_tokens,
@@ -101,6 +121,18 @@ impl Round<'_> {
             reward_smoke: reward_smoke.into_inner().unwrap_or_else(|p| p.into_inner()),
         })
     }
+}
+
+/// Whether `d`'s network takes the observation `d` trains on under `base`
+/// (the size limit counts the designed features and heard messages).
+fn network_fits(base: &serl_train::TrainConfig, d: &Design) -> Result<(), String> {
+    let train = base.with_design(d);
+    let width = train.obs_dim();
+    train
+        .network
+        .validate(width)
+        .map(|_| ())
+        .map_err(|e| format!("architecture over the design's {width}-column observation: {e}"))
 }
 
 /// Mean over modules of 1/attempts (0 for a module that failed).
@@ -124,6 +156,9 @@ pub(crate) struct SmokeBench<'a> {
     pub market: &'a MarketData,
     pub env_cfg: &'a EnvConfig,
     pub order: Option<&'a ParentOrder>,
+    /// Whether the task's agent places its orders (its features may read
+    /// the resting order's queue).
+    pub placing: bool,
 }
 
 impl SmokeBench<'_> {
@@ -131,6 +166,9 @@ impl SmokeBench<'_> {
     /// with the default reward, a reward without designed features); other
     /// modules pass. The report is `None` for those.
     fn check(&self, m: &Module) -> Result<Option<SmokeReport>, String> {
+        if let Module::State(s) = m {
+            s.check_task(self.placing).map_err(|e| e.message)?;
+        }
         let Some(o) = self.order else { return Ok(None) };
         let (reward, state) = match m {
             Module::Reward(r) => (r.clone(), StateModule::default()),
@@ -141,7 +179,7 @@ impl SmokeBench<'_> {
             .market
             .get(&o.symbol, o.date)
             .ok_or("no session for the smoke order")?;
-        smoke_test(&reward, &state, view, o, self.env_cfg)
+        smoke_test(&reward, &state, view, o, self.env_cfg, self.placing)
             .map(Some)
             .map_err(|e| format!("smoke test: {e}"))
     }
@@ -180,6 +218,45 @@ mod tests {
             prompt: String::new(),
             replies: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_network_must_fit_the_observation_its_design_makes() {
+        let wide = |width: usize| -> Module {
+            let spec = format!(
+                r#"{{"window": 1, "blocks": [{{"kind": "dense", "width": {width}, "activation": "tanh"}}, {{"kind": "dense", "width": 1024, "activation": "tanh"}}]}}"#
+            );
+            Module::parse(ModuleKind::Architecture, &spec).unwrap()
+        };
+        let state = Module::parse(
+            ModuleKind::State,
+            &format!(
+                r#"{{"features": [{}]}}"#,
+                (0..32)
+                    .map(|k| format!(r#"{{"name": "f{k}", "program": "volume * {k}"}}"#))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .unwrap();
+        // 1,850 × (29 + 1) + 1,850 × 1,024 + 1,024 weights and biases fit
+        // the bare observation (the module's own check), but 32 designed
+        // features add 1,850 × 32 and pass the 2 M limit.
+        let parts = |with_state: bool| {
+            let mut p = HashMap::from([(ModuleKind::Architecture, wide(1850))]);
+            if with_state {
+                p.insert(ModuleKind::State, state.clone());
+            }
+            assemble(&p, 0).unwrap()
+        };
+        let base = serl_train::TrainConfig::default();
+        network_fits(&base, &parts(false)).unwrap();
+        let e = network_fits(&base, &parts(true)).unwrap_err();
+        assert!(
+            e.starts_with("architecture over the design's 61-column observation: "),
+            "{e}"
+        );
+        assert!(e.contains("at most 2000000"), "{e}");
     }
 
     #[test]

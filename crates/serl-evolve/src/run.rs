@@ -351,6 +351,7 @@ fn design_round(
             market: inputs.market,
             env_cfg: &inputs.env_cfg,
             order: inputs.train_orders.first(),
+            placing: !cfg.train.placements.is_empty(),
         },
     };
     let mut pending = Vec::with_capacity(cfg.candidates);

@@ -528,6 +528,20 @@ impl Program {
         !self.windows.is_empty()
     }
 
+    /// The variables the program reads (directly or through a window), as
+    /// indices into its [`VarSet`], ascending and each once.
+    pub fn variables(&self) -> Vec<usize> {
+        let direct = self.code.iter().filter_map(|op| match op {
+            Op::Var(i) => Some(*i as usize),
+            _ => None,
+        });
+        let windowed = self.windows.iter().map(|w| w.var as usize);
+        let mut v: Vec<usize> = direct.chain(windowed).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Every numeric literal, in source order: what low-level tuning adjusts.
     pub fn constants(&self) -> Vec<f64> {
         self.literals.iter().map(|l| l.2).collect()

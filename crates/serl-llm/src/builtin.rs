@@ -58,6 +58,27 @@ const FEATURES: [(&str, &str); 8] = [
     ),
 ];
 
+/// Feature programs over the resting order's queue, offered when the
+/// agent places its orders, numbered after [`FEATURES`].
+const PLACEMENT_FEATURES: [(&str, &str); 2] = [
+    // Minutes of recent volume the queue ahead needs to trade away.
+    ("queue_minutes", "queue_ahead / (ema(volume, 5) + 0.01)"),
+    // A waiting order matters more the further behind schedule it is.
+    (
+        "late_and_waiting",
+        "(inventory_left - time_left) * minutes_resting",
+    ),
+];
+
+/// Feature `i`: one of [`FEATURES`], then of [`PLACEMENT_FEATURES`].
+fn feature(i: usize) -> (&'static str, &'static str) {
+    FEATURES
+        .get(i)
+        .or_else(|| PLACEMENT_FEATURES.get(i - FEATURES.len()))
+        .copied()
+        .unwrap_or(FEATURES[0])
+}
+
 const INSTRUCTIONS: [&str; 7] = [
     "Penalise inventory held late in the window more than inventory held early.",
     "Reward price advantage directly and keep penalties small and smooth.",
@@ -139,8 +160,19 @@ impl BuiltinDesigner {
             }
     }
 
+    /// How many state features it draws from.
+    fn features(&self) -> usize {
+        FEATURES.len()
+            + if self.placing {
+                PLACEMENT_FEATURES.len()
+            } else {
+                0
+            }
+    }
+
     fn random(&mut self, kind: ModuleKind) -> Genome {
         let n_terms = self.terms();
+        let n_features = self.features();
         let r = &mut self.rng;
         match kind {
             ModuleKind::Reward => {
@@ -161,7 +193,7 @@ impl BuiltinDesigner {
                 let n = r.random_range(1..=3);
                 let mut f: Vec<usize> = Vec::new();
                 while f.len() < n {
-                    let i = r.random_range(0..FEATURES.len());
+                    let i = r.random_range(0..n_features);
                     if !f.contains(&i) {
                         f.push(i);
                     }
@@ -211,6 +243,7 @@ impl BuiltinDesigner {
 
     fn mutate(&mut self, g: &Genome) -> Genome {
         let n_terms = self.terms();
+        let n_features = self.features();
         let r = &mut self.rng;
         let jitter: Normal<f64> = Normal::new(0.0, 0.35).expect("valid normal");
         match g {
@@ -237,7 +270,7 @@ impl BuiltinDesigner {
             }
             Genome::State(f) => {
                 let mut f = f.clone();
-                let i = r.random_range(0..FEATURES.len());
+                let i = r.random_range(0..n_features);
                 match f.iter().position(|j| *j == i) {
                     Some(p) if f.len() > 1 => {
                         f.remove(p);
@@ -370,7 +403,7 @@ impl BuiltinDesigner {
             Genome::State(f) => {
                 let feats: Vec<serde_json::Value> = f
                     .iter()
-                    .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
+                    .map(|&i| serde_json::json!({"name": feature(i).0, "program": feature(i).1}))
                     .collect();
                 serde_json::json!({ "features": feats }).to_string()
             }
@@ -558,32 +591,51 @@ mod tests {
         assert!(timing > 0, "no reward on the timing gain in 30 rounds");
     }
 
-    #[test]
-    fn placement_terms_are_offered_only_when_the_agent_places_its_orders() {
-        let rewards = |placements: Vec<String>| -> Vec<String> {
-            let mut d = BuiltinDesigner::new(3);
-            let task = TaskInfo {
-                placements,
-                ..TaskInfo::default()
-            };
-            let mut ctx = ModuleContext::new(ModuleKind::Reward, task, "m", "m");
-            let first = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
-            (0..40)
-                .map(|round| {
-                    ctx.examples = vec![Example {
-                        source: first.clone(),
-                        score: round as f64,
-                    }];
-                    d.propose(ModuleKind::Reward, &ctx).unwrap().text
-                })
-                .collect()
+    /// 41 proposals of a `kind` module for a task with `placements`, each
+    /// mutating the first.
+    fn proposals(kind: ModuleKind, placements: Vec<String>) -> Vec<String> {
+        let mut d = BuiltinDesigner::new(3);
+        let task = TaskInfo {
+            placements,
+            ..TaskInfo::default()
         };
+        let mut ctx = ModuleContext::new(kind, task, "m", "m");
+        let first = d.propose(kind, &ctx).unwrap().text;
+        let mut all: Vec<String> = (0..40)
+            .map(|round| {
+                ctx.examples = vec![Example {
+                    source: first.clone(),
+                    score: round as f64,
+                }];
+                d.propose(kind, &ctx).unwrap().text
+            })
+            .collect();
+        all.push(first);
+        all
+    }
+
+    #[test]
+    fn placement_terms_and_queue_features_are_offered_only_when_the_agent_places_its_orders() {
+        let placing = || vec!["cross".to_string(), "touch".to_string()];
         let uses = |r: &String| r.contains("spread_captured") || r.contains("adverse_move");
-        assert!(!rewards(Vec::new()).iter().any(uses));
-        let placing = rewards(vec!["cross".into(), "touch".into()]);
-        assert!(placing.iter().any(uses), "{placing:?}");
-        for r in &placing {
+        assert!(!proposals(ModuleKind::Reward, Vec::new()).iter().any(uses));
+        let rewards = proposals(ModuleKind::Reward, placing());
+        assert!(rewards.iter().any(uses), "{rewards:?}");
+        for r in &rewards {
             serl_design::RewardModule::compile(r).unwrap();
+        }
+
+        let reads_queue = |s: &String| s.contains("queue_ahead") || s.contains("minutes_resting");
+        assert!(!proposals(ModuleKind::State, Vec::new())
+            .iter()
+            .any(reads_queue));
+        let states = proposals(ModuleKind::State, placing());
+        assert!(states.iter().any(reads_queue), "{states:?}");
+        for s in &states {
+            let Module::State(m) = Module::parse(ModuleKind::State, s).unwrap() else {
+                unreachable!("a state module parses as one")
+            };
+            m.check_task(true).unwrap();
         }
     }
 

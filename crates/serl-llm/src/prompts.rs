@@ -254,20 +254,22 @@ impl ModuleContext {
         macro_instruction: &str,
         micro_instruction: &str,
     ) -> Self {
+        let placing_task = !task.placements.is_empty();
         let (variables, grammar) = match kind {
             ModuleKind::Reward => (
                 serl_design::reward_vars_doc(),
                 serl_design::reward_grammar(),
             ),
             _ => {
-                let names = serl_design::observation_names();
-                (
-                    names
-                        .into_iter()
-                        .map(|n| json!({"name": n, "doc": "observation feature"}))
-                        .collect(),
-                    serl_design::observation_grammar(),
-                )
+                // A placing agent's state features may also read its
+                // resting order; a broadcast only what every agent sees.
+                let placing = kind == ModuleKind::State && placing_task;
+                let columns = serl_design::observation_columns(placing);
+                let variables = columns
+                    .iter()
+                    .map(|n| json!({"name": n, "doc": column_doc(n)}))
+                    .collect();
+                (variables, serl_design::observation_grammar(&columns))
             }
         };
         ModuleContext {
@@ -277,7 +279,7 @@ impl ModuleContext {
             micro_instruction: micro_instruction.into(),
             variables,
             grammar,
-            obs_dim: serl_design::OBS_DIM,
+            obs_dim: serl_design::observation_columns(placing_task).len(),
             max_params: serl_design::MAX_PARAMS,
             examples: Vec::new(),
             feedback: None,
@@ -290,6 +292,15 @@ impl ModuleContext {
     /// The context as JSON, as templates receive it.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// What an observation column means, as the prompt lists it.
+fn column_doc(name: &str) -> &'static str {
+    match name {
+        "queue_ahead" => "shares ahead of your resting order at its price, over the average minute volume (0 when nothing rests)",
+        "minutes_resting" => "minutes your resting order has waited, over 10 (0 when nothing rests)",
+        _ => "observation feature",
     }
 }
 
@@ -417,5 +428,37 @@ mod tests {
         std::fs::write(dir.path().join("state.j2"), "ok\n{% if x %}\nno end").unwrap();
         let e = Prompts::load(dir.path()).err().unwrap().to_string();
         assert!(e.contains("state.j2") && e.contains("syntax"), "{e}");
+    }
+
+    /// A placing agent's state prompt lists its resting order's columns
+    /// (and its grammar derives them); a crossing agent's and every
+    /// broadcast prompt do not.
+    #[test]
+    fn a_placing_tasks_state_prompt_offers_the_resting_orders_columns() {
+        let p = Prompts::load(&shipped()).unwrap();
+        let placing = TaskInfo {
+            placements: vec!["cross".into(), "touch".into()],
+            ..TaskInfo::default()
+        };
+        let render = |kind: ModuleKind, task: TaskInfo| {
+            let ctx = ModuleContext::new(kind, task, "m", "m");
+            let text = p.render(kind.name(), &ctx.to_value()).unwrap();
+            (text, ctx.grammar, ctx.obs_dim)
+        };
+        let (text, grammar, obs_dim) = render(ModuleKind::State, placing.clone());
+        assert!(
+            text.contains("queue_ahead") && text.contains("minutes_resting"),
+            "{text}"
+        );
+        assert!(grammar.contains("\"queue_ahead\""), "{grammar}");
+        assert_eq!(obs_dim, serl_design::OBS_DIM + 2);
+        for (kind, task) in [
+            (ModuleKind::State, TaskInfo::default()),
+            (ModuleKind::Communication, placing),
+        ] {
+            let (text, grammar, _) = render(kind, task);
+            assert!(!text.contains("queue_ahead"), "{kind:?}: {text}");
+            assert!(!grammar.contains("queue_ahead"), "{kind:?}");
+        }
     }
 }

@@ -157,6 +157,11 @@ impl TrainConfig {
             if self.placements.len() > 16 {
                 return Err(bad("placements", "at most 16 placements"));
             }
+        } else if let Some((d, column)) = self.features.queue_reader() {
+            return Err(bad(
+                &format!("features.{}", d.name),
+                format!("reads `{column}`, the agent's resting order: set [train] placements, or the agent crosses every order and nothing of it rests"),
+            ));
         }
         for (f, v) in [
             ("ppo.learning_rate", p.learning_rate),
@@ -208,6 +213,20 @@ impl TrainConfig {
             t.validate()?;
         }
         Ok(())
+    }
+
+    /// The width of the observation its policy sees
+    /// ([`crate::execution_envs`]): the market's columns, the resting
+    /// order's queue when it places orders, the heard messages and the
+    /// designed features.
+    pub fn obs_dim(&self) -> usize {
+        let queue = if self.placements.is_empty() {
+            0
+        } else {
+            serl_env::QueueState::COLUMNS
+        };
+        let messages = self.team.as_ref().map_or(0, |t| t.message_dims());
+        serl_env::OBS_DIM + queue + messages + self.features.len()
     }
 
     /// How many of the environments play the dynamic market.

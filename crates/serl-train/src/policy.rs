@@ -445,7 +445,8 @@ impl PolicyStrategy {
         use rand::SeedableRng;
         let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);
         let features = (!policy.meta.features.is_empty()).then(|| {
-            let f = policy.meta.features.clone();
+            let placing = !policy.meta.placements.is_empty();
+            let f = policy.meta.features.clone().with_queue_input(placing);
             let s = f.states();
             (f, s)
         });

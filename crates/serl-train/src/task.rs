@@ -431,7 +431,11 @@ pub fn execution_envs<'a>(
     base_market: &MarketConfig,
 ) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
     use crate::features::WithFeatures;
-    let features = (!cfg.features.is_empty()).then(|| cfg.features.clone());
+    let features = (!cfg.features.is_empty()).then(|| {
+        cfg.features
+            .clone()
+            .with_queue_input(!cfg.placements.is_empty())
+    });
     let channel = cfg
         .team
         .as_ref()

@@ -148,3 +148,56 @@ fn a_replay_on_imagined_days_sees_the_scenario_drift_in_its_returns() {
         assert!((extra - 6.0).abs() < 0.5, "seed {seed}: {extra}");
     }
 }
+
+/// A placing agent's designed feature of its resting order: the column it
+/// reads is the queue state the environment writes after the market's,
+/// and a crossing agent's config that names it is refused.
+#[test]
+fn a_placing_agents_designed_features_read_its_resting_order() {
+    use serl_env::{obs::DESIGN_DIM, Placement};
+    let (ds, data_cfg, _, reward) = bundled();
+    let env_cfg = EnvConfig::default();
+    let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
+    let market = MarketData::new(&ds, &data_cfg);
+    let waited = serl_design::FeatureDef {
+        name: "waited".into(),
+        program: "minutes_resting * 10".into(),
+    };
+    let mut cfg = TrainConfig {
+        n_envs: 1,
+        features: serl_design::check_features(&[waited]).unwrap(),
+        ..Default::default()
+    };
+    cfg.hybrid.mode = crate::HybridMode::StaticOnly;
+    cfg.ppo.discrete = vec![0.05];
+    let e = cfg.validate(DESIGN_DIM + 1).unwrap_err().to_string();
+    assert!(
+        e.contains("features.waited: reads `minutes_resting`"),
+        "{e}"
+    );
+
+    cfg.placements = vec![Placement::Cross, Placement::Passive { ticks: 0 }];
+    cfg.validate(DESIGN_DIM + 1).unwrap();
+    let base = serl_env::MarketConfig::default();
+    let mut envs = crate::execution_envs(&cfg, &market, &orders, &env_cfg, reward, &base).unwrap();
+    let env = &mut envs[0];
+    assert_eq!(env.obs_dim(), DESIGN_DIM + 1);
+    assert_eq!(env.obs_dim(), cfg.obs_dim());
+    env.reset(&mut SmallRng::seed_from_u64(3));
+    let mut obs = vec![0f32; env.obs_dim()];
+    let mut longest = 0f32;
+    for _ in 0..20 {
+        // Placement 1: rest the step's share at the touch.
+        if env.step_placed(0.05, 1).1 {
+            break;
+        }
+        env.observe(&mut obs);
+        let minutes = obs[DESIGN_DIM - 1] * 10.0;
+        assert_eq!(
+            obs[DESIGN_DIM], minutes,
+            "the feature reads the queue column"
+        );
+        longest = longest.max(minutes);
+    }
+    assert!(longest >= env_cfg.decision_minutes as f32, "{longest}");
+}

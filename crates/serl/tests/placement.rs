@@ -179,9 +179,10 @@ fn a_policy_learns_where_to_place_and_a_backtest_places_its_orders_the_same_way(
     let meta = read_json(&run.join("final.json"));
     assert_eq!(meta["placements"], serde_json::json!(["cross", "touch"]));
     assert_eq!(
-        meta["obs_dim"], 31,
-        "the market's 29 columns and the queue's 2"
+        meta["obs_dim"], 32,
+        "the market's 29 columns, the queue's 2 and the designed queue feature"
     );
+    assert_eq!(meta["features"][0]["name"], "queue_minutes");
     let policy = format!("policy:{}", run.display());
     let out = tmp.path().join("bt");
     let o = serl(&[

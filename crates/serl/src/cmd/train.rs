@@ -469,7 +469,7 @@ mod tests {
             let cfg: TrainFile = read_toml(p).unwrap();
             cfg.env.validate().unwrap();
             cfg.train
-                .validate(serl_env::OBS_DIM + cfg.train.features.len())
+                .validate(cfg.train.obs_dim())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             reward_of(&cfg).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         }
