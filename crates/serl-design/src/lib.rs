@@ -65,7 +65,7 @@ pub use kind::{ModuleError, ModuleKind};
 pub use modules::{Design, Module, StateModule};
 pub use network::{
     book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,
-    MAX_BLOCKS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
+    HARD_MAX_PARAMS, MAX_BLOCKS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
 };
 pub use profiling::{ProfilingModule, MAX_AGENTS};
 pub use reward::{

@@ -97,6 +97,10 @@ impl Default for NetworkSpec {
 /// Largest network a spec may describe: big enough for any sensible
 /// execution policy, small enough that a designed one cannot exhaust memory.
 pub const MAX_PARAMS: usize = 2_000_000;
+/// Largest network a hand-written spec may describe when its config raises
+/// the limit (`[train] max_params`, for a user with the memory and the
+/// accelerator for it); designed networks keep [`MAX_PARAMS`].
+pub const HARD_MAX_PARAMS: usize = 1_000_000_000;
 /// Widest layer a spec may describe.
 pub const MAX_WIDTH: usize = 4096;
 /// Most blocks a spec may hold.
@@ -158,8 +162,14 @@ impl NetworkSpec {
 
     /// Checks the spec for an observation of `obs_dim` features and returns
     /// the width of the features it produces and its parameter count
-    /// (without the heads).
+    /// (without the heads), within the designer's [`MAX_PARAMS`].
     pub fn validate(&self, obs_dim: usize) -> Result<Shape, SpecError> {
+        self.validate_within(obs_dim, MAX_PARAMS)
+    }
+
+    /// [`NetworkSpec::validate`] with at most `max_params` parameters
+    /// (without the heads).
+    pub fn validate_within(&self, obs_dim: usize, max_params: usize) -> Result<Shape, SpecError> {
         if self.window == 0 || self.window > MAX_WINDOW {
             return Err(err(
                 "window",
@@ -231,10 +241,10 @@ impl NetworkSpec {
                     width = d_model + obs_dim * self.window - BOOK_TOKEN * BOOK_LEVELS;
                 }
             }
-            if params > MAX_PARAMS {
+            if params > max_params {
                 return Err(err(
                     format!("blocks[{i}]"),
-                    format!("the network reaches {params} parameters here; at most {MAX_PARAMS}"),
+                    format!("the network reaches {params} parameters here; at most {max_params}"),
                 ));
             }
         }

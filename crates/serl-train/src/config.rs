@@ -4,7 +4,7 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use serl_design::{FeatureSet, ImaginationModule, NetworkSpec};
+use serl_design::{FeatureSet, ImaginationModule, NetworkSpec, HARD_MAX_PARAMS};
 use serl_env::MarketConfig;
 
 use crate::ddqn::DdqnConfig;
@@ -87,6 +87,11 @@ pub struct TrainConfig {
     /// these at every decision, and sees its resting order's place in the
     /// queue. Empty: every order crosses.
     pub placements: Vec<serl_env::Placement>,
+    /// The most parameters the network may have (without the heads): the
+    /// designer's limit by default ([`serl_design::MAX_PARAMS`]); raise it,
+    /// up to [`HARD_MAX_PARAMS`], for a large network written by hand (on
+    /// a GPU, `device = "wgpu"`). Designed networks keep the default.
+    pub max_params: usize,
 }
 
 impl Default for TrainConfig {
@@ -107,6 +112,7 @@ impl Default for TrainConfig {
             features: FeatureSet::default(),
             team: None,
             placements: Vec::new(),
+            max_params: serl_design::MAX_PARAMS,
         }
     }
 }
@@ -122,7 +128,22 @@ impl TrainConfig {
     /// Checks every setting for an observation `obs_dim` wide; the error
     /// names the field.
     pub fn validate(&self, obs_dim: usize) -> Result<(), TrainError> {
-        self.network.validate(obs_dim)?;
+        if !(1..=HARD_MAX_PARAMS).contains(&self.max_params) {
+            return Err(bad(
+                "max_params",
+                format!("{} is not in 1..={HARD_MAX_PARAMS}", self.max_params),
+            ));
+        }
+        let shape = self.network.validate_within(obs_dim, HARD_MAX_PARAMS)?;
+        if shape.params > self.max_params {
+            return Err(bad(
+                "network",
+                format!(
+                    "{} parameters (without the heads) over the {obs_dim}-column observation; at most {} (a network you write yourself may have up to {HARD_MAX_PARAMS} with [train] max_params)",
+                    shape.params, self.max_params
+                ),
+            ));
+        }
         if self.n_envs == 0 {
             return Err(bad("n_envs", "must be at least 1"));
         }
@@ -319,6 +340,48 @@ impl TrainConfig {
             }
             (Algo::Ppo, gaussian) => gaussian,
             (Algo::Ddqn, _) => Head::Categorical(self.ddqn.actions.len()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_network_past_the_designers_limit_needs_max_params_and_then_builds() {
+        // 29 × 1,500 + 1,500 + 1,500 × 1,400 + 1,400 = 2,146,400.
+        let cfg = TrainConfig {
+            network: NetworkSpec::mlp(&[1500, 1400]),
+            ..Default::default()
+        };
+        let e = cfg.validate(serl_env::OBS_DIM).unwrap_err().to_string();
+        assert!(
+            e.starts_with("train config, network: 2146400 parameters (without the heads) over the 29-column observation; at most 2000000")
+                && e.contains("[train] max_params"),
+            "{e}"
+        );
+        let raised = TrainConfig {
+            max_params: 3_000_000,
+            ..cfg.clone()
+        };
+        raised.validate(serl_env::OBS_DIM).unwrap();
+        crate::net::ActorCritic::new(
+            &raised.network,
+            serl_env::OBS_DIM,
+            raised.head(),
+            &Default::default(),
+        )
+        .unwrap();
+        for bad_limit in [0, HARD_MAX_PARAMS + 1] {
+            let e = TrainConfig {
+                max_params: bad_limit,
+                ..cfg.clone()
+            }
+            .validate(serl_env::OBS_DIM)
+            .unwrap_err()
+            .to_string();
+            assert!(e.starts_with("train config, max_params: "), "{e}");
         }
     }
 }

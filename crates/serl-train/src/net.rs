@@ -150,7 +150,10 @@ impl Trunk {
         obs_dim: usize,
         device: &Device,
     ) -> Result<(Self, usize), SpecError> {
-        let shape = spec.validate(obs_dim)?;
+        // The size limit is the config's, checked before training
+        // (`TrainConfig::validate`); a stored policy builds at whatever
+        // size it was trained.
+        let shape = spec.validate_within(obs_dim, serl_design::HARD_MAX_PARAMS)?;
         let mut width = obs_dim * spec.window;
         let mut blocks = Vec::with_capacity(spec.blocks.len());
         for b in &spec.blocks {

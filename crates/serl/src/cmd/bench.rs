@@ -67,6 +67,8 @@ struct EnvFigures {
     data: String,
     static_steps_per_second_one_core: f64,
     static_steps: u64,
+    /// Passive TWAP resting at the touch, the same orders and steps.
+    static_placing_steps_per_second_one_core: f64,
     backtest_orders_per_strategy: usize,
     backtest_wall_seconds_with_loading: f64,
     dynamic_steps_per_second_one_core: f64,
@@ -125,19 +127,20 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
         decision_minutes: 1,
         ..EnvConfig::default()
     };
-    let mut rates = Vec::new();
-    let mut steps = 0u64;
-    for _ in 0..runs {
-        steps = 0;
-        let t = Instant::now();
-        for o in &orders {
-            let v = md
-                .get(&o.symbol, o.date)
-                .expect("session of a generated order");
-            steps += run_static(&mut Twap, v, o, &one_minute, &reward, false).steps as u64;
-        }
-        rates.push(steps as f64 / t.elapsed().as_secs_f64());
-    }
+    let (rates, steps) = static_rates(&md, &orders, &one_minute, &reward, runs, &mut || {
+        Box::new(Twap)
+    });
+    // The same with every step's share resting at the touch (the static
+    // fill model, docs/placement.md) and the leftovers crossed at the end.
+    let placing = EnvConfig {
+        terminal: serl_env::Terminal::ForceLiquidate,
+        ..one_minute.clone()
+    };
+    let (placing_rates, _) = static_rates(&md, &orders, &placing, &reward, runs, &mut || {
+        Box::new(serl_eval::PassiveTwap {
+            placement: serl_env::Placement::Passive { ticks: 0 },
+        })
+    });
 
     let market = MarketConfig::default();
     let five = EnvConfig::default();
@@ -157,6 +160,7 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
         data: a.data.display().to_string(),
         static_steps_per_second_one_core: median(rates),
         static_steps: steps,
+        static_placing_steps_per_second_one_core: median(placing_rates),
         backtest_orders_per_strategy: n_orders,
         backtest_wall_seconds_with_loading: median(walls),
         dynamic_steps_per_second_one_core: median(dyn_rates),
@@ -173,6 +177,10 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
             f.static_steps
         );
         println!(
+            "  resting at the touch (passive TWAP) {:.2} M steps/s",
+            f.static_placing_steps_per_second_one_core / 1e6
+        );
+        println!(
             "TWAP+VWAP+AC backtest, loading incl. {:.2} s wall ({} orders per strategy, all cores)",
             f.backtest_wall_seconds_with_loading, f.backtest_orders_per_strategy
         );
@@ -180,6 +188,34 @@ fn env(a: BenchArgs) -> Result<ExitCode> {
         println!("medians of {} runs", f.runs);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Steps per second of `strategy()` over every order in the static
+/// environment, one run after another on this thread, and the steps a run
+/// took.
+fn static_rates(
+    md: &MarketData,
+    orders: &[serl_env::ParentOrder],
+    env: &EnvConfig,
+    reward: &DefaultReward,
+    runs: usize,
+    strategy: &mut dyn FnMut() -> Box<dyn serl_env::Strategy>,
+) -> (Vec<f64>, u64) {
+    let mut rates = Vec::new();
+    let mut steps = 0u64;
+    for _ in 0..runs {
+        steps = 0;
+        let mut s = strategy();
+        let t = Instant::now();
+        for o in orders {
+            let v = md
+                .get(&o.symbol, o.date)
+                .expect("session of a generated order");
+            steps += run_static(s.as_mut(), v, o, env, reward, false).steps as u64;
+        }
+        rates.push(steps as f64 / t.elapsed().as_secs_f64());
+    }
+    (rates, steps)
 }
 
 #[derive(Serialize)]
