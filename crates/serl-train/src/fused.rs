@@ -1,4 +1,5 @@
-//! The fused PPO learner: plain MLPs trained on the CPU without autodiff.
+//! The fused PPO learner: MLPs (dense layers and layer norms) trained on
+//! the CPU without autodiff.
 //!
 //! Most designs, and every reference setup (Stable-Baselines3's MlpPolicy
 //! [64, 64]), are MLPs. On a minibatch of 256 rows, burn's autodiff spends
@@ -12,288 +13,24 @@
 //! compares its gradients with burn's) and applies burn's Adam and
 //! per-tensor gradient clipping. After every update its weights are
 //! written back into the burn [`ActorCritic`], so saving, validation and
-//! backtests do not know which learner ran. A network with a layer norm,
-//! residual, GRU, attention or GELU block uses burn.
+//! backtests do not know which learner ran. A network with a residual,
+//! GRU, attention or GELU block uses burn. The networks themselves, their
+//! passes and kernels are in `mlp`.
 
-use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorData};
 use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
 
 use crate::hybrid::LossWeights;
-use crate::net::{ActorCritic, Block, Head};
-use crate::policy::{floats, floats1, sample_actor_critic, PolicyMeta, Sampled};
+use crate::net::{ActorCritic, Head};
+use crate::policy::{floats1, sample_actor_critic, PolicyMeta, Sampled};
 use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
-use serl_design::{Activation, BlockSpec, NetworkSpec};
 
-/// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
-/// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
-#[allow(clippy::too_many_arguments)]
-fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32]) {
-    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    // (row stride, column stride) of each operand.
-    let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
-    let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
-    // SAFETY: the assertion above keeps every index the strides reach
-    // inside the three slices, and `c` does not alias `a` or `b`.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            csa,
-            rsa,
-            b.as_ptr(),
-            csb,
-            rsb,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
+mod mlp;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Layer {
-    fan_in: usize,
-    fan_out: usize,
-    activation: Activation,
-}
-
-/// An MLP as flat tensors: layer `l` owns `params[2l]` (weights,
-/// `fan_in × fan_out`) and `params[2l + 1]` (bias). The actor's last
-/// tensor is its log standard deviation when the head is Gaussian.
-#[derive(Debug, Clone)]
-struct Mlp {
-    layers: Vec<Layer>,
-    params: Vec<Vec<f32>>,
-}
-
-/// Per-layer outputs of one forward pass, kept for the backward pass.
-#[derive(Debug, Clone, Default)]
-struct Activations {
-    outputs: Vec<Vec<f32>>,
-    delta: Vec<f32>,
-    delta_prev: Vec<f32>,
-}
-
-/// Whether the fused learner trains a network of this spec: dense blocks
-/// only, none with GELU (whose derivative it does not implement). The one
-/// test of which learner trains ([`crate::TrainConfig::trains_fused`]).
-pub fn implements(spec: &NetworkSpec) -> bool {
-    spec.blocks.iter().all(
-        |b| matches!(b, BlockSpec::Dense { activation, .. } if *activation != Activation::Gelu),
-    )
-}
-
-impl Mlp {
-    /// The trunk's dense blocks and the head, or `None` when the trunk
-    /// has a block this learner does not implement.
-    /// The MLP of a burn trunk and head, or `None` for a network this
-    /// learner does not implement (see [`implements`]).
-    fn from_burn(trunk: &crate::net::Trunk, head: &Linear) -> Option<Self> {
-        let mut mlp = Mlp {
-            layers: Vec::new(),
-            params: Vec::new(),
-        };
-        for block in trunk.blocks() {
-            let Block::Dense(d) = block else { return None };
-            if d.activation == Activation::Gelu {
-                return None;
-            }
-            mlp.push(d.linear(), d.activation)?;
-        }
-        mlp.push(head, Activation::Identity)?;
-        Some(mlp)
-    }
-
-    fn push(&mut self, linear: &Linear, activation: Activation) -> Option<()> {
-        let [fan_in, fan_out] = linear.weight.val().dims();
-        self.params.push(floats(linear.weight.val()));
-        self.params.push(floats1(linear.bias.as_ref()?.val()));
-        self.layers.push(Layer {
-            fan_in,
-            fan_out,
-            activation,
-        });
-        Some(())
-    }
-
-    fn out_width(&self) -> usize {
-        self.layers.last().map_or(0, |l| l.fan_out)
-    }
-
-    fn forward(&self, x: &[f32], n: usize, acts: &mut Activations) {
-        acts.outputs.resize(self.layers.len(), Vec::new());
-        for (l, layer) in self.layers.iter().enumerate() {
-            let (before, rest) = acts.outputs.split_at_mut(l);
-            let input = if l == 0 { x } else { &before[l - 1] };
-            let out = &mut rest[0];
-            out.resize(n * layer.fan_out, 0.0);
-            gemm(
-                n,
-                layer.fan_in,
-                layer.fan_out,
-                input,
-                false,
-                &self.params[2 * l],
-                false,
-                out,
-            );
-            bias_and_activation(out, &self.params[2 * l + 1], layer.activation);
-        }
-    }
-
-    /// Gradients of every layer given `acts.delta`, the loss's gradient
-    /// with respect to the last layer's output (consumed).
-    fn backward(&self, x: &[f32], n: usize, acts: &mut Activations, grads: &mut [Vec<f32>]) {
-        for (l, layer) in self.layers.iter().enumerate().rev() {
-            let output = &acts.outputs[l];
-            let pairs = acts.delta.iter_mut().zip(output);
-            match layer.activation {
-                Activation::Tanh => pairs.for_each(|(d, &h)| *d *= 1.0 - h * h),
-                Activation::Relu => pairs.for_each(|(d, &h)| {
-                    if h <= 0.0 {
-                        *d = 0.0
-                    }
-                }),
-                Activation::Sigmoid => pairs.for_each(|(d, &h)| *d *= h * (1.0 - h)),
-                Activation::Identity | Activation::Gelu => {}
-            }
-            let input = if l == 0 { x } else { &acts.outputs[l - 1] };
-            gemm(
-                layer.fan_in,
-                n,
-                layer.fan_out,
-                input,
-                true,
-                &acts.delta,
-                false,
-                &mut grads[2 * l],
-            );
-            let db = &mut grads[2 * l + 1];
-            db.fill(0.0);
-            for row in acts.delta.chunks(layer.fan_out) {
-                for (g, d) in db.iter_mut().zip(row) {
-                    *g += d;
-                }
-            }
-            if l > 0 {
-                acts.delta_prev.resize(n * layer.fan_in, 0.0);
-                gemm(
-                    n,
-                    layer.fan_out,
-                    layer.fan_in,
-                    &acts.delta,
-                    false,
-                    &self.params[2 * l],
-                    true,
-                    &mut acts.delta_prev,
-                );
-                std::mem::swap(&mut acts.delta, &mut acts.delta_prev);
-            }
-        }
-    }
-
-    /// Writes the weights into the burn layers they came from. `map` keeps
-    /// each parameter's id.
-    fn write_into(&self, trunk: &mut crate::net::Trunk, head: &mut Linear) {
-        let mut linears: Vec<&mut Linear> = trunk
-            .blocks_mut()
-            .iter_mut()
-            .filter_map(|b| match b {
-                Block::Dense(d) => Some(d.linear_mut()),
-                _ => None,
-            })
-            .collect();
-        linears.push(head);
-        for ((linear, layer), l) in linears.into_iter().zip(&self.layers).zip(0..) {
-            let device = linear.weight.val().device();
-            let w = self.params[2 * l].clone();
-            let dims = [layer.fan_in, layer.fan_out];
-            linear.weight = linear
-                .weight
-                .clone()
-                .map(|_| Tensor::from_data(TensorData::new(w, dims), &device));
-            if let Some(bias) = linear.bias.take() {
-                let b = self.params[2 * l + 1].clone();
-                let len = b.len();
-                linear.bias =
-                    Some(bias.map(|_| Tensor::from_data(TensorData::new(b, [len]), &device)));
-            }
-        }
-    }
-}
-
-/// `out[r][c] = activation(out[r][c] + bias[c])`, compiled for AVX2 when
-/// the CPU has it: the activation is a chain of dependent multiplies, so
-/// wider vectors are most of its speed.
-fn bias_and_activation(out: &mut [f32], bias: &[f32], activation: Activation) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
-        return unsafe { bias_and_activation_avx2(out, bias, activation) };
-    }
-    bias_and_activation_portable(out, bias, activation)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn bias_and_activation_avx2(out: &mut [f32], bias: &[f32], activation: Activation) {
-    bias_and_activation_portable(out, bias, activation)
-}
-
-#[inline(always)]
-fn bias_and_activation_portable(out: &mut [f32], bias: &[f32], activation: Activation) {
-    // One loop per activation, so that each vectorises.
-    match activation {
-        Activation::Tanh => add_bias_then(out, bias, tanh),
-        Activation::Relu => add_bias_then(out, bias, |z| z.max(0.0)),
-        Activation::Sigmoid => add_bias_then(out, bias, |z| 1.0 / (1.0 + (-z).exp())),
-        Activation::Identity | Activation::Gelu => add_bias_then(out, bias, |z| z),
-    }
-}
-
-#[inline(always)]
-fn add_bias_then(out: &mut [f32], bias: &[f32], activation: impl Fn(f32) -> f32) {
-    for row in out.chunks_exact_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            *v = activation(*v + b);
-        }
-    }
-}
-
-/// tanh as a rational function (Eigen's float approximation, within a few
-/// ulp of `f32::tanh`). libm's `tanhf` is a call per element and was a
-/// third of the fused learner's time; this one vectorises with the loop.
-#[inline(always)]
-#[allow(clippy::excessive_precision)] // the published coefficients
-fn tanh(x: f32) -> f32 {
-    // Beyond ±7.905 the result rounds to ±1.
-    let x = x.clamp(-7.905_311, 7.905_311);
-    let x2 = x * x;
-    let mut p = -2.760_768_5e-16_f32;
-    p = p * x2 + 2.000_187_9e-13;
-    p = p * x2 - 8.604_671_5e-11;
-    p = p * x2 + 5.122_297e-8;
-    p = p * x2 + 1.485_722_4e-5;
-    p = p * x2 + 6.372_619_3e-4;
-    p = p * x2 + 4.893_524_6e-3;
-    let mut q = 1.198_258_4e-6_f32;
-    q = q * x2 + 1.185_347e-4;
-    q = q * x2 + 2.268_434_6e-3;
-    q = q * x2 + 4.893_525e-3;
-    x * p / q
-}
+pub use mlp::implements;
+use mlp::{Activations, Mlp};
 
 /// A zero tensor of each tensor's size.
 fn zeros_like(tensors: &[Vec<f32>]) -> Vec<Vec<f32>> {
@@ -703,11 +440,16 @@ mod tests {
     //! gradients for every tensor, and the same weights after an update.
 
     use burn::module::Module;
+    use burn::nn::Linear;
     use burn::optim::GradientsParams;
     use rand::{Rng, SeedableRng};
+    use serl_design::{Activation, BlockSpec, NetworkSpec};
 
+    use super::mlp::tanh;
     use super::*;
+    use crate::net::Block;
     use crate::normalize::RunningNorm;
+    use crate::policy::floats;
     use crate::policy::{Algo, Squash};
     use crate::task::Source;
 
@@ -729,10 +471,18 @@ mod tests {
         }
     }
 
-    fn meta(head: Head, activation: Activation) -> PolicyMeta {
+    /// Layer norms on the input and between two dense layers.
+    fn normed() -> NetworkSpec {
+        let mut s = spec(Activation::Tanh);
+        s.blocks.insert(0, BlockSpec::LayerNorm);
+        s.blocks.insert(2, BlockSpec::LayerNorm);
+        s
+    }
+
+    fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
         PolicyMeta {
             algo: Algo::Ppo,
-            spec: spec(activation),
+            spec,
             obs_dim: OBS,
             head,
             squash: Squash::Clip,
@@ -797,13 +547,13 @@ mod tests {
         }
     }
 
-    fn setup(head: Head, activation: Activation) -> (PolicyMeta, ActorCritic, SmallRng) {
+    fn setup(head: Head, spec: NetworkSpec) -> (PolicyMeta, ActorCritic, SmallRng) {
         let device = crate::DeviceChoice::Cpu
             .device()
             .expect("the CPU")
             .autodiff();
         device.seed(3);
-        let m = meta(head, activation);
+        let m = meta(head, spec);
         let model = ActorCritic::new(&m.spec, OBS, head, &device).expect("a valid spec");
         (m, model, SmallRng::seed_from_u64(11))
     }
@@ -829,8 +579,15 @@ mod tests {
         let trunk = |t: &crate::net::Trunk, head: &Linear| {
             let mut out = Vec::new();
             for b in t.blocks() {
-                if let Block::Dense(d) = b {
-                    out.extend(linear(d.linear()));
+                match b {
+                    Block::Dense(d) => out.extend(linear(d.linear())),
+                    Block::Norm(n) => {
+                        let beta = n.beta.as_ref().expect("beta");
+                        for id in [n.gamma.id, beta.id] {
+                            out.push(floats1(grads.get::<1>(id).expect("norm gradient")));
+                        }
+                    }
+                    _ => unreachable!("not in a fused network"),
                 }
             }
             out.extend(linear(head));
@@ -859,8 +616,8 @@ mod tests {
         (diff, scale)
     }
 
-    fn gradients_match(head: Head, activation: Activation) {
-        let (m, model, mut rng) = setup(head, activation);
+    fn gradients_match(head: Head, spec: NetworkSpec) {
+        let (m, model, mut rng) = setup(head, spec);
         let cfg = config(head);
         let r = rollout(&m, &model, &mut rng);
         let (adv, ret) = gae(&r, 0.99, 0.95);
@@ -897,24 +654,41 @@ mod tests {
 
     #[test]
     fn fused_gradients_are_burns_for_a_gaussian_tanh_policy() {
-        gradients_match(Head::Gaussian, Activation::Tanh);
+        gradients_match(Head::Gaussian, spec(Activation::Tanh));
     }
 
     #[test]
     fn fused_gradients_are_burns_for_a_categorical_relu_policy() {
-        gradients_match(Head::Categorical(4), Activation::Relu);
+        gradients_match(Head::Categorical(4), spec(Activation::Relu));
     }
 
     #[test]
     fn fused_gradients_are_burns_for_sigmoid_and_identity_layers() {
-        gradients_match(Head::Gaussian, Activation::Sigmoid);
-        gradients_match(Head::Categorical(3), Activation::Identity);
+        gradients_match(Head::Gaussian, spec(Activation::Sigmoid));
+        gradients_match(Head::Categorical(3), spec(Activation::Identity));
+    }
+
+    #[test]
+    fn fused_gradients_are_burns_through_layer_norms() {
+        gradients_match(Head::Gaussian, normed());
+        gradients_match(Head::Categorical(4), normed());
     }
 
     #[test]
     fn a_fused_update_leaves_the_weights_and_figures_of_a_burn_update() {
+        update_matches(spec(Activation::Tanh));
+    }
+
+    /// After an update γ and β are no longer 1 and 0, so this also checks
+    /// the layer norm's gradients away from its initial values.
+    #[test]
+    fn a_fused_update_through_layer_norms_is_a_burn_update() {
+        update_matches(normed());
+    }
+
+    fn update_matches(spec: NetworkSpec) {
         let head = Head::Gaussian;
-        let (m, model, mut rng) = setup(head, Activation::Tanh);
+        let (m, model, mut rng) = setup(head, spec);
         let cfg = config(head);
         let r = rollout(&m, &model, &mut rng);
         let weights = LossWeights {
@@ -993,10 +767,12 @@ mod tests {
                     width: 8,
                     activation: Activation::Tanh,
                 },
-                BlockSpec::LayerNorm,
+                BlockSpec::Residual {
+                    activation: Activation::Tanh,
+                },
             ],
         ] {
-            let mut m = meta(Head::Gaussian, Activation::Tanh);
+            let mut m = meta(Head::Gaussian, spec(Activation::Tanh));
             m.spec.blocks = blocks;
             let model = ActorCritic::new(&m.spec, OBS, m.head, &device).expect("a valid spec");
             assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);

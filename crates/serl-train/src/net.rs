@@ -25,6 +25,10 @@ fn act(a: Activation, x: Tensor<2>) -> Tensor<2> {
     }
 }
 
+/// What a layer norm adds to the variance before its square root (burn's
+/// default; the fused learner's layer norm uses the same).
+pub(crate) const LAYER_NORM_EPSILON: f64 = 1e-5;
+
 /// A linear layer and its activation (`BlockSpec::Dense`).
 #[derive(Module, Debug)]
 pub struct Dense {
@@ -166,7 +170,11 @@ impl Trunk {
                     width = w;
                     Block::Dense(Dense { linear, activation })
                 }
-                BlockSpec::LayerNorm => Block::Norm(LayerNormConfig::new(width).init(device)),
+                BlockSpec::LayerNorm => Block::Norm(
+                    LayerNormConfig::new(width)
+                        .with_epsilon(LAYER_NORM_EPSILON)
+                        .init(device),
+                ),
                 BlockSpec::Residual { activation } => Block::Residual(Residual {
                     first: LinearConfig::new(width, width).init(device),
                     second: LinearConfig::new(width, width).init(device),

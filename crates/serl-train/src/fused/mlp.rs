@@ -1,0 +1,436 @@
+//! The fused learner's networks: a trunk of dense layers and layer norms
+//! plus a dense head, as flat tensors, with their forward and backward
+//! passes and the kernels under them.
+
+use burn::module::Param;
+use burn::nn::{LayerNorm, Linear};
+use burn::tensor::{Tensor, TensorData};
+
+use crate::net::{Block, Trunk, LAYER_NORM_EPSILON};
+use crate::policy::{floats, floats1};
+use serl_design::{Activation, BlockSpec, NetworkSpec};
+
+/// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
+/// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
+#[allow(clippy::too_many_arguments)]
+fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32]) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // (row stride, column stride) of each operand.
+    let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+    let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+    // SAFETY: the assertion above keeps every index the strides reach
+    // inside the three slices, and `c` does not alias `a` or `b`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            csa,
+            rsa,
+            b.as_ptr(),
+            csb,
+            rsb,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// One layer of an [`Mlp`]; each owns two tensors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Layer {
+    /// `activation(x·W + b)`: `W` is `fan_in × fan_out`, then `b`.
+    Dense {
+        fan_in: usize,
+        fan_out: usize,
+        activation: Activation,
+    },
+    /// Burn's layer norm over `width` features: `(x − mean) / √(var + ε)`
+    /// per row (the variance over the row, not its unbiased estimate),
+    /// times γ plus β, the two tensors.
+    Norm { width: usize },
+}
+
+impl Layer {
+    fn fan_out(&self) -> usize {
+        match *self {
+            Layer::Dense { fan_out, .. } => fan_out,
+            Layer::Norm { width } => width,
+        }
+    }
+}
+
+/// Whether the fused learner trains a network of this spec: dense blocks
+/// (none with GELU, whose derivative it does not implement) and layer
+/// norms. The one test of which learner trains
+/// ([`crate::TrainConfig::trains_fused`]).
+pub fn implements(spec: &NetworkSpec) -> bool {
+    spec.blocks.iter().all(|b| match b {
+        BlockSpec::Dense { activation, .. } => *activation != Activation::Gelu,
+        BlockSpec::LayerNorm => true,
+        _ => false,
+    })
+}
+
+/// A network as flat tensors: layer `l` owns `params[2l]` and
+/// `params[2l + 1]` (a dense layer's weights and bias, a layer norm's γ
+/// and β). The actor's last tensor is its log standard deviation when the
+/// head is Gaussian.
+#[derive(Debug, Clone)]
+pub(super) struct Mlp {
+    pub(super) layers: Vec<Layer>,
+    pub(super) params: Vec<Vec<f32>>,
+}
+
+/// Per-layer outputs of one forward pass, kept for the backward pass.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Activations {
+    pub(super) outputs: Vec<Vec<f32>>,
+    /// Each layer norm's normalised input (before γ and β), by layer.
+    normalized: Vec<Vec<f32>>,
+    /// Each layer norm's 1 / √(var + ε) per row, by layer.
+    inv_std: Vec<Vec<f32>>,
+    /// The loss's gradient with respect to the current layer's output.
+    pub(super) delta: Vec<f32>,
+    delta_prev: Vec<f32>,
+}
+
+impl Mlp {
+    /// The fused twin of a burn trunk and head, or `None` for a network
+    /// this learner does not implement (see [`implements`]).
+    pub(super) fn from_burn(trunk: &Trunk, head: &Linear) -> Option<Self> {
+        let mut mlp = Mlp {
+            layers: Vec::new(),
+            params: Vec::new(),
+        };
+        for block in trunk.blocks() {
+            match block {
+                Block::Dense(d) if d.activation != Activation::Gelu => {
+                    mlp.push(d.linear(), d.activation)?
+                }
+                Block::Norm(norm) => mlp.push_norm(norm)?,
+                _ => return None,
+            }
+        }
+        mlp.push(head, Activation::Identity)?;
+        Some(mlp)
+    }
+
+    fn push(&mut self, linear: &Linear, activation: Activation) -> Option<()> {
+        let [fan_in, fan_out] = linear.weight.val().dims();
+        self.params.push(floats(linear.weight.val()));
+        self.params.push(floats1(linear.bias.as_ref()?.val()));
+        self.layers.push(Layer::Dense {
+            fan_in,
+            fan_out,
+            activation,
+        });
+        Some(())
+    }
+
+    fn push_norm(&mut self, norm: &LayerNorm) -> Option<()> {
+        let gamma = floats1(norm.gamma.val());
+        let beta = floats1(norm.beta.as_ref()?.val());
+        self.layers.push(Layer::Norm { width: gamma.len() });
+        self.params.push(gamma);
+        self.params.push(beta);
+        Some(())
+    }
+
+    pub(super) fn out_width(&self) -> usize {
+        self.layers.last().map_or(0, Layer::fan_out)
+    }
+
+    /// Runs `n` rows of `x` through every layer, keeping what the backward
+    /// pass needs in `acts`.
+    pub(super) fn forward(&self, x: &[f32], n: usize, acts: &mut Activations) {
+        let layers = self.layers.len();
+        acts.outputs.resize(layers, Vec::new());
+        acts.normalized.resize(layers, Vec::new());
+        acts.inv_std.resize(layers, Vec::new());
+        for (l, layer) in self.layers.iter().enumerate() {
+            let (before, rest) = acts.outputs.split_at_mut(l);
+            let input = if l == 0 { x } else { &before[l - 1] };
+            let out = &mut rest[0];
+            out.resize(n * layer.fan_out(), 0.0);
+            let (a, b) = (&self.params[2 * l], &self.params[2 * l + 1]);
+            match *layer {
+                Layer::Dense {
+                    fan_in,
+                    fan_out,
+                    activation,
+                } => {
+                    gemm(n, fan_in, fan_out, input, false, a, false, out);
+                    bias_and_activation(out, b, activation);
+                }
+                Layer::Norm { width } => layer_norm_forward(
+                    &input[..n * width],
+                    a,
+                    b,
+                    out,
+                    &mut acts.normalized[l],
+                    &mut acts.inv_std[l],
+                ),
+            }
+        }
+    }
+
+    /// Gradients of every layer given `acts.delta`, the loss's gradient
+    /// with respect to the last layer's output (consumed).
+    pub(super) fn backward(
+        &self,
+        x: &[f32],
+        n: usize,
+        acts: &mut Activations,
+        grads: &mut [Vec<f32>],
+    ) {
+        let Activations {
+            outputs,
+            normalized,
+            inv_std,
+            delta,
+            delta_prev,
+        } = acts;
+        for (l, layer) in self.layers.iter().enumerate().rev() {
+            let (g_first, g_second) = grads.split_at_mut(2 * l + 1);
+            let (g_first, g_second) = (&mut g_first[2 * l], &mut g_second[0]);
+            // The gradient for the layer's input, where one is needed.
+            let below = (l > 0).then_some(&mut *delta_prev);
+            match *layer {
+                Layer::Dense {
+                    fan_in,
+                    fan_out,
+                    activation,
+                } => {
+                    let input = if l == 0 { x } else { &outputs[l - 1] };
+                    let w = &self.params[2 * l];
+                    activation_backward(delta, &outputs[l], activation);
+                    gemm(fan_in, n, fan_out, input, true, delta, false, g_first);
+                    g_second.fill(0.0);
+                    for row in delta.chunks(fan_out) {
+                        for (g, d) in g_second.iter_mut().zip(row) {
+                            *g += d;
+                        }
+                    }
+                    if let Some(below) = below {
+                        below.resize(n * fan_in, 0.0);
+                        gemm(n, fan_out, fan_in, delta, false, w, true, below);
+                    }
+                }
+                Layer::Norm { .. } => layer_norm_backward(
+                    &normalized[l],
+                    &inv_std[l],
+                    &self.params[2 * l],
+                    delta,
+                    g_first,
+                    g_second,
+                    below,
+                ),
+            }
+            if l > 0 {
+                std::mem::swap(delta, delta_prev);
+            }
+        }
+    }
+
+    /// Writes the tensors into the burn layers they came from. `map` keeps
+    /// each parameter's id.
+    pub(super) fn write_into(&self, trunk: &mut Trunk, head: &mut Linear) {
+        let mut l = 0;
+        for block in trunk.blocks_mut() {
+            match block {
+                Block::Dense(d) => write_linear(d.linear_mut(), &self.params[2 * l..]),
+                Block::Norm(norm) => {
+                    write_vector(&mut norm.gamma, &self.params[2 * l]);
+                    if let Some(beta) = &mut norm.beta {
+                        write_vector(beta, &self.params[2 * l + 1]);
+                    }
+                }
+                // Not in a network this learner trains (`implements`).
+                _ => continue,
+            }
+            l += 1;
+        }
+        write_linear(head, &self.params[2 * l..]);
+    }
+}
+
+/// Writes `params[0]` (weights) and `params[1]` (bias) into `linear`.
+fn write_linear(linear: &mut Linear, params: &[Vec<f32>]) {
+    let device = linear.weight.val().device();
+    let dims = linear.weight.val().dims();
+    let w = params[0].clone();
+    linear.weight = linear
+        .weight
+        .clone()
+        .map(|_| Tensor::from_data(TensorData::new(w, dims), &device));
+    if let Some(bias) = &mut linear.bias {
+        write_vector(bias, &params[1]);
+    }
+}
+
+fn write_vector(param: &mut Param<Tensor<1>>, values: &[f32]) {
+    let device = param.val().device();
+    let v = values.to_vec();
+    let len = v.len();
+    *param = param
+        .clone()
+        .map(|_| Tensor::from_data(TensorData::new(v, [len]), &device));
+}
+
+/// `delta *= activation'(·)`, from the activation's output `h`.
+fn activation_backward(delta: &mut [f32], h: &[f32], activation: Activation) {
+    let pairs = delta.iter_mut().zip(h);
+    match activation {
+        Activation::Tanh => pairs.for_each(|(d, &h)| *d *= 1.0 - h * h),
+        Activation::Relu => pairs.for_each(|(d, &h)| {
+            if h <= 0.0 {
+                *d = 0.0
+            }
+        }),
+        Activation::Sigmoid => pairs.for_each(|(d, &h)| *d *= h * (1.0 - h)),
+        Activation::Identity | Activation::Gelu => {}
+    }
+}
+
+/// A layer norm over the rows of `input` (each `gamma.len()` wide) into
+/// `out`, keeping each row's normalised values and 1 / √(var + ε).
+fn layer_norm_forward(
+    input: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    out: &mut [f32],
+    normalized: &mut Vec<f32>,
+    inv_std: &mut Vec<f32>,
+) {
+    let width = gamma.len();
+    normalized.resize(input.len(), 0.0);
+    inv_std.resize(input.len() / width, 0.0);
+    let rows = input
+        .chunks_exact(width)
+        .zip(normalized.chunks_exact_mut(width))
+        .zip(out.chunks_exact_mut(width));
+    for (((x, xhat), y), inv) in rows.zip(inv_std.iter_mut()) {
+        let mean = x.iter().sum::<f32>() / width as f32;
+        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+        let denom = (var + LAYER_NORM_EPSILON as f32).sqrt();
+        *inv = 1.0 / denom;
+        for c in 0..width {
+            xhat[c] = (x[c] - mean) / denom;
+            y[c] = xhat[c] * gamma[c] + beta[c];
+        }
+    }
+}
+
+/// The layer norm's gradients from `dy`, the loss's gradient for its
+/// output: γ's and β's, and with `dx` its input's,
+/// `(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) / √(var + ε)` per row, where
+/// `dx̂ = dy·γ`.
+fn layer_norm_backward(
+    normalized: &[f32],
+    inv_std: &[f32],
+    gamma: &[f32],
+    dy: &[f32],
+    dgamma: &mut [f32],
+    dbeta: &mut [f32],
+    dx: Option<&mut Vec<f32>>,
+) {
+    let width = gamma.len();
+    dgamma.fill(0.0);
+    dbeta.fill(0.0);
+    for (xhat, d) in normalized.chunks_exact(width).zip(dy.chunks_exact(width)) {
+        for c in 0..width {
+            dgamma[c] += d[c] * xhat[c];
+            dbeta[c] += d[c];
+        }
+    }
+    let Some(dx) = dx else { return };
+    dx.resize(dy.len(), 0.0);
+    let w = width as f32;
+    let rows = normalized
+        .chunks_exact(width)
+        .zip(dy.chunks_exact(width))
+        .zip(dx.chunks_exact_mut(width));
+    for (((xhat, d), out), inv) in rows.zip(inv_std) {
+        let (mut sum, mut dot) = (0f32, 0f32);
+        for c in 0..width {
+            let g = d[c] * gamma[c];
+            sum += g;
+            dot += g * xhat[c];
+        }
+        let (mean, mean_dot) = (sum / w, dot / w);
+        for c in 0..width {
+            out[c] = inv * (d[c] * gamma[c] - mean - xhat[c] * mean_dot);
+        }
+    }
+}
+
+/// `out[r][c] = activation(out[r][c] + bias[c])`, compiled for AVX2 when
+/// the CPU has it: the activation is a chain of dependent multiplies, so
+/// wider vectors are most of its speed.
+fn bias_and_activation(out: &mut [f32], bias: &[f32], activation: Activation) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has the feature the function is compiled for.
+        return unsafe { bias_and_activation_avx2(out, bias, activation) };
+    }
+    bias_and_activation_portable(out, bias, activation)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bias_and_activation_avx2(out: &mut [f32], bias: &[f32], activation: Activation) {
+    bias_and_activation_portable(out, bias, activation)
+}
+
+#[inline(always)]
+fn bias_and_activation_portable(out: &mut [f32], bias: &[f32], activation: Activation) {
+    // One loop per activation, so that each vectorises.
+    match activation {
+        Activation::Tanh => add_bias_then(out, bias, tanh),
+        Activation::Relu => add_bias_then(out, bias, |z| z.max(0.0)),
+        Activation::Sigmoid => add_bias_then(out, bias, |z| 1.0 / (1.0 + (-z).exp())),
+        Activation::Identity | Activation::Gelu => add_bias_then(out, bias, |z| z),
+    }
+}
+
+#[inline(always)]
+fn add_bias_then(out: &mut [f32], bias: &[f32], activation: impl Fn(f32) -> f32) {
+    for row in out.chunks_exact_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v = activation(*v + b);
+        }
+    }
+}
+
+/// tanh as a rational function (Eigen's float approximation, within a few
+/// ulp of `f32::tanh`). libm's `tanhf` is a call per element and was a
+/// third of the fused learner's time; this one vectorises with the loop.
+#[inline(always)]
+#[allow(clippy::excessive_precision)] // the published coefficients
+pub(super) fn tanh(x: f32) -> f32 {
+    // Beyond ±7.905 the result rounds to ±1.
+    let x = x.clamp(-7.905_311, 7.905_311);
+    let x2 = x * x;
+    let mut p = -2.760_768_5e-16_f32;
+    p = p * x2 + 2.000_187_9e-13;
+    p = p * x2 - 8.604_671_5e-11;
+    p = p * x2 + 5.122_297e-8;
+    p = p * x2 + 1.485_722_4e-5;
+    p = p * x2 + 6.372_619_3e-4;
+    p = p * x2 + 4.893_524_6e-3;
+    let mut q = 1.198_258_4e-6_f32;
+    q = q * x2 + 1.185_347e-4;
+    q = q * x2 + 2.268_434_6e-3;
+    q = q * x2 + 4.893_525e-3;
+    x * p / q
+}
