@@ -303,7 +303,8 @@ impl TrainConfig {
 
     /// Whether this config trains with the fused learner
     /// ([`crate::parts::FusedPpo`]):
-    /// PPO on the CPU with an MLP (layer norms included). Burn's autodiff learner sums in
+    /// PPO on the CPU with an MLP (layer norms and residual blocks
+    /// included). Burn's autodiff learner sums in
     /// parallel in an order that depends on what else the machine runs, so
     /// only fused trainings give the same numbers when several share it.
     pub fn trains_fused(&self) -> bool {

@@ -20,7 +20,8 @@
 //!   architecture module, `serl_design`); a [`Policy`] holds them.
 //! - Learners (`learner.rs`, one interface): burn's PPO (`ppo.rs`,
 //!   autodiff, any network and device), the fused PPO learner (`fused.rs`:
-//!   MLPs, layer norms included, on the CPU without autodiff, same loss and optimiser,
+//!   MLPs, layer norms and residual blocks included, on the CPU without
+//!   autodiff, same loss and optimiser,
 //!   several times faster) and DDQN ([`DdqnConfig`]), all with the hybrid
 //!   loss L = α·L_static + β·L_dynamic, whose weights ([`LossWeights`])
 //!   move as [`HybridConfig`] says. [`parts`] exposes the pieces the

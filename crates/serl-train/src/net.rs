@@ -53,7 +53,25 @@ pub struct Residual {
     first: Linear,
     second: Linear,
     #[module(skip)]
-    activation: Activation,
+    pub(crate) activation: Activation,
+}
+
+impl Residual {
+    pub(crate) fn first(&self) -> &Linear {
+        &self.first
+    }
+
+    pub(crate) fn second(&self) -> &Linear {
+        &self.second
+    }
+
+    pub(crate) fn first_mut(&mut self) -> &mut Linear {
+        &mut self.first
+    }
+
+    pub(crate) fn second_mut(&mut self) -> &mut Linear {
+        &mut self.second
+    }
 }
 
 /// A GRU over the observation window, oldest first; outputs its last

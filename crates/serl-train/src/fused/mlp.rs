@@ -6,7 +6,7 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Tensor, TensorData};
 
-use crate::net::{Block, Trunk, LAYER_NORM_EPSILON};
+use crate::net::{Block, Residual, Trunk, LAYER_NORM_EPSILON};
 use crate::policy::{floats, floats1};
 use serl_design::{Activation, BlockSpec, NetworkSpec};
 
@@ -45,7 +45,7 @@ fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, 
     }
 }
 
-/// One layer of an [`Mlp`]; each owns two tensors.
+/// One layer of an [`Mlp`], with the tensors it owns.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Layer {
     /// `activation(x·W + b)`: `W` is `fan_in × fan_out`, then `b`.
@@ -58,37 +58,53 @@ pub(super) enum Layer {
     /// per row (the variance over the row, not its unbiased estimate),
     /// times γ plus β, the two tensors.
     Norm { width: usize },
+    /// `x + (activation(x·W₁ + b₁)·W₂ + b₂)` at constant `width`: `W₁`,
+    /// `b₁`, `W₂`, `b₂`.
+    Residual {
+        width: usize,
+        activation: Activation,
+    },
 }
 
 impl Layer {
     fn fan_out(&self) -> usize {
         match *self {
             Layer::Dense { fan_out, .. } => fan_out,
-            Layer::Norm { width } => width,
+            Layer::Norm { width } | Layer::Residual { width, .. } => width,
+        }
+    }
+
+    /// How many tensors it owns.
+    fn tensors(&self) -> usize {
+        match self {
+            Layer::Residual { .. } => 4,
+            _ => 2,
         }
     }
 }
 
-/// Whether the fused learner trains a network of this spec: dense blocks
-/// (none with GELU, whose derivative it does not implement) and layer
-/// norms. The one test of which learner trains
+/// Whether the fused learner trains a network of this spec: dense and
+/// residual blocks (none with GELU, whose derivative it does not
+/// implement) and layer norms. The one test of which learner trains
 /// ([`crate::TrainConfig::trains_fused`]).
 pub fn implements(spec: &NetworkSpec) -> bool {
     spec.blocks.iter().all(|b| match b {
-        BlockSpec::Dense { activation, .. } => *activation != Activation::Gelu,
+        BlockSpec::Dense { activation, .. } | BlockSpec::Residual { activation } => {
+            *activation != Activation::Gelu
+        }
         BlockSpec::LayerNorm => true,
         _ => false,
     })
 }
 
-/// A network as flat tensors: layer `l` owns `params[2l]` and
-/// `params[2l + 1]` (a dense layer's weights and bias, a layer norm's γ
-/// and β). The actor's last tensor is its log standard deviation when the
-/// head is Gaussian.
+/// A network as flat tensors: layer `l` owns the tensors from
+/// `params[start[l]]` on, in [`Layer`]'s order. The actor's last tensor is
+/// its log standard deviation when the head is Gaussian.
 #[derive(Debug, Clone)]
 pub(super) struct Mlp {
     pub(super) layers: Vec<Layer>,
     pub(super) params: Vec<Vec<f32>>,
+    start: Vec<usize>,
 }
 
 /// Per-layer outputs of one forward pass, kept for the backward pass.
@@ -99,6 +115,8 @@ pub(super) struct Activations {
     normalized: Vec<Vec<f32>>,
     /// Each layer norm's 1 / √(var + ε) per row, by layer.
     inv_std: Vec<Vec<f32>>,
+    /// Each residual block's inner activation, by layer.
+    hidden: Vec<Vec<f32>>,
     /// The loss's gradient with respect to the current layer's output.
     pub(super) delta: Vec<f32>,
     delta_prev: Vec<f32>,
@@ -111,6 +129,7 @@ impl Mlp {
         let mut mlp = Mlp {
             layers: Vec::new(),
             params: Vec::new(),
+            start: Vec::new(),
         };
         for block in trunk.blocks() {
             match block {
@@ -118,6 +137,7 @@ impl Mlp {
                     mlp.push(d.linear(), d.activation)?
                 }
                 Block::Norm(norm) => mlp.push_norm(norm)?,
+                Block::Residual(r) if r.activation != Activation::Gelu => mlp.push_residual(r)?,
                 _ => return None,
             }
         }
@@ -125,25 +145,46 @@ impl Mlp {
         Some(mlp)
     }
 
+    fn add(&mut self, layer: Layer, tensors: Vec<Vec<f32>>) {
+        debug_assert_eq!(tensors.len(), layer.tensors());
+        self.start.push(self.params.len());
+        self.params.extend(tensors);
+        self.layers.push(layer);
+    }
+
     fn push(&mut self, linear: &Linear, activation: Activation) -> Option<()> {
         let [fan_in, fan_out] = linear.weight.val().dims();
-        self.params.push(floats(linear.weight.val()));
-        self.params.push(floats1(linear.bias.as_ref()?.val()));
-        self.layers.push(Layer::Dense {
+        let layer = Layer::Dense {
             fan_in,
             fan_out,
             activation,
-        });
+        };
+        self.add(layer, linear_tensors(linear)?);
         Some(())
     }
 
     fn push_norm(&mut self, norm: &LayerNorm) -> Option<()> {
         let gamma = floats1(norm.gamma.val());
         let beta = floats1(norm.beta.as_ref()?.val());
-        self.layers.push(Layer::Norm { width: gamma.len() });
-        self.params.push(gamma);
-        self.params.push(beta);
+        self.add(Layer::Norm { width: gamma.len() }, vec![gamma, beta]);
         Some(())
+    }
+
+    fn push_residual(&mut self, r: &Residual) -> Option<()> {
+        let [width, _] = r.first().weight.val().dims();
+        let mut tensors = linear_tensors(r.first())?;
+        tensors.extend(linear_tensors(r.second())?);
+        let layer = Layer::Residual {
+            width,
+            activation: r.activation,
+        };
+        self.add(layer, tensors);
+        Some(())
+    }
+
+    /// Layer `l`'s tensors.
+    fn tensors(&self, l: usize) -> &[Vec<f32>] {
+        &self.params[self.start[l]..self.start[l] + self.layers[l].tensors()]
     }
 
     pub(super) fn out_width(&self) -> usize {
@@ -157,29 +198,42 @@ impl Mlp {
         acts.outputs.resize(layers, Vec::new());
         acts.normalized.resize(layers, Vec::new());
         acts.inv_std.resize(layers, Vec::new());
+        acts.hidden.resize(layers, Vec::new());
         for (l, layer) in self.layers.iter().enumerate() {
             let (before, rest) = acts.outputs.split_at_mut(l);
             let input = if l == 0 { x } else { &before[l - 1] };
             let out = &mut rest[0];
             out.resize(n * layer.fan_out(), 0.0);
-            let (a, b) = (&self.params[2 * l], &self.params[2 * l + 1]);
+            let t = self.tensors(l);
             match *layer {
                 Layer::Dense {
                     fan_in,
                     fan_out,
                     activation,
                 } => {
-                    gemm(n, fan_in, fan_out, input, false, a, false, out);
-                    bias_and_activation(out, b, activation);
+                    gemm(n, fan_in, fan_out, input, false, &t[0], false, out);
+                    bias_and_activation(out, &t[1], activation);
                 }
                 Layer::Norm { width } => layer_norm_forward(
                     &input[..n * width],
-                    a,
-                    b,
+                    &t[0],
+                    &t[1],
                     out,
                     &mut acts.normalized[l],
                     &mut acts.inv_std[l],
                 ),
+                Layer::Residual { width, activation } => {
+                    let h = &mut acts.hidden[l];
+                    h.resize(n * width, 0.0);
+                    gemm(n, width, width, input, false, &t[0], false, h);
+                    bias_and_activation(h, &t[1], activation);
+                    gemm(n, width, width, h, false, &t[2], false, out);
+                    for (row, x) in out.chunks_exact_mut(width).zip(input.chunks_exact(width)) {
+                        for ((o, b), x) in row.iter_mut().zip(&t[3]).zip(x) {
+                            *o += b + x;
+                        }
+                    }
+                }
             }
         }
     }
@@ -197,12 +251,14 @@ impl Mlp {
             outputs,
             normalized,
             inv_std,
+            hidden,
             delta,
             delta_prev,
         } = acts;
         for (l, layer) in self.layers.iter().enumerate().rev() {
-            let (g_first, g_second) = grads.split_at_mut(2 * l + 1);
-            let (g_first, g_second) = (&mut g_first[2 * l], &mut g_second[0]);
+            let t = self.tensors(l);
+            let g = &mut grads[self.start[l]..self.start[l] + layer.tensors()];
+            let input = if l == 0 { x } else { &outputs[l - 1] };
             // The gradient for the layer's input, where one is needed.
             let below = (l > 0).then_some(&mut *delta_prev);
             match *layer {
@@ -211,30 +267,36 @@ impl Mlp {
                     fan_out,
                     activation,
                 } => {
-                    let input = if l == 0 { x } else { &outputs[l - 1] };
-                    let w = &self.params[2 * l];
                     activation_backward(delta, &outputs[l], activation);
-                    gemm(fan_in, n, fan_out, input, true, delta, false, g_first);
-                    g_second.fill(0.0);
-                    for row in delta.chunks(fan_out) {
-                        for (g, d) in g_second.iter_mut().zip(row) {
-                            *g += d;
+                    dense_backward(fan_in, fan_out, n, input, &t[0], delta, g, below);
+                }
+                Layer::Norm { .. } => {
+                    let (dgamma, dbeta) = g.split_at_mut(1);
+                    layer_norm_backward(
+                        &normalized[l],
+                        &inv_std[l],
+                        &t[0],
+                        delta,
+                        &mut dgamma[0],
+                        &mut dbeta[0],
+                        below,
+                    )
+                }
+                Layer::Residual { width, activation } => {
+                    // Through the second linear layer into the hidden one,
+                    // then the first; the skip adds `delta` itself.
+                    let (g1, g2) = g.split_at_mut(2);
+                    let h = &hidden[l];
+                    let mut dh = vec![0f32; n * width];
+                    dense_backward(width, width, n, h, &t[2], delta, g2, Some(&mut dh));
+                    activation_backward(&mut dh, h, activation);
+                    dense_backward(width, width, n, input, &t[0], &dh, g1, below);
+                    if l > 0 {
+                        for (d, skip) in delta_prev.iter_mut().zip(delta.iter()) {
+                            *d += skip;
                         }
                     }
-                    if let Some(below) = below {
-                        below.resize(n * fan_in, 0.0);
-                        gemm(n, fan_out, fan_in, delta, false, w, true, below);
-                    }
                 }
-                Layer::Norm { .. } => layer_norm_backward(
-                    &normalized[l],
-                    &inv_std[l],
-                    &self.params[2 * l],
-                    delta,
-                    g_first,
-                    g_second,
-                    below,
-                ),
             }
             if l > 0 {
                 std::mem::swap(delta, delta_prev);
@@ -247,20 +309,61 @@ impl Mlp {
     pub(super) fn write_into(&self, trunk: &mut Trunk, head: &mut Linear) {
         let mut l = 0;
         for block in trunk.blocks_mut() {
+            let t = self.tensors(l);
             match block {
-                Block::Dense(d) => write_linear(d.linear_mut(), &self.params[2 * l..]),
+                Block::Dense(d) => write_linear(d.linear_mut(), t),
                 Block::Norm(norm) => {
-                    write_vector(&mut norm.gamma, &self.params[2 * l]);
+                    write_vector(&mut norm.gamma, &t[0]);
                     if let Some(beta) = &mut norm.beta {
-                        write_vector(beta, &self.params[2 * l + 1]);
+                        write_vector(beta, &t[1]);
                     }
+                }
+                Block::Residual(r) => {
+                    write_linear(r.first_mut(), &t[..2]);
+                    write_linear(r.second_mut(), &t[2..]);
                 }
                 // Not in a network this learner trains (`implements`).
                 _ => continue,
             }
             l += 1;
         }
-        write_linear(head, &self.params[2 * l..]);
+        write_linear(head, self.tensors(l));
+    }
+}
+
+/// A linear layer's weights and bias, or `None` without a bias.
+fn linear_tensors(linear: &Linear) -> Option<Vec<Vec<f32>>> {
+    Some(vec![
+        floats(linear.weight.val()),
+        floats1(linear.bias.as_ref()?.val()),
+    ])
+}
+
+/// A dense layer's gradients from `delta` (for its pre-activation output,
+/// `n × fan_out`): the weights' and the bias's into `g`, and with `below`
+/// its input's.
+#[allow(clippy::too_many_arguments)]
+fn dense_backward(
+    fan_in: usize,
+    fan_out: usize,
+    n: usize,
+    input: &[f32],
+    weights: &[f32],
+    delta: &[f32],
+    g: &mut [Vec<f32>],
+    below: Option<&mut Vec<f32>>,
+) {
+    gemm(fan_in, n, fan_out, input, true, delta, false, &mut g[0]);
+    let db = &mut g[1];
+    db.fill(0.0);
+    for row in delta.chunks(fan_out) {
+        for (g, d) in db.iter_mut().zip(row) {
+            *g += d;
+        }
+    }
+    if let Some(below) = below {
+        below.resize(n * fan_in, 0.0);
+        gemm(n, fan_out, fan_in, delta, false, weights, true, below);
     }
 }
 

@@ -1,0 +1,372 @@
+//! The fused learner must be burn's learner, only faster: the same
+//! gradients for every tensor, and the same weights after an update.
+
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::optim::GradientsParams;
+use rand::{Rng, SeedableRng};
+use serl_design::{Activation, BlockSpec, NetworkSpec};
+
+use super::mlp::tanh;
+use super::*;
+use crate::net::Block;
+use crate::normalize::RunningNorm;
+use crate::policy::floats;
+use crate::policy::{Algo, Squash};
+use crate::task::Source;
+
+const OBS: usize = 5;
+
+fn spec(activation: Activation) -> NetworkSpec {
+    NetworkSpec {
+        window: 2,
+        blocks: vec![
+            BlockSpec::Dense {
+                width: 16,
+                activation,
+            },
+            BlockSpec::Dense {
+                width: 8,
+                activation,
+            },
+        ],
+    }
+}
+
+/// Layer norms on the input and between two dense layers.
+fn normed() -> NetworkSpec {
+    let mut s = spec(Activation::Tanh);
+    s.blocks.insert(0, BlockSpec::LayerNorm);
+    s.blocks.insert(2, BlockSpec::LayerNorm);
+    s
+}
+
+/// A residual block (relu inside) between two dense layers, and a
+/// layer norm after it.
+fn residual() -> NetworkSpec {
+    let mut s = spec(Activation::Tanh);
+    s.blocks.insert(
+        1,
+        BlockSpec::Residual {
+            activation: Activation::Relu,
+        },
+    );
+    s.blocks.insert(2, BlockSpec::LayerNorm);
+    s
+}
+
+fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
+    PolicyMeta {
+        algo: Algo::Ppo,
+        spec,
+        obs_dim: OBS,
+        head,
+        squash: Squash::Clip,
+        pace: Default::default(),
+        discrete: match head {
+            Head::Gaussian => Vec::new(),
+            Head::Categorical(k) => (0..k).map(|a| a as f64 / (k - 1) as f64).collect(),
+        },
+        norm: RunningNorm::new(OBS),
+        features: Default::default(),
+        message_dims: 0,
+        placements: Vec::new(),
+    }
+}
+
+fn config(head: Head) -> PpoConfig {
+    PpoConfig {
+        entropy_coef: 0.01,
+        learning_rate: 0.01,
+        batch_size: 16,
+        epochs: 2,
+        discrete: match head {
+            Head::Gaussian => Vec::new(),
+            Head::Categorical(k) => vec![0.0; k],
+        },
+        ..PpoConfig::default()
+    }
+}
+
+/// A rollout of two environments (one static, one dynamic) whose
+/// stored log-probabilities are the current policy's, perturbed so
+/// that some ratios leave the clip range.
+fn rollout(m: &PolicyMeta, model: &ActorCritic, rng: &mut SmallRng) -> Rollout {
+    let (n_envs, steps) = (2, 16);
+    let width = OBS * m.spec.window;
+    let obs: Vec<f32> = (0..n_envs * steps * width)
+        .map(|_| rng.random_range(-2.0..2.0))
+        .collect();
+    let policy = crate::policy::Policy {
+        meta: m.clone(),
+        model: crate::policy::Model::Ppo(model.valid()),
+        device: crate::DeviceChoice::Cpu.device().expect("the CPU"),
+    };
+    let sampled = policy.act(&obs, n_envs * steps, true, 0.0, rng);
+    Rollout {
+        n_envs,
+        steps,
+        width,
+        raw: sampled.iter().map(|s| s.raw).collect(),
+        log_prob: sampled
+            .iter()
+            .map(|s| s.log_prob + rng.random_range(-0.4..0.4))
+            .collect(),
+        value: sampled.iter().map(|s| s.value).collect(),
+        reward: (0..n_envs * steps)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect(),
+        done: (0..n_envs * steps).map(|i| i % 7 == 6).collect(),
+        source: vec![Source::Static, Source::Dynamic],
+        last_value: vec![0.1, -0.2],
+        obs,
+    }
+}
+
+fn setup(head: Head, spec: NetworkSpec) -> (PolicyMeta, ActorCritic, SmallRng) {
+    let device = crate::DeviceChoice::Cpu
+        .device()
+        .expect("the CPU")
+        .autodiff();
+    device.seed(3);
+    let m = meta(head, spec);
+    let model = ActorCritic::new(&m.spec, OBS, head, &device).expect("a valid spec");
+    (m, model, SmallRng::seed_from_u64(11))
+}
+
+/// Every tensor's gradient as burn computes it, in the fused order.
+fn burn_gradients(
+    model: &ActorCritic,
+    loss: Tensor<1>,
+    head: Head,
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let grads = loss.backward();
+    let grads = GradientsParams::from_grads(grads, model);
+    let linear = |l: &Linear| {
+        vec![
+            floats(grads.get::<2>(l.weight.id).expect("weight gradient")),
+            floats1(
+                grads
+                    .get::<1>(l.bias.as_ref().expect("bias").id)
+                    .expect("bias gradient"),
+            ),
+        ]
+    };
+    let trunk = |t: &crate::net::Trunk, head: &Linear| {
+        let mut out = Vec::new();
+        for b in t.blocks() {
+            match b {
+                Block::Dense(d) => out.extend(linear(d.linear())),
+                Block::Norm(n) => {
+                    let beta = n.beta.as_ref().expect("beta");
+                    for id in [n.gamma.id, beta.id] {
+                        out.push(floats1(grads.get::<1>(id).expect("norm gradient")));
+                    }
+                }
+                Block::Residual(r) => {
+                    out.extend(linear(r.first()));
+                    out.extend(linear(r.second()));
+                }
+                _ => unreachable!("not in a fused network"),
+            }
+        }
+        out.extend(linear(head));
+        out
+    };
+    let mut actor = trunk(&model.actor, &model.policy_head);
+    if head == Head::Gaussian {
+        actor.push(floats1(
+            grads.get::<1>(model.log_std.id).expect("log_std gradient"),
+        ));
+    }
+    (actor, trunk(&model.critic, &model.value_head))
+}
+
+fn max_difference(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
+    assert_eq!(a.len(), b.len(), "tensor count");
+    let mut diff = 0f32;
+    let mut scale = 0f32;
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len(), "tensor size");
+        for (p, q) in x.iter().zip(y) {
+            diff = diff.max((p - q).abs());
+            scale = scale.max(p.abs());
+        }
+    }
+    (diff, scale)
+}
+
+fn gradients_match(head: Head, spec: NetworkSpec) {
+    let (m, model, mut rng) = setup(head, spec);
+    let cfg = config(head);
+    let r = rollout(&m, &model, &mut rng);
+    let (adv, ret) = gae(&r, 0.99, 0.95);
+    let rows: Vec<usize> = (0..r.raw.len()).step_by(3).collect();
+    let mut mb = Minibatch::default();
+    mb.gather(&r, &adv, &ret, &rows);
+    let weights = LossWeights {
+        alpha: 0.3,
+        beta: 0.7,
+    };
+
+    let loss = crate::ppo::loss(&model, &cfg, &mb, weights);
+    let (burn_actor, burn_critic) = burn_gradients(&model, loss.total, head);
+    let fused = FusedPpo::new(&model, &m).expect("an MLP");
+    let ((actor, _), (critic, _)) = fused.gradients(
+        &cfg,
+        &mb,
+        &mb.sample_weights(weights),
+        &mut Workspace::default(),
+    );
+
+    for (name, ours, theirs) in [
+        ("actor", &actor, &burn_actor),
+        ("critic", &critic, &burn_critic),
+    ] {
+        let (diff, scale) = max_difference(ours, theirs);
+        assert!(scale > 1e-4, "{name}: the loss should have a gradient");
+        assert!(
+            diff <= 1e-4 * scale.max(1.0),
+            "{name}: fused and burn gradients differ by {diff} (scale {scale})"
+        );
+    }
+}
+
+#[test]
+fn fused_gradients_are_burns_for_a_gaussian_tanh_policy() {
+    gradients_match(Head::Gaussian, spec(Activation::Tanh));
+}
+
+#[test]
+fn fused_gradients_are_burns_for_a_categorical_relu_policy() {
+    gradients_match(Head::Categorical(4), spec(Activation::Relu));
+}
+
+#[test]
+fn fused_gradients_are_burns_for_sigmoid_and_identity_layers() {
+    gradients_match(Head::Gaussian, spec(Activation::Sigmoid));
+    gradients_match(Head::Categorical(3), spec(Activation::Identity));
+}
+
+#[test]
+fn fused_gradients_are_burns_through_layer_norms() {
+    gradients_match(Head::Gaussian, normed());
+    gradients_match(Head::Categorical(4), normed());
+}
+
+#[test]
+fn fused_gradients_are_burns_through_residual_blocks() {
+    gradients_match(Head::Gaussian, residual());
+    gradients_match(Head::Categorical(3), residual());
+}
+
+#[test]
+fn a_fused_update_through_a_residual_block_is_a_burn_update() {
+    update_matches(residual());
+}
+
+#[test]
+fn a_fused_update_leaves_the_weights_and_figures_of_a_burn_update() {
+    update_matches(spec(Activation::Tanh));
+}
+
+/// After an update γ and β are no longer 1 and 0, so this also checks
+/// the layer norm's gradients away from its initial values.
+#[test]
+fn a_fused_update_through_layer_norms_is_a_burn_update() {
+    update_matches(normed());
+}
+
+fn update_matches(spec: NetworkSpec) {
+    let head = Head::Gaussian;
+    let (m, model, mut rng) = setup(head, spec);
+    let cfg = config(head);
+    let r = rollout(&m, &model, &mut rng);
+    let weights = LossWeights {
+        alpha: 0.4,
+        beta: 0.6,
+    };
+
+    let mut fused = FusedPpo::new(&model, &m).expect("an MLP");
+    let ours = fused.update(&cfg, &r, weights, &mut SmallRng::seed_from_u64(5));
+    let mut optim = crate::ppo::optimizer(&cfg);
+    let (trained, theirs) = crate::ppo::update(
+        model.clone(),
+        &mut optim,
+        &cfg,
+        &r,
+        weights,
+        &mut SmallRng::seed_from_u64(5),
+    );
+
+    let figures = |s: &PpoStats| {
+        [
+            s.loss,
+            s.policy_loss,
+            s.value_loss,
+            s.entropy,
+            s.approx_kl,
+            s.clip_fraction,
+            s.loss_static.unwrap_or(f64::NAN),
+            s.loss_dynamic.unwrap_or(f64::NAN),
+        ]
+    };
+    for (a, b) in figures(&ours).iter().zip(figures(&theirs)) {
+        assert!(
+            (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+            "{ours:?}\n{theirs:?}"
+        );
+    }
+    let burn_twin = FusedPpo::new(&trained, &m).expect("an MLP");
+    let (diff, _) = max_difference(&fused.actor.params, &burn_twin.actor.params);
+    assert!(diff < 1e-3, "actor weights differ by {diff}");
+    let (diff, _) = max_difference(&fused.critic.params, &burn_twin.critic.params);
+    assert!(diff < 1e-3, "critic weights differ by {diff}");
+
+    // Written back, the burn model acts as the fused one does.
+    let mut mirrored = model;
+    fused.write_into(&mut mirrored);
+    let (diff, _) = max_difference(
+        &FusedPpo::new(&mirrored, &m).expect("an MLP").actor.params,
+        &fused.actor.params,
+    );
+    assert_eq!(diff, 0.0);
+}
+
+#[test]
+fn the_rational_tanh_is_within_a_few_ulp_of_libm() {
+    let mut worst = 0f32;
+    for i in -200_000..=200_000 {
+        let x = i as f32 * 1e-4;
+        worst = worst.max((tanh(x) - x.tanh()).abs());
+    }
+    assert!(worst < 5e-7, "largest error {worst}");
+    assert_eq!(tanh(40.0), 1.0);
+    assert_eq!(tanh(-40.0), -1.0);
+}
+
+#[test]
+fn networks_the_fused_learner_does_not_implement_stay_with_burn() {
+    let device = crate::DeviceChoice::Cpu.device().expect("the CPU");
+    for blocks in [
+        vec![BlockSpec::Dense {
+            width: 8,
+            activation: Activation::Gelu,
+        }],
+        vec![
+            BlockSpec::Dense {
+                width: 8,
+                activation: Activation::Tanh,
+            },
+            BlockSpec::Residual {
+                activation: Activation::Gelu,
+            },
+        ],
+        vec![BlockSpec::Gru { hidden: 8 }],
+    ] {
+        let mut m = meta(Head::Gaussian, spec(Activation::Tanh));
+        m.spec.blocks = blocks;
+        let model = ActorCritic::new(&m.spec, OBS, m.head, &device).expect("a valid spec");
+        assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);
+    }
+}
