@@ -117,6 +117,8 @@ pub(super) struct Activations {
     inv_std: Vec<Vec<f32>>,
     /// Each residual block's inner activation, by layer.
     hidden: Vec<Vec<f32>>,
+    /// Scratch: a residual block's gradient for its inner activation.
+    d_hidden: Vec<f32>,
     /// The loss's gradient with respect to the current layer's output.
     pub(super) delta: Vec<f32>,
     delta_prev: Vec<f32>,
@@ -252,6 +254,7 @@ impl Mlp {
             normalized,
             inv_std,
             hidden,
+            d_hidden,
             delta,
             delta_prev,
         } = acts;
@@ -287,10 +290,9 @@ impl Mlp {
                     // then the first; the skip adds `delta` itself.
                     let (g1, g2) = g.split_at_mut(2);
                     let h = &hidden[l];
-                    let mut dh = vec![0f32; n * width];
-                    dense_backward(width, width, n, h, &t[2], delta, g2, Some(&mut dh));
-                    activation_backward(&mut dh, h, activation);
-                    dense_backward(width, width, n, input, &t[0], &dh, g1, below);
+                    dense_backward(width, width, n, h, &t[2], delta, g2, Some(&mut *d_hidden));
+                    activation_backward(d_hidden, h, activation);
+                    dense_backward(width, width, n, input, &t[0], d_hidden, g1, below);
                     if l > 0 {
                         for (d, skip) in delta_prev.iter_mut().zip(delta.iter()) {
                             *d += skip;
