@@ -201,6 +201,17 @@ pub fn observation_columns(placing: bool) -> Vec<String> {
     }
 }
 
+/// What an observation column of [`observation_columns`] means, as the
+/// prompts list it: the resting order's columns have their own docs.
+pub fn column_doc(name: &str) -> &'static str {
+    use serl_env::QueueState;
+    QueueState::NAMES
+        .iter()
+        .zip(QueueState::DOCS)
+        .find_map(|(n, doc)| (*n == name).then_some(doc))
+        .unwrap_or("observation feature")
+}
+
 /// The language of feature and broadcast programs as GBNF for constrained
 /// decoders: the expression grammar over `columns`
 /// ([`observation_columns`]), window functions included.

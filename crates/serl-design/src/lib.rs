@@ -56,8 +56,8 @@ mod terms;
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
 pub use extract::{extract, well_formed};
 pub use features::{
-    check_features, observation_columns, observation_grammar, FeatureDef, FeatureError, FeatureSet,
-    MAX_FEATURES, MAX_FEATURE_NAME,
+    check_features, column_doc, observation_columns, observation_grammar, FeatureDef, FeatureError,
+    FeatureSet, MAX_FEATURES, MAX_FEATURE_NAME,
 };
 pub use grammar::{module_gbnf, module_lark};
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};

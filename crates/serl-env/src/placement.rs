@@ -172,6 +172,12 @@ impl QueueState {
     /// market's, [`crate::obs::design_names`]).
     pub const NAMES: [&'static str; Self::COLUMNS] = ["queue_ahead", "minutes_resting"];
 
+    /// What each of [`QueueState::NAMES`] means, as a designer is told.
+    pub const DOCS: [&'static str; Self::COLUMNS] = [
+        "shares ahead of your resting order at its price, over the average minute volume (0 when nothing rests)",
+        "minutes your resting order has waited, over 10 (0 when nothing rests)",
+    ];
+
     /// Its observation columns: queue ahead (as is) and minutes resting
     /// ÷ 10.
     pub fn write(&self, out: &mut [f32]) {

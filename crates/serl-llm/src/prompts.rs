@@ -267,7 +267,7 @@ impl ModuleContext {
                 let columns = serl_design::observation_columns(placing);
                 let variables = columns
                     .iter()
-                    .map(|n| json!({"name": n, "doc": column_doc(n)}))
+                    .map(|n| json!({"name": n, "doc": serl_design::column_doc(n)}))
                     .collect();
                 (variables, serl_design::observation_grammar(&columns))
             }
@@ -292,15 +292,6 @@ impl ModuleContext {
     /// The context as JSON, as templates receive it.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-}
-
-/// What an observation column means, as the prompt lists it.
-fn column_doc(name: &str) -> &'static str {
-    match name {
-        "queue_ahead" => "shares ahead of your resting order at its price, over the average minute volume (0 when nothing rests)",
-        "minutes_resting" => "minutes your resting order has waited, over 10 (0 when nothing rests)",
-        _ => "observation feature",
     }
 }
 
