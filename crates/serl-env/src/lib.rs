@@ -38,6 +38,13 @@
 //!   [`DynamicVenue`]) opens episodes for backtests and validation;
 //!   [`run_static`] and [`run_dynamic`] play one episode directly. Training
 //!   steps the same episodes one action at a time.
+//! - Teams: several execution agents in one market at once
+//!   ([`TeamMode`]: one parent order split across them, or independent
+//!   orders competing). A [`TeamEpisode`] steps every member jointly
+//!   ([`DynamicTeam`]: their orders meet in one book; [`StaticTeam`] in
+//!   the replay), a [`TeamStrategy`] decides for all of them
+//!   ([`Independent`]: one strategy each, hearing nothing), [`play_team`]
+//!   runs the episode and [`Venue::open_team`] opens one.
 
 #![deny(missing_docs)]
 
@@ -50,6 +57,7 @@ mod order;
 mod placement;
 mod reward;
 mod static_env;
+mod team;
 mod venue;
 mod view;
 
@@ -64,9 +72,13 @@ pub use order::{
 };
 pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, QueueState, TICK};
 pub use reward::{DefaultReward, Reward, StepInfo};
-pub use serl_market::{MarketConfig, Scenario, SESSION_MINUTES};
+pub use serl_market::{held_out_profiles, MarketConfig, Scenario, SESSION_MINUTES};
 pub use static_env::{
     run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
+};
+pub use team::{
+    play_team, team_orders, team_outcome, DynamicTeam, Independent, StaticTeam, TeamEpisode,
+    TeamMode, TeamOutcome, TeamStrategy, MAX_AGENTS,
 };
 pub use venue::{play, DynamicVenue, Episode, LobsterVenue, StaticVenue, Venue};
 pub use view::{MarketData, SessionView, ViewRef};

@@ -15,6 +15,7 @@ use crate::order::ParentOrder;
 use crate::placement::{ChildOrder, QueueState};
 use crate::reward::{Reward, StepInfo};
 use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
+use crate::team::{DynamicTeam, StaticTeam, TeamEpisode, TeamMode};
 use crate::view::SessionView;
 use crate::OBS_DIM;
 use serl_market::MarketConfig;
@@ -95,6 +96,20 @@ pub trait Venue: Sync {
         order: &'a ParentOrder,
         cfg: &'a EnvConfig,
     ) -> Box<dyn Episode + 'a>;
+
+    /// A fresh team episode of `orders` (the members' shares of one parent
+    /// order, [`crate::team_orders`]) on `view`'s session, working them as
+    /// `mode` says; `None` where the venue cannot hold a team.
+    fn open_team<'a>(
+        &'a self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        mode: TeamMode,
+        cfg: &'a EnvConfig,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        let _ = (view, orders, mode, cfg);
+        None
+    }
 }
 
 /// The historical replay, with no market impact.
@@ -112,6 +127,15 @@ impl Venue for StaticVenue {
         cfg: &'a EnvConfig,
     ) -> Box<dyn Episode + 'a> {
         Box::new(StaticEnv::new(view, order, cfg))
+    }
+    fn open_team<'a>(
+        &'a self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        _mode: TeamMode,
+        cfg: &'a EnvConfig,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        Some(Box::new(StaticTeam::new(view.into(), orders, cfg)))
     }
 }
 
@@ -146,6 +170,26 @@ impl Venue for DynamicVenue {
     ) -> Box<dyn Episode + 'a> {
         let seed = self.episode_seed(order);
         Box::new(DynamicEnv::new(view, order, cfg, &self.market, seed))
+    }
+    /// The team meets the simulated day of its parent order (the members'
+    /// orders keep the parent's id), as a single agent would.
+    fn open_team<'a>(
+        &'a self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        mode: TeamMode,
+        cfg: &'a EnvConfig,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        let seed = self.episode_seed(orders.first()?);
+        let shared_cap = mode == TeamMode::Cooperative;
+        Some(Box::new(DynamicTeam::new(DynamicEnv::team(
+            view,
+            orders,
+            cfg,
+            &self.market,
+            seed,
+            shared_cap,
+        ))))
     }
 }
 

@@ -22,6 +22,12 @@
 //!   `summary.json`, `report.md` and a self-contained `report.html` with
 //!   SVG plots, and [`results_tables`] gives the markdown tables for other
 //!   reports.
+//! - Teams: [`run_team_backtest`] plays [`TeamFactory`]s (a trained team,
+//!   or one baseline per member) on parent orders worked by several agents
+//!   at once; [`TeamReportData`] summarises each team and member, pairs
+//!   strategies order by order, and measures the crowding cost of
+//!   splitting an order ([`crowding_cost`]); [`write_team_report`] writes
+//!   it.
 
 #![deny(missing_docs)]
 
@@ -31,6 +37,8 @@ mod horizons;
 mod metrics;
 mod report;
 mod significance;
+mod team;
+mod team_report;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, PassiveTwap, Pov, StrategySpec, Twap, Vwap};
@@ -43,3 +51,8 @@ pub use report::{
     placement_cells, results_tables, write_report, IllusoryGain, Provenance, ReportData,
 };
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};
+pub use team::{
+    crowding_cost, paired_scores, run_team_backtest, summarize_teams, NamedVenue, TeamFactory,
+    TeamPaired, TeamResult, TeamSummary,
+};
+pub use team_report::{write_team_report, TeamComparisons, TeamReportData};

@@ -160,7 +160,8 @@ impl EvolveConfig {
         if self.modules.contains(&ModuleKind::Communication) && self.train.team.is_none() {
             return Err(
                 "evolve.modules has communication, which needs the multi-agent scenario: \
-                 add [evolve.train.team] (peers, peer_size, same_side)"
+                 add [evolve.train.team] (agents and mode for a team that learns together, \
+                 or peers, peer_size and same_side for scripted peers)"
                     .into(),
             );
         }

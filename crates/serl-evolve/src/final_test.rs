@@ -7,7 +7,7 @@ use std::path::Path;
 use serl_design::Design;
 use serl_env::{DefaultReward, DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{Algo, DeviceChoice, Policy, PolicyStrategy};
+use serl_train::{Algo, Critic, DeviceChoice, Policy, PolicyStrategy};
 
 use crate::candidate::{CandidateKind, CandidateResult};
 use crate::error::{read_json, write_json, EvolveError};
@@ -15,7 +15,7 @@ use crate::score::Scoring;
 use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
 
 /// The scripted strategies every test compares against.
-const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
+pub(crate) const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
 /// The baseline added when the designs place their orders.
 const PASSIVE_BASELINE: &str = "twap-passive";
 
@@ -43,29 +43,44 @@ pub(crate) fn baseline(scoring: &Scoring, dir: &Path) -> Result<CandidateResult,
 
 /// Retrains the best design, plain PPO and DDQN with the final budget
 /// (side by side where they are fused, or as a cluster batch), or loads
-/// them from an earlier run, as strategies named `serl-best`,
-/// `ppo-default` and `ddqn-default`.
+/// them from an earlier run, named `serl-best`, `ppo-default` and
+/// `ddqn-default`. A team (`[evolve.train.team] agents` ≥ 2) retrains the
+/// best design and the plain one as MAPPO (`mappo-default`) and as
+/// independent PPO (`ippo-default`) instead: DDQN trains no team.
 pub(crate) fn retrain(
     scoring: &Scoring,
     best: &Design,
     dir: &Path,
-) -> Result<Vec<StrategyFactory>, EvolveError> {
+) -> Result<Vec<(String, Policy)>, EvolveError> {
     let cfg = scoring.cfg;
     let plain = Design::baseline();
     let seed = cfg.seed ^ 0xF1AA;
-    let job = |name: &str, design: &Design, algo| FinalJob {
+    let job = |name: &str, design: &Design, algo, critic| FinalJob {
         name: name.into(),
         design: design.clone(),
         algo,
         steps: cfg.final_steps,
         seed,
         eval_every: cfg.final_eval_every,
+        critic,
     };
-    let finals = [
-        job("serl-best", best, Algo::Ppo),
-        job("ppo-default", &plain, Algo::Ppo),
-        job("ddqn-default", &plain, Algo::Ddqn),
-    ];
+    let finals = match cfg.train.learning_team() {
+        None => vec![
+            job("serl-best", best, Algo::Ppo, None),
+            job("ppo-default", &plain, Algo::Ppo, None),
+            job("ddqn-default", &plain, Algo::Ddqn, None),
+        ],
+        Some(_) => vec![
+            job("serl-best", best, Algo::Ppo, None),
+            job(
+                "mappo-default",
+                &plain,
+                Algo::Ppo,
+                Some(Critic::Centralized),
+            ),
+            job("ippo-default", &plain, Algo::Ppo, Some(Critic::Local)),
+        ],
+    };
     final_batch(scoring, dir, &finals)?;
     let device = DeviceChoice::Cpu.device()?;
     finals
@@ -74,14 +89,7 @@ pub(crate) fn retrain(
             let fdir = dir.join("final").join(&f.name);
             let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
             let which = if selected { "best" } else { "final" };
-            let policy = Policy::load(&fdir, which, &device)?;
-            let label = f.name.clone();
-            Ok(StrategyFactory {
-                label: label.clone(),
-                make: Box::new(move || {
-                    Box::new(PolicyStrategy::new(policy.clone(), label.clone()))
-                }),
-            })
+            Ok((f.name.clone(), Policy::load(&fdir, which, &device)?))
         })
         .collect()
 }
@@ -92,8 +100,16 @@ pub(crate) fn retrain(
 pub(crate) fn test(
     scoring: &Scoring,
     test_orders: &[serl_env::ParentOrder],
-    trained: Vec<StrategyFactory>,
+    trained: Vec<(String, Policy)>,
+    dir: &Path,
 ) -> Result<Vec<OrderResult>, EvolveError> {
+    if scoring.cfg.train.learning_team().is_some() {
+        return crate::team_test::test(scoring, test_orders, &trained, dir);
+    }
+    let trained = trained.into_iter().map(|(label, policy)| StrategyFactory {
+        label: label.clone(),
+        make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
+    });
     // A design that places orders is judged against a passive baseline
     // too: beating TWAP by earning the spread is no feat where resting at
     // the touch alone earns it.

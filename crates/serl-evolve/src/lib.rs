@@ -44,6 +44,7 @@ mod report;
 mod run;
 mod score;
 mod tasks;
+mod team_test;
 
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};

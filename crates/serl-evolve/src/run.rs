@@ -167,12 +167,15 @@ impl EvolveInputs<'_> {
     }
 }
 
-fn task(env: &EnvConfig, placements: &[serl_env::Placement]) -> TaskInfo {
+fn task(env: &EnvConfig, train: &serl_train::TrainConfig) -> TaskInfo {
+    let team = train.learning_team();
     TaskInfo {
         steps: (SESSION_MINUTES as usize / env.decision_minutes.max(1) as usize).max(1),
         decision_minutes: env.decision_minutes,
         benchmark: format!("{:?}", env.benchmark).to_uppercase(),
-        placements: placements.iter().map(|p| p.label()).collect(),
+        placements: train.placements.iter().map(|p| p.label()).collect(),
+        team_agents: team.map_or(1, |t| t.agents),
+        team_mode: team.map_or(String::new(), |t| t.mode.name().to_string()),
         ..TaskInfo::default()
     }
 }
@@ -232,7 +235,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     cfg.validate().map_err(EvolveError::Config)?;
     let dir = inputs.run_dir.clone();
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
-    let task = task(&inputs.env_cfg, &inputs.cfg.train.placements);
+    let task = task(&inputs.env_cfg, &inputs.cfg.train);
     let mut stages = Stages::default();
     let mut instructions = Instructions::new(&cfg);
     let mut all: Vec<CandidateResult> = Vec::new();
@@ -314,7 +317,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         Vec::new()
     } else {
         stages.time("test", || {
-            crate::final_test::test(&scoring, inputs.test_orders, trained)
+            crate::final_test::test(&scoring, inputs.test_orders, trained, &dir)
         })?
     };
     Ok(EvolveOutcome {

@@ -217,6 +217,9 @@ pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
 /// whose terms it measures), and the illusory gain on the first of them
 /// replayed in the dynamic market.
 pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &TermRecorder) -> Validation {
+    if policy.meta.team.is_some() {
+        return crate::team_test::validate(inputs, policy, terms);
+    }
     let orders = validation_orders(inputs);
     let p = policy.clone();
     let f = [StrategyFactory {

@@ -59,6 +59,10 @@ pub(crate) struct FinalJob {
     pub(crate) steps: usize,
     pub(crate) seed: u64,
     pub(crate) eval_every: usize,
+    /// A team's critic, where it differs from the config's (independent
+    /// PPO's plain baseline in a MAPPO run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) critic: Option<serl_train::Critic>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -147,8 +151,20 @@ fn score_one(scoring: &Scoring, job: &ScoreJob, out: &Path) -> Result<(), Evolve
 }
 
 fn final_one(scoring: &Scoring, job: &FinalJob, dir: &Path, out: &Path) -> Result<(), EvolveError> {
+    // A team's other critic trains under a copy of the config naming it.
+    let with_critic = job.critic.map(|critic| {
+        let mut evolve = scoring.cfg.clone();
+        if let Some(team) = &mut evolve.train.team {
+            team.critic = critic;
+        }
+        evolve
+    });
+    let scoring = Scoring {
+        cfg: with_critic.as_ref().unwrap_or(scoring.cfg),
+        ..*scoring
+    };
     let (_, repaired) = train_design(
-        scoring,
+        &scoring,
         &job.design,
         job.algo,
         job.steps,

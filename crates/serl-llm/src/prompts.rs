@@ -195,6 +195,12 @@ pub struct TaskInfo {
     /// Where the agent may place its child orders (`cross`, `touch`, ...);
     /// empty when every order crosses the spread.
     pub placements: Vec<String>,
+    /// Agents working each parent order together (a team sharing one
+    /// policy); 1 for an agent alone.
+    pub team_agents: usize,
+    /// How a team shares the work: `cooperative` (one parent order split
+    /// across its members) or `competitive` (independent orders competing).
+    pub team_mode: String,
 }
 
 impl Default for TaskInfo {
@@ -207,6 +213,8 @@ impl Default for TaskInfo {
             decision_minutes: 30,
             benchmark: "TWAP".into(),
             placements: Vec::new(),
+            team_agents: 1,
+            team_mode: String::new(),
         }
     }
 }

@@ -261,9 +261,98 @@ pub fn bars_chart(
     legend_and_present(&mut ctx, &root)
 }
 
+/// One series of estimates: a name and, per named x position, the mean
+/// and its interval (low, high).
+pub type Intervals = (String, Vec<(f64, f64, f64)>);
+
+/// Estimates with their intervals at named positions (strategies, say): a
+/// dot at each mean and a whisker over its interval, the series side by
+/// side at each position, with a line at zero. `chart` names the
+/// positions ([`Chart::x_labels`]).
+pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) -> PlotResult {
+    let positions = chart.x_labels.len().max(1);
+    let (mut y0, mut y1) = (0f64, 0f64);
+    for &(m, lo, hi) in series.iter().flat_map(|s| s.1.iter()) {
+        y0 = y0.min(lo.min(m));
+        y1 = y1.max(hi.max(m));
+    }
+    let pad = ((y1 - y0) * 0.08).max(1e-6);
+    let root = SVGBackend::with_string(svg, (760, 380)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(-0.5..(positions as f64 - 0.5), (y0 - pad)..(y1 + pad))?;
+    let x_fmt = |x: &f64| -> String {
+        let k = x.round();
+        if (x - k).abs() > 1e-6 || k < 0.0 {
+            return String::new();
+        }
+        chart.x_labels.get(k as usize).cloned().unwrap_or_default()
+    };
+    ctx.configure_mesh()
+        .x_desc(&chart.x_desc)
+        .y_desc(&chart.y_desc)
+        .x_labels(positions + 1)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .draw()?;
+    ctx.draw_series(std::iter::once(PathElement::new(
+        vec![(-0.5, 0.0), (positions as f64 - 0.5, 0.0)],
+        BLACK.mix(0.5).stroke_width(1),
+    )))?;
+    let width = 0.6 / series.len().max(1) as f64;
+    for (k, (name, points)) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let shift = (k as f64 - (series.len() as f64 - 1.0) / 2.0) * width;
+        let at = |i: usize| i as f64 + shift;
+        ctx.draw_series(points.iter().enumerate().map(|(i, &(_, lo, hi))| {
+            PathElement::new(vec![(at(i), lo), (at(i), hi)], color.stroke_width(2))
+        }))?;
+        ctx.draw_series(
+            points
+                .iter()
+                .enumerate()
+                .map(|(i, &(m, _, _))| Circle::new((at(i), m), 4, color.filled())),
+        )?
+        .label(name.clone())
+        .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+    }
+    legend_and_present(&mut ctx, &root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_draw_one_whisker_per_estimate() {
+        let mut svg = String::new();
+        let chart =
+            Chart::new("team PA", "strategy", "bps").x_labels(vec!["twap".into(), "mappo".into()]);
+        let series = vec![
+            (
+                "dynamic".to_string(),
+                vec![(-1.0, -2.0, 0.5), (1.5, 0.2, 2.9)],
+            ),
+            (
+                "static".to_string(),
+                vec![(0.3, -0.1, 0.7), (0.4, 0.0, 0.9)],
+            ),
+        ];
+        intervals_chart(&mut svg, &chart, &series).unwrap();
+        assert!(
+            svg.contains("mappo") && svg.contains("dynamic"),
+            "labels and legend"
+        );
+        assert_eq!(
+            svg.matches("<circle").count(),
+            4 + 2,
+            "a dot per estimate, one per legend entry"
+        );
+    }
 
     #[test]
     fn axis_numbers_read_as_people_write_them() {

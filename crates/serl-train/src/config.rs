@@ -232,6 +232,12 @@ impl TrainConfig {
         }
         if let Some(t) = &self.team {
             t.validate()?;
+            if t.learns_together() && self.algo != Algo::Ppo {
+                return Err(bad(
+                    "team.agents",
+                    "a team learns with PPO (MAPPO or independent PPO): set algo = \"ppo\"",
+                ));
+            }
         }
         Ok(())
     }
@@ -246,8 +252,33 @@ impl TrainConfig {
         } else {
             serl_env::QueueState::COLUMNS
         };
-        let messages = self.team.as_ref().map_or(0, |t| t.message_dims());
-        serl_env::OBS_DIM + queue + messages + self.features.len()
+        let (messages, role) = self
+            .team
+            .as_ref()
+            .map_or((0, 0), |t| (t.message_dims(), t.role_dims()));
+        serl_env::OBS_DIM + queue + messages + role + self.features.len()
+    }
+
+    /// The team of learning agents this config trains (`[train.team]`
+    /// with `agents` ≥ 2), if any.
+    pub fn learning_team(&self) -> Option<&crate::team::TeamConfig> {
+        self.team.as_ref().filter(|t| t.learns_together())
+    }
+
+    /// What the trained policy records of its team, for an observation
+    /// `obs_dim` wide: a MAPPO critic reads the agent's own window and
+    /// every member's newest observation.
+    fn team_meta(&self, obs_dim: usize) -> Option<crate::policy::TeamMeta> {
+        self.learning_team().map(|t| crate::policy::TeamMeta {
+            agents: t.agents,
+            mode: t.mode,
+            critic: t.critic,
+            critic_width: match t.critic {
+                crate::team::Critic::Centralized => (self.network.window + t.agents) * obs_dim,
+                crate::team::Critic::Local => 0,
+            },
+            communication: t.communication.clone(),
+        })
     }
 
     /// How many of the environments play the dynamic market.
@@ -298,6 +329,7 @@ impl TrainConfig {
             features: self.features.clone(),
             message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
             placements: self.placements.clone(),
+            team: self.team_meta(obs_dim),
         }
     }
 

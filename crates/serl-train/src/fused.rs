@@ -306,7 +306,8 @@ impl FusedPpo {
     ) -> Half {
         let n = mb.len;
         let mut grads = zeros_like(&self.critic.params);
-        self.critic.forward(&mb.x, n, acts);
+        let x = mb.critic_input();
+        self.critic.forward(x, n, acts);
         let values = &acts.outputs[self.critic.layers.len() - 1];
         let vcoef = cfg.value_coef as f32;
         let mut s = HalfStats::default();
@@ -324,7 +325,7 @@ impl FusedPpo {
             s.value_loss += (err * err) as f64;
         }
         s.value_loss /= n.max(1) as f64;
-        self.critic.backward(&mb.x, n, acts, &mut grads);
+        self.critic.backward(x, n, acts, &mut grads);
         (grads, s)
     }
 
@@ -412,6 +413,7 @@ impl Actor for FusedPpo {
     fn act(
         &self,
         rows: &[f32],
+        critic: Option<&[f32]>,
         n: usize,
         explore: bool,
         _epsilon: f64,
@@ -420,7 +422,7 @@ impl Actor for FusedPpo {
         let mut acts = Activations::default();
         self.actor.forward(rows, n, &mut acts);
         let out = acts.outputs.pop().unwrap_or_default();
-        self.critic.forward(rows, n, &mut acts);
+        self.critic.forward(critic.unwrap_or(rows), n, &mut acts);
         let values = acts.outputs.pop().unwrap_or_default();
         sample_actor_critic(
             &self.meta,

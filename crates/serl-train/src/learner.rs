@@ -61,7 +61,13 @@ pub(crate) fn build(
     let obs_dim = meta.obs_dim;
     match cfg.algo {
         Algo::Ppo => {
-            let model = ActorCritic::new(&meta.spec, obs_dim, meta.head, ad)?;
+            let model = ActorCritic::with_critic_input(
+                &meta.spec,
+                obs_dim,
+                meta.joint_critic_width(),
+                meta.head,
+                ad,
+            )?;
             let optim = ppo::optimizer(&cfg.ppo);
             let fused = cfg.trains_fused().then(|| FusedPpo::new(&model, meta));
             Ok(match fused.flatten() {

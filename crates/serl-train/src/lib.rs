@@ -11,8 +11,10 @@
 //!   real orders in either venue ([`ExecutionEnv`], built for a config by
 //!   [`execution_envs`]) and a synthetic task with a closed-form optimum
 //!   ([`DriftTask`]). [`WithFeatures`] appends designed state features
-//!   (the state module's compiled programs); a [`TeamConfig`] adds peer
-//!   agents and a [`Channel`] for the messages they broadcast.
+//!   (the state module's compiled programs); a [`TeamConfig`] adds
+//!   scripted peers and a [`Channel`] for the messages agents broadcast,
+//!   or makes a team of learning agents ([`TeamEnv`]: every order worked
+//!   by N agents at once, one observation row each).
 //! - Rollouts (`rollout.rs`): N environments stepped in parallel with one
 //!   batched network call per step, observations normalised by a
 //!   [`RunningNorm`], and GAE.
@@ -37,6 +39,12 @@
 //! - Policies (`policy.rs`): a trained [`Policy`] at inference, saved and
 //!   loaded as a burnpack file plus JSON ([`PolicyMeta`]), and
 //!   [`PolicyStrategy`], which plays it in `serl-eval` backtests.
+//! - Teams (`team*.rs`): MAPPO (a centralised critic over the whole
+//!   team's observations, [`Critic::Centralized`]) and independent PPO
+//!   share everything above: a team's environment gives a row per member,
+//!   and the critic's input rows ride along in the rollout. A trained team
+//!   plays as a [`TeamPolicyStrategy`] (its members hearing each other, or
+//!   silenced) and is validated by [`team_pa`] in the dynamic market.
 //!
 //! The backend is chosen at run time by the device ([`DeviceChoice`]):
 //! NdArray on the CPU by default, wgpu with the `wgpu` cargo feature.
@@ -60,6 +68,8 @@ mod rundir;
 mod session;
 mod task;
 mod team;
+mod team_env;
+mod team_play;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -73,7 +83,9 @@ pub use features::WithFeatures;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
 pub use net::Head;
 pub use normalize::RunningNorm;
-pub use policy::{Algo, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash};
+pub use policy::{
+    Algo, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash, TeamMeta,
+};
 pub use ppo::{PpoConfig, PpoStats};
 pub use rollout::EpisodeStat;
 pub use run::{train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
@@ -81,7 +93,9 @@ pub use rundir::{load_run_policy, read_metrics, write_atomic};
 pub use serl_design::{NetworkSpec, SpecError};
 pub use session::TrainSession;
 pub use task::{env_rng, execution_envs, DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
-pub use team::{Channel, TeamConfig, MAX_PEERS};
+pub use team::{role_columns, Channel, Critic, TeamConfig, MAX_PEERS, ROLE_NAMES};
+pub use team_env::TeamEnv;
+pub use team_play::{team_pa, TeamPolicyStrategy};
 pub use validate::static_pa;
 
 /// The learners' inner parts, public for the criterion benches and `serl

@@ -278,6 +278,27 @@ pub struct ActorCritic {
     pub log_std: Param<Tensor<1>>,
 }
 
+/// The critic of a centralised (MAPPO) actor-critic: the actor's blocks
+/// where they all read any row (dense layers, layer norms, residual
+/// blocks), else a [64, 64] tanh MLP; over one joint row (window 1), since
+/// a GRU's or book attention's column layout is an observation window's.
+pub fn joint_critic_spec(spec: &NetworkSpec) -> NetworkSpec {
+    let plain = spec.blocks.iter().all(|b| {
+        matches!(
+            b,
+            BlockSpec::Dense { .. } | BlockSpec::LayerNorm | BlockSpec::Residual { .. }
+        )
+    });
+    NetworkSpec {
+        window: 1,
+        blocks: if plain {
+            spec.blocks.clone()
+        } else {
+            NetworkSpec::mlp(&[64, 64]).blocks
+        },
+    }
+}
+
 impl ActorCritic {
     /// Builds both trunks from `spec` and the heads `head` needs.
     pub fn new(
@@ -286,8 +307,24 @@ impl ActorCritic {
         head: Head,
         device: &Device,
     ) -> Result<Self, SpecError> {
+        Self::with_critic_input(spec, obs_dim, None, head, device)
+    }
+
+    /// [`ActorCritic::new`], with a centralised critic over rows of
+    /// `joint` columns ([`joint_critic_spec`]) when given, instead of one
+    /// over the actor's input.
+    pub fn with_critic_input(
+        spec: &NetworkSpec,
+        obs_dim: usize,
+        joint: Option<usize>,
+        head: Head,
+        device: &Device,
+    ) -> Result<Self, SpecError> {
         let (actor, w) = Trunk::new(spec, obs_dim, device)?;
-        let (critic, _) = Trunk::new(spec, obs_dim, device)?;
+        let (critic, cw) = match joint {
+            Some(cols) => Trunk::new(&joint_critic_spec(spec), cols, device)?,
+            None => Trunk::new(spec, obs_dim, device)?,
+        };
         let outputs = match head {
             Head::Gaussian => 1,
             Head::Categorical(n) => n,
@@ -302,7 +339,7 @@ impl ActorCritic {
             policy_head: LinearConfig::new(w, outputs)
                 .with_initializer(small)
                 .init(device),
-            value_head: LinearConfig::new(w, 1).init(device),
+            value_head: LinearConfig::new(cw, 1).init(device),
             log_std: Param::from_tensor(Tensor::full([1], -0.5, device)),
         })
     }

@@ -115,6 +115,38 @@ pub struct PolicyMeta {
     /// environment's columns. Empty: every order crosses.
     #[serde(default)]
     pub placements: Vec<serl_env::Placement>,
+    /// The team the policy learned in (none: a single agent): its members
+    /// share this policy, each seeing its role
+    /// ([`crate::team::ROLE_NAMES`]) after the heard messages.
+    #[serde(default)]
+    pub team: Option<TeamMeta>,
+}
+
+/// How a team's shared policy was trained and how its members talk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamMeta {
+    /// Members it was trained with.
+    pub agents: usize,
+    /// How they shared the work.
+    pub mode: serl_env::TeamMode,
+    /// MAPPO's centralised critic or independent PPO's local one.
+    pub critic: crate::team::Critic,
+    /// Columns of the centralised critic's input row (0 for a local
+    /// critic, which reads the actor's).
+    pub critic_width: usize,
+    /// What the members broadcast and how they hear it; none: they hear
+    /// nothing (`meta.message_dims` columns of zeros).
+    pub communication: Option<serl_design::Communication>,
+}
+
+impl PolicyMeta {
+    /// Columns of the centralised critic's input row, for a MAPPO policy.
+    pub fn joint_critic_width(&self) -> Option<usize> {
+        self.team
+            .as_ref()
+            .filter(|t| t.critic == crate::team::Critic::Centralized)
+            .map(|t| t.critic_width)
+    }
 }
 
 // Built once per policy; the size difference costs nothing.
@@ -132,9 +164,10 @@ impl Model {
     /// A freshly initialised network as `meta` describes it.
     pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
         Ok(match meta.algo {
-            Algo::Ppo => Model::Ppo(ActorCritic::new(
+            Algo::Ppo => Model::Ppo(ActorCritic::with_critic_input(
                 &meta.spec,
                 meta.obs_dim,
+                meta.joint_critic_width(),
                 meta.head,
                 device,
             )?),
@@ -224,11 +257,30 @@ impl Policy {
         epsilon: f64,
         rng: &mut SmallRng,
     ) -> Vec<Sampled> {
+        self.act_with_critic(rows, None, n, explore, epsilon, rng)
+    }
+
+    /// [`Policy::act`], with the centralised critic's input rows of a
+    /// MAPPO policy (`critic`). Without them such a policy's values are 0:
+    /// acting needs none, and a backtest has no joint rows to give.
+    pub fn act_with_critic(
+        &self,
+        rows: &[f32],
+        critic: Option<&[f32]>,
+        n: usize,
+        explore: bool,
+        epsilon: f64,
+        rng: &mut SmallRng,
+    ) -> Vec<Sampled> {
         let x = matrix(rows, n, &self.device);
         match &self.model {
             Model::Ppo(m) => {
                 let out = floats(m.policy(x.clone()));
-                let values = floats1(m.value(x));
+                let values = match (critic, self.meta.joint_critic_width()) {
+                    (Some(c), _) => floats1(m.value(matrix(c, n, &self.device))),
+                    (None, Some(_)) => vec![0.0; n],
+                    (None, None) => floats1(m.value(x)),
+                };
                 let log_std = match self.meta.head {
                     Head::Gaussian => floats1(m.log_std.val())[0] as f64,
                     Head::Categorical(_) => 0.0,
@@ -500,6 +552,10 @@ impl PolicyStrategy {
             d.queue.write(&mut base[at..]);
         }
         base.resize(base.len() + meta.message_dims, 0.0);
+        if meta.team.is_some() {
+            // A team's policy played alone: the only member of a team of one.
+            base.extend_from_slice(&crate::team::role_columns(0, 1));
+        }
         let mut obs = vec![0f32; meta.obs_dim];
         match &mut self.features {
             Some((f, s)) => f.extend(s, &base, &mut obs),

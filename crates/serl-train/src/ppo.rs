@@ -134,6 +134,9 @@ pub(crate) struct Minibatch {
     pub len: usize,
     /// `len × width` observation windows.
     pub x: Vec<f32>,
+    /// `len × critic_width` centralised critic rows (MAPPO); empty when
+    /// the critic reads `x`.
+    pub xc: Vec<f32>,
     pub raw: Vec<f32>,
     pub old_log_prob: Vec<f32>,
     /// Advantages, normalised over the minibatch as in the reference.
@@ -148,6 +151,8 @@ impl Minibatch {
         let n_envs = rollout.n_envs.max(1);
         self.len = rows.len();
         self.x.clear();
+        self.xc.clear();
+        let cw = rollout.critic_width;
         self.raw.clear();
         self.old_log_prob.clear();
         self.adv.clear();
@@ -156,6 +161,10 @@ impl Minibatch {
         for &i in rows {
             self.x
                 .extend_from_slice(&rollout.obs[i * width..(i + 1) * width]);
+            if cw > 0 {
+                self.xc
+                    .extend_from_slice(&rollout.critic_obs[i * cw..(i + 1) * cw]);
+            }
             self.raw.push(rollout.raw[i]);
             self.old_log_prob.push(rollout.log_prob[i]);
             self.adv.push(adv[i]);
@@ -168,6 +177,15 @@ impl Minibatch {
         let std = (self.adv.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / b).sqrt() + 1e-8;
         for v in &mut self.adv {
             *v = (*v - mean) / std;
+        }
+    }
+
+    /// The critic's input rows: the centralised ones, or the actor's.
+    pub fn critic_input(&self) -> &[f32] {
+        if self.xc.is_empty() {
+            &self.x
+        } else {
+            &self.xc
         }
     }
 
@@ -321,7 +339,13 @@ pub(crate) fn loss(
     let s1 = ratio.clone() * adv.clone();
     let s2 = ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * adv;
     let pl = s1.min_pair(s2).neg();
-    let vl = (model.value(xt) - column(&mb.ret, &device)).powi_scalar(2);
+    let critic_x = if mb.xc.is_empty() {
+        xt
+    } else {
+        let cw = mb.xc.len() / b.max(1);
+        Tensor::<2>::from_data(TensorData::new(mb.xc.clone(), [b, cw]), &device)
+    };
+    let vl = (model.value(critic_x) - column(&mb.ret, &device)).powi_scalar(2);
     let per = pl.clone() + vl.clone().mul_scalar(cfg.value_coef)
         - entropy.clone().mul_scalar(cfg.entropy_coef);
     let (n_s, n_d) = mb.counts();

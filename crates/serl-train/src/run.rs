@@ -194,6 +194,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let mut norm = meta.norm.clone();
     let env_seed = cfg.seed ^ (state.update as u64).wrapping_mul(0xA24B_AED4_963E_E407);
     let mut venv = VecEnv::new(envs, env_seed, meta.spec.window, &mut norm, true);
+    if meta.joint_critic_width().is_some() {
+        venv = venv.with_joint_critic();
+    }
     let mut best: Option<Policy> = None;
     let (t_run, secs_before) = (Instant::now(), state.secs);
     for update in state.update..total_updates {

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serl_design::Design;
-use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
+use serl_env::{DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
 use crate::config::TrainConfig;
 use crate::policy::{Algo, Policy};
 use crate::run::{train, OnUpdate, TrainOutcome, TrainSetup, Validator};
 use crate::task::execution_envs;
+use crate::team_play::team_pa;
 use crate::validate::static_pa;
 use crate::TrainError;
 
@@ -29,9 +30,13 @@ pub struct TrainSession<'a> {
     pub population: MarketConfig,
     /// Orders to learn on.
     pub train_orders: &'a [ParentOrder],
-    /// Orders to select the best policy on (greedy static PA); none keeps
-    /// the last policy.
+    /// Orders to select the best policy on (greedy static PA; a team's PA
+    /// in the dynamic market); none keeps the last policy.
     pub val_orders: &'a [ParentOrder],
+    /// The market a team is validated in: the calibrated population, even
+    /// when training plays a designed one (the profiling module), so that
+    /// the design's effect is measured.
+    pub eval_market: MarketConfig,
 }
 
 impl TrainConfig {
@@ -86,6 +91,7 @@ impl<'a> TrainSession<'a> {
                 .map_or(population.clone(), |p| (*p.market).clone()),
             train_orders,
             val_orders,
+            eval_market: population.clone(),
         }
     }
 
@@ -107,8 +113,21 @@ impl<'a> TrainSession<'a> {
             &self.population,
         )?;
         let (market, orders, env) = (self.market, self.val_orders, self.env);
-        let validate: Option<Validator> = (!orders.is_empty())
-            .then(|| Box::new(move |p: &Policy| static_pa(p, market, orders, env)) as Validator);
+        let validate: Option<Validator> = if orders.is_empty() {
+            None
+        } else if self.config.learning_team().is_some() {
+            let venue = DynamicVenue {
+                market: self.eval_market.clone(),
+                seed: self.config.seed,
+            };
+            Some(Box::new(move |p: &Policy| {
+                team_pa(p, market, orders, env, &venue)
+            }))
+        } else {
+            Some(Box::new(move |p: &Policy| {
+                static_pa(p, market, orders, env)
+            }))
+        };
         train(TrainSetup {
             config: self.config,
             envs,

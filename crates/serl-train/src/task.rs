@@ -14,11 +14,11 @@ use crate::policy::Pace;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serl_env::Scenario;
 use serl_env::{
     ChildOrder, DynamicEnv, EnvConfig, Episode, MarketConfig, MarketData, ParentOrder, Placement,
     QueueState, Reward, StaticEnv, OBS_DIM,
 };
+use serl_env::{Scenario, SessionView, ViewRef};
 
 /// Which environment a transition came from; the hybrid loss weighs the
 /// two kinds separately. Imagined days count as dynamic.
@@ -52,8 +52,28 @@ pub trait TrainEnv: Send {
         let _ = placement;
         self.step(action)
     }
-    /// The finished episode's price advantage, bps.
+    /// The finished episode's price advantage, bps (a team's: the whole
+    /// parent order's, or its members' mean when they compete).
     fn episode_pa(&self) -> f64;
+    /// Agents acting here, each with its own observation row and reward
+    /// (a team of learning agents; 1 otherwise).
+    fn agents(&self) -> usize {
+        1
+    }
+    /// Writes agent `k`'s observation (`obs_dim()` columns) into `out`.
+    fn observe_agent(&self, k: usize, out: &mut [f32]) {
+        debug_assert_eq!(k, 0, "a single agent");
+        self.observe(out)
+    }
+    /// Steps every agent at once with its action and placement number,
+    /// writing each agent's reward into `rewards`; returns whether the
+    /// episode ended (for all of them: a team's members share the
+    /// window).
+    fn step_agents(&mut self, actions: &[(f64, u8)], rewards: &mut [f64]) -> bool {
+        let (r, done) = self.step_placed(actions[0].0, actions[0].1);
+        rewards[0] = r;
+        done
+    }
 }
 
 /// Where an [`ExecutionEnv`]'s episodes play. Each reset opens an
@@ -86,9 +106,32 @@ pub struct ExecutionEnv<'a> {
 }
 
 /// Static episodes played on imagined days.
-struct ImaginedReplay {
-    share: f64,
-    scenarios: Vec<Scenario>,
+pub(crate) struct ImaginedReplay {
+    pub share: f64,
+    pub scenarios: Vec<Scenario>,
+}
+
+impl ImaginedReplay {
+    /// The replay of `share` of the static episodes on days reshaped by
+    /// one of `scenarios`; none when nothing would be imagined.
+    pub fn new(share: f64, scenarios: &[Scenario]) -> Option<Self> {
+        (share > 0.0 && !scenarios.is_empty()).then(|| ImaginedReplay {
+            share,
+            scenarios: scenarios.to_vec(),
+        })
+    }
+
+    /// The day a static episode replays: one imagined from `view` with
+    /// probability `share`, else `view` itself.
+    pub fn view<'a>(this: Option<&Self>, view: &'a SessionView, rng: &mut SmallRng) -> ViewRef<'a> {
+        if let Some(r) = this {
+            if rng.random::<f64>() < r.share {
+                let s = &r.scenarios[rng.random_range(0..r.scenarios.len())];
+                return view.imagined(s).into();
+            }
+        }
+        ViewRef::Borrowed(view)
+    }
 }
 
 /// The multi-agent scenario inside one environment.
@@ -450,6 +493,11 @@ pub fn execution_envs<'a>(
         } else {
             TrainVenue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
         };
+        if cfg.learning_team().is_some() {
+            let e = crate::team_env::TeamEnv::new(market, orders, env, reward.clone(), venue, cfg);
+            envs.push(Box::new(e));
+            continue;
+        }
         let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue)
             .with_pace(cfg.pace())
             .with_placements(&cfg.placements)

@@ -78,6 +78,7 @@ fn team(peers: usize) -> TeamConfig {
             )
             .unwrap(),
         ),
+        ..TeamConfig::default()
     }
 }
 

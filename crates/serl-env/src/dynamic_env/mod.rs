@@ -91,28 +91,69 @@ fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f
 }
 
 /// One episode in the dynamic market, stepped by the caller: the same
-/// interface as [`crate::StaticEnv`].
+/// interface as [`crate::StaticEnv`]. It holds one execution agent's
+/// [`Desk`] or, for a team ([`DynamicEnv::team`], the multi-agent
+/// scenario), several, stepped jointly: their child orders meet in the
+/// same book.
 pub struct DynamicEnv<'a> {
     sim: Simulator,
     cal: Calibration,
     view: &'a SessionView,
-    order: &'a ParentOrder,
     cfg: &'a EnvConfig,
     steps: usize,
     step: usize,
-    remaining: f64,
-    filled: f64,
-    notional: f64,
     arrival: f64,
     /// The last step's benchmark, for [`StepInfo::twap_gain_bps`].
     last_bench: f64,
     last_step_volume: f64,
     mids: Vec<f64>,
     peers: Vec<Peer>,
-    /// The agent's orders resting in the book, oldest first.
+    /// The execution agents stepped here: one, or a team.
+    desks: Vec<Desk>,
+    /// Each desk's share of the participation cap: 1 for an agent alone
+    /// or a competitor, its share of the parent order for a cooperative
+    /// team's member (the team together keeps one agent's cap).
+    cap_shares: Vec<f64>,
+}
+
+/// One execution agent's side of a dynamic episode: its parent order, what
+/// it has filled so far and what it has resting in the book.
+struct Desk {
+    order: ParentOrder,
+    /// Its owner id in the simulated book.
+    owner: u32,
+    remaining: f64,
+    filled: f64,
+    notional: f64,
+    /// Its orders resting in the book, oldest first.
     resting: Vec<resting::Resting>,
     /// What placement earned and cost so far.
     ledger: FillLedger,
+}
+
+impl Desk {
+    fn new(order: &ParentOrder, owner: u32) -> Self {
+        Desk {
+            order: order.clone(),
+            owner,
+            remaining: order.qty,
+            filled: 0.0,
+            notional: 0.0,
+            resting: Vec::new(),
+            ledger: FillLedger::default(),
+        }
+    }
+}
+
+/// What one desk does over one decision step.
+#[derive(Debug, Clone, Copy)]
+struct StepPlan {
+    want: f64,
+    urgent: f64,
+    placement: crate::Placement,
+    got: f64,
+    cost: f64,
+    crossed: f64,
 }
 
 /// Another execution agent working its own parent order in the same
@@ -137,34 +178,61 @@ impl<'a> DynamicEnv<'a> {
     /// the start of the order's window.
     pub fn new(
         view: &'a SessionView,
-        order: &'a ParentOrder,
+        order: &ParentOrder,
         cfg: &'a EnvConfig,
         market: &MarketConfig,
         seed: u64,
     ) -> Self {
+        Self::team(view, std::slice::from_ref(order), cfg, market, seed, false)
+    }
+
+    /// A team's episode: one desk per order in `orders` (which share one
+    /// window), stepped jointly by [`DynamicEnv::step_all`]. With
+    /// `shared_cap`, the desks split the participation cap in proportion
+    /// to their orders (one parent order split across desks); without it
+    /// each desk has the whole cap (independent orders).
+    pub fn team(
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        cfg: &'a EnvConfig,
+        market: &MarketConfig,
+        seed: u64,
+        shared_cap: bool,
+    ) -> Self {
+        let first = &orders[0];
         let (cal, mcfg) = calibrate(view, market);
         let mut sim = Simulator::new(&cal, &mcfg, seed);
-        sim.run_until(Self::minute_us(view, order.start_minute));
+        sim.run_until(Self::minute_us(view, first.start_minute));
         let arrival = sim.mid_price().unwrap_or(cal.minute_price[0]);
         let k = cfg.decision_minutes.max(1);
+        let total: f64 = orders.iter().map(|o| o.qty).sum();
         DynamicEnv {
             sim,
             view,
-            order,
             cfg,
-            steps: (order.end_minute - order.start_minute).div_ceil(k) as usize,
+            steps: (first.end_minute - first.start_minute).div_ceil(k) as usize,
             step: 0,
-            remaining: order.qty,
-            filled: 0.0,
-            notional: 0.0,
             arrival,
             last_bench: arrival,
             last_step_volume: 0.0,
             mids: Vec::new(),
             cal,
             peers: Vec::new(),
-            resting: Vec::new(),
-            ledger: FillLedger::default(),
+            desks: orders
+                .iter()
+                .enumerate()
+                .map(|(i, o)| Desk::new(o, EXECUTION_OWNER + i as u32))
+                .collect(),
+            cap_shares: orders
+                .iter()
+                .map(|o| {
+                    if shared_cap && total > 0.0 {
+                        o.qty / total
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -185,23 +253,97 @@ impl<'a> DynamicEnv<'a> {
         &self.peers
     }
 
+    /// The desks stepped here (1 for a single agent).
+    pub fn desks(&self) -> usize {
+        self.desks.len()
+    }
+
     /// The observation peer `k` sees: the market's, with its own inventory.
     pub fn observe_peer(&self, k: usize, out: &mut [f32]) {
         let p = &self.peers[k];
         self.observe_holding(p.side, p.remaining / p.qty.max(1.0), out);
     }
 
+    /// The observation desk `k` sees: the market's, with its own
+    /// inventory.
+    pub fn observe_desk(&self, k: usize, out: &mut [f32]) {
+        let d = &self.desks[k];
+        self.observe_holding(d.order.side, d.remaining / d.order.qty, out);
+    }
+
+    /// What desk `k` may know at the coming step.
+    pub fn desk_decision<'b>(&'b self, k: usize, obs: &'b [f32]) -> Decision<'b> {
+        let d = &self.desks[k];
+        let p = Progress {
+            step: self.step,
+            steps: self.steps,
+            remaining: d.remaining,
+            last_step_volume: self.last_step_volume,
+            queue: self.queue_state(k),
+        };
+        Decision::new(obs, self.view, &d.order, self.cfg, p)
+    }
+
+    /// Desk `k`'s resting order as the coming decision sees it.
+    pub fn desk_queue(&self, k: usize) -> crate::QueueState {
+        self.queue_state(k)
+    }
+
+    /// Desk `k`'s share still to trade and the steps left.
+    pub fn desk_left(&self, k: usize) -> (f64, usize) {
+        let d = &self.desks[k];
+        (
+            d.remaining / d.order.qty,
+            self.steps.saturating_sub(self.step),
+        )
+    }
+
+    /// How desk `k`'s episode ended (so far).
+    pub fn desk_outcome(
+        &self,
+        k: usize,
+        reward: f64,
+        inventory_path: Vec<f32>,
+    ) -> ExecutionOutcome {
+        let d = &self.desks[k];
+        let bench_price = self.bench_price();
+        ExecutionOutcome {
+            order_id: d.order.id,
+            side: d.order.side,
+            filled: d.filled,
+            notional: d.notional,
+            bench_price,
+            arrival_price: self.arrival,
+            reward,
+            steps: self.steps,
+            inventory_path,
+            placement: self.placement_stats(k, bench_price),
+        }
+    }
+
+    /// The window's benchmark so far: the mean simulated mid over the
+    /// minutes played (the arrival mid before any).
+    fn bench_price(&self) -> f64 {
+        if self.mids.is_empty() {
+            self.arrival
+        } else {
+            self.mids.iter().sum::<f64>() / self.mids.len() as f64
+        }
+    }
+
     /// Each peer's slice of this minute: what is left over the minutes left
     /// in the window, within the participation cap; sent before the agent's
     /// own child order.
     fn trade_peers(&mut self, minute: u16, cap: f64) {
-        let left = (self.order.end_minute.saturating_sub(minute)).max(1) as f64;
+        let end = self.desks[0].order.end_minute;
+        let left = (end.saturating_sub(minute)).max(1) as f64;
+        let first_owner = EXECUTION_OWNER + self.desks.len() as u32;
         for (k, p) in self.peers.iter_mut().enumerate() {
             let q = (p.remaining / left).min(cap).floor();
             if q < 1.0 {
                 continue;
             }
-            let owner = EXECUTION_OWNER + 1 + k as u32;
+            let owner = first_owner + k as u32;
             let r = self.sim.execute_market(owner, p.side.book_side(), q as u64);
             p.remaining = (p.remaining - r.filled as f64).max(0.0);
             p.filled += r.filled as f64;
@@ -214,7 +356,7 @@ impl<'a> DynamicEnv<'a> {
     }
 
     fn step_minutes(&self, j: usize) -> (u16, u16) {
-        crate::static_env::step_minutes(self.order, self.cfg, j)
+        crate::static_env::step_minutes(&self.desks[0].order, self.cfg, j)
     }
 
     /// The market's observation now, for an agent on `side` with
@@ -233,19 +375,166 @@ impl<'a> DynamicEnv<'a> {
             out,
         );
     }
+
+    /// What each desk sets out to do this step: the share it wants and
+    /// how much of it crosses at once.
+    fn plan(&mut self, orders: &[ChildOrder]) -> Vec<StepPlan> {
+        assert_eq!(orders.len(), self.desks.len(), "one child order per desk");
+        let cfg = self.cfg;
+        self.desks
+            .iter_mut()
+            .zip(orders)
+            .map(|(d, o)| {
+                let want = (cfg.fraction(o.action) * d.order.qty).min(d.remaining);
+                let urgent = if o.placement.is_passive() {
+                    (o.cross_first.max(0.0) * d.order.qty).min(want)
+                } else {
+                    want
+                };
+                d.ledger.begin_step();
+                StepPlan {
+                    want,
+                    urgent,
+                    placement: o.placement,
+                    got: 0.0,
+                    cost: 0.0,
+                    crossed: 0.0,
+                }
+            })
+            .collect()
+    }
+
+    /// Steps every desk with its child order (in desk order) and writes
+    /// each desk's [`StepInfo`] into `infos`. Within each minute the desks
+    /// trade in turn, the first one changing every minute, so no desk is
+    /// always first in the queue: the crossed share goes as market orders
+    /// at the start of each minute, the rest as one limit order posted at
+    /// the step's start, resting until the next decision.
+    pub fn step_all(&mut self, orders: &[ChildOrder], infos: &mut Vec<StepInfo>) {
+        let (from, to) = self.step_minutes(self.step);
+        let open = self.view.open_minute;
+        let mut plans = self.plan(orders);
+        let desks = plans.len();
+        let (mut vol, mut bench) = (0.0, 0.0);
+        let n = (to - from) as f64;
+        for (i, m) in (from..to).enumerate() {
+            self.sim.run_until(Self::minute_us(self.view, m));
+            let mi = (m - open) as usize;
+            let cap = self.cfg.participation_cap * self.minute_volume(mi..mi + 1);
+            if !self.peers.is_empty() {
+                self.trade_peers(m, cap);
+            }
+            for j in 0..desks {
+                let k = (j + mi) % desks;
+                let desk_cap = cap * self.cap_shares[k];
+                let p = &mut plans[k];
+                let q = ((p.urgent - p.crossed) / (n - i as f64))
+                    .min(desk_cap)
+                    .floor();
+                if q >= 1.0 {
+                    let (g, c) = self.cross(k, q as u64);
+                    let p = &mut plans[k];
+                    p.crossed += g;
+                    p.got += g;
+                    p.cost += c;
+                }
+                if i == 0 {
+                    let step_cap = self.cfg.participation_cap
+                        * self.cap_shares[k]
+                        * self.minute_volume(mi..mi + n as usize);
+                    let p = plans[k];
+                    let (g, c) =
+                        self.replace_resting(k, p.placement, (p.want - p.urgent).min(step_cap), m);
+                    plans[k].got += g;
+                    plans[k].cost += c;
+                }
+            }
+            let mid_before = self.sim.mid_price();
+            self.sim.run_until(Self::minute_us(self.view, m + 1) - 1);
+            for (k, p) in plans.iter_mut().enumerate() {
+                let (g, c) = self.collect(k, m, mid_before);
+                p.got += g;
+                p.cost += c;
+            }
+            vol += self.sim.stats().volume.get(mi).copied().unwrap_or(0.0);
+            let last = self.cal.minute_price.len() - 1;
+            let mid = self
+                .sim
+                .mid_price()
+                .unwrap_or(self.cal.minute_price[mi.min(last)]);
+            self.mids.push(mid);
+            bench += mid;
+        }
+        self.step += 1;
+        let fills_base = StepFills {
+            got: 0.0,
+            cost: 0.0,
+            bench: if n > 0.0 { bench / n } else { self.arrival },
+            arrival: self.arrival,
+            prev_bench: self.last_bench,
+            volume: vol,
+            minutes: n.max(1.0),
+        };
+        infos.clear();
+        for (k, p) in plans.into_iter().enumerate() {
+            let fills = self.finish_step(k, p, &fills_base);
+            infos.push(fills);
+        }
+        self.last_step_volume = vol;
+        self.last_bench = fills_base.bench;
+    }
+
+    /// Desk `k`'s end of a step: at the horizon its resting orders are
+    /// withdrawn (and what is left crossed when the config says so); its
+    /// counters move and its [`StepInfo`] is made.
+    fn finish_step(&mut self, k: usize, mut p: StepPlan, base: &StepFills) -> StepInfo {
+        let done = self.step >= self.steps;
+        if done {
+            self.withdraw(k);
+        }
+        let left = self.desks[k].remaining - p.got;
+        if done && self.cfg.terminal == crate::Terminal::ForceLiquidate && left >= 1.0 {
+            let (g, c) = self.cross(k, left.round() as u64);
+            p.got += g;
+            p.cost += c;
+            let ledger = &mut self.desks[k].ledger;
+            ledger.final_qty += g;
+            ledger.final_notional += c;
+        }
+        let d = &mut self.desks[k];
+        d.remaining = (d.remaining - p.got).max(0.0);
+        d.filled += p.got;
+        d.notional += p.cost;
+        let fills = StepFills {
+            got: p.got,
+            cost: p.cost,
+            ..*base
+        };
+        let mut info = step_info(
+            self.view,
+            &d.order,
+            &fills,
+            self.step,
+            self.steps,
+            d.remaining,
+            done,
+        );
+        let mid_end = self.mids.last().copied().unwrap_or(self.arrival);
+        (info.spread_captured_bps, info.adverse_bps) =
+            d.ledger
+                .step_figures(d.order.side.sign(), d.order.qty, mid_end);
+        info
+    }
 }
 
 impl Episode for DynamicEnv<'_> {
     fn queue(&self) -> crate::QueueState {
-        self.queue_state()
+        self.queue_state(0)
     }
 
     /// The share of the order still to trade, and the steps left for it.
     fn left(&self) -> (f64, usize) {
-        (
-            self.remaining / self.order.qty,
-            self.steps.saturating_sub(self.step),
-        )
+        self.desk_left(0)
     }
 
     fn steps(&self) -> usize {
@@ -257,133 +546,23 @@ impl Episode for DynamicEnv<'_> {
     }
 
     fn observe(&self, out: &mut [f32]) {
-        self.observe_holding(self.order.side, self.remaining / self.order.qty, out);
+        self.observe_desk(0, out);
     }
 
     fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {
-        let p = Progress {
-            step: self.step,
-            steps: self.steps,
-            remaining: self.remaining,
-            last_step_volume: self.last_step_volume,
-            queue: self.queue_state(),
-        };
-        Decision::new(obs, self.view, self.order, self.cfg, p)
+        self.desk_decision(0, obs)
     }
 
     /// Sends this step's child orders and runs the market through the
-    /// step: the crossed share as market orders at the start of each
-    /// minute, the rest as one limit order posted at the step's start,
-    /// resting until the next decision.
+    /// step ([`DynamicEnv::step_all`] for the one desk).
     fn step_order(&mut self, o: ChildOrder) -> StepInfo {
-        let (from, to) = self.step_minutes(self.step);
-        let open = self.view.open_minute;
-        let want = (self.cfg.fraction(o.action) * self.order.qty).min(self.remaining);
-        let urgent = if o.placement.is_passive() {
-            (o.cross_first.max(0.0) * self.order.qty).min(want)
-        } else {
-            want
-        };
-        self.ledger.begin_step();
-        let (mut got, mut cost, mut vol, mut bench, mut crossed) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        let n = (to - from) as f64;
-        for (i, m) in (from..to).enumerate() {
-            self.sim.run_until(Self::minute_us(self.view, m));
-            let mi = (m - open) as usize;
-            let cap = self.cfg.participation_cap * self.minute_volume(mi..mi + 1);
-            if !self.peers.is_empty() {
-                self.trade_peers(m, cap);
-            }
-            let q = ((urgent - crossed) / (n - i as f64)).min(cap).floor();
-            if q >= 1.0 {
-                let (g, c) = self.cross(q as u64);
-                crossed += g;
-                got += g;
-                cost += c;
-            }
-            if i == 0 {
-                let step_cap = self.cfg.participation_cap * self.minute_volume(mi..mi + n as usize);
-                let (g, c) = self.replace_resting(o.placement, (want - urgent).min(step_cap), m);
-                got += g;
-                cost += c;
-            }
-            let mid_before = self.sim.mid_price();
-            self.sim.run_until(Self::minute_us(self.view, m + 1) - 1);
-            let (g, c) = self.collect(m, mid_before);
-            got += g;
-            cost += c;
-            vol += self.sim.stats().volume.get(mi).copied().unwrap_or(0.0);
-            let last = self.cal.minute_price.len() - 1;
-            let mid = self
-                .sim
-                .mid_price()
-                .unwrap_or(self.cal.minute_price[mi.min(last)]);
-            self.mids.push(mid);
-            bench += mid;
-        }
-        self.step += 1;
-        let done = self.step >= self.steps;
-        if done {
-            self.withdraw();
-        }
-        if done
-            && self.cfg.terminal == crate::Terminal::ForceLiquidate
-            && self.remaining - got >= 1.0
-        {
-            let (g, c) = self.cross((self.remaining - got).round() as u64);
-            got += g;
-            cost += c;
-            self.ledger.final_qty += g;
-            self.ledger.final_notional += c;
-        }
-        self.remaining = (self.remaining - got).max(0.0);
-        self.filled += got;
-        self.notional += cost;
-        self.last_step_volume = vol;
-        let fills = StepFills {
-            got,
-            cost,
-            bench: if n > 0.0 { bench / n } else { self.arrival },
-            arrival: self.arrival,
-            prev_bench: self.last_bench,
-            volume: vol,
-            minutes: n.max(1.0),
-        };
-        self.last_bench = fills.bench;
-        let mut info = step_info(
-            self.view,
-            self.order,
-            &fills,
-            self.step,
-            self.steps,
-            self.remaining,
-            done,
-        );
-        let mid_end = self.mids.last().copied().unwrap_or(self.arrival);
-        (info.spread_captured_bps, info.adverse_bps) =
-            self.ledger
-                .step_figures(self.order.side.sign(), self.order.qty, mid_end);
-        info
+        let mut infos = Vec::with_capacity(1);
+        self.step_all(std::slice::from_ref(&o), &mut infos);
+        infos.swap_remove(0)
     }
 
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
-        let bench_price = if self.mids.is_empty() {
-            self.arrival
-        } else {
-            self.mids.iter().sum::<f64>() / self.mids.len() as f64
-        };
-        ExecutionOutcome {
-            order_id: self.order.id,
-            side: self.order.side,
-            filled: self.filled,
-            notional: self.notional,
-            bench_price,
-            arrival_price: self.arrival,
-            reward,
-            steps: self.steps,
-            inventory_path,
-            placement: self.placement_stats(bench_price),
-        }
+        self.desk_outcome(0, reward, inventory_path)
     }
 
     fn agents(&self) -> usize {

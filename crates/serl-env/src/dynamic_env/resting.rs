@@ -7,7 +7,6 @@
 //! less, and a new order behind them adds what it wants more.
 
 use serl_lob::OrderId;
-use serl_market::EXECUTION_OWNER;
 
 use super::{DynamicEnv, US_PER_MIN};
 use crate::placement::{Placement, PlacementStats, QueueState};
@@ -32,22 +31,23 @@ impl DynamicEnv<'_> {
         range.filter_map(|k| self.cal.minute_volume.get(k)).sum()
     }
 
-    /// A market order of `qty` shares for the agent now; returns shares
+    /// A market order of `qty` shares for desk `k` now; returns shares
     /// filled and their notional, dollars.
-    pub(super) fn cross(&mut self, qty: u64) -> (f64, f64) {
+    pub(super) fn cross(&mut self, k: usize, qty: u64) -> (f64, f64) {
         let mid = self.sim.mid_price();
+        let d = &mut self.desks[k];
         let r = self
             .sim
-            .execute_market(EXECUTION_OWNER, self.order.side.book_side(), qty);
+            .execute_market(d.owner, d.order.side.book_side(), qty);
         let (got, cost) = (r.filled as f64, r.notional as f64 * self.sim.tick());
         if let (Some(mid), true) = (mid, got > 0.0) {
-            self.ledger
-                .fill(self.order.side.sign(), got, cost / got, mid, None);
+            d.ledger
+                .fill(d.order.side.sign(), got, cost / got, mid, None);
         }
         (got, cost)
     }
 
-    /// This step's resting order at `minute`: `qty` shares at
+    /// Desk `k`'s resting order at `minute` this step: `qty` shares at
     /// `placement`'s price off the current book, keeping the last step's
     /// orders where the price is the same and cancelling them otherwise (a
     /// crossing step cancels them). Returns what they filled since the last
@@ -55,29 +55,30 @@ impl DynamicEnv<'_> {
     /// as shares and notional.
     pub(super) fn replace_resting(
         &mut self,
+        k: usize,
         placement: Placement,
         qty: f64,
         minute: u16,
     ) -> (f64, f64) {
         // What the kept orders hold now: the others may have traded with
         // them since the last look.
-        let (filled, paid) = self.collect(minute, self.sim.mid_price());
-        let Some((ticks, mid)) = self.limit_ticks(placement) else {
-            self.withdraw();
+        let (filled, paid) = self.collect(k, minute, self.sim.mid_price());
+        let Some((ticks, mid)) = self.limit_ticks(k, placement) else {
+            self.withdraw(k);
             return (filled, paid);
         };
         let price = ticks as f64 * self.sim.tick();
-        if self
+        if self.desks[k]
             .resting
             .first()
             .is_some_and(|r| (r.price - price).abs() > 1e-9)
         {
-            self.withdraw();
+            self.withdraw(k);
         }
         let mut want = qty.max(0.0).floor() as u64;
         // Keep the oldest orders (the best places) up to what is wanted.
         let mut kept = Vec::new();
-        for mut r in std::mem::take(&mut self.resting) {
+        for mut r in std::mem::take(&mut self.desks[k].resting) {
             if r.left > want {
                 r.left = self.sim.reduce_resting(r.id, r.left - want);
             }
@@ -86,41 +87,42 @@ impl DynamicEnv<'_> {
                 kept.push(r);
             }
         }
-        self.resting = kept;
+        self.desks[k].resting = kept;
         if want == 0 {
             return (filled, paid);
         }
-        let (g, c) = self.post(ticks, mid, want);
+        let (g, c) = self.post(k, ticks, mid, want);
         (filled + g, paid + c)
     }
 
     /// The price in ticks of `placement` off the current book, and the mid
     /// (dollars); `None` for a crossing order or a one-sided book.
-    fn limit_ticks(&self, placement: Placement) -> Option<(serl_lob::Ticks, f64)> {
+    fn limit_ticks(&self, k: usize, placement: Placement) -> Option<(serl_lob::Ticks, f64)> {
         let tick = self.sim.tick();
         let (bid, ask) = (self.sim.book.best_bid()?, self.sim.book.best_ask()?);
         let mid = (bid + ask) as f64 / 2.0 * tick;
         let half = (ask - bid) as f64 / 2.0 * tick;
-        let price = placement.limit_price(self.order.side.sign(), mid, half)?;
+        let price = placement.limit_price(self.desks[k].order.side.sign(), mid, half)?;
         Some(((price / tick).round() as serl_lob::Ticks, mid))
     }
 
-    /// Posts `qty` shares at `ticks`, behind the orders kept.
-    fn post(&mut self, ticks: serl_lob::Ticks, mid: f64, qty: u64) -> (f64, f64) {
+    /// Posts `qty` shares for desk `k` at `ticks`, behind the orders kept.
+    fn post(&mut self, k: usize, ticks: serl_lob::Ticks, mid: f64, qty: u64) -> (f64, f64) {
         let tick = self.sim.tick();
-        let Some((id, r)) =
-            self.sim
-                .post_limit(EXECUTION_OWNER, self.order.side.book_side(), ticks, qty)
+        let d = &mut self.desks[k];
+        let Some((id, r)) = self
+            .sim
+            .post_limit(d.owner, d.order.side.book_side(), ticks, qty)
         else {
             return (0.0, 0.0);
         };
         let (got, cost) = (r.filled as f64, r.notional as f64 * tick);
         if got > 0.0 {
-            self.ledger
-                .fill(self.order.side.sign(), got, cost / got, mid, None);
+            d.ledger
+                .fill(d.order.side.sign(), got, cost / got, mid, None);
         }
         if r.resting > 0 {
-            self.resting.push(Resting {
+            d.resting.push(Resting {
                 id,
                 price: ticks as f64 * tick,
                 left: r.resting,
@@ -131,56 +133,58 @@ impl DynamicEnv<'_> {
         (got, cost)
     }
 
-    /// What the resting orders filled since the last look, at `minute`
-    /// (the mid at its start was `mid`): shares and notional.
-    pub(super) fn collect(&mut self, minute: u16, mid: Option<f64>) -> (f64, f64) {
-        let sign = self.order.side.sign();
+    /// What desk `k`'s resting orders filled since the last look, at
+    /// `minute` (the mid at its start was `mid`): shares and notional.
+    pub(super) fn collect(&mut self, k: usize, minute: u16, mid: Option<f64>) -> (f64, f64) {
+        let d = &mut self.desks[k];
+        let sign = d.order.side.sign();
         let (mut got, mut cost) = (0.0, 0.0);
-        for r in &mut self.resting {
+        for r in &mut d.resting {
             let now = self.sim.book.order(r.id).map_or(0, |o| o.qty);
             let q = r.left.saturating_sub(now) as f64;
             r.left = now;
             if q > 0.0 {
                 let at_fill = (minute, mid.unwrap_or(r.price));
-                self.ledger.fill(sign, q, r.price, r.mid, Some(at_fill));
+                d.ledger.fill(sign, q, r.price, r.mid, Some(at_fill));
                 got += q;
                 cost += q * r.price;
             }
         }
-        self.resting.retain(|r| r.left > 0);
+        d.resting.retain(|r| r.left > 0);
         (got, cost)
     }
 
-    /// Cancels every resting order.
-    pub(super) fn withdraw(&mut self) {
-        for r in std::mem::take(&mut self.resting) {
+    /// Cancels every resting order of desk `k`.
+    pub(super) fn withdraw(&mut self, k: usize) {
+        for r in std::mem::take(&mut self.desks[k].resting) {
             self.sim.cancel_resting(r.id);
         }
     }
 
     /// The placement figures so far: adverse moves on the simulated mids
     /// at minute closes (the current mid past the minutes played).
-    pub(super) fn placement_stats(&self, bench: f64) -> PlacementStats {
-        let mut ledger = self.ledger.clone();
+    pub(super) fn placement_stats(&self, k: usize, bench: f64) -> PlacementStats {
+        let d = &self.desks[k];
+        let mut ledger = d.ledger.clone();
         let (open, stats) = (self.view.open_minute, self.sim.stats());
         let now = self.sim.mid_price().unwrap_or(bench);
         let closed = (self.sim.now() + 1) / US_PER_MIN;
-        ledger.settle(self.order.side.sign(), |m| {
+        ledger.settle(d.order.side.sign(), |m| {
             let k = usize::from(m.saturating_sub(open));
             match stats.mid.get(k) {
                 Some(&mid) if mid > 0.0 && (k as u64) < closed => mid,
                 _ => now,
             }
         });
-        let sign = self.order.side.sign();
-        PlacementStats::of(&ledger, self.order.qty, self.filled, bench, sign)
+        let sign = d.order.side.sign();
+        PlacementStats::of(&ledger, d.order.qty, d.filled, bench, sign)
     }
 
-    /// The oldest resting order as the coming decision sees it: the
-    /// shares ahead of it (over the session's average minute volume) and
-    /// how long it has rested.
-    pub(super) fn queue_state(&self) -> QueueState {
-        let Some(r) = self.resting.first() else {
+    /// Desk `k`'s oldest resting order as the coming decision sees it:
+    /// the shares ahead of it (over the session's average minute volume)
+    /// and how long it has rested.
+    pub(super) fn queue_state(&self, k: usize) -> QueueState {
+        let Some(r) = self.desks[k].resting.first() else {
             return QueueState::default();
         };
         let ahead = self

@@ -256,7 +256,9 @@ impl ExecutionOutcome {
 /// One episode of the static environment.
 pub struct StaticEnv<'a> {
     view: ViewRef<'a>,
-    order: &'a ParentOrder,
+    /// The order: borrowed, or owned by a team's episode (a member's share
+    /// of a parent order).
+    order: std::borrow::Cow<'a, ParentOrder>,
     cfg: &'a EnvConfig,
     steps: usize,
     step: usize,
@@ -284,7 +286,20 @@ impl<'a> StaticEnv<'a> {
     /// An episode of `order` on `view`: a [`SessionView`] of the market
     /// data, or an imagined day ([`ViewRef::Owned`]).
     pub fn new(view: impl Into<ViewRef<'a>>, order: &'a ParentOrder, cfg: &'a EnvConfig) -> Self {
-        let view = view.into();
+        Self::with_order(view.into(), std::borrow::Cow::Borrowed(order), cfg)
+    }
+
+    /// An episode of an order the episode keeps (a team member's share of
+    /// a parent order).
+    pub fn owning(view: impl Into<ViewRef<'a>>, order: ParentOrder, cfg: &'a EnvConfig) -> Self {
+        Self::with_order(view.into(), std::borrow::Cow::Owned(order), cfg)
+    }
+
+    fn with_order(
+        view: ViewRef<'a>,
+        order: std::borrow::Cow<'a, ParentOrder>,
+        cfg: &'a EnvConfig,
+    ) -> Self {
         let k = cfg.decision_minutes.max(1);
         let span = order.end_minute.saturating_sub(order.start_minute);
         let w = view.range(order.start_minute, order.end_minute);
@@ -302,20 +317,21 @@ impl<'a> StaticEnv<'a> {
             Benchmark::Vwap => twap,
         };
         let arrival = w.clone().next().map_or(twap, |i| view.price[i]);
+        let (qty, sign) = (order.qty, order.side.sign());
         StaticEnv {
             view,
             order,
             cfg,
             steps: span.div_ceil(k) as usize,
             step: 0,
-            remaining: order.qty,
+            remaining: qty,
             filled: 0.0,
             notional: 0.0,
             bench,
             arrival,
             last_bench: arrival,
             last_step_volume: 0.0,
-            sign: order.side.sign(),
+            sign,
             ledger: FillLedger::default(),
             used: Vec::new(),
             queue: None,
@@ -350,7 +366,7 @@ impl<'a> StaticEnv<'a> {
 
     /// Minutes of step `j`.
     pub fn step_minutes(&self, j: usize) -> (u16, u16) {
-        step_minutes(self.order, self.cfg, j)
+        step_minutes(&self.order, self.cfg, j)
     }
 
     /// The book features at a bar: quotes where the session has them, else
@@ -447,7 +463,7 @@ impl Episode for StaticEnv<'_> {
             last_step_volume: self.last_step_volume,
             queue: self.queue_state(),
         };
-        Decision::new(obs, &self.view, self.order, self.cfg, p)
+        Decision::new(obs, &self.view, &self.order, self.cfg, p)
     }
 
     /// Trades the child order over the current step and returns what
@@ -530,7 +546,7 @@ impl Episode for StaticEnv<'_> {
         self.last_bench = fills.bench;
         let mut info = step_info(
             v,
-            self.order,
+            &self.order,
             &fills,
             self.step,
             self.steps,

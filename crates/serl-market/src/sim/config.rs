@@ -187,6 +187,41 @@ impl Default for MarketConfig {
     }
 }
 
+/// Populations no training saw, each a change of `base` in one respect:
+/// four times the trend followers, waking twice as often (`momentum`); a
+/// book with 40% of the market makers' depth and a third of the deep
+/// liquidity (`thin`); four times the informed traders, trading half as
+/// large again (`informed`). A strategy trained on one market is judged on
+/// these too (`serl backtest --held-out`, the team reports).
+pub fn held_out_profiles(base: &MarketConfig) -> Vec<(&'static str, MarketConfig)> {
+    vec![
+        (
+            "momentum",
+            MarketConfig {
+                momentum_agents: base.momentum_agents.max(5) * 4,
+                momentum_rate_per_min: base.momentum_rate_per_min * 2.0,
+                ..base.clone()
+            },
+        ),
+        (
+            "thin",
+            MarketConfig {
+                mm_depth_share: base.mm_depth_share * 0.4,
+                mm_deep_minutes: base.mm_deep_minutes / 3.0,
+                ..base.clone()
+            },
+        ),
+        (
+            "informed",
+            MarketConfig {
+                informed_agents: base.informed_agents.max(5) * 4,
+                informed_size_mult: base.informed_size_mult * 1.5,
+                ..base.clone()
+            },
+        ),
+    ]
+}
+
 /// The kinds of trader in a simulated market; their counts and parameters
 /// are in [`MarketConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use serl_lob::{ExecReport, LobsterRecorder, NewOrder, OrderBook, OrderId, OrderK
 
 use agents::Agent;
 pub use calibration::{fit_noise_volume, Calibration, FitEffort};
-pub use config::{AgentKind, MarketConfig, Scenario};
+pub use config::{held_out_profiles, AgentKind, MarketConfig, Scenario};
 use record::Sinks;
 pub use record::{BookSnapshot, MinuteStats, Recording, TapeTrade};
 

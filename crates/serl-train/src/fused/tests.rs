@@ -71,6 +71,7 @@ fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
         features: Default::default(),
         message_dims: 0,
         placements: Vec::new(),
+        team: None,
     }
 }
 
@@ -120,6 +121,8 @@ fn rollout(m: &PolicyMeta, model: &ActorCritic, rng: &mut SmallRng) -> Rollout {
         source: vec![Source::Static, Source::Dynamic],
         last_value: vec![0.1, -0.2],
         obs,
+        critic_obs: Vec::new(),
+        critic_width: 0,
     }
 }
 
@@ -198,20 +201,55 @@ fn max_difference(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
 
 fn gradients_match(head: Head, spec: NetworkSpec) {
     let (m, model, mut rng) = setup(head, spec);
-    let cfg = config(head);
     let r = rollout(&m, &model, &mut rng);
-    let (adv, ret) = gae(&r, 0.99, 0.95);
+    compare_gradients(&m, &model, &r, head);
+}
+
+/// MAPPO's critic reads rows of its own (`critic_obs`), wider than the
+/// actor's: the fused critic must take the same gradients from them.
+#[test]
+fn fused_gradients_are_burns_with_a_centralised_critic() {
+    for head in [Head::Gaussian, Head::Categorical(3)] {
+        let device = crate::DeviceChoice::Cpu
+            .device()
+            .expect("the CPU")
+            .autodiff();
+        device.seed(5);
+        let mut m = meta(head, normed());
+        let joint = (m.spec.window + 3) * OBS;
+        m.team = Some(crate::policy::TeamMeta {
+            agents: 3,
+            mode: serl_env::TeamMode::Cooperative,
+            critic: crate::team::Critic::Centralized,
+            critic_width: joint,
+            communication: None,
+        });
+        let model = ActorCritic::with_critic_input(&m.spec, OBS, Some(joint), head, &device)
+            .expect("a valid spec");
+        let mut rng = SmallRng::seed_from_u64(13);
+        let mut r = rollout(&m, &model, &mut rng);
+        r.critic_width = joint;
+        r.critic_obs = (0..r.raw.len() * joint)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        compare_gradients(&m, &model, &r, head);
+    }
+}
+
+fn compare_gradients(m: &PolicyMeta, model: &ActorCritic, r: &Rollout, head: Head) {
+    let cfg = config(head);
+    let (adv, ret) = gae(r, 0.99, 0.95);
     let rows: Vec<usize> = (0..r.raw.len()).step_by(3).collect();
     let mut mb = Minibatch::default();
-    mb.gather(&r, &adv, &ret, &rows);
+    mb.gather(r, &adv, &ret, &rows);
     let weights = LossWeights {
         alpha: 0.3,
         beta: 0.7,
     };
 
-    let loss = crate::ppo::loss(&model, &cfg, &mb, weights);
-    let (burn_actor, burn_critic) = burn_gradients(&model, loss.total, head);
-    let fused = FusedPpo::new(&model, &m).expect("an MLP");
+    let loss = crate::ppo::loss(model, &cfg, &mb, weights);
+    let (burn_actor, burn_critic) = burn_gradients(model, loss.total, head);
+    let fused = FusedPpo::new(model, m).expect("an MLP");
     let ((actor, _), (critic, _)) = fused.gradients(
         &cfg,
         &mb,

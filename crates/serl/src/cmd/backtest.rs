@@ -35,11 +35,36 @@ pub struct BacktestArgs {
     pub split: Split,
     /// twap, vwap, pov[:rate], ac[:risk_aversion], oracle,
     /// twap-passive[:PLACEMENT] (touch, touch+TICKS, mid, mid+BPS),
-    /// peg-mid, policy:RUN_DIR. Repeat for several.
-    #[arg(long = "strategy", required = true)]
+    /// peg-mid, policy:RUN_DIR. Repeat for several. With --team, each
+    /// baseline plays once per member (N TWAPs, say), and alone on the
+    /// whole order for the crowding cost.
+    #[arg(long = "strategy", required_unless_present = "teams")]
     pub strategies: Vec<String>,
-    #[arg(long, value_enum, default_value = "static")]
-    pub env: EnvChoice,
+    /// Where the orders play (static unless a team plays: dynamic).
+    #[arg(long, value_enum)]
+    pub env: Option<EnvChoice>,
+    /// A team trained by `serl train --algo mappo|ippo` (its run
+    /// directory): every parent order is worked by --agents members
+    /// sharing its policy and hearing each other. Repeat for several;
+    /// per-agent and team tables, paired comparisons and the crowding cost
+    /// (docs/team.md).
+    #[arg(long = "team")]
+    pub teams: Vec<PathBuf>,
+    /// Members per team (default: the trained team's size).
+    #[arg(long)]
+    pub agents: Option<usize>,
+    /// How the members share the work (default: as the team trained).
+    #[arg(long, value_enum)]
+    pub mode: Option<super::team_backtest::TeamModeArg>,
+    /// Also play every team with its members hearing nothing (the gain
+    /// from communication is the difference).
+    #[arg(long)]
+    pub silence: bool,
+    /// Also play the dynamic market with held-out populations (momentum-
+    /// heavy, thin book, informed-heavy: serl_market::held_out_profiles),
+    /// which no training saw.
+    #[arg(long)]
+    pub held_out: bool,
     /// A backtest config with [data], [orders] and [env] tables.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -101,9 +126,20 @@ pub struct BacktestFile {
 
 /// The configs a backtest runs with, after every override.
 pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
-    let mut cfg: BacktestFile = match &a.config {
-        Some(p) => read_toml(p)?,
-        None => BacktestFile::default(),
+    let mut cfg: BacktestFile = match (&a.config, a.teams.first()) {
+        (Some(p), _) => read_toml(p)?,
+        // A team plays the orders, steps and market it trained on.
+        (None, Some(dir)) if dir.join("train.toml").exists() => {
+            let t: super::train::TrainFile = read_toml(&dir.join("train.toml"))?;
+            BacktestFile {
+                data: t.data,
+                orders: t.orders,
+                env: t.env,
+                market: t.market,
+                cluster: ClusterConfig::default(),
+            }
+        }
+        (None, _) => BacktestFile::default(),
     };
     if let Some(p) = &a.orders {
         cfg.orders = read_toml(p)?;
@@ -134,7 +170,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
     Ok(cfg)
 }
 
-fn strategy_factory(s: &str) -> Result<StrategyFactory> {
+pub(super) fn strategy_factory(s: &str) -> Result<StrategyFactory> {
     if let Some(dir) = s.strip_prefix("policy:") {
         return super::train::policy_factory(Path::new(dir));
     }
@@ -258,7 +294,7 @@ pub fn replay(
     ))
 }
 
-fn default_reward(env: &EnvConfig) -> DefaultReward {
+pub(super) fn default_reward(env: &EnvConfig) -> DefaultReward {
     DefaultReward {
         inventory_penalty: env.inventory_penalty,
         terminal_penalty: env.terminal_penalty,
@@ -267,11 +303,15 @@ fn default_reward(env: &EnvConfig) -> DefaultReward {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
+    if !a.teams.is_empty() {
+        return super::team_backtest::run(&a, &cfg);
+    }
+    let env = a.env.unwrap_or(EnvChoice::Static);
     // Every strategy is checked before any order is played (or submitted).
     for s in &a.strategies {
         strategy_factory(s)?;
     }
-    if matches!(a.env, EnvChoice::Lobster | EnvChoice::All) && a.lobster.is_none() {
+    if matches!(env, EnvChoice::Lobster | EnvChoice::All) && a.lobster.is_none() {
         bail!(NEEDS_LOBSTER);
     }
     let t0 = std::time::Instant::now();
@@ -313,7 +353,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             &market,
             &orders,
             &a.strategies,
-            a.env,
+            env,
             &cfg,
             lobster.as_ref(),
             &|n| bar.inc(n),
@@ -325,7 +365,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             data: &data_path,
             split,
             strategies: &a.strategies,
-            env: a.env,
+            env,
             cfg: &cfg,
         };
         super::shards::run(&b, &cfg.cluster, a.shards, &orders, &a.out)?

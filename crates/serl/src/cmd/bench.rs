@@ -1,4 +1,5 @@
-//! `serl bench env` and `serl bench sim`: whole-pipeline throughput figures.
+//! `serl bench env`, `sim`, `train` and `team` (in `bench_team.rs`):
+//! whole-pipeline throughput figures.
 //! Each figure is the median of several runs on one thread unless it says
 //! otherwise.
 
@@ -28,6 +29,10 @@ pub enum BenchCommand {
     /// environments, n_steps 2048, batch 256, 10 epochs; and the same
     /// environments stepped without training.
     Train(BenchArgs),
+    /// Teams of 2, 4, 8 and 16 agents in the dynamic market: joint steps
+    /// per second, MAPPO training steps per second (updates included),
+    /// how the cost grows with N, and peak memory.
+    Team(BenchArgs),
 }
 
 #[derive(Args)]
@@ -42,12 +47,12 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn peak_rss_mb() -> Option<f64> {
+pub(super) fn peak_rss_mb() -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -59,6 +64,7 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Env(a) => env(a),
         BenchCommand::Sim(a) => sim(a),
         BenchCommand::Train(a) => train(a),
+        BenchCommand::Team(a) => super::bench_team::team(a),
     }
 }
 

@@ -1,5 +1,6 @@
 pub mod backtest;
 pub mod bench;
+pub mod bench_team;
 pub mod data;
 pub mod evolve;
 pub mod lob;
@@ -11,6 +12,7 @@ pub mod shards;
 pub mod sim_tasks;
 pub mod simulate;
 pub mod task;
+pub mod team_backtest;
 pub mod train;
 pub mod walk_forward;
 

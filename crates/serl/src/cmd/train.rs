@@ -11,12 +11,14 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
+use serl_env::TeamMode;
 use serl_env::{
     generate_orders, spread_orders, DefaultReward, EnvConfig, MarketConfig, MarketData,
     OrderConfig, ParentOrder,
 };
 use serl_train::{
-    load_run_policy, Algo, DeviceChoice, HybridMode, TrainConfig, TrainSession, UpdateRecord,
+    load_run_policy, Algo, Critic, DeviceChoice, HybridMode, TeamConfig, TrainConfig, TrainSession,
+    UpdateRecord,
 };
 
 #[derive(Args)]
@@ -34,8 +36,15 @@ pub struct TrainArgs {
     /// Continue the run in --out from its last checkpoint, with its config.
     #[arg(long)]
     pub resume: bool,
+    /// The learner: PPO or DDQN for one agent; MAPPO (a centralised
+    /// critic) or independent PPO for a team (`--agents N`).
     #[arg(long, value_enum)]
     pub algo: Option<AlgoChoice>,
+    /// Learning agents working each parent order together (2 to 16: a
+    /// team, `[train.team] agents`); with --algo mappo or ippo, 4 unless
+    /// the config says.
+    #[arg(long)]
+    pub agents: Option<usize>,
     /// Environment steps to train for (overrides the config).
     #[arg(long)]
     pub total_steps: Option<usize>,
@@ -44,9 +53,14 @@ pub struct TrainArgs {
     /// Minutes between decisions (overrides the config).
     #[arg(long)]
     pub decision_minutes: Option<u16>,
-    /// Hybrid weighting, or a single environment for ablations.
+    /// A team's mode (cooperative: one parent order split across the
+    /// agents; competitive: independent orders competing). The hybrid
+    /// weighting's names are still read here too, as --hybrid.
     #[arg(long, value_enum)]
     pub mode: Option<ModeChoice>,
+    /// Hybrid weighting, or a single environment for ablations.
+    #[arg(long, value_enum)]
+    pub hybrid: Option<HybridChoice>,
     #[arg(long, value_enum)]
     pub device: Option<DeviceArg>,
     /// Order size as a fraction of ADV (overrides the configs).
@@ -68,10 +82,24 @@ pub struct TrainArgs {
 pub enum AlgoChoice {
     Ppo,
     Ddqn,
+    /// A team sharing one policy, with a centralised critic.
+    Mappo,
+    /// A team sharing one policy, each agent's critic its own.
+    Ippo,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeChoice {
+    Cooperative,
+    Competitive,
+    Adaptive,
+    Fixed,
+    StaticOnly,
+    DynamicOnly,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum HybridChoice {
     Adaptive,
     Fixed,
     StaticOnly,
@@ -139,12 +167,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     if a.resume {
         return Ok(cfg);
     }
-    if let Some(x) = a.algo {
-        cfg.train.algo = match x {
-            AlgoChoice::Ppo => Algo::Ppo,
-            AlgoChoice::Ddqn => Algo::Ddqn,
-        };
-    }
+    apply_team_args(a, &mut cfg.train)?;
     if let Some(n) = a.total_steps {
         cfg.train.total_steps = n;
     }
@@ -157,13 +180,21 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     if let Some(q) = a.qty_adv {
         cfg.orders.quantity = serl_env::Quantity::AdvFraction(q);
     }
-    if let Some(m) = a.mode {
-        cfg.train.hybrid.mode = match m {
-            ModeChoice::Adaptive => HybridMode::Adaptive,
-            ModeChoice::Fixed => HybridMode::Fixed,
-            ModeChoice::StaticOnly => HybridMode::StaticOnly,
-            ModeChoice::DynamicOnly => HybridMode::DynamicOnly,
-        };
+    let hybrid = a.hybrid.map(|h| match h {
+        HybridChoice::Adaptive => HybridMode::Adaptive,
+        HybridChoice::Fixed => HybridMode::Fixed,
+        HybridChoice::StaticOnly => HybridMode::StaticOnly,
+        HybridChoice::DynamicOnly => HybridMode::DynamicOnly,
+    });
+    let old_hybrid = match a.mode {
+        Some(ModeChoice::Adaptive) => Some(HybridMode::Adaptive),
+        Some(ModeChoice::Fixed) => Some(HybridMode::Fixed),
+        Some(ModeChoice::StaticOnly) => Some(HybridMode::StaticOnly),
+        Some(ModeChoice::DynamicOnly) => Some(HybridMode::DynamicOnly),
+        _ => None,
+    };
+    if let Some(m) = hybrid.or(old_hybrid) {
+        cfg.train.hybrid.mode = m;
     }
     if let Some(d) = a.device {
         cfg.train.device = match d {
@@ -179,6 +210,59 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
     }
     Ok(cfg)
+}
+
+/// `--algo`, `--agents` and a team `--mode` on the config's `[train]`:
+/// MAPPO and IPPO train a team (4 agents unless the config or `--agents`
+/// says), whose scripted peers default to none.
+fn apply_team_args(a: &TrainArgs, train: &mut TrainConfig) -> Result<()> {
+    let critic = match a.algo {
+        Some(AlgoChoice::Ppo) | None => None,
+        Some(AlgoChoice::Ddqn) => {
+            train.algo = Algo::Ddqn;
+            None
+        }
+        Some(AlgoChoice::Mappo) => Some(Critic::Centralized),
+        Some(AlgoChoice::Ippo) => Some(Critic::Local),
+    };
+    if matches!(a.algo, Some(AlgoChoice::Ppo)) {
+        train.algo = Algo::Ppo;
+    }
+    let mode = match a.mode {
+        Some(ModeChoice::Cooperative) => Some(TeamMode::Cooperative),
+        Some(ModeChoice::Competitive) => Some(TeamMode::Competitive),
+        _ => None,
+    };
+    let wants_team = critic.is_some() || a.agents.is_some_and(|n| n > 1) || mode.is_some();
+    if !wants_team {
+        return Ok(());
+    }
+    if train.algo != Algo::Ppo {
+        bail!("a team learns with PPO: use --algo mappo or --algo ippo, not ddqn");
+    }
+    let team = train.team.get_or_insert_with(|| TeamConfig {
+        peers: 0,
+        ..TeamConfig::default()
+    });
+    if let Some(c) = critic {
+        team.critic = c;
+    }
+    if let Some(m) = mode {
+        team.mode = m;
+    }
+    match a.agents {
+        Some(n) => team.agents = n,
+        None if team.agents < 2 => team.agents = 4,
+        None => {}
+    }
+    if team.agents < 2 {
+        bail!(
+            "--agents {}: a team has 2 to {} agents",
+            team.agents,
+            serl_env::MAX_AGENTS
+        );
+    }
+    Ok(())
 }
 
 /// The config's reward program, or the default reward.
@@ -284,6 +368,7 @@ pub(super) fn train_one(
         population: cfg.market.clone(),
         train_orders,
         val_orders,
+        eval_market: cfg.market.clone(),
     };
     let bar = training_bar(&cfg.train);
     let shown = bar.clone();
