@@ -94,6 +94,11 @@ pub fn write(
     md.push_str(
         "\nThe full backtest report of the test is in [test/report.html](test/report.html).\n\n",
     );
+    if dir.join("test-team").join("report.html").exists() {
+        md.push_str(
+            "Each team above is one order (its members' fills added up). The team report, with every member's table, the gain from communication (`serl-best` against itself silenced), MAPPO against independent PPO and the crowding cost, is in [test-team/report.html](test-team/report.html).\n\n",
+        );
+    }
     cost_and_ablations(&mut md, out, ablations);
     std::fs::write(dir.join("report.md"), &md).map_err(|e| err(dir, e))?;
     std::fs::write(dir.join("report.html"), html(&md, &svgs)).map_err(|e| err(dir, e))?;

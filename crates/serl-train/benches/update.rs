@@ -33,6 +33,8 @@ fn rollout() -> Rollout {
         done: (0..n).map(|i| i % 390 == 389).collect(),
         source: vec![Source::Static; n_envs],
         last_value: vec![0.0; n_envs],
+        critic_obs: Vec::new(),
+        critic_width: 0,
     }
 }
 
@@ -50,6 +52,7 @@ fn update(c: &mut Criterion) {
         features: Default::default(),
         message_dims: 0,
         placements: Vec::new(),
+        team: None,
     };
     let model = ActorCritic::new(&meta.spec, OBS, meta.head, &device).expect("a valid spec");
     let cfg = PpoConfig {

@@ -59,6 +59,9 @@ pub struct EpisodeStat {
     pub pa: f64,
 }
 
+/// One environment's actions (one per agent) and where its rewards go.
+type EnvSlice<'r> = (&'r [(f64, u8)], &'r mut [f64]);
+
 /// N environments, each with its own random stream, and one observation
 /// window per row (an environment has a row per agent).
 pub struct VecEnv<'a> {
@@ -229,7 +232,7 @@ impl<'a> VecEnv<'a> {
         learn: bool,
     ) -> (Vec<f32>, Vec<bool>) {
         let mut rewards = vec![0f64; actions.len()];
-        let mut slices: Vec<(&[(f64, u8)], &mut [f64])> = Vec::with_capacity(self.envs.len());
+        let mut slices: Vec<EnvSlice> = Vec::with_capacity(self.envs.len());
         let (mut acts, mut rews) = (actions, &mut rewards[..]);
         for e in &self.envs {
             let (a, rest_a) = acts.split_at(e.agents());

@@ -152,8 +152,8 @@ fn the_multi_agent_scenario_evolves_agents_that_talk() {
     for e in std::fs::read_dir(run.join("candidates")).unwrap() {
         let c: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap();
-        // The baseline is plain PPO with the default modules: it trains
-        // among the peers but hears nothing.
+        // The baseline is plain MAPPO with the default modules: a team
+        // that hears nothing.
         if c["key"] == "baseline" {
             continue;
         }
@@ -167,10 +167,42 @@ fn the_multi_agent_scenario_evolves_agents_that_talk() {
     )
     .unwrap();
     assert!(meta["message_dims"].as_u64().unwrap() >= 1, "{meta}");
+    assert_eq!(meta["team"]["agents"], 4, "a team of four learned together");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
         report.contains("communication"),
         "the report shows the module"
+    );
+    assert!(
+        report.contains("test-team/report.html"),
+        "the team report is linked"
+    );
+    // The final test: every team and baseline per agent, on the calibrated
+    // market and the held-out populations, and the gain from talking.
+    let team = common::read_json(&run.join("test-team/summary.json"));
+    let envs: std::collections::BTreeSet<&str> = team["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["team"]["env"].as_str().unwrap())
+        .collect();
+    assert!(
+        envs.contains("dynamic:thin") && envs.contains("static"),
+        "{envs:?}"
+    );
+    let paired: Vec<&str> = team["paired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        paired.contains(&"serl-best − serl-best (silent)"),
+        "{paired:?}"
+    );
+    assert!(
+        paired.contains(&"mappo-default − ippo-default"),
+        "{paired:?}"
     );
 }
 

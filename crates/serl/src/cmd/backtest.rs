@@ -180,13 +180,17 @@ pub(super) fn strategy_factory(s: &str) -> Result<StrategyFactory> {
 
 /// The metrics table every command that backtests prints.
 pub fn print_summaries(summaries: &[serl_eval::Summary]) {
+    let width = |f: &dyn Fn(&serl_eval::Summary) -> usize, least: usize| {
+        summaries.iter().map(f).max().unwrap_or(0).max(least)
+    };
+    let (we, ws) = (width(&|s| s.env.len(), 8), width(&|s| s.strategy.len(), 14));
     println!(
-        "{:<8} {:<14} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
+        "{:<we$} {:<ws$} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
         "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
     );
     for s in summaries {
         println!(
-            "{:<8} {:<14} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
+            "{:<we$} {:<ws$} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
             s.env,
             s.strategy,
             s.orders,

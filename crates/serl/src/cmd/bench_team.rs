@@ -53,6 +53,17 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
         ..EnvConfig::default()
     };
     let runs = a.runs.max(1);
+    // A session's market is calibrated once (a pilot day) and cached: do it
+    // for every session first, so the figures time steps, not pilots.
+    let mut seen = std::collections::HashSet::new();
+    for o in &orders {
+        if let Some(view) = market
+            .get(&o.symbol, o.date)
+            .filter(|_| seen.insert((o.symbol.clone(), o.date)))
+        {
+            serl_env::calibrate(view, &MarketConfig::default());
+        }
+    }
     let mut rows = Vec::new();
     for n in SIZES {
         let cfg = team_config(n);
@@ -63,7 +74,7 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
             })
         };
         let make = |seed: u64| -> Box<dyn TrainEnv + '_> {
-            let venue = TrainVenue::Dynamic(Box::new(MarketConfig::default()));
+            let venue = TrainVenue::Dynamic(Box::default());
             let mut e = TeamEnv::new(&market, &orders, &env_cfg, reward(), venue, &cfg);
             e.reset(&mut serl_train::env_rng(seed, 0));
             Box::new(e)

@@ -342,12 +342,21 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         out.best_val.map_or("-".into(), |v| format!("{v:.3} bps")),
         a.out.join("report.html").display()
     );
-    println!(
-        "backtest it: serl backtest --data {} --split test --strategy twap --strategy policy:{} --out {}/backtest",
-        data_path.display(),
-        a.out.display(),
-        a.out.display()
-    );
+    if cfg.train.learning_team().is_some() {
+        println!(
+            "backtest the team: serl backtest --data {} --split test --team {} --strategy twap --silence --out {}/backtest",
+            data_path.display(),
+            a.out.display(),
+            a.out.display()
+        );
+    } else {
+        println!(
+            "backtest it: serl backtest --data {} --split test --strategy twap --strategy policy:{} --out {}/backtest",
+            data_path.display(),
+            a.out.display(),
+            a.out.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
