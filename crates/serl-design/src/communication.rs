@@ -20,6 +20,8 @@ pub enum Aggregate {
     /// Softmax-weighted by the dot product of each message with the
     /// receiving agent's own message.
     Attention,
+    /// The largest of the others' values, per broadcast value.
+    Max,
 }
 
 /// What each execution agent broadcasts and how it hears the others,
@@ -112,6 +114,15 @@ impl Communication {
         if others.is_empty() {
             return out;
         }
+        if self.aggregate == Aggregate::Max {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = others
+                    .iter()
+                    .map(|m| m[k])
+                    .fold(f64::NEG_INFINITY, f64::max);
+            }
+            return out;
+        }
         let weights: Vec<f64> = match self.aggregate {
             Aggregate::Sum => vec![1.0; others.len()],
             Aggregate::Mean => vec![1.0 / others.len() as f64; others.len()],
@@ -129,6 +140,7 @@ impl Communication {
                 let z: f64 = e.iter().sum();
                 e.iter().map(|v| v / z).collect()
             }
+            Aggregate::Max => unreachable!("combined above"),
         };
         for (m, w) in others.iter().zip(weights) {
             for (o, v) in out.iter_mut().zip(m.iter()) {
@@ -153,7 +165,16 @@ mod tests {
         let msgs = vec![vec![2.0], vec![2.0], vec![-2.0]];
         let got = c.aggregate(&msgs, 0);
         assert!(got[0] > 1.9, "{got:?}");
-        let mean = Communication::new(&[a], Aggregate::Mean).unwrap();
+        let mean = Communication::new(std::slice::from_ref(&a), Aggregate::Mean).unwrap();
         assert_eq!(mean.aggregate(&msgs, 0), vec![0.0]);
+        let max = Communication::new(&[a], Aggregate::Max).unwrap();
+        assert_eq!(max.aggregate(&msgs, 0), vec![2.0]);
+        assert_eq!(max.aggregate(&msgs, 1), vec![2.0]);
+        assert_eq!(
+            max.aggregate(&[vec![-1.0], vec![-3.0]], 0),
+            vec![-3.0],
+            "the others' only"
+        );
+        assert_eq!(max.aggregate(&[vec![5.0]], 0), vec![0.0], "alone: silence");
     }
 }

@@ -77,7 +77,7 @@ pub fn module_schema(kind: ModuleKind) -> Value {
                 ("broadcast", array(feature(), 1, MAX_BROADCAST)),
                 (
                     "aggregate",
-                    json!({"type": "string", "enum": ["mean", "sum", "attention"]}),
+                    json!({"type": "string", "enum": ["mean", "sum", "attention", "max"]}),
                 ),
             ],
             &["broadcast", "aggregate"],

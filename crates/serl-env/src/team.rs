@@ -150,15 +150,38 @@ pub struct StaticTeam<'a> {
 
 impl<'a> StaticTeam<'a> {
     /// The members' episodes of `orders` on `view` (the real day or an
-    /// imagined one).
-    pub fn new(view: ViewRef<'a>, orders: &[ParentOrder], cfg: &'a EnvConfig) -> Self {
+    /// imagined one), working them as `mode` says: a cooperative team's
+    /// members share one participation cap in proportion to their orders.
+    pub fn new(view: ViewRef<'a>, orders: &[ParentOrder], mode: TeamMode, cfg: &EnvConfig) -> Self {
+        let shares = cap_shares(orders, mode);
         StaticTeam {
             members: orders
                 .iter()
-                .map(|o| StaticEnv::owning(view.clone(), o.clone(), cfg))
+                .zip(shares)
+                .map(|(o, share)| {
+                    let own = EnvConfig {
+                        participation_cap: cfg.participation_cap * share,
+                        ..cfg.clone()
+                    };
+                    StaticEnv::owning(view.clone(), o.clone(), own)
+                })
                 .collect(),
         }
     }
+}
+
+/// Each member's share of the participation cap: its share of the team's
+/// orders when the team cooperates (together they keep one agent's cap),
+/// the whole cap when they compete.
+pub(crate) fn cap_shares(orders: &[ParentOrder], mode: TeamMode) -> Vec<f64> {
+    let total: f64 = orders.iter().map(|o| o.qty).sum();
+    orders
+        .iter()
+        .map(|o| match mode {
+            TeamMode::Cooperative if total > 0.0 => o.qty / total,
+            _ => 1.0,
+        })
+        .collect()
 }
 
 impl TeamEpisode for StaticTeam<'_> {

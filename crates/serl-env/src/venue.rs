@@ -132,10 +132,10 @@ impl Venue for StaticVenue {
         &'a self,
         view: &'a SessionView,
         orders: &[ParentOrder],
-        _mode: TeamMode,
+        mode: TeamMode,
         cfg: &'a EnvConfig,
     ) -> Option<Box<dyn TeamEpisode + 'a>> {
-        Some(Box::new(StaticTeam::new(view.into(), orders, cfg)))
+        Some(Box::new(StaticTeam::new(view.into(), orders, mode, cfg)))
     }
 }
 
@@ -181,14 +181,13 @@ impl Venue for DynamicVenue {
         cfg: &'a EnvConfig,
     ) -> Option<Box<dyn TeamEpisode + 'a>> {
         let seed = self.episode_seed(orders.first()?);
-        let shared_cap = mode == TeamMode::Cooperative;
         Some(Box::new(DynamicTeam::new(DynamicEnv::team(
             view,
             orders,
             cfg,
             &self.market,
             seed,
-            shared_cap,
+            mode,
         ))))
     }
 }

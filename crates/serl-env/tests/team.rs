@@ -150,15 +150,25 @@ fn in_the_replay_each_member_replays_its_share_alone() {
     let (md, orders) = sample();
     let cfg = env_cfg();
     let o = &orders[2];
-    let out = play_in(&StaticVenue, &md, o, 3, TeamMode::Cooperative, &cfg);
     let view = md.get(&o.symbol, o.date).unwrap();
     let share = &team_orders(o, 3)[0];
-    let alone = run_static(&mut Twap, view, share, &cfg, &reward(), false);
-    for m in &out.members {
-        assert_eq!(m.filled, alone.filled);
-        assert_eq!(m.notional, alone.notional);
+    // Competitors each have the whole cap; cooperating members a third.
+    for (mode, cap) in [
+        (TeamMode::Competitive, cfg.participation_cap),
+        (TeamMode::Cooperative, cfg.participation_cap / 3.0),
+    ] {
+        let out = play_in(&StaticVenue, &md, o, 3, mode, &cfg);
+        let alone_cfg = EnvConfig {
+            participation_cap: cap,
+            ..cfg.clone()
+        };
+        let alone = run_static(&mut Twap, view, share, &alone_cfg, &reward(), false);
+        for m in &out.members {
+            assert_eq!(m.filled, alone.filled, "{mode:?}");
+            assert_eq!(m.notional, alone.notional, "{mode:?}");
+        }
+        assert!((out.team.pa_bps() - alone.pa_bps()).abs() < 1e-9);
     }
-    assert!((out.team.pa_bps() - alone.pa_bps()).abs() < 1e-9);
 }
 
 #[test]

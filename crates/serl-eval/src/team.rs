@@ -241,7 +241,7 @@ pub fn crowding_cost(
 ) -> Option<TeamPaired> {
     let single: std::collections::HashMap<u64, f64> = alone
         .iter()
-        .filter(|r| r.env == env)
+        .filter(|r| r.env == env && r.strategy == team)
         .map(|r| (r.order_id, r.pa_bps))
         .collect();
     let mut d: Vec<(u64, f64)> = results

@@ -17,7 +17,7 @@ use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
 /// The scripted strategies every test compares against.
 pub(crate) const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
 /// The baseline added when the designs place their orders.
-const PASSIVE_BASELINE: &str = "twap-passive";
+pub(crate) const PASSIVE_BASELINE: &str = "twap-passive";
 
 /// Plain PPO on the candidates' budget, validated the same way (or its
 /// result from an earlier run).

@@ -118,8 +118,11 @@ pub(crate) fn test(
         .map(|(label, p)| team_factory(p, label, false))
         .collect();
     teams.push(team_factory(best, "serl-best (silent)", true));
+    // A design that places its orders meets a passive baseline too.
+    let placing = !scoring.cfg.train.placements.is_empty();
     let baselines: Vec<StrategySpec> = crate::final_test::BASELINES
         .iter()
+        .chain(placing.then_some(&crate::final_test::PASSIVE_BASELINE))
         .map(|s| StrategySpec::parse(s))
         .collect::<Result<_, _>>()
         .map_err(EvolveError::Config)?;

@@ -236,7 +236,7 @@ impl BuiltinDesigner {
             ]),
             ModuleKind::Communication => Genome::Communication {
                 features: vec![r.random_range(0..FEATURES.len())],
-                aggregate: r.random_range(0..3),
+                aggregate: r.random_range(0..4),
             },
         }
     }
@@ -337,7 +337,7 @@ impl BuiltinDesigner {
                 Genome::Communication {
                     features: f,
                     aggregate: if r.random_bool(0.3) {
-                        r.random_range(0..3)
+                        r.random_range(0..4)
                     } else {
                         *aggregate
                     },
@@ -447,7 +447,7 @@ impl BuiltinDesigner {
                     .iter()
                     .map(|&i| serde_json::json!({"name": FEATURES[i].0, "program": FEATURES[i].1}))
                     .collect();
-                let aggregate = ["mean", "sum", "attention"][*aggregate % 3];
+                let aggregate = ["mean", "sum", "attention", "max"][*aggregate % 4];
                 serde_json::json!({"broadcast": b, "aggregate": aggregate}).to_string()
             }
         }

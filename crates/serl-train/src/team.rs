@@ -17,7 +17,7 @@
 //!
 //! With a [`Communication`] design each agent broadcasts a few values
 //! computed by feature programs over its own observation; every agent
-//! hears the others' messages combined (mean, sum or attention) as extra
+//! hears the others' messages combined (mean, sum, attention or max) as extra
 //! observation columns, in training and wherever the team plays
 //! afterwards (validation, backtests). A static episode of a single agent
 //! has no one to hear: its message columns are zero.
@@ -63,9 +63,10 @@ pub struct TeamConfig {
     /// What a team's critic sees: MAPPO's whole team, or each agent alone
     /// (independent PPO).
     pub critic: Critic,
-    /// Scripted peers (TWAP) per dynamic episode.
+    /// Scripted peers (TWAP) per dynamic episode (none by default).
     pub peers: usize,
-    /// Each peer's order as a multiple of the learner's.
+    /// Each peer's order as a multiple of the learner's (of a team's
+    /// parent order).
     pub peer_size: f64,
     /// Peers trade the learner's side (a crowded trade) or the opposite one.
     pub same_side: bool,
@@ -80,7 +81,7 @@ impl Default for TeamConfig {
             agents: 1,
             mode: TeamMode::Cooperative,
             critic: Critic::Centralized,
-            peers: 2,
+            peers: 0,
             peer_size: 1.0,
             same_side: true,
             communication: None,

@@ -260,7 +260,7 @@ impl<'a> TrainEnv for TeamEnv<'a> {
     fn reset(&mut self, rng: &mut SmallRng) {
         let o = &self.orders[rng.random_range(0..self.orders.len())];
         let Some(view) = self.market.get(&o.symbol, o.date) else {
-            self.episode = None;
+            (self.episode, self.parent, self.finished_pa) = (None, None, 0.0);
             self.refresh();
             return;
         };
@@ -268,17 +268,18 @@ impl<'a> TrainEnv for TeamEnv<'a> {
         self.episode = Some(match &self.venue {
             TrainVenue::Static => {
                 let day = ImaginedReplay::view(self.imagined_replay.as_ref(), view, rng);
-                Box::new(StaticTeam::new(day, &members, self.cfg)) as Box<dyn TeamEpisode + 'a>
+                let team = StaticTeam::new(day, &members, self.team.mode, self.cfg);
+                Box::new(team) as Box<dyn TeamEpisode + 'a>
             }
             TrainVenue::Dynamic(m) => {
-                let coop = self.team.mode == TeamMode::Cooperative;
-                let mut e = DynamicEnv::team(view, &members, self.cfg, m, rng.random(), coop);
+                let mode = self.team.mode;
+                let mut e = DynamicEnv::team(view, &members, self.cfg, m, rng.random(), mode);
                 let side = if self.team.same_side {
                     o.side
                 } else {
                     o.side.opposite()
                 };
-                let peer = members[0].qty * self.team.peer_size;
+                let peer = o.qty * self.team.peer_size;
                 e.add_peers((0..self.team.peers).map(|_| (side, peer)));
                 Box::new(DynamicTeam::new(e))
             }

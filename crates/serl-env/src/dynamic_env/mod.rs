@@ -183,21 +183,22 @@ impl<'a> DynamicEnv<'a> {
         market: &MarketConfig,
         seed: u64,
     ) -> Self {
-        Self::team(view, std::slice::from_ref(order), cfg, market, seed, false)
+        let one = std::slice::from_ref(order);
+        Self::team(view, one, cfg, market, seed, crate::TeamMode::Competitive)
     }
 
     /// A team's episode: one desk per order in `orders` (which share one
-    /// window), stepped jointly by [`DynamicEnv::step_all`]. With
-    /// `shared_cap`, the desks split the participation cap in proportion
-    /// to their orders (one parent order split across desks); without it
-    /// each desk has the whole cap (independent orders).
+    /// window), stepped jointly by [`DynamicEnv::step_all`]. A cooperative
+    /// team's desks split the participation cap in proportion to their
+    /// orders (one parent order split across desks); competitors each have
+    /// the whole cap (independent orders).
     pub fn team(
         view: &'a SessionView,
         orders: &[ParentOrder],
         cfg: &'a EnvConfig,
         market: &MarketConfig,
         seed: u64,
-        shared_cap: bool,
+        mode: crate::TeamMode,
     ) -> Self {
         let first = &orders[0];
         let (cal, mcfg) = calibrate(view, market);
@@ -205,7 +206,6 @@ impl<'a> DynamicEnv<'a> {
         sim.run_until(Self::minute_us(view, first.start_minute));
         let arrival = sim.mid_price().unwrap_or(cal.minute_price[0]);
         let k = cfg.decision_minutes.max(1);
-        let total: f64 = orders.iter().map(|o| o.qty).sum();
         DynamicEnv {
             sim,
             view,
@@ -223,16 +223,7 @@ impl<'a> DynamicEnv<'a> {
                 .enumerate()
                 .map(|(i, o)| Desk::new(o, EXECUTION_OWNER + i as u32))
                 .collect(),
-            cap_shares: orders
-                .iter()
-                .map(|o| {
-                    if shared_cap && total > 0.0 {
-                        o.qty / total
-                    } else {
-                        1.0
-                    }
-                })
-                .collect(),
+            cap_shares: crate::team::cap_shares(orders, mode),
         }
     }
 
@@ -425,7 +416,8 @@ impl<'a> DynamicEnv<'a> {
                 self.trade_peers(m, cap);
             }
             for j in 0..desks {
-                let k = (j + mi) % desks;
+                // Who goes first turns with every minute and every step.
+                let k = (j + self.step + i) % desks;
                 let desk_cap = cap * self.cap_shares[k];
                 let p = &mut plans[k];
                 let q = ((p.urgent - p.crossed) / (n - i as f64))
@@ -475,6 +467,9 @@ impl<'a> DynamicEnv<'a> {
             volume: vol,
             minutes: n.max(1.0),
         };
+        if self.step >= self.steps {
+            self.close(&mut plans);
+        }
         infos.clear();
         for (k, p) in plans.into_iter().enumerate() {
             let fills = self.finish_step(k, p, &fills_base);
@@ -484,23 +479,51 @@ impl<'a> DynamicEnv<'a> {
         self.last_bench = fills_base.bench;
     }
 
-    /// Desk `k`'s end of a step: at the horizon its resting orders are
-    /// withdrawn (and what is left crossed when the config says so); its
-    /// counters move and its [`StepInfo`] is made.
-    fn finish_step(&mut self, k: usize, mut p: StepPlan, base: &StepFills) -> StepInfo {
-        let done = self.step >= self.steps;
-        if done {
+    /// The horizon: every desk's resting orders are withdrawn, then what is
+    /// left is crossed when the config says so. Several desks cross in
+    /// turns of a quarter of what each has left, so that none is always
+    /// first at the best prices; one desk crosses all at once.
+    fn close(&mut self, plans: &mut [StepPlan]) {
+        for k in 0..plans.len() {
             self.withdraw(k);
         }
-        let left = self.desks[k].remaining - p.got;
-        if done && self.cfg.terminal == crate::Terminal::ForceLiquidate && left >= 1.0 {
-            let (g, c) = self.cross(k, left.round() as u64);
-            p.got += g;
-            p.cost += c;
-            let ledger = &mut self.desks[k].ledger;
-            ledger.final_qty += g;
-            ledger.final_notional += c;
+        if self.cfg.terminal != crate::Terminal::ForceLiquidate {
+            return;
         }
+        let left: Vec<f64> = (0..plans.len())
+            .map(|k| {
+                let q = self.desks[k].remaining - plans[k].got;
+                if q >= 1.0 {
+                    q.round()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let turns = if plans.len() > 1 { 4.0 } else { 1.0 };
+        let mut owed = left.clone();
+        while owed.iter().any(|&q| q >= 1.0) {
+            for j in 0..plans.len() {
+                let k = (j + self.step) % plans.len();
+                let q = owed[k].min((left[k] / turns).ceil());
+                if q < 1.0 {
+                    continue;
+                }
+                owed[k] -= q;
+                let (g, c) = self.cross(k, q as u64);
+                plans[k].got += g;
+                plans[k].cost += c;
+                let ledger = &mut self.desks[k].ledger;
+                ledger.final_qty += g;
+                ledger.final_notional += c;
+            }
+        }
+    }
+
+    /// Desk `k`'s end of a step: its counters move and its [`StepInfo`] is
+    /// made.
+    fn finish_step(&mut self, k: usize, p: StepPlan, base: &StepFills) -> StepInfo {
+        let done = self.step >= self.steps;
         let d = &mut self.desks[k];
         d.remaining = (d.remaining - p.got).max(0.0);
         d.filled += p.got;

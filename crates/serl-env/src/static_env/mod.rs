@@ -259,7 +259,9 @@ pub struct StaticEnv<'a> {
     /// The order: borrowed, or owned by a team's episode (a member's share
     /// of a parent order).
     order: std::borrow::Cow<'a, ParentOrder>,
-    cfg: &'a EnvConfig,
+    /// The settings: borrowed, or a team member's own (its share of a
+    /// cooperative team's participation cap).
+    cfg: std::borrow::Cow<'a, EnvConfig>,
     steps: usize,
     step: usize,
     remaining: f64,
@@ -286,19 +288,27 @@ impl<'a> StaticEnv<'a> {
     /// An episode of `order` on `view`: a [`SessionView`] of the market
     /// data, or an imagined day ([`ViewRef::Owned`]).
     pub fn new(view: impl Into<ViewRef<'a>>, order: &'a ParentOrder, cfg: &'a EnvConfig) -> Self {
-        Self::with_order(view.into(), std::borrow::Cow::Borrowed(order), cfg)
+        Self::with_order(
+            view.into(),
+            std::borrow::Cow::Borrowed(order),
+            std::borrow::Cow::Borrowed(cfg),
+        )
     }
 
-    /// An episode of an order the episode keeps (a team member's share of
-    /// a parent order).
-    pub fn owning(view: impl Into<ViewRef<'a>>, order: ParentOrder, cfg: &'a EnvConfig) -> Self {
-        Self::with_order(view.into(), std::borrow::Cow::Owned(order), cfg)
+    /// An episode of an order and settings the episode keeps (a team
+    /// member's share of a parent order, and of the team's cap).
+    pub fn owning(view: impl Into<ViewRef<'a>>, order: ParentOrder, cfg: EnvConfig) -> Self {
+        Self::with_order(
+            view.into(),
+            std::borrow::Cow::Owned(order),
+            std::borrow::Cow::Owned(cfg),
+        )
     }
 
     fn with_order(
         view: ViewRef<'a>,
         order: std::borrow::Cow<'a, ParentOrder>,
-        cfg: &'a EnvConfig,
+        cfg: std::borrow::Cow<'a, EnvConfig>,
     ) -> Self {
         let k = cfg.decision_minutes.max(1);
         let span = order.end_minute.saturating_sub(order.start_minute);
@@ -366,7 +376,7 @@ impl<'a> StaticEnv<'a> {
 
     /// Minutes of step `j`.
     pub fn step_minutes(&self, j: usize) -> (u16, u16) {
-        step_minutes(&self.order, self.cfg, j)
+        step_minutes(&self.order, &self.cfg, j)
     }
 
     /// The book features at a bar: quotes where the session has them, else
@@ -463,7 +473,7 @@ impl Episode for StaticEnv<'_> {
             last_step_volume: self.last_step_volume,
             queue: self.queue_state(),
         };
-        Decision::new(obs, &self.view, &self.order, self.cfg, p)
+        Decision::new(obs, &self.view, &self.order, &self.cfg, p)
     }
 
     /// Trades the child order over the current step and returns what

@@ -50,7 +50,8 @@ pub struct BacktestArgs {
     /// (docs/team.md).
     #[arg(long = "team")]
     pub teams: Vec<PathBuf>,
-    /// Members per team (default: the trained team's size).
+    /// Members per team (default: the trained team's size). Without
+    /// --team, the baselines alone play as teams of N.
     #[arg(long)]
     pub agents: Option<usize>,
     /// How the members share the work (default: as the team trained).
@@ -307,7 +308,7 @@ pub(super) fn default_reward(env: &EnvConfig) -> DefaultReward {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
-    if !a.teams.is_empty() {
+    if !a.teams.is_empty() || a.agents.is_some() {
         return super::team_backtest::run(&a, &cfg);
     }
     let env = a.env.unwrap_or(EnvChoice::Static);

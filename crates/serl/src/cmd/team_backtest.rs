@@ -39,7 +39,7 @@ fn load_team(dir: &Path) -> Result<TrainedTeam> {
     }
     let policy = load_run_policy(dir, &serl_train::DeviceChoice::Cpu.device()?)
         .with_context(|| format!("loading the team's policy in {}", dir.display()))?;
-    let Some(team) = &policy.meta.team else {
+    let Some(team) = policy.meta.team.clone() else {
         bail!(
             "{} holds a single agent's policy, not a team's: train one with `serl train --algo mappo --agents N` (or play it with --strategy policy:{})",
             dir.display(),
@@ -53,6 +53,49 @@ fn load_team(dir: &Path) -> Result<TrainedTeam> {
         label: format!("{}:{name}", team.critic.algo_name()),
         policy,
     })
+}
+
+/// The trained teams, each under its own label.
+fn load_teams(dirs: &[PathBuf]) -> Result<Vec<TrainedTeam>> {
+    let teams: Vec<TrainedTeam> = dirs.iter().map(|d| load_team(d)).collect::<Result<_>>()?;
+    for (i, t) in teams.iter().enumerate() {
+        if let Some(j) = teams[..i].iter().position(|u| u.label == t.label) {
+            bail!(
+                "--team {} and --team {} would both be labelled `{}` in the report: give their run directories different names",
+                dirs[j].display(),
+                dirs[i].display(),
+                t.label
+            );
+        }
+    }
+    Ok(teams)
+}
+
+/// Warns about a team played with another size or mode than it trained
+/// with (its role columns then read values it never saw), and about a
+/// team without the train.toml its orders and market would come from.
+fn warn_shape(a: &BacktestArgs, teams: &[TrainedTeam], agents: usize, mode: TeamMode) {
+    for t in teams {
+        if let Some(m) = &t.policy.meta.team {
+            if m.agents != agents || m.mode != mode {
+                eprintln!(
+                    "warning: {} trained as {} {} agents and plays as {agents} {}",
+                    t.label,
+                    m.agents,
+                    m.mode.name(),
+                    mode.name()
+                );
+            }
+        }
+    }
+    if let (None, Some(dir)) = (&a.config, a.teams.first()) {
+        if !dir.join("train.toml").exists() {
+            eprintln!(
+                "warning: {} has no train.toml: the orders, decisions and market are the defaults; give the team's with --config",
+                dir.display()
+            );
+        }
+    }
 }
 
 fn team_factory(t: &TrainedTeam, silent: bool) -> TeamFactory {
@@ -144,12 +187,12 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
     if a.lobster.is_some() {
         bail!("--team plays bar data (--data), not LOBSTER days");
     }
-    let teams: Vec<TrainedTeam> = a
-        .teams
-        .iter()
-        .map(|d| load_team(d))
-        .collect::<Result<_>>()?;
+    if cfg.cluster.engine != serl_cluster::EngineKind::Local {
+        bail!("team backtests run here: leave --engine local");
+    }
+    let teams = load_teams(&a.teams)?;
     let (agents, mode) = team_shape(a, &teams)?;
+    warn_shape(a, &teams, agents, mode);
     let baselines: Vec<StrategySpec> = a
         .strategies
         .iter()

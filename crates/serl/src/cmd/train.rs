@@ -45,6 +45,10 @@ pub struct TrainArgs {
     /// the config says.
     #[arg(long)]
     pub agents: Option<usize>,
+    /// Train the team without messages (drops `[train.team]
+    /// communication`): the no-communication side of the gain from talking.
+    #[arg(long)]
+    pub no_communication: bool,
     /// Environment steps to train for (overrides the config).
     #[arg(long)]
     pub total_steps: Option<usize>,
@@ -233,6 +237,23 @@ fn apply_team_args(a: &TrainArgs, train: &mut TrainConfig) -> Result<()> {
         Some(ModeChoice::Competitive) => Some(TeamMode::Competitive),
         _ => None,
     };
+    if a.no_communication {
+        if let Some(t) = &mut train.team {
+            t.communication = None;
+        }
+    }
+    if a.agents == Some(1) {
+        if critic.is_some() {
+            bail!(
+                "--agents 1 is a single agent: --algo mappo and ippo train a team of 2 to {}",
+                serl_env::MAX_AGENTS
+            );
+        }
+        if let Some(t) = &mut train.team {
+            t.agents = 1;
+        }
+        return Ok(());
+    }
     let wants_team = critic.is_some() || a.agents.is_some_and(|n| n > 1) || mode.is_some();
     if !wants_team {
         return Ok(());
