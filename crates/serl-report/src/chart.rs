@@ -277,6 +277,8 @@ pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) ->
         y1 = y1.max(hi.max(m));
     }
     let pad = ((y1 - y0) * 0.08).max(1e-6);
+    // Room above the whiskers for the legend (upper right).
+    let legend_room = (y1 - y0) * 0.12 * series.len() as f64;
     let root = SVGBackend::with_string(svg, (760, 380)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut ctx = ChartBuilder::on(&root)
@@ -284,7 +286,10 @@ pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) ->
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d(-0.5..(positions as f64 - 0.5), (y0 - pad)..(y1 + pad))?;
+        .build_cartesian_2d(
+            -0.5..(positions as f64 - 0.5),
+            (y0 - pad)..(y1 + pad + legend_room),
+        )?;
     let x_fmt = |x: &f64| -> String {
         let k = x.round();
         if (x - k).abs() > 1e-6 || k < 0.0 {

@@ -93,3 +93,126 @@ fn ddqn_reaches_ninety_percent_of_the_optimal_pa() {
         share * 100.0
     );
 }
+
+/// A team of three sellers of the same drifting price: each works its own
+/// share with its own decisions, and all are paid the team's mean reward.
+struct DriftTeam {
+    members: Vec<DriftTask>,
+}
+
+impl DriftTeam {
+    fn new() -> Self {
+        DriftTeam {
+            members: (0..3).map(|_| DriftTask::new()).collect(),
+        }
+    }
+}
+
+impl TrainEnv for DriftTeam {
+    fn obs_dim(&self) -> usize {
+        3
+    }
+    fn source(&self) -> serl_train::Source {
+        serl_train::Source::Static
+    }
+    fn agents(&self) -> usize {
+        self.members.len()
+    }
+    fn reset(&mut self, rng: &mut rand::rngs::SmallRng) {
+        // One draw of the direction for the whole team.
+        let seed = rand::Rng::random::<u64>(rng);
+        for m in &mut self.members {
+            m.reset(&mut env_rng(seed, 0));
+        }
+    }
+    fn observe(&self, out: &mut [f32]) {
+        self.observe_agent(0, out)
+    }
+    fn observe_agent(&self, k: usize, out: &mut [f32]) {
+        self.members[k].observe(out)
+    }
+    fn step(&mut self, _action: f64) -> (f64, bool) {
+        unreachable!("a team steps all at once")
+    }
+    fn step_agents(&mut self, actions: &[(f64, u8)], rewards: &mut [f64]) -> bool {
+        let mut done = false;
+        for ((m, a), r) in self.members.iter_mut().zip(actions).zip(rewards.iter_mut()) {
+            (*r, done) = m.step(a.0);
+        }
+        let team = rewards.iter().sum::<f64>() / rewards.len() as f64;
+        rewards.fill(team);
+        done
+    }
+    fn episode_pa(&self) -> f64 {
+        self.members.iter().map(|m| m.episode_pa()).sum::<f64>() / self.members.len() as f64
+    }
+}
+
+/// The team's greedy PA over `episodes` episodes: every member decides from
+/// its own row, all in one batch.
+fn greedy_team_pa(policy: &Policy, episodes: usize) -> f64 {
+    let mut team = DriftTeam::new();
+    let mut rng = env_rng(99, 0);
+    let (n, d) = (team.agents(), policy.meta.obs_dim);
+    let mut rows = vec![0f32; n * d];
+    let mut total = 0.0;
+    for _ in 0..episodes {
+        team.reset(&mut rng);
+        loop {
+            for (k, row) in rows.chunks_mut(d).enumerate() {
+                team.observe_agent(k, row);
+                policy.meta.norm.apply(row);
+            }
+            let acts: Vec<(f64, u8)> = policy
+                .act(&rows, n, false, 0.0, &mut rng)
+                .iter()
+                .map(|a| (a.env_action, 0))
+                .collect();
+            if team.step_agents(&acts, &mut vec![0.0; n]) {
+                break;
+            }
+        }
+        total += team.episode_pa();
+    }
+    total / episodes as f64
+}
+
+/// MAPPO (the critic sees all three members) and independent PPO both
+/// learn the team's optimum: every row of the rollout is a member.
+#[test]
+fn a_team_of_three_learns_the_optimum_with_mappo_and_with_independent_ppo() {
+    for critic in [serl_train::Critic::Centralized, serl_train::Critic::Local] {
+        let mut cfg = TrainConfig {
+            total_steps: 20_000,
+            n_envs: 8,
+            team: Some(serl_train::TeamConfig {
+                agents: 3,
+                critic,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        cfg.ppo.n_steps = 64;
+        cfg.ppo.batch_size = 256;
+        cfg.ppo.epochs = 4;
+        cfg.ppo.learning_rate = 3e-3;
+        cfg.ppo.gamma = 1.0;
+        let out = train(TrainSetup {
+            config: cfg,
+            envs: (0..8)
+                .map(|_| Box::new(DriftTeam::new()) as Box<dyn TrainEnv>)
+                .collect(),
+            validate: None,
+            run_dir: None,
+            resume: false,
+            on_update: None,
+        })
+        .expect("training runs");
+        let optimum = DriftTask::new().optimal_pa();
+        let pa = greedy_team_pa(&out.policy, 200);
+        assert!(
+            pa >= 0.9 * optimum,
+            "{critic:?}: the team reached {pa:.2} bps of an optimal {optimum:.2}"
+        );
+    }
+}

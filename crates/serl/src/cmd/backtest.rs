@@ -57,8 +57,8 @@ pub struct BacktestArgs {
     /// How the members share the work (default: as the team trained).
     #[arg(long, value_enum)]
     pub mode: Option<super::team_backtest::TeamModeArg>,
-    /// Also play every team with its members hearing nothing (the gain
-    /// from communication is the difference).
+    /// Also play every team that talks with its members hearing nothing
+    /// (the gain from communication is the difference).
     #[arg(long)]
     pub silence: bool,
     /// Also play the dynamic market with held-out populations (momentum-

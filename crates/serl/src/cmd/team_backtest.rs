@@ -160,8 +160,19 @@ fn venues(env: EnvChoice, cfg: &BacktestFile, held_out: bool) -> Result<Vec<Box<
     Ok(v)
 }
 
+/// Whether a team hears anything: silencing one without communication
+/// would play it twice.
+fn talks(t: &TrainedTeam) -> bool {
+    t.policy
+        .meta
+        .team
+        .as_ref()
+        .is_some_and(|m| m.communication.is_some())
+}
+
 /// What the report compares: every team and baseline against the first
-/// baseline, every team against its silenced self, the teams pairwise.
+/// baseline, every team that talks against its silenced self, the teams
+/// pairwise.
 fn comparisons(teams: &[TrainedTeam], baselines: &[String], silence: bool) -> TeamComparisons {
     let mut labels: Vec<String> = teams.iter().map(|t| t.label.clone()).collect();
     let mut pairs = Vec::new();
@@ -169,7 +180,7 @@ fn comparisons(teams: &[TrainedTeam], baselines: &[String], silence: bool) -> Te
         for b in &labels[i + 1..] {
             pairs.push((a.clone(), b.clone()));
         }
-        if silence {
+        if silence && talks(&teams[i]) {
             pairs.push((a.clone(), format!("{a} (silent)")));
         }
     }
@@ -219,7 +230,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
     let mut factories: Vec<TeamFactory> = Vec::new();
     for t in &teams {
         factories.push(team_factory(t, false));
-        if a.silence {
+        if a.silence && talks(t) {
             factories.push(team_factory(t, true));
         }
     }
