@@ -9,6 +9,7 @@
 //! at `participation_cap` of the minute's real volume. The benchmark is the
 //! TWAP of the simulated mid over the window.
 
+use rand::seq::SliceRandom;
 use serl_lob::Side;
 use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 
@@ -114,6 +115,10 @@ pub struct DynamicEnv<'a> {
     /// or a competitor, its share of the parent order for a cooperative
     /// team's member (the team together keeps one agent's cap).
     cap_shares: Vec<f64>,
+    /// The order the desks trade in this minute, and the generator that
+    /// shuffles it (seeded from the episode's seed; unused by one desk).
+    turns: Vec<usize>,
+    turn_rng: rand::rngs::SmallRng,
 }
 
 /// One execution agent's side of a dynamic episode: its parent order, what
@@ -224,6 +229,8 @@ impl<'a> DynamicEnv<'a> {
                 .map(|(i, o)| Desk::new(o, EXECUTION_OWNER + i as u32))
                 .collect(),
             cap_shares: crate::team::cap_shares(orders, mode),
+            turns: (0..orders.len()).collect(),
+            turn_rng: rand::SeedableRng::seed_from_u64(seed ^ 0x7E57_7EA5),
         }
     }
 
@@ -397,7 +404,7 @@ impl<'a> DynamicEnv<'a> {
 
     /// Steps every desk with its child order (in desk order) and writes
     /// each desk's [`StepInfo`] into `infos`. Within each minute the desks
-    /// trade in turn, the first one changing every minute, so no desk is
+    /// trade in turn, in an order drawn anew every minute, so no desk is
     /// always first in the queue: the crossed share goes as market orders
     /// at the start of each minute, the rest as one limit order posted at
     /// the step's start, resting until the next decision.
@@ -415,9 +422,13 @@ impl<'a> DynamicEnv<'a> {
             if !self.peers.is_empty() {
                 self.trade_peers(m, cap);
             }
+            if desks > 1 {
+                // Who goes first is drawn anew every minute: no desk is
+                // favoured by the calendar.
+                self.turns.shuffle(&mut self.turn_rng);
+            }
             for j in 0..desks {
-                // Who goes first turns with every minute and every step.
-                let k = (j + self.step + i) % desks;
+                let k = self.turns[j];
                 let desk_cap = cap * self.cap_shares[k];
                 let p = &mut plans[k];
                 let q = ((p.urgent - p.crossed) / (n - i as f64))
@@ -481,8 +492,9 @@ impl<'a> DynamicEnv<'a> {
 
     /// The horizon: every desk's resting orders are withdrawn, then what is
     /// left is crossed when the config says so. Several desks cross in
-    /// turns of a quarter of what each has left, so that none is always
-    /// first at the best prices; one desk crosses all at once.
+    /// turns of a quarter of what each has left, in an order drawn anew
+    /// each turn, so that none is always first at the best prices; one
+    /// desk crosses all at once.
     fn close(&mut self, plans: &mut [StepPlan]) {
         for k in 0..plans.len() {
             self.withdraw(k);
@@ -503,8 +515,11 @@ impl<'a> DynamicEnv<'a> {
         let turns = if plans.len() > 1 { 4.0 } else { 1.0 };
         let mut owed = left.clone();
         while owed.iter().any(|&q| q >= 1.0) {
+            if plans.len() > 1 {
+                self.turns.shuffle(&mut self.turn_rng);
+            }
             for j in 0..plans.len() {
-                let k = (j + self.step) % plans.len();
+                let k = self.turns[j];
                 let q = owed[k].min((left[k] / turns).ceil());
                 if q < 1.0 {
                     continue;
