@@ -48,7 +48,12 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
     let data_cfg = DataConfig::default();
     let ds = serl_data::load(&a.data, &data_cfg)
         .with_context(|| format!("loading {}", a.data.display()))?;
-    let orders = generate_orders(&ds, Split::All, &data_cfg, &OrderConfig::default())?;
+    // At most 48 orders spread over the data: every one of their sessions
+    // is calibrated before timing, which a large dataset would make long.
+    let orders = serl_env::spread_orders(
+        &generate_orders(&ds, Split::All, &data_cfg, &OrderConfig::default())?,
+        48,
+    );
     let market = MarketData::new(&ds, &data_cfg);
     let env_cfg = EnvConfig {
         decision_minutes: 5,
