@@ -65,6 +65,10 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
     let json = common::read_json(&out.join("realism.json"));
     let stats = json["symbols"][0]["statistics"].as_array().unwrap();
     assert!(stats.len() >= 19, "{} statistics", stats.len());
+    // On the generated excerpt (no shared sample) the parametric day may
+    // lack an event kind, and with it one response curve.
+    let real = day.to_string_lossy().contains("LOBSTER_SampleFile");
+    let mut missing = 0;
     for s in stats {
         let models: Vec<&str> = s["scores"]
             .as_array()
@@ -72,8 +76,20 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
             .iter()
             .map(|m| m["model"].as_str().unwrap())
             .collect();
+        let curve = s["statistic"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("response to");
+        if !real && curve && models == ["agent-based"] {
+            missing += 1;
+            continue;
+        }
         assert_eq!(models, ["agent-based", "parametric"], "{}", s["statistic"]);
     }
+    assert!(
+        missing <= 2,
+        "{missing} curves without the parametric day's score"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("spread given time of day"));
 
