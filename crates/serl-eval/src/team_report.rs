@@ -263,6 +263,16 @@ fn team_markdown(data: &TeamReportData, svgs: &[(String, String)]) -> String {
             );
         }
     }
+    per_agent(&mut md, data);
+    for (k, (title, _)) in svgs.iter().enumerate() {
+        let _ = writeln!(md, "\n![{title}](plot{k}.svg)");
+    }
+    provenance(&mut md, p);
+    md
+}
+
+/// Every member's table.
+fn per_agent(md: &mut String, data: &TeamReportData) {
     let _ = writeln!(md, "\n## Per agent\n");
     let _ = writeln!(md, "| venue | strategy | agent | PA | WR | AFI |");
     let _ = writeln!(md, "|---|---|---|---|---|---|");
@@ -279,13 +289,12 @@ fn team_markdown(data: &TeamReportData, svgs: &[(String, String)]) -> String {
             );
         }
     }
-    for (k, (title, _)) in svgs.iter().enumerate() {
-        let _ = writeln!(md, "\n![{title}](plot{k}.svg)");
-    }
+}
+
+fn provenance(md: &mut String, p: &Provenance) {
     let _ = writeln!(
         md,
         "\n## Provenance\n\n- data: `{}`, split {}, seed {}\n- orders: `{}`\n- env: `{}`\n- reward: {}\n- serl {} ({}), {}",
         p.data_path, p.split, p.seed, p.order_config, p.env_config, p.reward, p.serl_version, p.git_commit, p.created
     );
-    md
 }

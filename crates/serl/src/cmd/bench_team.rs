@@ -55,11 +55,6 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
         48,
     );
     let market = MarketData::new(&ds, &data_cfg);
-    let env_cfg = EnvConfig {
-        decision_minutes: 5,
-        ..EnvConfig::default()
-    };
-    let runs = a.runs.max(1);
     // A session's market is calibrated once (a pilot day) and cached: do it
     // for every session first, so the figures time steps, not pilots.
     let mut seen = std::collections::HashSet::new();
@@ -71,6 +66,7 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
             serl_env::calibrate(view, &MarketConfig::default());
         }
     }
+    let runs = a.runs.max(1);
     let mut rows = Vec::new();
     for n in SIZES {
         if n == SIZES[SIZES.len() - 1] {
@@ -78,45 +74,7 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
             // the loop is then the team of 16's own.
             let _ = std::fs::write("/proc/self/clear_refs", "5");
         }
-        let cfg = team_config(n);
-        let reward = || -> std::sync::Arc<dyn serl_env::Reward> {
-            std::sync::Arc::new(DefaultReward {
-                inventory_penalty: 2.0,
-                terminal_penalty: 50.0,
-            })
-        };
-        let make = |seed: u64| -> Box<dyn TrainEnv + '_> {
-            let venue = TrainVenue::Dynamic(Box::default());
-            let mut e = TeamEnv::new(&market, &orders, &env_cfg, reward(), venue, &cfg);
-            e.reset(&mut serl_train::env_rng(seed, 0));
-            Box::new(e)
-        };
-        let mut env_rates = Vec::new();
-        let mut train_rates = Vec::new();
-        for run in 0..runs {
-            env_rates.push(joint_rate(make(run as u64).as_mut(), n));
-            let t = Instant::now();
-            let out = serl_train::train(TrainSetup {
-                config: TrainConfig {
-                    seed: run as u64,
-                    ..cfg.clone()
-                },
-                envs: vec![make(run as u64), make(run as u64 + 100)],
-                validate: None,
-                run_dir: None,
-                resume: false,
-                on_update: None,
-            })?;
-            train_rates.push(out.env_steps as f64 / t.elapsed().as_secs_f64());
-        }
-        let joint = median(env_rates);
-        rows.push(TeamRow {
-            agents: n,
-            joint_steps_per_second: joint,
-            agent_steps_per_second: joint * n as f64,
-            train_steps_per_second: median(train_rates),
-            cost_vs_linear: 0.0,
-        });
+        rows.push(measure(&market, &orders, n, runs)?);
     }
     let base = rows[0].joint_steps_per_second;
     for r in &mut rows {
@@ -131,8 +89,64 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        print_figures(&f);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A team of `n`'s figures: joint steps alone and MAPPO training, medians
+/// of `runs`.
+fn measure(
+    market: &MarketData,
+    orders: &[serl_env::ParentOrder],
+    n: usize,
+    runs: usize,
+) -> Result<TeamRow> {
+    let env_cfg = EnvConfig {
+        decision_minutes: 5,
+        ..EnvConfig::default()
+    };
+    let cfg = team_config(n);
+    let make = |seed: u64| -> Box<dyn TrainEnv + '_> {
+        let reward = std::sync::Arc::new(DefaultReward {
+            inventory_penalty: 2.0,
+            terminal_penalty: 50.0,
+        });
+        let venue = TrainVenue::Dynamic(Box::default());
+        let mut e = TeamEnv::new(market, orders, &env_cfg, reward, venue, &cfg);
+        e.reset(&mut serl_train::env_rng(seed, 0));
+        Box::new(e)
+    };
+    let mut env_rates = Vec::new();
+    let mut train_rates = Vec::new();
+    for run in 0..runs {
+        env_rates.push(joint_rate(make(run as u64).as_mut(), n));
+        let t = Instant::now();
+        let out = serl_train::train(TrainSetup {
+            config: TrainConfig {
+                seed: run as u64,
+                ..cfg.clone()
+            },
+            envs: vec![make(run as u64), make(run as u64 + 100)],
+            validate: None,
+            run_dir: None,
+            resume: false,
+            on_update: None,
+        })?;
+        train_rates.push(out.env_steps as f64 / t.elapsed().as_secs_f64());
+    }
+    let joint = median(env_rates);
+    Ok(TeamRow {
+        agents: n,
+        joint_steps_per_second: joint,
+        agent_steps_per_second: joint * n as f64,
+        train_steps_per_second: median(train_rates),
+        cost_vs_linear: 0.0,
+    })
+}
+
+fn print_figures(f: &TeamFigures) {
     println!("{}", f.setup);
     println!(
         "{:>7} {:>16} {:>16} {:>18} {:>16}",
@@ -151,8 +165,10 @@ pub fn team(a: BenchArgs) -> Result<ExitCode> {
     if let Some(m) = f.peak_rss_mb {
         println!("peak memory during the team of 16: {m:.0} MB (the loaded data included)");
     }
-    println!("medians of {runs} runs; one team per thread for the joint steps");
-    Ok(ExitCode::SUCCESS)
+    println!(
+        "medians of {} runs; one team per thread for the joint steps",
+        f.runs
+    );
 }
 
 /// MAPPO with a cooperative team of `n` in the dynamic market only.
