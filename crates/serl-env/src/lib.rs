@@ -51,6 +51,7 @@
 mod config;
 mod dynamic_env;
 mod error;
+mod fit_cache;
 mod lobster_queue;
 pub mod obs;
 mod order;

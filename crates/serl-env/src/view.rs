@@ -64,6 +64,8 @@ pub struct SessionView {
     /// The simulated market's fitted noise rates, per market config (its
     /// debug form): fitted once per session, shared by every episode.
     pub(crate) noise_fits: NoiseFits,
+    /// Where fits are kept between runs ([`MarketData::with_fit_cache`]).
+    pub(crate) fit_dir: Option<Arc<std::path::Path>>,
 }
 
 pub(crate) type NoiseFits = Arc<Mutex<HashMap<String, Arc<Vec<f64>>>>>;
@@ -131,6 +133,7 @@ impl SessionView {
             open_minute: open,
             price,
             noise_fits: NoiseFits::default(),
+            fit_dir: None,
         }
     }
 
@@ -266,6 +269,18 @@ impl MarketData {
             .map(|(i, v)| ((v.symbol.clone(), v.date), i))
             .collect();
         MarketData { views, index }
+    }
+
+    /// Keeps the dynamic market's fitted noise rates in `dir` (created
+    /// when first written) and reads them back from there: a run on data
+    /// an earlier run has simulated skips the pilot day each new session
+    /// costs, with the same numbers.
+    pub fn with_fit_cache(mut self, dir: &std::path::Path) -> Self {
+        let dir: Arc<std::path::Path> = Arc::from(dir);
+        for v in &mut self.views {
+            Arc::make_mut(v).fit_dir = Some(dir.clone());
+        }
+        self
     }
 
     /// The session of `symbol` on `date`, if the data has it.

@@ -62,6 +62,9 @@ pub struct CandidateResult {
     pub repaired: u64,
     /// Seconds its training took.
     pub train_secs: f64,
+    /// Where they went (not stored: a result's file holds no timings).
+    #[serde(skip)]
+    pub train_profile: serl_train::TrainProfile,
     /// Tokens the designer read for it.
     pub prompt_tokens: u64,
     /// Tokens the designer wrote for it.
@@ -89,6 +92,7 @@ impl CandidateResult {
             score: None,
             repaired: 0,
             train_secs: 0.0,
+            train_profile: Default::default(),
             prompt_tokens: 0,
             completion_tokens: 0,
             reward_smoke: None,

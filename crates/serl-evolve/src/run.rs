@@ -184,6 +184,13 @@ fn task(env: &EnvConfig, train: &serl_train::TrainConfig) -> TaskInfo {
 #[derive(Default)]
 struct Stages(HashMap<&'static str, f64>);
 
+/// The stages whose trainings the cost table breaks down.
+#[derive(Clone, Copy)]
+enum ProfiledStage {
+    Candidates,
+    LowLevel,
+}
+
 impl Stages {
     fn add(&mut self, name: &'static str, secs: f64) {
         *self.0.entry(name).or_default() += secs;
@@ -195,6 +202,34 @@ impl Stages {
         let out = f();
         self.add(name, t.elapsed().as_secs_f64());
         out
+    }
+
+    /// A training's profile under `stage`: `STAGE · dynamic envs` and
+    /// the rest (each training's own seconds, added up).
+    fn add_profile(&mut self, stage: ProfiledStage, p: &serl_train::TrainProfile) {
+        let names = match stage {
+            ProfiledStage::Candidates => [
+                "train · env stepping (wall)",
+                "train · static envs (their threads)",
+                "train · dynamic envs (their threads)",
+                "train · learning",
+            ],
+            ProfiledStage::LowLevel => [
+                "low-level DEK · env stepping (wall)",
+                "low-level DEK · static envs (their threads)",
+                "low-level DEK · dynamic envs (their threads)",
+                "low-level DEK · learning",
+            ],
+        };
+        let secs = [
+            p.env_secs,
+            p.static_env_secs,
+            p.dynamic_env_secs,
+            p.learn_secs,
+        ];
+        for (name, s) in names.into_iter().zip(secs) {
+            self.add(name, s);
+        }
     }
 
     fn sorted(self) -> Vec<(String, f64)> {
@@ -261,6 +296,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 let tuned = stages.time("low-level DEK", || {
                     crate::dek_low::tune_constants(&scoring, &best, j, &dir)
                 })?;
+                for r in &tuned {
+                    stages.add_profile(ProfiledStage::LowLevel, &r.train_profile);
+                }
                 all.extend(tuned);
             }
         }
@@ -426,6 +464,7 @@ fn train_round(
                 }
             };
             stages.add("train", result.train_secs);
+            stages.add_profile(ProfiledStage::Candidates, &result.train_profile);
             stages.add("evaluate", eval_secs);
             *slot = Some(p.finish(result)?);
         } else {

@@ -12,7 +12,7 @@ use serl_env::{
     StaticVenue, Venue,
 };
 use serl_eval::{run_backtest, summarize, OrderResult, StrategyFactory};
-use serl_train::{Algo, Policy, PolicyStrategy, TrainSession};
+use serl_train::{Algo, Policy, PolicyStrategy, TrainProfile, TrainSession};
 
 use crate::candidate::{CandidateResult, ModuleRecord, Validation};
 use crate::config::EvolveConfig;
@@ -125,7 +125,7 @@ pub(crate) fn train_design(
     seed: u64,
     dir: Option<&Path>,
     eval_every: usize,
-) -> Result<(Policy, u64), EvolveError> {
+) -> Result<(Policy, u64, TrainProfile), EvolveError> {
     let selects = eval_every > 0;
     let val_orders = if selects {
         validation_orders(inputs)
@@ -149,7 +149,7 @@ pub(crate) fn train_design(
     }
     let reward = session.reward.clone();
     let out = session.run(dir.map(Path::to_path_buf), false, None)?;
-    Ok((out.policy, reward.repaired()))
+    Ok((out.policy, reward.repaired(), out.profile))
 }
 
 /// A candidate's score from its validation PA (bps) and its designer's
@@ -182,7 +182,7 @@ pub(crate) fn train_and_score(
     seed: u64,
 ) -> Result<(CandidateResult, f64), EvolveError> {
     let t = Instant::now();
-    let (policy, repaired) = train_design(
+    let (policy, repaired, train_profile) = train_design(
         inputs,
         design,
         Algo::Ppo,
@@ -202,6 +202,7 @@ pub(crate) fn train_and_score(
         validation: Some(v),
         repaired,
         train_secs,
+        train_profile,
         ..CandidateResult::invalid(key, iteration, success_rate)
     };
     Ok((r, t.elapsed().as_secs_f64()))

@@ -83,6 +83,9 @@ struct Trained {
 struct Secs {
     train: f64,
     eval: f64,
+    /// Where the training's seconds went.
+    #[serde(default)]
+    profile: serl_train::TrainProfile,
 }
 
 /// What a task needs besides its line: the run's sessions and orders, and
@@ -145,6 +148,7 @@ fn score_one(scoring: &Scoring, job: &ScoreJob, out: &Path) -> Result<(), Evolve
     let secs = Secs {
         train: std::mem::take(&mut r.train_secs),
         eval,
+        profile: std::mem::take(&mut r.train_profile),
     };
     write_json(&out.with_extension("secs.json"), &secs)?;
     write_json(out, &r)
@@ -163,7 +167,7 @@ fn final_one(scoring: &Scoring, job: &FinalJob, dir: &Path, out: &Path) -> Resul
         cfg: with_critic.as_ref().unwrap_or(scoring.cfg),
         ..*scoring
     };
-    let (_, repaired) = train_design(
+    let (_, repaired, _) = train_design(
         &scoring,
         &job.design,
         job.algo,
@@ -249,6 +253,7 @@ pub(crate) fn score_batch(
                 .ok_or_else(|| file_err(&path, "a finished task's output does not parse"))?;
             let secs: Option<Secs> = read_json(&path.with_extension("secs.json"));
             r.train_secs = secs.as_ref().map_or(0.0, |s| s.train);
+            r.train_profile = secs.as_ref().map(|s| s.profile).unwrap_or_default();
             Ok((r, secs.map_or(0.0, |s| s.eval)))
         })
         .collect()

@@ -88,7 +88,7 @@ pub use policy::{
 };
 pub use ppo::{PpoConfig, PpoStats};
 pub use rollout::EpisodeStat;
-pub use run::{train, OnUpdate, TrainOutcome, TrainSetup, UpdateRecord, Validator};
+pub use run::{train, OnUpdate, TrainOutcome, TrainProfile, TrainSetup, UpdateRecord, Validator};
 pub use rundir::{load_run_policy, read_metrics, write_atomic};
 pub use serl_design::{NetworkSpec, SpecError};
 pub use session::TrainSession;

@@ -4,6 +4,8 @@
 //! (each with its own observation, action and reward), so everything
 //! downstream (GAE, minibatches, both learners) works on rows.
 
+use std::time::Instant;
+
 use rand::rngs::SmallRng;
 use rayon::prelude::*;
 
@@ -83,6 +85,22 @@ pub struct VecEnv<'a> {
     finished: Vec<EpisodeStat>,
     /// Whether any environment simulates a market (stepped in parallel).
     any_dynamic: bool,
+    /// Where the stepping time went, for the run's profile.
+    timing: StepTiming,
+}
+
+/// Seconds spent stepping a [`VecEnv`]: the wall time of its steps
+/// (observations and resets included), and the time each kind of
+/// environment took on its own thread. Where the static and the dynamic
+/// environments run side by side, the two add up to more than the wall.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepTiming {
+    /// Wall seconds in [`VecEnv::step`] and [`VecEnv::step_placed`].
+    pub wall: f64,
+    /// Seconds the static replays took (steps and resets).
+    pub static_envs: f64,
+    /// Seconds the dynamic markets took (steps and resets).
+    pub dynamic_envs: f64,
 }
 
 impl<'a> VecEnv<'a> {
@@ -118,6 +136,7 @@ impl<'a> VecEnv<'a> {
             finished: Vec::new(),
             any_dynamic: envs.iter().any(|e| e.source() != Source::Static),
             envs,
+            timing: StepTiming::default(),
         };
         v.refresh(norm, learn);
         v
@@ -231,6 +250,7 @@ impl<'a> VecEnv<'a> {
         norm: &mut RunningNorm,
         learn: bool,
     ) -> (Vec<f32>, Vec<bool>) {
+        let started = Instant::now();
         let mut rewards = vec![0f64; actions.len()];
         let mut slices: Vec<EnvSlice> = Vec::with_capacity(self.envs.len());
         let (mut acts, mut rews) = (actions, &mut rewards[..]);
@@ -245,6 +265,7 @@ impl<'a> VecEnv<'a> {
             (&'e [(f64, u8)], &'e mut [f64]),
         );
         let step_one = |((e, rng), (a, r)): One<'_, 'a>| {
+            let t = Instant::now();
             let done = e.step_agents(a, r);
             let stat = done.then(|| {
                 let s = EpisodeStat {
@@ -255,11 +276,11 @@ impl<'a> VecEnv<'a> {
                 e.reset(rng);
                 s
             });
-            (done, stat)
+            (done, stat, e.source(), t.elapsed().as_secs_f64())
         };
         // A replayed step takes about a microsecond, less than handing it
         // to another thread; a simulated market's step is worth it.
-        let results: Vec<(bool, Option<EpisodeStat>)> = if self.any_dynamic {
+        let results: Vec<(bool, Option<EpisodeStat>, Source, f64)> = if self.any_dynamic {
             self.envs
                 .par_iter_mut()
                 .zip(self.rngs.par_iter_mut())
@@ -275,7 +296,11 @@ impl<'a> VecEnv<'a> {
                 .collect()
         };
         let mut dones = Vec::with_capacity(actions.len());
-        for (e, (done, stat)) in results.into_iter().enumerate() {
+        for (e, (done, stat, source, secs)) in results.into_iter().enumerate() {
+            match source {
+                Source::Static => self.timing.static_envs += secs,
+                Source::Dynamic => self.timing.dynamic_envs += secs,
+            }
             let rows = self.rows_of(e);
             for r in rows.clone() {
                 self.ep_reward[r] += rewards[r];
@@ -292,7 +317,13 @@ impl<'a> VecEnv<'a> {
             }
         }
         self.refresh(norm, learn);
+        self.timing.wall += started.elapsed().as_secs_f64();
         (rewards.into_iter().map(|r| r as f32).collect(), dones)
+    }
+
+    /// Where the stepping time has gone so far.
+    pub fn timing(&self) -> StepTiming {
+        self.timing
     }
 
     /// The episodes finished since the last call.

@@ -119,6 +119,38 @@ pub struct TrainOutcome {
     pub env_steps: usize,
     /// Seconds spent, over every session of a resumed run.
     pub secs: f64,
+    /// Where this session's seconds went.
+    pub profile: TrainProfile,
+}
+
+/// Where a training's wall seconds went (this session's, for a resumed
+/// run): stepping the environments, learning (acting and the gradient
+/// updates) and validating; and, within the stepping, the seconds each
+/// kind of environment took on its own thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainProfile {
+    /// Wall seconds stepping the environments.
+    pub env_secs: f64,
+    /// Seconds the static replays took (summed over environments).
+    pub static_env_secs: f64,
+    /// Seconds the dynamic markets took (summed over environments).
+    pub dynamic_env_secs: f64,
+    /// Wall seconds of the updates outside the stepping: the policy
+    /// acting and the gradient steps.
+    pub learn_secs: f64,
+    /// Wall seconds validating.
+    pub validation_secs: f64,
+}
+
+impl TrainProfile {
+    /// The sum of two profiles, stage by stage.
+    pub fn add(&mut self, o: &TrainProfile) {
+        self.env_secs += o.env_secs;
+        self.static_env_secs += o.static_env_secs;
+        self.dynamic_env_secs += o.dynamic_env_secs;
+        self.learn_secs += o.learn_secs;
+        self.validation_secs += o.validation_secs;
+    }
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
@@ -198,6 +230,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         venv = venv.with_joint_critic();
     }
     let mut best: Option<Policy> = None;
+    let mut profile = TrainProfile::default();
     let (t_run, secs_before) = (Instant::now(), state.secs);
     for update in state.update..total_updates {
         let t0 = Instant::now();
@@ -211,6 +244,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             update,
             ..Default::default()
         };
+        let stepped = venv.timing().wall;
         let experience = Experience {
             venv: &mut venv,
             norm: &mut norm,
@@ -221,6 +255,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             rng: &mut rng,
         };
         learner.update(&cfg, experience, &mut rec);
+        profile.learn_secs += t0.elapsed().as_secs_f64() - (venv.timing().wall - stepped);
         state.env_steps += cfg.steps_per_update();
         state
             .weights
@@ -234,7 +269,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             .as_ref()
             .filter(|_| (update + 1) % cfg.eval_every.max(1) == 0 || last)
         {
+            let t = Instant::now();
             let pa = v(&current);
+            profile.validation_secs += t.elapsed().as_secs_f64();
             rec.val_pa = Some(pa);
             keep_if_best(pa, &current, &mut state, &mut best, run_dir.as_ref())?;
         }
@@ -258,6 +295,10 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     if let Some(dir) = &run_dir {
         dir.finish(&final_policy, &state, &mut best, &records, &device)?;
     }
+    let stepping = venv.timing();
+    profile.env_secs = stepping.wall;
+    profile.static_env_secs = stepping.static_envs;
+    profile.dynamic_env_secs = stepping.dynamic_envs;
     Ok(TrainOutcome {
         policy: best.unwrap_or_else(|| final_policy.clone()),
         final_policy,
@@ -265,6 +306,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         best_val: state.best_val,
         env_steps: state.env_steps,
         secs: state.secs,
+        profile,
     })
 }
 

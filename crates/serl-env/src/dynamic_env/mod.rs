@@ -65,8 +65,8 @@ pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, Marke
     (cal, cfg)
 }
 
-/// The session's fitted noise rates for this market config: one pilot day
-/// the first time, then from the session's cache.
+/// The session's fitted noise rates for this market config: from the
+/// session's cache, else the run's fit cache on disk, else one pilot day.
 fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f64> {
     let key = format!("{cfg:?}");
     let cached = view
@@ -77,14 +77,17 @@ fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f
     if let Some(fit) = cached {
         return fit.to_vec();
     }
-    // A fixed pilot seed: the fit is part of the calibration, not of an
-    // episode's randomness.
-    let fit = Arc::new(serl_market::fit_noise_volume(
-        cal,
-        cfg,
-        0,
-        serl_market::FitEffort::Quick,
-    ));
+    let dir = view.fit_dir.as_deref();
+    let stored = dir.and_then(|d| crate::fit_cache::load(d, cal, cfg));
+    let fit = Arc::new(stored.unwrap_or_else(|| {
+        // A fixed pilot seed: the fit is part of the calibration, not of
+        // an episode's randomness.
+        let fit = serl_market::fit_noise_volume(cal, cfg, 0, serl_market::FitEffort::Quick);
+        if let Some(d) = dir {
+            crate::fit_cache::store(d, cal, cfg, &fit);
+        }
+        fit
+    }));
     if let Ok(mut m) = view.noise_fits.lock() {
         m.insert(key, fit.clone());
     }

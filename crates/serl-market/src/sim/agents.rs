@@ -9,7 +9,7 @@ use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use serl_lob::{OrderId, OrderKind, Side, Ticks};
 
-use super::{AgentKind, MarketConfig, Simulator, US_PER_MIN};
+use super::{round, AgentKind, MarketConfig, Simulator, US_PER_MIN};
 
 pub(super) struct Agent {
     pub(super) kind: AgentKind,
@@ -169,7 +169,7 @@ impl Simulator {
             d += 1;
         }
         let half = (self.spread_ticks / 2.0).ceil() as i64;
-        let m0 = mid.round() as Ticks;
+        let m0 = round(mid) as Ticks;
         // On the grid, so that orders meet at the levels others
         // quote (for most stocks the grid is the tick).
         let g = self.grid;
@@ -254,7 +254,7 @@ impl Simulator {
     #[inline]
     fn wake_market_maker(&mut self, a: u32, m: usize, fund: f64) {
         let q = self.maker_quote(a, m, fund);
-        let quote = (q.bid, q.ask, q.size.round() as u64);
+        let quote = (q.bid, q.ask, round(q.size) as u64);
         // A quote that would not change stays, keeping its place in
         // the queues (and sparing the book twenty messages).
         let agent = &self.agents[a as usize];
@@ -286,9 +286,9 @@ impl Simulator {
         let center = (1.0 - w) * self.reference() + w * fund - skew;
         // The quoted spread is the calibrated one in whole ticks, so
         // a one-tick stock is quoted one tick wide.
-        let width = self.spread_ticks.round().max(1.0);
+        let width = round(self.spread_ticks).max(1.0);
         let g = self.grid;
-        let bid = ((center - width / 2.0).round() as Ticks).div_euclid(g) * g;
+        let bid = (round(center - width / 2.0) as Ticks).div_euclid(g) * g;
         let ask = bid + ((width as Ticks + g - 1) / g) * g;
         MakerQuote {
             center,

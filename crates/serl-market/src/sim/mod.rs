@@ -41,9 +41,19 @@ pub struct Simulator {
     /// sent to it directly bypass the minute statistics.
     pub book: OrderBook,
     agents: Vec<Agent>,
+    /// Every clock but the noise stream's: (time, sequence, agent).
     queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The noise stream's next wake-up (time, sequence), kept out of the
+    /// heap: it carries most of a day's events, and comparing it with the
+    /// heap's top costs less than a push and a pop each time.
+    noise_clock: Option<(u64, u64)>,
     seq: u64,
     now: u64,
+    /// The minute `now` is in, and where it starts and ends (the last
+    /// minute never ends): most events fall in the minute of the one
+    /// before, so this spares a division each time.
+    minute_now: usize,
+    minute_span: (u64, u64),
     rng: SmallRng,
     cfg: MarketConfig,
     tick: f64,
@@ -64,8 +74,9 @@ pub struct Simulator {
     /// last brought up to date.
     flow: f64,
     flow_at: u64,
-    /// The flow's shift for one second: (second, ticks).
-    shift_cache: std::cell::Cell<(u64, f64)>,
+    /// The flow's shift for one second: (its first and past-the-last
+    /// microsecond, ticks); an empty span when the flow has changed.
+    shift_cache: std::cell::Cell<(u64, u64, f64)>,
     /// Price shift per unit of the flow response, ticks: the day's
     /// volatility times `flow_impact`.
     flow_scale: f64,
@@ -84,6 +95,40 @@ pub struct Simulator {
     /// The day as LOBSTER files, for a [`Simulator::recording_lobster`]
     /// simulator.
     lobster: Option<Box<LobsterRecorder>>,
+}
+
+/// The agent that carries the noise traders' one arrival stream.
+const NOISE_CARRIER: u32 = 0;
+
+/// An empty span: the flow shift must be computed again.
+const NO_SHIFT: (u64, u64, f64) = (1, 0, 0.0);
+
+/// Where minute `m` of a day of `minutes` starts and ends, microseconds
+/// (the last minute runs on: times past the day count in it).
+fn minute_span(m: usize, minutes: usize) -> (u64, u64) {
+    let start = m as u64 * US_PER_MIN;
+    let end = if m + 1 >= minutes {
+        u64::MAX
+    } else {
+        start + US_PER_MIN
+    };
+    (start, end)
+}
+
+/// `x` rounded half away from zero, exactly as [`f64::round`]; without
+/// SSE4.1 in the baseline target, `f64::round` is a call into libm, and
+/// the agents round on every order.
+#[inline]
+pub(super) fn round(x: f64) -> f64 {
+    // From 2^52 on every f64 is whole (infinities and NaN stay as well).
+    const WHOLE: f64 = 4_503_599_627_370_496.0;
+    let a = x.abs();
+    if !(a < WHOLE) {
+        return x;
+    }
+    let t = (a as u64) as f64;
+    let r = if a - t >= 0.5 { t + 1.0 } else { t };
+    r.copysign(x)
 }
 
 /// Seconds after midnight at the regular open (09:30), where LOBSTER's
@@ -160,20 +205,42 @@ impl Simulator {
     }
 
     fn minute_at(&self, t: u64) -> usize {
+        if t >= self.minute_span.0 && t < self.minute_span.1 {
+            return self.minute_now;
+        }
         ((t / US_PER_MIN) as usize).min(self.minutes - 1)
     }
 
     fn schedule(&mut self, t: u64, agent: u32) {
         self.seq += 1;
-        self.queue.push(Reverse((t, self.seq, agent)));
+        if agent == NOISE_CARRIER {
+            self.noise_clock = Some((t, self.seq));
+        } else {
+            self.queue.push(Reverse((t, self.seq, agent)));
+        }
     }
+
+    /// Takes the earliest wake-up at or before `t`, in (time, sequence)
+    /// order across the noise clock and the heap.
+    fn next_event(&mut self, t: u64) -> Option<(u64, u32)> {
+        let heap = self.queue.peek().map(|r| (r.0 .0, r.0 .1));
+        let noise_first = match (self.noise_clock, heap) {
+            (Some(n), Some(h)) => n < h,
+            (noise, _) => noise.is_some(),
+        };
+        if noise_first {
+            let (when, _) = self.noise_clock.filter(|&(when, _)| when <= t)?;
+            self.noise_clock = None;
+            return Some((when, NOISE_CARRIER));
+        }
+        let (when, _) = heap.filter(|&(when, _)| when <= t)?;
+        let Reverse((_, _, a)) = self.queue.pop()?;
+        Some((when, a))
+    }
+
     /// Runs every agent event up to time `t` (microseconds since the open).
     pub fn run_until(&mut self, t: u64) {
-        while let Some(&Reverse((when, _, a))) = self.queue.peek() {
-            if when > t {
-                break;
-            }
-            self.queue.pop();
+        while let Some((when, a)) = self.next_event(t) {
             self.events += 1;
             self.advance_clock(when);
             self.wake(a);
@@ -186,6 +253,11 @@ impl Simulator {
     }
 
     fn advance_clock(&mut self, t: u64) {
+        if t < self.minute_span.1 {
+            // Still in the current minute (or before it): nothing closes.
+            self.now = self.now.max(t);
+            return;
+        }
         // Close the minutes passed: record the mid.
         let from = self.minute_at(self.now);
         let to = self.minute_at(t);
@@ -193,6 +265,8 @@ impl Simulator {
             self.close_minute(m);
         }
         self.now = self.now.max(t);
+        self.minute_now = ((self.now / US_PER_MIN) as usize).min(self.minutes - 1);
+        self.minute_span = minute_span(self.minute_now, self.minutes);
     }
 
     fn close_minute(&mut self, m: usize) {
@@ -290,14 +364,14 @@ impl Simulator {
     fn flow_shift(&self) -> f64 {
         // Read on every wake-up; the memory is half an hour, so the value
         // of the current second serves until the flow changes.
-        let second = self.now / 1_000_000;
-        let (at, cached) = self.shift_cache.get();
-        if at == second {
+        let (from, to, cached) = self.shift_cache.get();
+        if self.now >= from && self.now < to {
             return cached;
         }
         let x = self.decayed_flow() / self.daily_volume;
         let shift = self.flow_scale * x / (x.abs() + 1e-4).sqrt();
-        self.shift_cache.set((second, shift));
+        let second = self.now / 1_000_000 * 1_000_000;
+        self.shift_cache.set((second, second + 1_000_000, shift));
         shift
     }
 
@@ -307,7 +381,7 @@ impl Simulator {
                 let signed = if side == Side::Bid { 1.0 } else { -1.0 } * r.filled as f64;
                 self.flow = self.decayed_flow() + signed;
                 self.flow_at = self.now;
-                self.shift_cache.set((u64::MAX, 0.0));
+                self.shift_cache.set(NO_SHIFT);
             }
             let m = self.minute_at(self.now);
             self.stats.volume[m] += r.filled as f64;
@@ -409,7 +483,7 @@ impl Simulator {
     /// `shares` rounded to whole round lots, at least one.
     fn in_lots(&self, shares: f64) -> u64 {
         let lot = self.cfg.round_lot.max(1) as f64;
-        ((shares / lot).round().max(1.0) * lot) as u64
+        (round(shares / lot).max(1.0) * lot) as u64
     }
 
     fn reference(&self) -> f64 {

@@ -10,10 +10,39 @@ use crate::net::{Block, Residual, Trunk, LAYER_NORM_EPSILON};
 use crate::policy::{floats, floats1};
 use serl_design::{Activation, BlockSpec, NetworkSpec};
 
+/// Products of at least this many multiply-adds (`m·k·n`) are split
+/// across rayon's threads: a 256-row minibatch through a 960-wide layer
+/// (236 M) is; one through the reference 64-wide network (1 M) is not,
+/// since handing it out would cost more than it saves. The split is over
+/// the output's columns, each element summed in the same order, so the
+/// result is the same to the bit on any number of cores.
+const THREADED_PRODUCT: usize = 1 << 23;
+
 /// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
 /// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
 #[allow(clippy::too_many_arguments)]
 fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32]) {
+    let threads = if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    gemm_on(threads, m, k, n, a, ta, b, tb, c)
+}
+
+/// [`gemm`] with the threads given.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm_on(
+    threads: gemm::Parallelism,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    ta: bool,
+    b: &[f32],
+    tb: bool,
+    c: &mut [f32],
+) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     // (row stride, column stride) of each operand.
     let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
@@ -40,7 +69,7 @@ fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, 
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            threads,
         );
     }
 }

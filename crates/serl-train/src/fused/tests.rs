@@ -408,3 +408,51 @@ fn networks_the_fused_learner_does_not_implement_stay_with_burn() {
         assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);
     }
 }
+
+#[test]
+fn a_large_product_split_across_threads_gives_the_same_bits() {
+    // A 256-row minibatch through a 960-wide layer, forward (a·b) and the
+    // weight gradient (aᵀ·δ): the shapes the threads take.
+    let mut rng = SmallRng::seed_from_u64(3);
+    let (m, k, n) = (256, 960, 960);
+    let a: Vec<f32> = (0..m * k).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let b: Vec<f32> = (0..k * n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    for (ta, rows, inner) in [(false, m, k), (true, k, m)] {
+        let mut one = vec![0f32; rows * n];
+        let mut four = vec![0f32; rows * n];
+        let none = gemm::Parallelism::None;
+        super::mlp::gemm_on(
+            none,
+            rows,
+            inner,
+            n,
+            &a,
+            ta,
+            &b[..inner * n],
+            false,
+            &mut one,
+        );
+        pool.install(|| {
+            let par = gemm::Parallelism::Rayon(4);
+            super::mlp::gemm_on(
+                par,
+                rows,
+                inner,
+                n,
+                &a,
+                ta,
+                &b[..inner * n],
+                false,
+                &mut four,
+            )
+        });
+        assert!(one
+            .iter()
+            .zip(&four)
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}

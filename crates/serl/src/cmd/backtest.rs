@@ -336,7 +336,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --data or --lobster"),
     };
     let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
-    let market = MarketData::new(&ds, &cfg.data);
+    let market = super::market_data(&ds, &cfg.data);
     eprintln!(
         "loaded {} sessions of {} symbols in {:.2}s; {} orders from the {} split",
         ds.sessions.len(),

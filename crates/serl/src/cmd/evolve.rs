@@ -189,7 +189,7 @@ impl StudyData {
         }
         Ok(StudyData {
             symbols: ds.symbols().len(),
-            market: MarketData::new(&ds, &cfg.data),
+            market: super::market_data(&ds, &cfg.data),
             train,
             val,
             test,

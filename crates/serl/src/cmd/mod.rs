@@ -29,6 +29,36 @@ pub fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// The sessions of `ds`, with the dynamic market's noise fits kept in
+/// [`fit_cache_dir`] when there is one.
+pub(crate) fn market_data(
+    ds: &serl_data::Dataset,
+    cfg: &serl_data::DataConfig,
+) -> serl_env::MarketData {
+    let md = serl_env::MarketData::new(ds, cfg);
+    match fit_cache_dir() {
+        Some(dir) => md.with_fit_cache(&dir),
+        None => md,
+    }
+}
+
+/// Where the dynamic market's fitted noise rates are kept between runs
+/// (docs/performance.md): `$SERL_CACHE_DIR/noise-fits`, else
+/// `$XDG_CACHE_HOME/serl/noise-fits`, else `~/.cache/serl/noise-fits`;
+/// none when `SERL_CACHE_DIR` is `off` (or no home is known).
+pub(crate) fn fit_cache_dir() -> Option<std::path::PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let root = match var("SERL_CACHE_DIR") {
+        Some(v) if v == "off" => return None,
+        Some(v) => std::path::PathBuf::from(v),
+        None => var("XDG_CACHE_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))?
+            .join("serl"),
+    };
+    Some(root.join("noise-fits"))
+}
+
 /// `(file name, path)` of every shipped config whose name starts with
 /// `prefix`. Read at run time: a clone sharing the target directory must
 /// check its own files.

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serl_cluster::{ClusterConfig, NewTask, Plan, Task};
 use serl_data::Split;
-use serl_env::{generate_orders, MarketData, ParentOrder};
+use serl_env::{generate_orders, ParentOrder};
 use serl_eval::{OrderResult, EXAMPLE_ORDERS};
 
 use super::backtest::{BacktestFile, EnvChoice};
@@ -127,7 +127,7 @@ pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let ds = serl_data::load(&input.data, &cfg.data)
         .with_context(|| format!("loading {}", input.data.display()))?;
     let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
-    let market = MarketData::new(&ds, &cfg.data);
+    let market = super::market_data(&ds, &cfg.data);
     let mine = chunk(&orders, input.shard, input.shards);
     let results = super::backtest::replay(
         &market,

@@ -219,7 +219,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
     let ds = serl_data::load(&data_path, &cfg.data)
         .with_context(|| format!("loading {}", data_path.display()))?;
     let orders = generate_orders(&ds, a.split, &cfg.data, &cfg.orders)?;
-    let market = MarketData::new(&ds, &cfg.data);
+    let market = super::market_data(&ds, &cfg.data);
     eprintln!(
         "{} parent orders from the {} split, {agents} agents each ({}), at {} venue(s)",
         orders.len(),

@@ -336,7 +336,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     if train_orders.is_empty() {
         bail!("the train split of {} has no orders", data_path.display());
     }
-    let market = MarketData::new(&ds, &cfg.data);
+    let market = super::market_data(&ds, &cfg.data);
     eprintln!(
         "{} train orders, {} validation orders over {} symbols; {} environments ({} dynamic)",
         train_orders.len(),

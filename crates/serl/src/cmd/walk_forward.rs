@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serl_data::{Dataset, Split};
-use serl_env::{generate_orders, spread_orders, MarketData, ParentOrder, StaticVenue, Venue};
+use serl_env::{generate_orders, spread_orders, ParentOrder, StaticVenue, Venue};
 use serl_eval::{run_backtest, ReportData, StrategyFactory, StrategySpec};
 
 use super::backtest::provenance;
@@ -131,7 +131,7 @@ pub fn run(
     dates.sort_unstable();
     dates.dedup();
     let windows = windows(&dates, wf)?;
-    let market = MarketData::new(ds, &cfg.data);
+    let market = super::market_data(ds, &cfg.data);
     let baselines: Vec<StrategySpec> = wf
         .baselines
         .iter()
