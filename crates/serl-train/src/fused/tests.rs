@@ -422,34 +422,14 @@ fn a_large_product_split_across_threads_gives_the_same_bits() {
         .build()
         .unwrap();
     for (ta, rows, inner) in [(false, m, k), (true, k, m)] {
+        let product = |threads, out: &mut [f32]| {
+            let b = &b[..inner * n];
+            super::mlp::gemm_on(threads, rows, inner, n, &a, ta, b, false, out)
+        };
         let mut one = vec![0f32; rows * n];
         let mut four = vec![0f32; rows * n];
-        let none = gemm::Parallelism::None;
-        super::mlp::gemm_on(
-            none,
-            rows,
-            inner,
-            n,
-            &a,
-            ta,
-            &b[..inner * n],
-            false,
-            &mut one,
-        );
-        pool.install(|| {
-            let par = gemm::Parallelism::Rayon(4);
-            super::mlp::gemm_on(
-                par,
-                rows,
-                inner,
-                n,
-                &a,
-                ta,
-                &b[..inner * n],
-                false,
-                &mut four,
-            )
-        });
+        product(gemm::Parallelism::None, &mut one);
+        pool.install(|| product(gemm::Parallelism::Rayon(4), &mut four));
         assert!(one
             .iter()
             .zip(&four)
