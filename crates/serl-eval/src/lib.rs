@@ -28,6 +28,8 @@
 //!   strategies order by order, and measures the crowding cost of
 //!   splitting an order ([`crowding_cost`]); [`write_team_report`] writes
 //!   it.
+//! - Walk-forward: [`walk_forward::windows`] cuts the rolling windows a
+//!   walk-forward evaluation trains and tests on.
 
 #![deny(missing_docs)]
 
@@ -39,6 +41,7 @@ mod report;
 mod significance;
 mod team;
 mod team_report;
+pub mod walk_forward;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, PassiveTwap, Pov, StrategySpec, Twap, Vwap};

@@ -16,6 +16,9 @@ use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
 
 /// The scripted strategies every test compares against.
 pub(crate) const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
+/// Mixed into `[evolve] seed` for the final retrainings' seed (and the
+/// first of `--seeds`).
+pub(crate) const FINAL_SEED_MIX: u64 = 0xF1AA;
 /// The baseline added when the designs place their orders.
 pub(crate) const PASSIVE_BASELINE: &str = "twap-passive";
 
@@ -54,7 +57,7 @@ pub(crate) fn retrain(
 ) -> Result<Vec<(String, Policy)>, EvolveError> {
     let cfg = scoring.cfg;
     let plain = Design::baseline();
-    let seed = cfg.seed ^ 0xF1AA;
+    let seed = cfg.seed ^ FINAL_SEED_MIX;
     let job = |name: &str, design: &Design, algo, critic| FinalJob {
         name: name.into(),
         design: design.clone(),
@@ -82,16 +85,24 @@ pub(crate) fn retrain(
         ],
     };
     final_batch(scoring, dir, &finals)?;
-    let device = DeviceChoice::Cpu.device()?;
     finals
         .iter()
         .map(|f| {
-            let fdir = dir.join("final").join(&f.name);
-            let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
-            let which = if selected { "best" } else { "final" };
-            Ok((f.name.clone(), Policy::load(&fdir, which, &device)?))
+            Ok((
+                f.name.clone(),
+                load_final(cfg, &dir.join("final").join(&f.name))?,
+            ))
         })
         .collect()
+}
+
+/// The policy a final retraining in `fdir` kept: its best validated one
+/// where `final_eval_every` selects, else its last.
+pub(crate) fn load_final(cfg: &crate::EvolveConfig, fdir: &Path) -> Result<Policy, EvolveError> {
+    let device = DeviceChoice::Cpu.device()?;
+    let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
+    let which = if selected { "best" } else { "final" };
+    Ok(Policy::load(fdir, which, &device)?)
 }
 
 /// Tests the retrained policies once, beside the scripted baselines: every

@@ -20,6 +20,7 @@
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
+//! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
 //! | batches | `tasks.rs` | the parallel work trained here side by side, or as cluster tasks (`serl-cluster`) that [`run_task`] runs |
 //!
@@ -34,6 +35,8 @@
 mod ablation;
 mod candidate;
 mod config;
+mod confirm;
+mod confirm_report;
 mod dek_high;
 mod dek_low;
 mod design_stage;
@@ -49,6 +52,11 @@ mod team_test;
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
+pub use confirm::{
+    confirm, mean_label, seed_label, seed_mean, ConfirmInputs, ConfirmStep, Confirmation,
+    WindowResult, BEST, PLAIN,
+};
+pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use error::EvolveError;
 pub use lockbox::Lockbox;
 pub use report::write as write_report;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{repo, serl, text};
+use common::{repo, serl, text, tiny_config_from};
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -23,25 +23,6 @@ fn printed_table(o: &std::process::Output) -> Vec<String> {
 /// A small evolve config: 2 iterations of 2 candidates, tiny budgets.
 fn tiny_config(dir: &Path, extra: &str) -> PathBuf {
     tiny_config_from(dir, "configs/evolve.toml", extra)
-}
-
-fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
-    let base = std::fs::read_to_string(repo().join(shipped)).unwrap();
-    let cfg = base
-        .replace("iterations = 3", "iterations = 2")
-        .replace("candidates = 3", "candidates = 2")
-        .replace("final_steps = 8192", "final_steps = 512")
-        .replace("total_steps = 2048", "total_steps = 512")
-        .replace("validation_orders = 200", "validation_orders = 16")
-        .replace(
-            "dynamic_validation_orders = 8",
-            "dynamic_validation_orders = 2",
-        )
-        .replace("lambda = 2", "lambda = 1")
-        + extra;
-    let p = dir.join("evolve.toml");
-    std::fs::write(&p, cfg).unwrap();
-    p
 }
 
 /// The tiny config with the shipped `[llm.http]` table replaced by `table`.

@@ -123,7 +123,8 @@ pub(super) fn round(x: f64) -> f64 {
     // From 2^52 on every f64 is whole (infinities and NaN stay as well).
     const WHOLE: f64 = 4_503_599_627_370_496.0;
     let a = x.abs();
-    if !(a < WHOLE) {
+    // NaN fails every comparison, so test it by name.
+    if a >= WHOLE || a.is_nan() {
         return x;
     }
     let t = (a as u64) as f64;

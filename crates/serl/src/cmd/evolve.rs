@@ -68,6 +68,17 @@ pub struct EvolveArgs {
     /// may change it).
     #[arg(long, value_enum)]
     pub engine: Option<EngineChoice>,
+    /// After the run (or on a finished run with --resume): retrain the
+    /// best design and plain PPO from N independent seeds (the first is
+    /// the run's own final retraining) and test each, day by day
+    /// (`RUN_DIR/confirm/`).
+    #[arg(long, default_value_t = 0)]
+    pub seeds: usize,
+    /// After the run: retrain the best design and plain PPO on each
+    /// rolling window of `[evolve.walk_forward]` and test them on the
+    /// sessions after it (`RUN_DIR/confirm/`).
+    #[arg(long)]
+    pub walk_forward: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum, Debug)]
@@ -168,6 +179,8 @@ pub struct StudyData {
     pub train: Vec<ParentOrder>,
     pub val: Vec<ParentOrder>,
     pub test: Vec<ParentOrder>,
+    /// Every order of the data in one id space (walk-forward's windows).
+    pub all: Vec<ParentOrder>,
 }
 
 impl StudyData {
@@ -178,6 +191,7 @@ impl StudyData {
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
         let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
+        let all = generate_orders(&ds, Split::All, &cfg.data, &cfg.orders)?;
         if train.is_empty() || val.is_empty() || test.is_empty() {
             bail!(
                 "{}: the train, validation and test splits need orders ({} / {} / {})",
@@ -193,6 +207,7 @@ impl StudyData {
             train,
             val,
             test,
+            all,
         })
     }
 }
@@ -364,7 +379,8 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
 
     let t0 = std::time::Instant::now();
-    let data = StudyData::load(&cfg)?;
+    let data_set = StudyData::load(&cfg)?;
+    let data = &data_set;
     let (market, train, val, test) = (&data.market, &data.train, &data.val, &data.test);
     let cluster = cluster_of(&cfg.cluster, &out)?;
     let transcript = out.join("transcript.jsonl");
@@ -413,6 +429,9 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
             out.join("lockbox.json").display(),
             out.display()
         );
+        if a.seeds > 0 || a.walk_forward {
+            bail!("--seeds and --walk-forward test on the sealed test split: declare the design final first (serl evolve --resume {} --open-test)", out.display());
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let ablations = if cfg.evolve.ablations.is_empty() {
@@ -436,10 +455,27 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         &outcome,
         &modules,
         &designer_name,
-        provenance,
+        provenance.clone(),
         &ablations,
     )?;
     super::backtest::print_summaries(&data.summaries);
+    if a.seeds > 0 || a.walk_forward {
+        let best = outcome
+            .best
+            .design
+            .as_ref()
+            .expect("the best candidate has a design");
+        let confirming = super::confirm::Confirming {
+            cfg: &cfg,
+            data: &data_set,
+            best,
+            run_dir: &out,
+            cluster: cluster.as_ref(),
+            seeds: a.seeds,
+            walk_forward: a.walk_forward,
+        };
+        super::confirm::run(confirming, provenance)?;
+    }
     println!(
         "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
         outcome.best.key,

@@ -144,7 +144,7 @@ pub struct TrainFile {
     /// reward when absent.
     pub reward: Option<String>,
     /// The rolling windows of `serl train --walk-forward`.
-    pub walk_forward: super::walk_forward::WalkForwardConfig,
+    pub walk_forward: serl_eval::walk_forward::WalkForwardConfig,
     /// Where the bars came from (filled in by `serl train`).
     pub data_path: Option<PathBuf>,
 }

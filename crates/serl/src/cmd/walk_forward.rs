@@ -1,21 +1,18 @@
-//! `serl train --walk-forward`: a policy trained on each rolling window and
-//! tested on the days after it, so that every test day is out of sample
-//! for the policy that trades it.
-//!
-//! Window k trains on `train_days` sessions (the last `validation_days` of
-//! them select the checkpoint), then trades the next `test_days`; the next
-//! window starts `test_days` later. The test days of all windows are
-//! pooled into one report, beside a table per window.
+//! `serl train --walk-forward`: a policy trained on each rolling window
+//! (`serl_eval::walk_forward`) and tested on the days after it, so that
+//! every test day is out of sample for the policy that trades it. The test
+//! days of all windows are pooled into one report, beside a table per
+//! window.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serl_data::{Dataset, Split};
-use serl_env::{generate_orders, spread_orders, ParentOrder, StaticVenue, Venue};
+use serl_env::{generate_orders, spread_orders, StaticVenue, Venue};
+use serl_eval::walk_forward::{order_dates, orders_on, windows, Window};
 use serl_eval::{run_backtest, ReportData, StrategyFactory, StrategySpec};
 
 use super::backtest::provenance;
@@ -23,79 +20,6 @@ use super::train::{policy_factory_labelled, reward_of, train_one, TrainFile};
 
 /// The label of each window's policy in the pooled report.
 const POLICY: &str = "policy";
-
-/// `[walk_forward]` of a train config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WalkForwardConfig {
-    /// Sessions a window trains on, validation included.
-    pub train_days: usize,
-    /// The last sessions of the window, which select the checkpoint.
-    pub validation_days: usize,
-    /// Sessions traded after each window (a week), and the step between
-    /// windows.
-    pub test_days: usize,
-    /// Baselines every window's test days are also traded with.
-    pub baselines: Vec<String>,
-}
-
-impl Default for WalkForwardConfig {
-    fn default() -> Self {
-        WalkForwardConfig {
-            train_days: 12,
-            validation_days: 2,
-            test_days: 5,
-            baselines: vec!["twap".into(), "vwap".into()],
-        }
-    }
-}
-
-/// One rolling window's dates.
-#[derive(Debug, Clone, Serialize)]
-pub struct Window {
-    /// Its number, from 0.
-    pub index: usize,
-    /// Training sessions.
-    pub train: Vec<NaiveDate>,
-    /// Validation sessions (the window's last).
-    pub validation: Vec<NaiveDate>,
-    /// The sessions after it that its policy trades.
-    pub test: Vec<NaiveDate>,
-}
-
-/// The windows over sorted distinct `dates`: as many as leave at least one
-/// test day.
-pub fn windows(dates: &[NaiveDate], cfg: &WalkForwardConfig) -> Result<Vec<Window>> {
-    if cfg.test_days == 0 || cfg.validation_days == 0 || cfg.train_days <= cfg.validation_days {
-        bail!(
-            "[walk_forward] needs test_days ≥ 1, validation_days ≥ 1 and train_days > validation_days (got {}, {}, {})",
-            cfg.test_days,
-            cfg.validation_days,
-            cfg.train_days
-        );
-    }
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start + cfg.train_days < dates.len() {
-        let fit = start + cfg.train_days - cfg.validation_days;
-        let end = start + cfg.train_days;
-        out.push(Window {
-            index: out.len(),
-            train: dates[start..fit].to_vec(),
-            validation: dates[fit..end].to_vec(),
-            test: dates[end..(end + cfg.test_days).min(dates.len())].to_vec(),
-        });
-        start += cfg.test_days;
-    }
-    if out.is_empty() {
-        bail!(
-            "walk-forward needs more than {} sessions (train_days); the data has {}",
-            cfg.train_days,
-            dates.len()
-        );
-    }
-    Ok(out)
-}
 
 /// What one window gave, as `walk_forward.json` lists it.
 #[derive(Debug, Serialize)]
@@ -108,13 +32,6 @@ struct WindowResult {
     report: ReportData,
 }
 
-fn orders_on(all: &[ParentOrder], dates: &[NaiveDate]) -> Vec<ParentOrder> {
-    all.iter()
-        .filter(|o| dates.contains(&o.date))
-        .cloned()
-        .collect()
-}
-
 /// Runs the walk-forward evaluation of `cfg` on `ds` into `out`.
 pub fn run(
     cfg: &TrainFile,
@@ -125,12 +42,8 @@ pub fn run(
 ) -> Result<ExitCode> {
     let wf = &cfg.walk_forward;
     let all = generate_orders(ds, Split::All, &cfg.data, &cfg.orders)?;
-    // The dates the orders fall on: with `[orders] symbols`, a symbol's
-    // history may be shorter than the dataset's.
-    let mut dates: Vec<NaiveDate> = all.iter().map(|o| o.date).collect();
-    dates.sort_unstable();
-    dates.dedup();
-    let windows = windows(&dates, wf)?;
+    let windows =
+        windows(&order_dates(&all), wf).map_err(|m| anyhow::anyhow!("[walk_forward] {m}"))?;
     let market = super::market_data(ds, &cfg.data);
     let baselines: Vec<StrategySpec> = wf
         .baselines
@@ -296,32 +209,5 @@ fn print_windows(results: &[WindowResult]) {
             diff.map_or("-".into(), |d| d.diff.to_string()),
             day.map_or("-".into(), |t| format!("{}/{}", t.days_won, t.days)),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn days(n: u32) -> Vec<NaiveDate> {
-        (1..=n)
-            .map(|d| NaiveDate::from_ymd_opt(2018, 1, d).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn windows_roll_by_the_test_length_and_never_test_a_day_they_trained_on() {
-        let cfg = WalkForwardConfig::default();
-        let w = windows(&days(29), &cfg).unwrap();
-        let tested: Vec<usize> = w.iter().map(|w| w.test.len()).collect();
-        assert_eq!(tested, [5, 5, 5, 2]);
-        for w in &w {
-            assert_eq!((w.train.len(), w.validation.len()), (10, 2));
-            assert!(w.validation.last() < w.test.first());
-        }
-        // Every day after the first window's training is tested once.
-        let all: Vec<NaiveDate> = w.iter().flat_map(|w| w.test.clone()).collect();
-        assert_eq!(all, days(29)[12..]);
-        assert!(windows(&days(12), &cfg).is_err());
     }
 }
