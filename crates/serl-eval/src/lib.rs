@@ -51,7 +51,8 @@ pub use metrics::{
     Summary,
 };
 pub use report::{
-    placement_cells, results_tables, write_report, IllusoryGain, Provenance, ReportData,
+    is_baseline, placement_cells, results_tables, write_report, IllusoryGain, Provenance,
+    ReportData,
 };
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};
 pub use team::{

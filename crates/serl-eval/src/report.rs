@@ -166,7 +166,7 @@ fn paired_against(
 /// Whether a strategy is a baseline a day test compares with: a classical
 /// schedule `StrategySpec` reads (TWAP, VWAP, POV, Almgren–Chriss), not
 /// the oracle, which trades with hindsight.
-fn is_baseline(label: &str) -> bool {
+pub fn is_baseline(label: &str) -> bool {
     matches!(
         crate::StrategySpec::parse(label),
         Ok(spec) if spec != crate::StrategySpec::Oracle

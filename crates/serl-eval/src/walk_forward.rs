@@ -11,8 +11,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serl_env::ParentOrder;
 
-/// `[walk_forward]` of a train config, `[evolve.walk_forward]` of an
-/// evolve config.
+/// `[walk_forward]` of a train or an evolve config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WalkForwardConfig {

@@ -58,10 +58,6 @@ pub struct EvolveConfig {
     /// (`serl evolve --resume DIR --open-test`); `lockbox.json` records
     /// the design and when it was sealed and opened.
     pub lockbox: bool,
-    /// The rolling windows of `serl evolve --resume DIR --walk-forward`,
-    /// which retrains the best design and plain PPO on each and tests
-    /// them on the sessions after it.
-    pub walk_forward: serl_eval::walk_forward::WalkForwardConfig,
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -143,7 +139,6 @@ impl Default for EvolveConfig {
             low_level: LowLevelConfig::default(),
             convergence: ConvergenceConfig::default(),
             ablations: Vec::new(),
-            walk_forward: serl_eval::walk_forward::WalkForwardConfig::default(),
             parallel: 0,
             lockbox: false,
         }

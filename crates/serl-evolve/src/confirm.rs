@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serl_cluster::Cluster;
 use serl_design::Design;
 use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
-use serl_eval::walk_forward::{order_dates, orders_on, windows, Window};
+use serl_eval::walk_forward::{order_dates, orders_on, windows, WalkForwardConfig, Window};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::{Algo, PolicyStrategy};
 
@@ -60,8 +60,8 @@ pub struct ConfirmInputs<'a> {
     pub cluster: Option<&'a Cluster>,
     /// Independent seeds (0: none).
     pub seeds: usize,
-    /// Whether to run the walk-forward windows of `[evolve.walk_forward]`.
-    pub walk_forward: bool,
+    /// The walk-forward windows to run (`[walk_forward]`), if any.
+    pub walk_forward: Option<&'a WalkForwardConfig>,
     /// Told what is running.
     pub on_step: Option<&'a (dyn Fn(ConfirmStep) + Sync)>,
 }
@@ -168,14 +168,37 @@ impl ConfirmInputs<'_> {
     }
 }
 
-/// Retrains and tests as `inputs` asks, into `RUN_DIR/confirm/`; trainings
-/// already there (a killed run's) are loaded, not repeated.
-pub fn confirm(inputs: &ConfirmInputs) -> Result<Confirmation, EvolveError> {
-    if inputs.cfg.train.learning_team().is_some() {
+/// Whether a run of `cfg` can be confirmed, with these windows over the
+/// sessions of `all_orders`: checked before a run starts, so that a long
+/// search does not end in a refusal.
+pub fn check(
+    cfg: &EvolveConfig,
+    walk_forward: Option<&WalkForwardConfig>,
+    all_orders: &[ParentOrder],
+) -> Result<(), EvolveError> {
+    if cfg.train.learning_team().is_some() {
         return Err(EvolveError::Config(
             "--seeds and --walk-forward confirm a single agent's run; this run trains a team ([evolve.train.team])".into(),
         ));
     }
+    if let Some(wf) = walk_forward {
+        cut_windows(wf, all_orders)?;
+    }
+    Ok(())
+}
+
+fn cut_windows(
+    wf: &WalkForwardConfig,
+    all_orders: &[ParentOrder],
+) -> Result<Vec<Window>, EvolveError> {
+    windows(&order_dates(all_orders), wf)
+        .map_err(|m| EvolveError::Config(format!("[walk_forward] {m}")))
+}
+
+/// Retrains and tests as `inputs` asks, into `RUN_DIR/confirm/`; trainings
+/// already there (a killed run's) are loaded, not repeated.
+pub fn confirm(inputs: &ConfirmInputs) -> Result<Confirmation, EvolveError> {
+    check(inputs.cfg, inputs.walk_forward, inputs.all_orders)?;
     let dir = inputs.run_dir.join("confirm");
     let first = inputs.cfg.seed ^ FINAL_SEED_MIX;
     let seeds: Vec<u64> = (0..inputs.seeds as u64)
@@ -186,10 +209,9 @@ pub fn confirm(inputs: &ConfirmInputs) -> Result<Confirmation, EvolveError> {
     } else {
         seed_study(inputs, &dir, &seeds)?
     };
-    let windows = if inputs.walk_forward {
-        walk_forward(inputs, &dir)?
-    } else {
-        Vec::new()
+    let windows = match inputs.walk_forward {
+        Some(wf) => walk_forward(inputs, wf, &dir)?,
+        None => Vec::new(),
     };
     Ok(Confirmation {
         seeds,
@@ -214,9 +236,11 @@ fn seed_study(
             let fdir = if k == 0 && own.join("final.bpk").exists() {
                 own
             } else {
-                let job_name = format!("{name}-seed{}", k + 1);
-                jobs.push(inputs.job(job_name.clone(), design, seed));
-                dir.join("final").join(job_name)
+                let job = inputs.job(format!("{name}-seed{}", k + 1), design, seed);
+                let fdir = dir.join("final").join(&job.name);
+                same_job(&fdir, &job)?;
+                jobs.push(job);
+                fdir
             };
             policies.push((seed_label(name, k + 1), fdir));
         }
@@ -232,7 +256,13 @@ fn seed_study(
     let scoring = inputs.scoring(inputs.train_orders, inputs.val_orders, inputs.cluster);
     final_batch(&scoring, dir, &jobs)?;
     let baselines = BASELINES.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut rows = play(inputs, inputs.test_orders, &policies, &baselines)?;
+    let mut rows = play(
+        inputs,
+        inputs.test_orders,
+        &policies,
+        &baselines,
+        "baselines",
+    )?;
     for (name, _) in inputs.designs() {
         let mean = seed_mean(&rows, name, seeds.len());
         rows.extend(mean);
@@ -242,10 +272,12 @@ fn seed_study(
 
 /// Each window's two policies, trained where missing on its sessions and
 /// tested on the sessions after it.
-fn walk_forward(inputs: &ConfirmInputs, dir: &Path) -> Result<Vec<WindowResult>, EvolveError> {
-    let wf = &inputs.cfg.walk_forward;
-    let all = windows(&order_dates(inputs.all_orders), wf)
-        .map_err(|m| EvolveError::Config(format!("[evolve.walk_forward] {m}")))?;
+fn walk_forward(
+    inputs: &ConfirmInputs,
+    wf: &WalkForwardConfig,
+    dir: &Path,
+) -> Result<Vec<WindowResult>, EvolveError> {
+    let all = cut_windows(wf, inputs.all_orders)?;
     let seed = inputs.cfg.seed ^ FINAL_SEED_MIX;
     let n = all.len();
     let mut out = Vec::with_capacity(n);
@@ -255,7 +287,7 @@ fn walk_forward(inputs: &ConfirmInputs, dir: &Path) -> Result<Vec<WindowResult>,
         let test = orders_on(inputs.all_orders, &w.test);
         if train.is_empty() || val.is_empty() {
             return Err(EvolveError::Config(format!(
-                "walk-forward window {} has {} train and {} validation orders; every window needs both (check [orders] symbols and [evolve.walk_forward])",
+                "walk-forward window {} has {} train and {} validation orders; every window needs both (check [orders] symbols and [walk_forward])",
                 w.index,
                 train.len(),
                 val.len()
@@ -273,13 +305,22 @@ fn walk_forward(inputs: &ConfirmInputs, dir: &Path) -> Result<Vec<WindowResult>,
             .into_iter()
             .map(|(name, d)| inputs.job(name.to_string(), d, seed))
             .collect();
+        for j in &jobs {
+            same_job(&wdir.join("final").join(&j.name), j)?;
+        }
         // Here, not on the cluster: a task reloads the run's own orders.
         final_batch(&inputs.scoring(&train, &val, None), &wdir, &jobs)?;
         let policies: Vec<(String, PathBuf)> = jobs
             .iter()
             .map(|j| (j.name.clone(), wdir.join("final").join(&j.name)))
             .collect();
-        let rows = play(inputs, &test, &policies, &wf.baselines)?;
+        let rows = play(
+            inputs,
+            &test,
+            &policies,
+            &wf.baselines,
+            "[walk_forward] baselines",
+        )?;
         out.push(WindowResult {
             window: w,
             train_orders: train.len(),
@@ -290,13 +331,13 @@ fn walk_forward(inputs: &ConfirmInputs, dir: &Path) -> Result<Vec<WindowResult>,
 }
 
 /// Records `w` in its directory, or checks that the trainings already
-/// there were trained on the same dates: a changed `[evolve.walk_forward]`
-/// must not test a window with another window's policies.
+/// there were trained on the same dates: a changed `[walk_forward]` must
+/// not test a window with another window's policies.
 fn same_window(wdir: &Path, w: &Window) -> Result<(), EvolveError> {
     let path = wdir.join("window.json");
     match read_json::<Window>(&path) {
         Some(old) if old != *w => Err(EvolveError::Config(format!(
-            "{} was trained on other dates (train {} .. {}, test from {}); [evolve.walk_forward] changed since: move {} away to train the new windows",
+            "{} was trained on other dates (train {} .. {}, test from {}); [walk_forward] changed since: move {} away to train the new windows",
             path.display(),
             old.train[0],
             old.validation[old.validation.len() - 1],
@@ -308,6 +349,23 @@ fn same_window(wdir: &Path, w: &Window) -> Result<(), EvolveError> {
     }
 }
 
+/// Records the training `job` beside it in `fdir`, or checks that the
+/// one already there is the same (design, steps, seed, selection): a run
+/// whose config was edited must not test another design's policies.
+fn same_job(fdir: &Path, job: &FinalJob) -> Result<(), EvolveError> {
+    let path = fdir.join("job.json");
+    let now = serde_json::to_value(job).map_err(|e| crate::error::file_err(&path, e))?;
+    match read_json::<serde_json::Value>(&path) {
+        Some(old) if old != now => Err(EvolveError::Config(format!(
+            "{} holds a training of another job (the design, budget or seed changed since): move {} away to train it again",
+            path.display(),
+            fdir.display()
+        ))),
+        Some(_) => Ok(()),
+        None => write_json(&path, job),
+    }
+}
+
 /// The baselines and the policies in `policies` (label, run directory) on
 /// `orders`, in the static replay.
 fn play(
@@ -315,12 +373,13 @@ fn play(
     orders: &[ParentOrder],
     policies: &[(String, PathBuf)],
     baselines: &[String],
+    baselines_from: &str,
 ) -> Result<Vec<OrderResult>, EvolveError> {
     let mut factories = baselines
         .iter()
         .map(|s| StrategySpec::parse(s).map(StrategyFactory::from_spec))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EvolveError::Config(format!("evolve.walk_forward.baselines: {e}")))?;
+        .map_err(|e| EvolveError::Config(format!("{baselines_from}: {e}")))?;
     for (label, fdir) in policies {
         let policy = load_final(inputs.cfg, fdir)?;
         let label = label.clone();
@@ -348,7 +407,8 @@ fn play(
 }
 
 /// The mean over `n` seeds of `name`'s policies, order by order: PA,
-/// shortfall, fills and reward averaged, the rest from seed 1's row.
+/// shortfall, fills and reward averaged; the fill price, placement figures
+/// and inventory path, which do not average, left empty.
 pub fn seed_mean(rows: &[OrderResult], name: &str, n: usize) -> Vec<OrderResult> {
     let labels: Vec<String> = (1..=n).map(|k| seed_label(name, k)).collect();
     let mut by_order: std::collections::BTreeMap<(String, u64), Vec<&OrderResult>> =
@@ -372,6 +432,9 @@ pub fn seed_mean(rows: &[OrderResult], name: &str, n: usize) -> Vec<OrderResult>
             m.filled = avg(&g, |r| r.filled);
             m.unfilled = avg(&g, |r| r.unfilled);
             m.reward = avg(&g, |r| r.reward);
+            m.avg_price = None;
+            m.placement = Default::default();
+            m.inventory_path = Vec::new();
             m
         })
         .collect()

@@ -35,6 +35,32 @@ pub struct AcrossSeeds {
     pub seeds_above_twap: usize,
 }
 
+impl AcrossSeeds {
+    /// "mean ± std" of the test PA; the mean alone for one seed.
+    pub fn pa_text(&self) -> String {
+        spread(self.pa_mean, self.pa_std, self.seeds, false)
+    }
+
+    /// "mean ± std" of ΔPA against TWAP, signed; the mean alone for one
+    /// seed.
+    pub fn diff_text(&self) -> String {
+        spread(self.diff_mean, self.diff_std, self.seeds, true)
+    }
+}
+
+fn spread(mean: f64, std: f64, n: usize, signed: bool) -> String {
+    let m = if signed {
+        format!("{mean:+.2}")
+    } else {
+        format!("{mean:.2}")
+    };
+    if n < 2 {
+        format!("{m} (one seed)")
+    } else {
+        format!("{m} ± {std:.2}")
+    }
+}
+
 /// What the confirmation report found, as `confirm.json` keeps it.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct ConfirmReport {
@@ -91,36 +117,40 @@ pub fn write_confirmation(
             &mean_label(PLAIN, n),
             seed,
         );
-        seeds_markdown(&mut md, &data, &report, n);
-        svgs.extend(seeds_chart(&data, n));
+        let chart = seeds_chart(&data, n);
+        seeds_markdown(&mut md, &data, &report, n, chart.is_some());
+        svgs.extend(chart);
     }
     if !c.windows.is_empty() {
         let pooled: Vec<OrderResult> = c.windows.iter().flat_map(|w| w.rows.clone()).collect();
         let mut prov = provenance;
         prov.split = "walk-forward test days".into();
-        prov.orders = pooled.len();
+        prov.orders = pooled.iter().filter(|r| r.strategy == BEST).count();
         let data = ReportData::new(&pooled, prov);
         write_rows(&dir.join("walk-forward"), &pooled, &data)?;
         report.windows = c
             .windows
             .iter()
             .map(|w| {
-                let d = ReportData::new(&w.rows, data.provenance.clone());
+                let of = |label: &str| -> Vec<&OrderResult> {
+                    w.rows.iter().filter(|r| r.strategy == label).collect()
+                };
+                let twap = of("twap");
                 WindowLine {
                     window: w.window.clone(),
                     train_orders: w.train_orders,
-                    test_orders: w.rows.iter().filter(|r| r.strategy == BEST).count(),
-                    vs_twap: d
-                        .paired_vs_twap
-                        .into_iter()
-                        .filter(|p| p.strategy == BEST || p.strategy == PLAIN)
+                    test_orders: of(BEST).len(),
+                    vs_twap: [BEST, PLAIN]
+                        .iter()
+                        .filter_map(|d| serl_eval::paired_diff(&of(d), &twap, seed))
                         .collect(),
                 }
             })
             .collect();
         report.walk_tests = headline(&pooled, BEST, PLAIN, seed);
-        walk_markdown(&mut md, &data, &report);
-        svgs.extend(windows_chart(&report.windows));
+        let chart = windows_chart(&report.windows);
+        walk_markdown(&mut md, &data, &report, chart.is_some());
+        svgs.extend(chart);
     }
     let html = serl_report::html(&md, &svgs);
     for (name, text) in [("report.md", md.as_str()), ("report.html", html.as_str())] {
@@ -169,9 +199,7 @@ fn headline(rows: &[OrderResult], best: &str, plain: &str, seed: u64) -> Vec<Day
     // The baselines as the rows label them (`ac:1e-7`, say), in order.
     let mut baselines: Vec<&str> = Vec::new();
     for r in rows {
-        let parsed = serl_eval::StrategySpec::parse(&r.strategy);
-        let baseline = parsed.is_ok_and(|s| s != serl_eval::StrategySpec::Oracle);
-        if baseline && !baselines.contains(&r.strategy.as_str()) {
+        if serl_eval::is_baseline(&r.strategy) && !baselines.contains(&r.strategy.as_str()) {
             baselines.push(&r.strategy);
         }
     }
@@ -211,7 +239,7 @@ fn tests_table(md: &mut String, tests: &[DayTest]) {
     md.push('\n');
 }
 
-fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usize) {
+fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usize, chart: bool) {
     let orders = data
         .summaries
         .iter()
@@ -226,20 +254,18 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
     for a in &r.across_seeds {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.2} ± {:.2} | {:+.2} ± {:.2} | {} of {} |",
+            "| {} | {} | {} | {} | {} of {} |",
             a.strategy,
             a.seeds,
-            a.pa_mean,
-            a.pa_std,
-            a.diff_mean,
-            a.diff_std,
+            a.pa_text(),
+            a.diff_text(),
             a.seeds_above_twap,
             a.seeds
         );
     }
     let _ = writeln!(
         md,
-        "\n### Day by day: the seeds' mean\n\nEach order's PA averaged over the {n} seeds, then the difference averaged per (symbol, day) and per day; a one-sided Wilcoxon signed-rank test over days, and Benjamini–Hochberg across the rows below.\n"
+        "\n### Day by day: the seeds' mean\n\nEach order's PA averaged over the {n} seeds, then the difference averaged per (symbol, day) and per day; a one-sided Wilcoxon signed-rank test over days, and Benjamini–Hochberg across the rows below (`seeds/report.html` corrects across all of its strategies instead, so its q-values are larger).\n"
     );
     tests_table(md, &r.seed_tests);
     md.push_str("### Seed by seed\n\n| seed | strategy | test PA [95% CI] | ΔPA vs TWAP [95% CI] | days won vs TWAP | p (Wilcoxon) |\n|---:|---|---:|---:|---:|---:|\n");
@@ -259,7 +285,10 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
             );
         }
     }
-    md.push_str("\n![ΔPA against TWAP by seed](seeds)\n\nEvery strategy's tables, the seeds' orders and plots: `seeds/report.html`.\n\n");
+    if chart {
+        md.push_str("\n![ΔPA against TWAP by seed](seeds)\n");
+    }
+    md.push_str("\nEvery strategy's tables, the seeds' orders and plots: `seeds/report.html`.\n\n");
 }
 
 fn twap_day_test<'d>(data: &'d ReportData, label: &str) -> Option<&'d DayTest> {
@@ -268,11 +297,11 @@ fn twap_day_test<'d>(data: &'d ReportData, label: &str) -> Option<&'d DayTest> {
         .find(|t| t.strategy == label && t.reference == "twap" && t.horizon_min.is_none())
 }
 
-fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport) {
+fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: bool) {
     let days: usize = r.windows.iter().map(|w| w.window.test.len()).sum();
     let _ = writeln!(
         md,
-        "## Walk-forward\n\n{} windows ([evolve.walk_forward]); in each, the best design and plain PPO are retrained with the final budget on the window's sessions (its last ones select the checkpoint) and trade the sessions after it, so every one of the {days} test days is out of sample for the policy that trades it. The design was chosen once, on the run's validation split; windows whose test days fall before that split's end test the training, not the choice of design.\n",
+        "## Walk-forward\n\n{} windows (`[walk_forward]`); in each, the best design and plain PPO are retrained with the final budget on the window's sessions (its last ones select the checkpoint) and trade the sessions after it, so every one of the {days} test days is out of sample for the policy that trades it. The design was chosen once, on the run's validation split; windows whose test days fall before that split's end test the training, not the choice of design.\n",
         r.windows.len()
     );
     md.push_str("| window | train | test | test orders | serl-best ΔPA vs TWAP | ppo-default ΔPA vs TWAP |\n|---:|---|---|---:|---:|---:|\n");
@@ -297,26 +326,29 @@ fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport) {
             of(PLAIN)
         );
     }
-    md.push_str("\n![ΔPA against TWAP by window](windows)\n\n### Day by day, over every window's test days\n\n");
+    if chart {
+        md.push_str("\n![ΔPA against TWAP by window](windows)\n");
+    }
+    md.push_str("\n### Day by day, over every window's test days\n\n");
     tests_table(md, &r.walk_tests);
     md.push_str(&serl_eval::results_tables(data, "###"));
 }
 
+/// The chart's title and SVG; `None` when plotting failed (the report
+/// then leaves its image out, so later charts keep their places).
 fn chart_of(
     title: &str,
     x_desc: &str,
     labels: Vec<String>,
     series: &[Intervals],
-) -> Vec<(String, String)> {
+) -> Option<(String, String)> {
     let chart = Chart::new(title, x_desc, "ΔPA vs TWAP, bps").x_labels(labels);
     let mut svg = String::new();
-    match intervals_chart(&mut svg, &chart, series) {
-        Ok(()) => vec![(title.to_string(), svg)],
-        Err(_) => Vec::new(),
-    }
+    intervals_chart(&mut svg, &chart, series).ok()?;
+    Some((title.to_string(), svg))
 }
 
-fn seeds_chart(data: &ReportData, n: usize) -> Vec<(String, String)> {
+fn seeds_chart(data: &ReportData, n: usize) -> Option<(String, String)> {
     let series: Vec<Intervals> = [BEST, PLAIN]
         .map(|design| {
             let points = (1..=n)
@@ -344,7 +376,7 @@ fn seeds_chart(data: &ReportData, n: usize) -> Vec<(String, String)> {
     )
 }
 
-fn windows_chart(windows: &[WindowLine]) -> Vec<(String, String)> {
+fn windows_chart(windows: &[WindowLine]) -> Option<(String, String)> {
     let series: Vec<Intervals> = [BEST, PLAIN]
         .map(|design| {
             let points = windows

@@ -53,8 +53,8 @@ pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{
-    confirm, mean_label, seed_label, seed_mean, ConfirmInputs, ConfirmStep, Confirmation,
-    WindowResult, BEST, PLAIN,
+    check as check_confirmation, confirm, mean_label, seed_label, seed_mean, ConfirmInputs,
+    ConfirmStep, Confirmation, WindowResult, BEST, PLAIN,
 };
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use error::EvolveError;

@@ -36,19 +36,19 @@ impl Lockbox {
     pub fn sealed(&self) -> bool {
         self.opened_at.is_none()
     }
+
+    /// The lockbox of the run in `dir`, if it has one.
+    pub fn read(dir: &Path) -> Option<Lockbox> {
+        read_json(&dir.join(FILE))
+    }
 }
 
 const FILE: &str = "lockbox.json";
 
-/// The lockbox of the run in `dir`, if it has one.
-fn read(dir: &Path) -> Option<Lockbox> {
-    read_json(&dir.join(FILE))
-}
-
 /// Seals the test for the design `key`: writes `lockbox.json` (keeping
 /// an earlier seal's time when resumed) and returns it.
 pub(crate) fn seal(dir: &Path, key: &str, design: &Design) -> Result<Lockbox, EvolveError> {
-    let lockbox = match read(dir) {
+    let lockbox = match Lockbox::read(dir) {
         Some(l) if l.design_key == key => l,
         _ => Lockbox {
             design_key: key.to_string(),
@@ -65,7 +65,7 @@ pub(crate) fn seal(dir: &Path, key: &str, design: &Design) -> Result<Lockbox, Ev
 /// sealed; the first opening's time is recorded.
 pub(crate) fn open(dir: &Path, key: &str) -> Result<Lockbox, EvolveError> {
     let path = dir.join(FILE);
-    let mut lockbox = read(dir).ok_or_else(|| {
+    let mut lockbox = Lockbox::read(dir).ok_or_else(|| {
         EvolveError::Config(format!(
             "{}: no sealed test to open; a run with [evolve] lockbox = true seals it first",
             path.display()

@@ -128,9 +128,22 @@ fn seeds_and_walk_forward_confirm_the_best_design_day_by_day_and_resume() {
     assert_eq!(trainings(&confirm), before, "a training ran again");
     assert_eq!(read_json(&confirm.join("confirm.json")), report);
 
-    // Changed windows are not tested with the old windows' policies.
+    // Neither are changed trainings.
     let saved = run.join("evolve.toml");
     let toml = std::fs::read_to_string(&saved).unwrap();
+    std::fs::write(
+        &saved,
+        toml.replace("final_steps = 512", "final_steps = 1024"),
+    )
+    .unwrap();
+    let e = call(false);
+    assert!(!e.status.success());
+    assert!(
+        text(&e).contains("serl-best-seed2/job.json holds a training of another job"),
+        "{}",
+        text(&e)
+    );
+    // Changed windows are not tested with the old windows' policies.
     std::fs::write(&saved, toml.replace("test_days = 1", "test_days = 2")).unwrap();
     let e = call(false);
     assert!(!e.status.success());
@@ -144,8 +157,30 @@ fn seeds_and_walk_forward_confirm_the_best_design_day_by_day_and_resume() {
     let e = call(false);
     assert!(!e.status.success());
     assert!(
-        text(&e).contains("[evolve.walk_forward] needs more than train_days = 30"),
+        text(&e).contains("[walk_forward] needs more than train_days = 30"),
         "{}",
         text(&e)
     );
+
+    // A sealed test is refused before the run starts, not after.
+    let sealed = dir.path().join("sealed.toml");
+    let text_cfg = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &sealed,
+        text_cfg.replacen("lockbox = false", "lockbox = true", 1),
+    )
+    .unwrap();
+    let sealed_run = dir.path().join("sealed");
+    let e = serl(&[
+        "evolve",
+        "--config",
+        sealed.to_str().unwrap(),
+        "--out",
+        sealed_run.to_str().unwrap(),
+        "--seeds",
+        "2",
+    ]);
+    assert!(!e.status.success());
+    assert!(text(&e).contains("keeps sealed"), "{}", text(&e));
+    assert!(!sealed_run.exists(), "the run started");
 }

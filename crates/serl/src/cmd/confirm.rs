@@ -22,7 +22,7 @@ pub struct Confirming<'a> {
     pub run_dir: &'a Path,
     pub cluster: Option<&'a Cluster>,
     pub seeds: usize,
-    pub walk_forward: bool,
+    pub walk_forward: Option<&'a serl_eval::walk_forward::WalkForwardConfig>,
 }
 
 /// Retrains, tests and reports; prints the tables.
@@ -43,8 +43,8 @@ pub fn run(c: Confirming, provenance: Provenance) -> Result<ConfirmReport> {
                 windows,
                 test,
             } => format!(
-                "walk-forward window {} of {windows} (tests {} .. {}): training",
-                index + 1,
+                "walk-forward window {index} (0 to {}; tests {} .. {}): training",
+                windows - 1,
                 test.0,
                 test.1
             ),
@@ -94,8 +94,8 @@ fn print(r: &ConfirmReport) {
                 "{:<14} {:>6} {:>22} {:>22} {:>12}",
                 a.strategy,
                 a.seeds,
-                format!("{:.2} ± {:.2}", a.pa_mean, a.pa_std),
-                format!("{:+.2} ± {:.2}", a.diff_mean, a.diff_std),
+                a.pa_text(),
+                a.diff_text(),
                 format!("{} of {}", a.seeds_above_twap, a.seeds)
             );
         }

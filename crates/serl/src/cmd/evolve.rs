@@ -75,7 +75,7 @@ pub struct EvolveArgs {
     #[arg(long, default_value_t = 0)]
     pub seeds: usize,
     /// After the run: retrain the best design and plain PPO on each
-    /// rolling window of `[evolve.walk_forward]` and test them on the
+    /// rolling window of `[walk_forward]` and test them on the
     /// sessions after it (`RUN_DIR/confirm/`).
     #[arg(long)]
     pub walk_forward: bool,
@@ -160,6 +160,9 @@ pub struct EvolveFile {
     pub prompts: Option<PathBuf>,
     /// Where the trainings run (`[cluster] engine`).
     pub cluster: ClusterConfig,
+    /// The rolling windows of `--walk-forward` (outside `[evolve]`, which
+    /// every cluster task carries: a run planned before may still resume).
+    pub walk_forward: serl_eval::walk_forward::WalkForwardConfig,
 }
 
 impl EvolveFile {
@@ -179,19 +182,26 @@ pub struct StudyData {
     pub train: Vec<ParentOrder>,
     pub val: Vec<ParentOrder>,
     pub test: Vec<ParentOrder>,
-    /// Every order of the data in one id space (walk-forward's windows).
+    /// Every order of the data in one id space (walk-forward's windows),
+    /// when asked for.
     pub all: Vec<ParentOrder>,
 }
 
 impl StudyData {
-    pub fn load(cfg: &EvolveFile) -> Result<StudyData> {
+    /// The run's sessions and orders; with `all`, every order of the data
+    /// too (for `--walk-forward`), else none.
+    pub fn load(cfg: &EvolveFile, all: bool) -> Result<StudyData> {
         let data_path = cfg.data_path();
         let ds = serl_data::load(&data_path, &cfg.data)
             .with_context(|| format!("loading {}", data_path.display()))?;
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
         let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
-        let all = generate_orders(&ds, Split::All, &cfg.data, &cfg.orders)?;
+        let all = if all {
+            generate_orders(&ds, Split::All, &cfg.data, &cfg.orders)?
+        } else {
+            Vec::new()
+        };
         if train.is_empty() || val.is_empty() || test.is_empty() {
             bail!(
                 "{}: the train, validation and test splits need orders ({} / {} / {})",
@@ -368,19 +378,20 @@ fn prepare_run_dir(a: &EvolveArgs, out: &Path, cfg: &EvolveFile) -> Result<(Path
 
 pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     let (out, cfg) = resolve(&a)?;
-    if a.open_test && !cfg.evolve.lockbox {
-        bail!(
-            "{}: this run has no lockbox ([evolve] lockbox = false): its test is played when the run ends; --open-test is for a run whose test was sealed",
-            out.display()
-        );
-    }
+    check_lockbox_flags(&a, &cfg, &out)?;
+    let confirming = a.seeds > 0 || a.walk_forward;
     let (data_path, prompts_used) = prepare_run_dir(&a, &out, &cfg)?;
     let prompts = Prompts::load(&prompts_used)
         .with_context(|| format!("loading the prompts in {}", prompts_used.display()))?;
 
     let t0 = std::time::Instant::now();
-    let data_set = StudyData::load(&cfg)?;
+    let data_set = StudyData::load(&cfg, confirming)?;
     let data = &data_set;
+    if confirming {
+        // A team or windows the data cannot fill, before the run too.
+        let walk_forward = a.walk_forward.then_some(&cfg.walk_forward);
+        serl_evolve::check_confirmation(&cfg.evolve, walk_forward, &data.all)?;
+    }
     let (market, train, val, test) = (&data.market, &data.train, &data.val, &data.test);
     let cluster = cluster_of(&cfg.cluster, &out)?;
     let transcript = out.join("transcript.jsonl");
@@ -393,21 +404,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         &replay_from,
     )?;
     let designer_name = designer.name();
-    eprintln!(
-        "designer: {designer_name}; {} / {} / {} train / validation / test orders over {} symbols; run directory {}",
-        train.len(),
-        val.len(),
-        test.len(),
-        data.symbols,
-        out.display()
-    );
-    if let Some(c) = &cluster {
-        eprintln!(
-            "engine: {}; tasks in {}",
-            c.config().engine.name(),
-            out.join(serl_cluster::PLAN_FILE).display()
-        );
-    }
+    say_start(&designer_name, data, &out, cluster.as_ref());
     let modules = cfg.evolve.modules.clone();
     let study = Study {
         cfg: &cfg,
@@ -429,9 +426,6 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
             out.join("lockbox.json").display(),
             out.display()
         );
-        if a.seeds > 0 || a.walk_forward {
-            bail!("--seeds and --walk-forward test on the sealed test split: declare the design final first (serl evolve --resume {} --open-test)", out.display());
-        }
         return Ok(ExitCode::SUCCESS);
     }
     let ablations = if cfg.evolve.ablations.is_empty() {
@@ -459,22 +453,20 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         &ablations,
     )?;
     super::backtest::print_summaries(&data.summaries);
-    if a.seeds > 0 || a.walk_forward {
-        let best = outcome
-            .best
-            .design
-            .as_ref()
-            .expect("the best candidate has a design");
-        let confirming = super::confirm::Confirming {
-            cfg: &cfg,
-            data: &data_set,
-            best,
-            run_dir: &out,
-            cluster: cluster.as_ref(),
-            seeds: a.seeds,
-            walk_forward: a.walk_forward,
-        };
-        super::confirm::run(confirming, provenance)?;
+    if confirming {
+        let best = outcome.best.design.as_ref();
+        super::confirm::run(
+            super::confirm::Confirming {
+                cfg: &cfg,
+                data: &data_set,
+                best: best.expect("the best candidate has a design"),
+                run_dir: &out,
+                cluster: cluster.as_ref(),
+                seeds: a.seeds,
+                walk_forward: a.walk_forward.then_some(&cfg.walk_forward),
+            },
+            provenance,
+        )?;
     }
     println!(
         "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
@@ -484,6 +476,46 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         out.join("report.html").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's first lines: who designs, on how many orders, where.
+fn say_start(designer: &str, data: &StudyData, out: &Path, cluster: Option<&Cluster>) {
+    eprintln!(
+        "designer: {designer}; {} / {} / {} train / validation / test orders over {} symbols; run directory {}",
+        data.train.len(),
+        data.val.len(),
+        data.test.len(),
+        data.symbols,
+        out.display()
+    );
+    if let Some(c) = cluster {
+        eprintln!(
+            "engine: {}; tasks in {}",
+            c.config().engine.name(),
+            out.join(serl_cluster::PLAN_FILE).display()
+        );
+    }
+}
+
+/// `--open-test` on a run without a lockbox, and `--seeds` or
+/// `--walk-forward` on a sealed test split: refused before the run rather
+/// than after it.
+fn check_lockbox_flags(a: &EvolveArgs, cfg: &EvolveFile, out: &Path) -> Result<()> {
+    if a.open_test && !cfg.evolve.lockbox {
+        bail!(
+            "{}: this run has no lockbox ([evolve] lockbox = false): its test is played when the run ends; --open-test is for a run whose test was sealed",
+            out.display()
+        );
+    }
+    let confirming = a.seeds > 0 || a.walk_forward;
+    let opened = serl_evolve::Lockbox::read(out).is_some_and(|l| !l.sealed());
+    if confirming && cfg.evolve.lockbox && !a.open_test && !opened {
+        bail!(
+            "--seeds and --walk-forward test on the test split, which this run keeps sealed: declare the design final first (serl evolve --resume {} --open-test)",
+            out.display()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(feature = "local")]
