@@ -129,7 +129,16 @@ fn legend_and_present<'b>(
     ctx: &mut Plot<'b, 'b>,
     root: &DrawingArea<SVGBackend<'b>, Shift>,
 ) -> PlotResult {
+    legend_at_and_present(ctx, root, SeriesLabelPosition::MiddleRight)
+}
+
+fn legend_at_and_present<'b>(
+    ctx: &mut Plot<'b, 'b>,
+    root: &DrawingArea<SVGBackend<'b>, Shift>,
+    at: SeriesLabelPosition,
+) -> PlotResult {
     ctx.configure_series_labels()
+        .position(at)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
@@ -278,7 +287,7 @@ pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) ->
     }
     let pad = ((y1 - y0) * 0.08).max(1e-6);
     // Room above the whiskers for the legend (upper right).
-    let legend_room = (y1 - y0) * 0.12 * series.len() as f64;
+    let legend_room = (y1 - y0) * 0.2 * series.len() as f64;
     let root = SVGBackend::with_string(svg, (760, 380)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut ctx = ChartBuilder::on(&root)
@@ -325,7 +334,8 @@ pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) ->
         .label(name.clone())
         .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
     }
-    legend_and_present(&mut ctx, &root)
+    // Upper right, in the room kept above the whiskers.
+    legend_at_and_present(&mut ctx, &root, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]
