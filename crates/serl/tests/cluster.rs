@@ -33,27 +33,38 @@ fn tables(run: &Path) -> Value {
 
 /// The quick run's tables with `engine = "local"`, computed once.
 fn local_tables() -> &'static Value {
-    static LOCAL: OnceLock<(tempfile::TempDir, Value)> = OnceLock::new();
-    &LOCAL
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            let out = dir.path().join("local");
-            let o = serl(&[
-                "evolve",
-                "--config",
-                "configs/evolve.toml",
-                "--out",
-                path(&out),
-            ]);
-            assert!(o.status.success(), "{}", text(&o));
-            assert!(
-                !out.join("tasks.jsonl").exists(),
-                "the local engine plans no tasks"
-            );
-            let t = tables(&out);
-            (dir, t)
-        })
-        .1
+    &local_run().1
+}
+
+/// What `--seeds 2` found on the quick run with `engine = "local"`.
+fn local_confirmation() -> &'static Value {
+    &local_run().2
+}
+
+/// The quick run with `--seeds 2`, here: its tables and `confirm.json`.
+fn local_run() -> &'static (tempfile::TempDir, Value, Value) {
+    static LOCAL: OnceLock<(tempfile::TempDir, Value, Value)> = OnceLock::new();
+    LOCAL.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("local");
+        let o = serl(&[
+            "evolve",
+            "--config",
+            "configs/evolve.toml",
+            "--out",
+            path(&out),
+            "--seeds",
+            "2",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            !out.join("tasks.jsonl").exists(),
+            "the local engine plans no tasks"
+        );
+        let t = tables(&out);
+        let c = read_json(&out.join("confirm/confirm.json"));
+        (dir, t, c)
+    })
 }
 
 fn path(p: &Path) -> &str {
@@ -170,6 +181,26 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
         manifests
     );
     assert_eq!(&tables(&out), local_tables());
+
+    // Confirming with seeds: their trainings are the cluster's tasks too,
+    // and the confirmation is the local run's.
+    let mut coordinator = Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(["evolve", "--resume", path(&out), "--seeds", "2"])
+        .current_dir(repo())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    play_the_cluster(&out, &mut coordinator);
+    let plan = serl_cluster::Plan::open(&out).unwrap();
+    assert!(
+        plan.tasks().iter().any(|t| t.batch.contains("confirm")),
+        "the seeds did not train as tasks"
+    );
+    assert_eq!(
+        &read_json(&out.join("confirm/confirm.json")),
+        local_confirmation()
+    );
 
     // The plan, as a user sees it.
     let o = serl(&["task", "list", path(&out)]);
