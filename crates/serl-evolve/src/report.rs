@@ -272,6 +272,7 @@ fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::
     }
     md.push_str("\n`train` and `evaluate` add up each candidate's own seconds, so where candidates trained side by side (`[evolve] parallel`) they exceed the wall time they took; the other stages are wall time.\n");
     let _ = writeln!(md, "\nLLM tokens: {pt} prompt, {ct} completion.\n");
+    spend(md, out);
     md.push_str("## Ablations\n\n");
     if ablations.is_empty() {
         md.push_str("None configured: `[evolve] ablations = [\"no_high_level\", \"no_low_level\", \"static_only\", \"dynamic_only\", \"fixed_weights\", \"builtin\"]` runs each after the main run (same seed, data and orders) and tabulates it here.\n");
@@ -279,6 +280,53 @@ fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::
         md.push_str("Each row is a full run with the same seed, data and orders (`ablations/NAME/` holds its own report): the search's best validation score, and its best design retrained and tested once on the static test split.\n\n");
         md.push_str(&crate::ablation::table(ablations));
     }
+}
+
+/// What the search spent per module it accepted and per basis point its
+/// best design gained on validation over plain PPO: the tokens the
+/// designer used and the seconds the candidates trained.
+fn spend(md: &mut String, out: &EvolveOutcome) {
+    let designed = out
+        .candidates
+        .iter()
+        .filter(|c| c.kind() == crate::CandidateKind::Designed);
+    let accepted = designed
+        .flat_map(|c| &c.modules)
+        .filter(|m| m.text.is_some())
+        .count();
+    let tokens: u64 = out
+        .candidates
+        .iter()
+        .map(|c| c.prompt_tokens + c.completion_tokens)
+        .sum();
+    let secs: f64 = out.candidates.iter().map(|c| c.train_secs).sum();
+    let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
+    let gain = pa(&out.best) - pa(&out.baseline);
+    md.push_str("| spent | LLM tokens | candidates' training seconds |\n|---|---:|---:|\n");
+    let _ = writeln!(md, "| in all | {tokens} | {secs:.1} |");
+    if accepted > 0 {
+        let n = accepted as f64;
+        let _ = writeln!(
+            md,
+            "| per accepted module ({accepted}) | {:.0} | {:.1} |",
+            tokens as f64 / n,
+            secs / n
+        );
+    }
+    if gain > 0.0 {
+        let _ = writeln!(
+            md,
+            "| per bp of validation gain over plain PPO (+{gain:.3} bp) | {:.0} | {:.1} |",
+            tokens as f64 / gain,
+            secs / gain
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "| per bp of validation gain over plain PPO | no gain ({gain:+.3} bp) | |"
+        );
+    }
+    md.push('\n');
 }
 
 /// `finetune/sft.jsonl`: each iteration's winning module with its prompt;

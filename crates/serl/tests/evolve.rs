@@ -239,6 +239,12 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         report.contains("builtin offline search (no LLM)") && report.contains("Paired difference"),
         "{report}"
     );
+    // What the search spent per accepted module and per bp it gained.
+    assert!(
+        report.contains("| per accepted module (")
+            && report.contains("per bp of validation gain over plain PPO"),
+        "{report}"
+    );
     assert!(
         std::fs::read_to_string(run.join("finetune/sft.jsonl"))
             .unwrap()
