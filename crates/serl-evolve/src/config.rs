@@ -58,6 +58,11 @@ pub struct EvolveConfig {
     /// (`serl evolve --resume DIR --open-test`); `lockbox.json` records
     /// the design and when it was sealed and opened.
     pub lockbox: bool,
+    /// `[evolve.budget]`: tokens and training seconds the search may spend
+    /// (none: unlimited). Left out of the saved config when absent, so a
+    /// cluster run planned before it resumes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::BudgetConfig>,
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -141,6 +146,7 @@ impl Default for EvolveConfig {
             ablations: Vec::new(),
             parallel: 0,
             lockbox: false,
+            budget: None,
         }
     }
 }
@@ -173,6 +179,9 @@ impl EvolveConfig {
         }
         if self.final_steps == 0 {
             return Err("evolve.final_steps must be at least 1".into());
+        }
+        if let Some(b) = &self.budget {
+            b.validate()?;
         }
         Ok(())
     }

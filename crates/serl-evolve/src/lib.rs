@@ -19,6 +19,7 @@
 //! | low-level DEK | `dek_low.rs` | a (1+λ)-ES on the best design's constants |
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
+//! | budget | `budget.rs` | `[evolve.budget]`: fewer candidates as the tokens or training seconds run low, none once spent |
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
@@ -33,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod ablation;
+mod budget;
 mod candidate;
 mod config;
 mod confirm;
@@ -50,6 +52,7 @@ mod tasks;
 mod team_test;
 
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
+pub use budget::BudgetConfig;
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{

@@ -60,6 +60,18 @@ pub enum Event {
         /// Iterations run.
         iterations: usize,
     },
+    /// `[evolve.budget]` was spent: no more iterations.
+    BudgetSpent {
+        /// Iterations run.
+        iterations: usize,
+    },
+    /// `[evolve.budget]` runs low: the iteration designs fewer candidates.
+    BudgetLow {
+        /// The iteration, from 1.
+        iteration: usize,
+        /// Candidates it designs (of `[evolve] candidates`).
+        candidates: usize,
+    },
     /// The best design and plain PPO, validated alike.
     Validated {
         /// The best design's validation PA, bps.
@@ -278,16 +290,24 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let mut converging = Converging::default();
     let mut iterations_run = 0;
     for j in 0..cfg.iterations {
+        let k = match &cfg.budget {
+            Some(b) => b.affordable(&all, cfg.candidates),
+            None => cfg.candidates,
+        };
+        if k == 0 {
+            inputs.say(Event::BudgetSpent { iterations: j });
+            break;
+        }
+        if k < cfg.candidates {
+            inputs.say(Event::BudgetLow {
+                iteration: j + 1,
+                candidates: k,
+            });
+        }
         iterations_run = j + 1;
         let pending = stages.time("design", || {
-            design_round(
-                &mut inputs,
-                &task,
-                &instructions,
-                last_feedback.as_ref(),
-                &all,
-                j,
-            )
+            let round = (&instructions, last_feedback.as_ref(), &all[..]);
+            design_round(&mut inputs, &task, round, j, k)
         })?;
         all.extend(train_round(&inputs, &pending, j, &mut stages)?);
         if cfg.low_level.enabled {
@@ -302,7 +322,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                 all.extend(tuned);
             }
         }
-        let summary = summarize_iteration(&all, j, cfg.candidates);
+        let summary = summarize_iteration(&all, j, k);
         let fb = feedback(&all, j);
         inputs.say(Event::Iteration(summary.clone()));
         if cfg.high_level {
@@ -374,10 +394,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
 fn design_round(
     inputs: &mut EvolveInputs,
     task: &TaskInfo,
-    instructions: &Instructions,
-    feedback: Option<&Feedback>,
-    all: &[CandidateResult],
+    (instructions, feedback, all): (&Instructions, Option<&Feedback>, &[CandidateResult]),
     j: usize,
+    candidates: usize,
 ) -> Result<Vec<Pending>, EvolveError> {
     let cfg = &inputs.cfg;
     let round = Round {
@@ -395,8 +414,8 @@ fn design_round(
             placing: !cfg.train.placements.is_empty(),
         },
     };
-    let mut pending = Vec::with_capacity(cfg.candidates);
-    for k in 0..cfg.candidates {
+    let mut pending = Vec::with_capacity(candidates);
+    for k in 0..candidates {
         if let Some(f) = &inputs.on_event {
             f(Event::Designing {
                 iteration: j + 1,

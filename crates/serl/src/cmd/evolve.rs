@@ -733,6 +733,15 @@ fn show_event(bar: &ProgressBar, e: Event) {
             s.best_pa
         )),
         Event::Converged { iterations } => say(format!("converged after {iterations} iterations")),
+        Event::BudgetSpent { iterations } => say(format!(
+            "[evolve.budget] spent after {iterations} iterations: no more designs"
+        )),
+        Event::BudgetLow {
+            iteration,
+            candidates,
+        } => say(format!(
+            "iteration {iteration}: [evolve.budget] runs low, {candidates} candidates"
+        )),
         Event::Validated {
             best_pa,
             baseline_pa,
