@@ -142,6 +142,26 @@ impl ReportData {
     }
 }
 
+impl ReportData {
+    /// `strategy`'s paired difference against TWAP at venue `env`.
+    pub fn vs_twap(&self, env: &str, strategy: &str) -> Option<&PairedDiff> {
+        self.paired_vs_twap
+            .iter()
+            .find(|d| d.env == env && d.strategy == strategy)
+    }
+
+    /// `strategy` against `reference` day by day at venue `env`, over all
+    /// horizons pooled.
+    pub fn day_test(&self, env: &str, strategy: &str, reference: &str) -> Option<&DayTest> {
+        self.day_tests.iter().find(|t| {
+            t.env == env
+                && t.strategy == strategy
+                && t.reference == reference
+                && t.horizon_min.is_none()
+        })
+    }
+}
+
 /// The passive baseline's label.
 const PASSIVE_TWAP: &str = "twap-passive";
 

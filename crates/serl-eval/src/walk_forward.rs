@@ -50,6 +50,25 @@ pub struct Window {
     pub test: Vec<NaiveDate>,
 }
 
+impl Window {
+    /// Its training sessions, validation included: "first .. last".
+    pub fn train_span(&self) -> String {
+        span(
+            &self.train[0],
+            self.validation.last().unwrap_or(&self.train[0]),
+        )
+    }
+
+    /// The sessions its policy trades: "first .. last".
+    pub fn test_span(&self) -> String {
+        span(&self.test[0], &self.test[self.test.len() - 1])
+    }
+}
+
+fn span(first: &NaiveDate, last: &NaiveDate) -> String {
+    format!("{first} .. {last}")
+}
+
 /// The windows over sorted distinct `dates`: as many as leave at least one
 /// test day. The error says which setting is wrong or how few sessions
 /// there are; the caller prefixes the table's name.

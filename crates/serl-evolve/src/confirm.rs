@@ -337,11 +337,10 @@ fn same_window(wdir: &Path, w: &Window) -> Result<(), EvolveError> {
     let path = wdir.join("window.json");
     match read_json::<Window>(&path) {
         Some(old) if old != *w => Err(EvolveError::Config(format!(
-            "{} was trained on other dates (train {} .. {}, test from {}); [walk_forward] changed since: move {} away to train the new windows",
+            "{} was trained on other dates (train {}, test {}); [walk_forward] changed since: move {} away to train the new windows",
             path.display(),
-            old.train[0],
-            old.validation[old.validation.len() - 1],
-            old.test[0],
+            old.train_span(),
+            old.test_span(),
             wdir.parent().unwrap_or(wdir).display()
         ))),
         Some(_) => Ok(()),

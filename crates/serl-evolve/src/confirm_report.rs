@@ -61,6 +61,16 @@ fn spread(mean: f64, std: f64, n: usize, signed: bool) -> String {
     }
 }
 
+impl WindowLine {
+    /// `strategy`'s ΔPA against TWAP in this window.
+    pub fn diff_of(&self, strategy: &str) -> Option<&PairedDiff> {
+        self.vs_twap.iter().find(|d| d.strategy == strategy)
+    }
+}
+
+/// The venue every confirmation plays: the static replay.
+const STATIC: &str = "static";
+
 /// What the confirmation report found, as `confirm.json` keeps it.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct ConfirmReport {
@@ -173,7 +183,7 @@ fn across(data: &ReportData, design: &str, n: usize) -> AcrossSeeds {
         if let Some(s) = data.summaries.iter().find(|s| s.strategy == label) {
             pa.push(s.pa.mean);
         }
-        if let Some(d) = data.paired_vs_twap.iter().find(|d| d.strategy == label) {
+        if let Some(d) = data.vs_twap(STATIC, &label) {
             diff.push(d.diff.mean);
         }
     }
@@ -193,7 +203,7 @@ fn across(data: &ReportData, design: &str, n: usize) -> AcrossSeeds {
 fn headline(rows: &[OrderResult], best: &str, plain: &str, seed: u64) -> Vec<DayTest> {
     let of = |label: &str| -> Vec<&OrderResult> {
         rows.iter()
-            .filter(|r| r.strategy == label && r.env == "static")
+            .filter(|r| r.strategy == label && r.env == STATIC)
             .collect()
     };
     // The baselines as the rows label them (`ac:1e-7`, say), in order.
@@ -273,8 +283,8 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
         for design in [BEST, PLAIN] {
             let label = seed_label(design, k);
             let s = data.summaries.iter().find(|s| s.strategy == label);
-            let d = data.paired_vs_twap.iter().find(|d| d.strategy == label);
-            let t = twap_day_test(data, &label);
+            let d = data.vs_twap(STATIC, &label);
+            let t = data.day_test(STATIC, &label, "twap");
             let _ = writeln!(
                 md,
                 "| {k} | {design} | {} | {} | {} | {} |",
@@ -291,12 +301,6 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
     md.push_str("\nEvery strategy's tables, the seeds' orders and plots: `seeds/report.html`.\n\n");
 }
 
-fn twap_day_test<'d>(data: &'d ReportData, label: &str) -> Option<&'d DayTest> {
-    data.day_tests
-        .iter()
-        .find(|t| t.strategy == label && t.reference == "twap" && t.horizon_min.is_none())
-}
-
 fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: bool) {
     let days: usize = r.windows.iter().map(|w| w.window.test.len()).sum();
     let _ = writeln!(
@@ -306,21 +310,13 @@ fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: b
     );
     md.push_str("| window | train | test | test orders | serl-best ΔPA vs TWAP | ppo-default ΔPA vs TWAP |\n|---:|---|---|---:|---:|---:|\n");
     for w in &r.windows {
-        let of = |s: &str| {
-            w.vs_twap
-                .iter()
-                .find(|d| d.strategy == s)
-                .map_or("–".into(), |d| d.diff.to_string())
-        };
-        let win = &w.window;
+        let of = |s: &str| w.diff_of(s).map_or("–".into(), |d| d.diff.to_string());
         let _ = writeln!(
             md,
-            "| {} | {} .. {} | {} .. {} | {} | {} | {} |",
-            win.index,
-            win.train[0],
-            win.validation[win.validation.len() - 1],
-            win.test[0],
-            win.test[win.test.len() - 1],
+            "| {} | {} | {} | {} | {} | {} |",
+            w.window.index,
+            w.window.train_span(),
+            w.window.test_span(),
             w.test_orders,
             of(BEST),
             of(PLAIN)
@@ -348,18 +344,18 @@ fn chart_of(
     Some((title.to_string(), svg))
 }
 
+/// A difference as a chart's (mean, low, high); a missing one at zero.
+fn interval(d: Option<&PairedDiff>) -> (f64, f64, f64) {
+    d.map_or((0.0, 0.0, 0.0), |d| (d.diff.mean, d.diff.lo, d.diff.hi))
+}
+
 fn seeds_chart(data: &ReportData, n: usize) -> Option<(String, String)> {
     let series: Vec<Intervals> = [BEST, PLAIN]
         .map(|design| {
             let points = (1..=n)
                 .map(|k| seed_label(design, k))
                 .chain([mean_label(design, n)])
-                .map(|label| {
-                    data.paired_vs_twap
-                        .iter()
-                        .find(|d| d.strategy == label)
-                        .map_or((0.0, 0.0, 0.0), |d| (d.diff.mean, d.diff.lo, d.diff.hi))
-                })
+                .map(|label| interval(data.vs_twap(STATIC, &label)))
                 .collect();
             (design.to_string(), points)
         })
@@ -381,12 +377,7 @@ fn windows_chart(windows: &[WindowLine]) -> Option<(String, String)> {
         .map(|design| {
             let points = windows
                 .iter()
-                .map(|w| {
-                    w.vs_twap
-                        .iter()
-                        .find(|d| d.strategy == design)
-                        .map_or((0.0, 0.0, 0.0), |d| (d.diff.mean, d.diff.lo, d.diff.hi))
-                })
+                .map(|w| interval(w.diff_of(design)))
                 .collect();
             (design.to_string(), points)
         })

@@ -294,12 +294,10 @@ fn spend(md: &mut String, out: &EvolveOutcome) {
         .flat_map(|c| &c.modules)
         .filter(|m| m.text.is_some())
         .count();
-    let tokens: u64 = out
-        .candidates
-        .iter()
-        .map(|c| c.prompt_tokens + c.completion_tokens)
-        .sum();
-    let secs: f64 = out.candidates.iter().map(|c| c.train_secs).sum();
+    let crate::budget::Spent {
+        tokens,
+        seconds: secs,
+    } = crate::budget::Spent::of(&out.candidates);
     let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
     let gain = pa(&out.best) - pa(&out.baseline);
     md.push_str("| spent | LLM tokens | candidates' training seconds |\n|---|---:|---:|\n");

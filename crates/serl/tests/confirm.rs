@@ -128,38 +128,32 @@ fn seeds_and_walk_forward_confirm_the_best_design_day_by_day_and_resume() {
     assert_eq!(trainings(&confirm), before, "a training ran again");
     assert_eq!(read_json(&confirm.join("confirm.json")), report);
 
-    // Neither are changed trainings.
+    // Each edit of the saved config below is refused with the named reason.
     let saved = run.join("evolve.toml");
     let toml = std::fs::read_to_string(&saved).unwrap();
-    std::fs::write(
-        &saved,
-        toml.replace("final_steps = 512", "final_steps = 1024"),
-    )
-    .unwrap();
-    let e = call(false);
-    assert!(!e.status.success());
-    assert!(
-        text(&e).contains("serl-best-seed2/job.json holds a training of another job"),
-        "{}",
-        text(&e)
+    let refused = |from: &str, to: &str, reason: &str| {
+        std::fs::write(&saved, toml.replace(from, to)).unwrap();
+        let e = call(false);
+        assert!(!e.status.success(), "{from} -> {to} was accepted");
+        assert!(text(&e).contains(reason), "{}", text(&e));
+    };
+    // Neither are changed trainings.
+    refused(
+        "final_steps = 512",
+        "final_steps = 1024",
+        "serl-best-seed2/job.json holds a training of another job",
     );
     // Changed windows are not tested with the old windows' policies.
-    std::fs::write(&saved, toml.replace("test_days = 1", "test_days = 2")).unwrap();
-    let e = call(false);
-    assert!(!e.status.success());
-    assert!(
-        text(&e).contains("window-0/window.json was trained on other dates"),
-        "{}",
-        text(&e)
+    refused(
+        "test_days = 1",
+        "test_days = 2",
+        "window-0/window.json was trained on other dates",
     );
     // Windows the data cannot fill are named.
-    std::fs::write(&saved, toml.replace("train_days = 3", "train_days = 30")).unwrap();
-    let e = call(false);
-    assert!(!e.status.success());
-    assert!(
-        text(&e).contains("[walk_forward] needs more than train_days = 30"),
-        "{}",
-        text(&e)
+    refused(
+        "train_days = 3",
+        "train_days = 30",
+        "[walk_forward] needs more than train_days = 30",
     );
 
     // A sealed test is refused before the run starts, not after.

@@ -107,17 +107,11 @@ fn print(r: &ConfirmReport) {
             "window", "test days", "orders", "serl-best ΔPA vs TWAP", "ppo-default ΔPA vs TWAP"
         );
         for w in &r.windows {
-            let of = |s: &str| {
-                w.vs_twap
-                    .iter()
-                    .find(|d| d.strategy == s)
-                    .map_or("-".into(), |d| d.diff.to_string())
-            };
-            let t = &w.window.test;
+            let of = |s: &str| w.diff_of(s).map_or("-".into(), |d| d.diff.to_string());
             println!(
                 "{:>6} {:>24} {:>7} {:>26} {:>26}",
                 w.window.index,
-                format!("{} .. {}", t[0], t[t.len() - 1]),
+                w.window.test_span(),
                 w.test_orders,
                 of(serl_evolve::BEST),
                 of(serl_evolve::PLAIN)

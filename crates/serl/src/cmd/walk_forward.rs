@@ -58,12 +58,11 @@ pub fn run(
     let (mut pooled, mut results) = (Vec::new(), Vec::new());
     for w in windows {
         let dir = out.join(format!("window-{}", w.index));
-        let (first, last) = (w.test[0], w.test[w.test.len() - 1]);
         eprintln!(
-            "window {}: train {} .. {}, test {first} .. {last}: {}",
+            "window {}: train {}, test {}: {}",
             w.index,
-            w.train[0],
-            w.validation[w.validation.len() - 1],
+            w.train_span(),
+            w.test_span(),
             dir.display()
         );
         let train = orders_on(&all, &w.train);
@@ -150,12 +149,10 @@ pub fn run(
 /// The policy against TWAP in one window's report: (ΔPA over orders, day
 /// test).
 fn against_twap(r: &ReportData) -> (Option<&serl_eval::PairedDiff>, Option<&serl_eval::DayTest>) {
-    let diff = r.paired_vs_twap.iter().find(|d| d.strategy == POLICY);
-    let day = r
-        .day_tests
-        .iter()
-        .find(|t| t.strategy == POLICY && t.reference == "twap" && t.horizon_min.is_none());
-    (diff, day)
+    (
+        r.vs_twap("static", POLICY),
+        r.day_test("static", POLICY, "twap"),
+    )
 }
 
 fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -> String {
@@ -172,12 +169,10 @@ fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -
         let (diff, day) = against_twap(&r.report);
         let _ = writeln!(
             md,
-            "| {} | {} .. {} | {} .. {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             w.index,
-            w.train[0],
-            w.validation[w.validation.len() - 1],
-            w.test[0],
-            w.test[w.test.len() - 1],
+            w.train_span(),
+            w.test_span(),
             r.test_orders,
             r.best_val_pa.map_or("–".into(), |v| format!("{v:.3}")),
             policy.map_or("–".into(), |s| s.pa.to_string()),
@@ -203,7 +198,7 @@ fn print_windows(results: &[WindowResult]) {
         println!(
             "{:>6} {:>23} {:>7} {:>26} {:>26} {:>9}",
             w.index,
-            format!("{} .. {}", w.test[0], w.test[w.test.len() - 1]),
+            w.test_span(),
             r.test_orders,
             policy.map_or("-".into(), |s| s.pa.to_string()),
             diff.map_or("-".into(), |d| d.diff.to_string()),
