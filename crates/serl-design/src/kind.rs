@@ -18,17 +18,20 @@ pub enum ModuleKind {
     Profiling,
     /// What execution agents tell each other.
     Communication,
+    /// An intraday execution plan the executor follows.
+    Plan,
 }
 
 impl ModuleKind {
     /// Every kind, in the order prompts and reports list them.
-    pub const ALL: [ModuleKind; 6] = [
+    pub const ALL: [ModuleKind; 7] = [
         ModuleKind::Reward,
         ModuleKind::State,
         ModuleKind::Architecture,
         ModuleKind::Imagination,
         ModuleKind::Profiling,
         ModuleKind::Communication,
+        ModuleKind::Plan,
     ];
 
     /// The kind's name in configs, prompts and run directories.
@@ -40,6 +43,7 @@ impl ModuleKind {
             ModuleKind::Imagination => "imagination",
             ModuleKind::Profiling => "profiling",
             ModuleKind::Communication => "communication",
+            ModuleKind::Plan => "plan",
         }
     }
 

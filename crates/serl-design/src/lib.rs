@@ -1,6 +1,6 @@
 //! # serl-design: what a designer writes
 //!
-//! SE-RL's designer (a language model or the builtin search) writes six
+//! SE-RL's designer (a language model or the builtin search) writes seven
 //! modules of an RL algorithm. This crate holds each as typed data with its
 //! limits and its validator; every crate above it (the trainer, the LLM
 //! layer, the outer loop) consumes these types and none defines its own.
@@ -20,6 +20,7 @@
 //! | imagination | [`ImaginationModule`]: market scenarios and their shares | the trainer's imagined days |
 //! | profiling | [`ProfilingModule`]: the market's population | a `serl_market::MarketConfig` |
 //! | communication | [`Communication`]: broadcast programs and an [`Aggregate`] | [`Communication::broadcast`], a [`FeatureSet`], and [`Communication::aggregate`] |
+//! | plan | [`PlanModule`]: a target inventory curve over checkpoints | two state features ([`PlanModule::features`]), the reward's `plan_gap` and `subgoal_hit` ([`PlannedReward`]), and the tracking controller that behaviour cloning imitates ([`PlanModule::tracking_share`]) |
 //!
 //! A reply travels: [`extract`] pulls the module's text out of prose and
 //! fences, [`Module::parse`] validates it with a message precise enough to
@@ -47,6 +48,7 @@ mod imagination;
 mod kind;
 mod modules;
 mod network;
+mod plan;
 mod profiling;
 mod reward;
 mod schema;
@@ -67,6 +69,7 @@ pub use network::{
     book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,
     HARD_MAX_PARAMS, MAX_BLOCKS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
 };
+pub use plan::{PlanModule, PlanShape, PlannedReward, MAX_CHECKPOINTS, MAX_RATE, MIN_CHECKPOINTS};
 pub use profiling::{ProfilingModule, MAX_AGENTS};
 pub use reward::{
     reward_grammar, reward_lark, reward_vars, reward_vars_doc, ProgramReward, RewardModule,

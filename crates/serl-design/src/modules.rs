@@ -8,6 +8,7 @@ use crate::features::{check_features, FeatureDef, FeatureSet};
 use crate::imagination::ImaginationModule;
 use crate::kind::{err, json, ModuleError, ModuleKind};
 use crate::network::NetworkSpec;
+use crate::plan::PlanModule;
 use crate::profiling::ProfilingModule;
 use crate::reward::RewardModule;
 
@@ -61,6 +62,8 @@ pub enum Module {
     Profiling(ProfilingModule),
     /// What agents tell each other.
     Communication(Communication),
+    /// An intraday execution plan.
+    Plan(PlanModule),
 }
 
 impl Module {
@@ -73,6 +76,7 @@ impl Module {
             Module::Imagination(_) => ModuleKind::Imagination,
             Module::Profiling(_) => ModuleKind::Profiling,
             Module::Communication(_) => ModuleKind::Communication,
+            Module::Plan(_) => ModuleKind::Plan,
         }
     }
 
@@ -115,6 +119,7 @@ impl Module {
                 let c: CommunicationText = json(kind, text)?;
                 Module::Communication(Communication::new(&c.broadcast, c.aggregate)?)
             }
+            ModuleKind::Plan => Module::Plan(json(kind, text)?),
         })
     }
 
@@ -128,6 +133,7 @@ impl Module {
             Module::Imagination(s) => j(serde_json::to_string_pretty(s)),
             Module::Profiling(s) => j(serde_json::to_string_pretty(s)),
             Module::Communication(s) => j(serde_json::to_string_pretty(s)),
+            Module::Plan(s) => j(serde_json::to_string_pretty(s)),
         }
     }
 }
@@ -149,6 +155,9 @@ pub struct Design {
     /// What agents tell each other, when designed.
     #[serde(default)]
     pub communication: Option<Communication>,
+    /// The intraday plan the executor follows, when designed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanModule>,
 }
 
 impl Design {
@@ -162,6 +171,7 @@ impl Design {
             imagination: ImaginationModule::none(),
             profiling: None,
             communication: None,
+            plan: None,
         }
     }
 }

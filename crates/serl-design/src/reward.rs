@@ -38,7 +38,7 @@ impl std::fmt::Debug for RewardVar {
 /// The per-step variables a reward program may read, in the order
 /// [`ProgramReward`] passes them: name, meaning and value in one row, so
 /// the three can never drift apart.
-pub const REWARD_VARS: [RewardVar; 15] = [
+pub const REWARD_VARS: [RewardVar; 17] = [
     RewardVar {
         name: "step_pa",
         doc: "this step's price advantage against the step benchmark, bps, weighted by the share filled",
@@ -113,6 +113,16 @@ pub const REWARD_VARS: [RewardVar; 15] = [
         name: "adverse_move",
         doc: "the mid's move against the order from this step's passive fills to the step's end, bps, weighted by the share filled (the adverse selection of resting orders; 0 without them)",
         value: |s| s.adverse_bps,
+    },
+    RewardVar {
+        name: "plan_gap",
+        doc: "share of the order held after this step minus the plan's target then: positive is behind the plan (0 without a plan module)",
+        value: |s| s.plan_gap,
+    },
+    RewardVar {
+        name: "subgoal_hit",
+        doc: "1 on a step that reaches one of the plan's checkpoints within its tolerance, else 0 (0 without a plan module)",
+        value: |s| s.subgoal_hit,
     },
 ];
 
@@ -298,6 +308,8 @@ mod tests {
             done: true,
             spread_captured_bps: 14.0,
             adverse_bps: 15.0,
+            plan_gap: 16.0,
+            subgoal_hit: 17.0,
         };
         for (k, var) in REWARD_VARS.iter().enumerate() {
             let r = RewardModule::compile(var.name).unwrap().reward();

@@ -82,6 +82,28 @@ pub fn module_schema(kind: ModuleKind) -> Value {
             ],
             &["broadcast", "aggregate"],
         ),
+        ModuleKind::Plan => {
+            let (lo, hi) = (crate::MIN_CHECKPOINTS, crate::MAX_CHECKPOINTS);
+            object(
+                &[
+                    (
+                        "shape",
+                        json!({"type": "string", "enum": ["linear", "front_loaded", "back_loaded", "u_shaped"]}),
+                    ),
+                    ("strength", share()),
+                    (
+                        "checkpoints",
+                        json!({"type": "integer", "minimum": lo, "maximum": hi}),
+                    ),
+                    ("remaining", array(share(), lo + 1, hi + 1)),
+                    (
+                        "tolerance",
+                        json!({"type": "number", "minimum": 0, "maximum": 0.5}),
+                    ),
+                ],
+                &[],
+            )
+        }
     }
 }
 
@@ -282,6 +304,15 @@ mod tests {
         let market = serde_json::to_value(crate::MarketConfig::default()).unwrap();
         assert_eq!(properties(&p["properties"]["market"]), keys(&market));
         assert_eq!(properties(&module_schema(ModuleKind::Reward)), ["program"]);
+
+        let plan = properties(&module_schema(ModuleKind::Plan));
+        for text in [r#"{"shape": "u_shaped"}"#, r#"{"remaining": [1, 0.5, 0]}"#] {
+            let Module::Plan(m) = Module::parse(ModuleKind::Plan, text).unwrap() else {
+                unreachable!()
+            };
+            let k = keys(&serde_json::to_value(&m).unwrap());
+            assert!(k.iter().all(|f| plan.contains(f)), "{k:?} not in {plan:?}");
+        }
     }
 
     #[test]

@@ -2,8 +2,13 @@
 //! scores: what the designer is told about the smoke episode and about a
 //! trained candidate's validation episodes, so that it sees which part of
 //! its reward dominates or misbehaves.
+//!
+//! A recorder can also weight the terms ([`TermRecorder::set_weights`]):
+//! the reward is then `Σ wₖ·termₖ`, which is how a reward critic
+//! re-weights a reward during training without compiling anything again.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serl_env::{Reward, StepInfo};
@@ -50,6 +55,10 @@ pub struct TermRecorder {
     whole: ProgramReward,
     terms: Vec<Program>,
     tallies: Mutex<(u64, Vec<Tally>)>,
+    /// The terms' weights, when set: the reward is then their weighted sum.
+    weights: RwLock<Option<Vec<f64>>>,
+    /// Repairs in the terms while weighted.
+    weighted_repairs: AtomicU64,
 }
 
 impl TermRecorder {
@@ -62,7 +71,35 @@ impl TermRecorder {
             whole: reward.reward(),
             terms,
             tallies,
+            weights: RwLock::new(None),
+            weighted_repairs: AtomicU64::new(0),
         }
+    }
+
+    /// The number of terms.
+    pub fn len(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Whether the program has no terms (never: a program is one at least).
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Weights the terms from now on: the reward becomes `Σ wₖ·termₖ`
+    /// (`weights` has one per term; all ones is the program itself).
+    pub fn set_weights(&self, weights: Vec<f64>) {
+        debug_assert_eq!(weights.len(), self.terms.len());
+        *self.weights.write().unwrap_or_else(|p| p.into_inner()) = Some(weights);
+    }
+
+    /// The statistics so far, then forgets them: each call measures the
+    /// steps since the last.
+    pub fn take_stats(&self) -> Vec<TermStats> {
+        let stats = self.stats();
+        let mut guard = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
+        *guard = (0, vec![Tally::default(); self.terms.len()]);
+        stats
     }
 
     /// Each term's statistics over the steps scored so far.
@@ -105,13 +142,23 @@ impl Reward for TermRecorder {
             let mut guard = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
             let (n, tallies) = &mut *guard;
             *n += 1;
-            for (t, (v, repaired)) in tallies.iter_mut().zip(values) {
+            for (t, &(v, repaired)) in tallies.iter_mut().zip(&values) {
                 t.sum = t.sum.saturating_add((v * SCALE).round() as i128);
                 t.sum_sq = t.sum_sq.saturating_add((v * v * SCALE).round() as i128);
                 t.repaired += repaired as u64;
             }
         }
-        self.whole.reward(s)
+        let weights = self.weights.read().unwrap_or_else(|p| p.into_inner());
+        match &*weights {
+            Some(w) => {
+                let repairs = values.iter().filter(|v| v.1).count() as u64;
+                if repairs > 0 {
+                    self.weighted_repairs.fetch_add(repairs, Ordering::Relaxed);
+                }
+                values.iter().zip(w).map(|((v, _), w)| v * w).sum()
+            }
+            None => self.whole.reward(s),
+        }
     }
 
     fn describe(&self) -> String {
@@ -119,7 +166,7 @@ impl Reward for TermRecorder {
     }
 
     fn repaired(&self) -> u64 {
-        self.whole.repaired()
+        self.whole.repaired() + self.weighted_repairs.load(Ordering::Relaxed)
     }
 }
 
@@ -153,6 +200,24 @@ mod tests {
         assert_eq!(st[1].mean, -0.5);
         assert_eq!(st[2].repaired_share, 0.5);
         assert_eq!(rec.repaired(), 1, "the whole program's repairs");
+    }
+
+    #[test]
+    fn weighted_terms_sum_to_the_program_at_ones_and_scale_each_term() {
+        let m = RewardModule::compile("step_pa - 2 * remaining_inv").unwrap();
+        let rec = TermRecorder::new(&m);
+        let s = StepInfo {
+            step_pa: 3.0,
+            inventory_left: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(rec.reward(&s), 2.0);
+        rec.set_weights(vec![1.0, 1.0]);
+        assert_eq!(rec.reward(&s), 2.0);
+        rec.set_weights(vec![0.5, 3.0]);
+        assert_eq!(rec.reward(&s), 1.5 - 3.0);
+        assert_eq!(rec.take_stats()[0].mean, 3.0);
+        assert_eq!(rec.stats()[0].mean, 0.0, "forgotten once taken");
     }
 
     #[test]

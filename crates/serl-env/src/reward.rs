@@ -46,6 +46,13 @@ pub struct StepInfo {
     /// fills to the step's end, bps, weighted by the share of the order
     /// filled: the adverse selection of resting orders.
     pub adverse_bps: f64,
+    /// Share of the order held after this step minus an execution plan's
+    /// target then (set by a planned reward, `serl_design::PlannedReward`;
+    /// 0 without a plan).
+    pub plan_gap: f64,
+    /// 1 when this step reached one of the plan's checkpoints within its
+    /// tolerance, else 0 (0 without a plan).
+    pub subgoal_hit: f64,
     /// Number of decision steps in the episode.
     pub steps: usize,
     /// Whether this was the episode's last step.

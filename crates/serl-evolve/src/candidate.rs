@@ -166,6 +166,7 @@ fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
         ModuleKind::Imagination => Module::Imagination(d.imagination.clone()),
         ModuleKind::Profiling => Module::Profiling(d.profiling.clone()?),
         ModuleKind::Communication => Module::Communication(d.communication.clone()?),
+        ModuleKind::Plan => Module::Plan(d.plan.clone()?),
     };
     Some(m.text())
 }

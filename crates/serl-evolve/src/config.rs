@@ -63,6 +63,11 @@ pub struct EvolveConfig {
     /// cluster run planned before it resumes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::BudgetConfig>,
+    /// `[evolve.hierarchy]`: the best design retrained with a plan,
+    /// alignment, transition supervision or a reward critic switched on,
+    /// each a row of the report (none: no rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<crate::hierarchy::HierarchyConfig>,
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -147,6 +152,7 @@ impl Default for EvolveConfig {
             parallel: 0,
             lockbox: false,
             budget: None,
+            hierarchy: None,
         }
     }
 }
@@ -183,6 +189,14 @@ impl EvolveConfig {
         if let Some(b) = &self.budget {
             b.validate()?;
         }
+        if let Some(h) = &self.hierarchy {
+            if self.train.learning_team().is_some() && !h.rows.is_empty() {
+                return Err(
+                    "[evolve.hierarchy] rows train one agent; this run trains a team".into(),
+                );
+            }
+            h.validate()?;
+        }
         Ok(())
     }
 
@@ -212,6 +226,9 @@ impl EvolveConfig {
             ModuleKind::Profiling => "Keep the population close to the calibrated market.",
             ModuleKind::Communication => {
                 "Share what helps the other agents avoid trading at the same time."
+            }
+            ModuleKind::Plan => {
+                "Plan a schedule that trades where liquidity is deep and prices tend to be favourable."
             }
         }
     }

@@ -164,6 +164,7 @@ impl ConfirmInputs<'_> {
             seed,
             eval_every: self.cfg.final_eval_every,
             critic: None,
+            switch: None,
         }
     }
 }

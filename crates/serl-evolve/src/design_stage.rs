@@ -200,6 +200,7 @@ pub(crate) fn assemble(parts: &HashMap<ModuleKind, Module>, wanted: usize) -> Op
             Module::Imagination(i) => d.imagination = i.clone(),
             Module::Profiling(p) => d.profiling = Some(p.clone()),
             Module::Communication(c) => d.communication = Some(c.clone()),
+            Module::Plan(p) => d.plan = Some(p.clone()),
         }
     }
     Some(d)

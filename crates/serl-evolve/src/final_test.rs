@@ -66,6 +66,7 @@ pub(crate) fn retrain(
         seed,
         eval_every: cfg.final_eval_every,
         critic,
+        switch: None,
     };
     let finals = match cfg.train.learning_team() {
         None => vec![

@@ -44,6 +44,7 @@ mod dek_low;
 mod design_stage;
 mod error;
 mod final_test;
+mod hierarchy;
 mod lockbox;
 mod report;
 mod run;
@@ -61,6 +62,7 @@ pub use confirm::{
 };
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use error::EvolveError;
+pub use hierarchy::{table as hierarchy_table, HierarchyConfig, HierarchyRow, Split, Switch};
 pub use lockbox::Lockbox;
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};

@@ -52,6 +52,7 @@ fn module_source(c: &CandidateResult, kind: ModuleKind) -> String {
         ModuleKind::Imagination => pretty(serde_json::to_string_pretty(&d.imagination)),
         ModuleKind::Profiling => pretty(serde_json::to_string_pretty(&d.profiling)),
         ModuleKind::Communication => pretty(serde_json::to_string_pretty(&d.communication)),
+        ModuleKind::Plan => pretty(serde_json::to_string_pretty(&d.plan)),
     }
 }
 
@@ -280,6 +281,23 @@ fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::
         md.push_str("Each row is a full run with the same seed, data and orders (`ablations/NAME/` holds its own report): the search's best validation score, and its best design retrained and tested once on the static test split.\n\n");
         md.push_str(&crate::ablation::table(ablations));
     }
+    hierarchy(md, out);
+}
+
+/// The hierarchy rows: the best design with each part switched on.
+fn hierarchy(md: &mut String, out: &EvolveOutcome) {
+    md.push_str(
+        "
+## Hierarchy: plan, alignment, transition supervision, reward critic
+
+",
+    );
+    if out.hierarchy.is_empty() {
+        md.push_str("None configured: `[evolve.hierarchy] rows = [\"plan\", \"plan_alignment\", \"transition\", \"reward_critic\"]` retrains the best design with each part switched on and tabulates it here (`configs/evolve-hierarchy.toml`, docs/hierarchy.md).\n");
+        return;
+    }
+    md.push_str("The best design retrained with the final budget and seed, once with each part switched on; every row and TWAP play the same validation orders and test orders in the static replay. Differences are paired order by order, with 95% bootstrap CIs. The design alone is the best design without a plan.\n\n");
+    md.push_str(&crate::hierarchy::table(&out.hierarchy));
 }
 
 /// What the search spent per module it accepted and per basis point its

@@ -72,6 +72,11 @@ pub enum Event {
         /// Candidates it designs (of `[evolve] candidates`).
         candidates: usize,
     },
+    /// The hierarchy rows' retrainings start.
+    Hierarchy {
+        /// Rows (besides the design alone).
+        rows: usize,
+    },
     /// The best design and plain PPO, validated alike.
     Validated {
         /// The best design's validation PA, bps.
@@ -169,6 +174,9 @@ pub struct EvolveOutcome {
     pub stages: Vec<(String, f64)>,
     /// Iterations run before convergence (or all of them).
     pub iterations_run: usize,
+    /// The hierarchy rows (`[evolve.hierarchy]`), the design alone first;
+    /// empty without them.
+    pub hierarchy: Vec<crate::HierarchyRow>,
 }
 
 impl EvolveInputs<'_> {
@@ -378,6 +386,16 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             crate::final_test::test(&scoring, inputs.test_orders, trained, &dir)
         })?
     };
+    let hierarchy = match cfg.hierarchy.as_ref().filter(|h| !h.rows.is_empty()) {
+        Some(h) => {
+            inputs.say(Event::Hierarchy { rows: h.rows.len() });
+            let test_orders = (!sealed).then_some(inputs.test_orders);
+            stages.time("hierarchy rows", || {
+                crate::hierarchy::run(&scoring, h, &design, &dir, test_orders)
+            })?
+        }
+        None => Vec::new(),
+    };
     Ok(EvolveOutcome {
         candidates: all,
         best,
@@ -386,6 +404,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         lockbox,
         stages: stages.sorted(),
         iterations_run,
+        hierarchy,
     })
 }
 

@@ -63,6 +63,10 @@ pub(crate) struct FinalJob {
     /// PPO's plain baseline in a MAPPO run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) critic: Option<serl_train::Critic>,
+    /// A hierarchy row's part, switched on for this training
+    /// ([`crate::hierarchy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) switch: Option<crate::hierarchy::Switch>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -74,8 +78,11 @@ struct FinalInput {
 
 /// What a finished final retraining leaves beside its policy.
 #[derive(Serialize, Deserialize)]
-struct Trained {
+pub(crate) struct Trained {
     repaired: u64,
+    /// Wall seconds the training took.
+    #[serde(default)]
+    pub(crate) secs: f64,
 }
 
 /// Seconds a scoring task took, beside its output.
@@ -155,14 +162,17 @@ fn score_one(scoring: &Scoring, job: &ScoreJob, out: &Path) -> Result<(), Evolve
 }
 
 fn final_one(scoring: &Scoring, job: &FinalJob, dir: &Path, out: &Path) -> Result<(), EvolveError> {
-    // A team's other critic trains under a copy of the config naming it.
-    let with_critic = job.critic.map(|critic| {
+    // A team's other critic, or a hierarchy row's part, trains under a
+    // copy of the config naming it.
+    let with_critic = (job.critic.is_some() || job.switch.is_some()).then(|| {
         let mut evolve = scoring.cfg.clone();
-        if let Some(team) = &mut evolve.train.team {
+        evolve.train = crate::hierarchy::train_config(scoring.cfg, job.switch);
+        if let (Some(team), Some(critic)) = (&mut evolve.train.team, job.critic) {
             team.critic = critic;
         }
         evolve
     });
+    let started = std::time::Instant::now();
     let scoring = Scoring {
         cfg: with_critic.as_ref().unwrap_or(scoring.cfg),
         ..*scoring
@@ -176,7 +186,8 @@ fn final_one(scoring: &Scoring, job: &FinalJob, dir: &Path, out: &Path) -> Resul
         Some(dir),
         job.eval_every,
     )?;
-    write_json(out, &Trained { repaired })
+    let secs = started.elapsed().as_secs_f64();
+    write_json(out, &Trained { repaired, secs })
 }
 
 /// The batch name of `name` in the run at `run_dir` of the plan in

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
-use serl_design::ModuleKind;
+use serl_design::{ModuleKind, PlanShape};
 
 use crate::backend::LlmError;
 use crate::designer::{Designer, Reply};
@@ -121,6 +121,11 @@ enum Genome {
     Communication {
         features: Vec<usize>,
         aggregate: usize,
+    },
+    /// One of [`PlanShape::ALL`] at a strength in [0, 1].
+    Plan {
+        shape: usize,
+        strength: f64,
     },
 }
 
@@ -238,6 +243,10 @@ impl BuiltinDesigner {
                 features: vec![r.random_range(0..FEATURES.len())],
                 aggregate: r.random_range(0..4),
             },
+            ModuleKind::Plan => Genome::Plan {
+                shape: r.random_range(0..PlanShape::ALL.len()),
+                strength: r.random_range(0.2..0.9),
+            },
         }
     }
 
@@ -343,6 +352,14 @@ impl BuiltinDesigner {
                     },
                 }
             }
+            Genome::Plan { shape, strength } => Genome::Plan {
+                shape: if r.random_bool(0.2) {
+                    r.random_range(0..PlanShape::ALL.len())
+                } else {
+                    *shape
+                },
+                strength: (strength + 0.15 * jitter.sample(r)).clamp(0.05, 1.0),
+            },
         }
     }
 
@@ -449,6 +466,11 @@ impl BuiltinDesigner {
                     .collect();
                 let aggregate = ["mean", "sum", "attention", "max"][*aggregate % 4];
                 serde_json::json!({"broadcast": b, "aggregate": aggregate}).to_string()
+            }
+            Genome::Plan { shape, strength } => {
+                let shape = PlanShape::ALL[*shape % PlanShape::ALL.len()];
+                serde_json::json!({"shape": shape, "strength": round(*strength), "checkpoints": 13})
+                    .to_string()
             }
         }
     }

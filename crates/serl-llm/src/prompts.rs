@@ -11,7 +11,7 @@ use serl_design::ModuleKind;
 use crate::backend::LlmError;
 
 /// Templates every prompt directory must have.
-pub const REQUIRED: [&str; 9] = [
+pub const REQUIRED: [&str; 10] = [
     "system",
     "feedback",
     "refine",
@@ -21,6 +21,7 @@ pub const REQUIRED: [&str; 9] = [
     "imagination",
     "profiling",
     "communication",
+    "plan",
 ];
 
 /// A directory of prompt templates, loaded and parsed once; undefined

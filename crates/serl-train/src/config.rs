@@ -4,15 +4,18 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use serl_design::{FeatureSet, ImaginationModule, NetworkSpec, HARD_MAX_PARAMS};
+use serl_design::{FeatureSet, ImaginationModule, NetworkSpec, PlanModule, HARD_MAX_PARAMS};
 use serl_env::MarketConfig;
 
+use crate::align::AlignmentConfig;
+use crate::critic::CriticConfig;
 use crate::ddqn::DdqnConfig;
 use crate::hybrid::{HybridConfig, HybridMode};
 use crate::net::Head;
 use crate::normalize::RunningNorm;
 use crate::policy::{Algo, Pace, PolicyMeta, Squash};
 use crate::ppo::PpoConfig;
+use crate::transition::TransitionConfig;
 use crate::TrainError;
 
 /// Where tensors live.
@@ -92,6 +95,24 @@ pub struct TrainConfig {
     /// up to [`HARD_MAX_PARAMS`], for a large network written by hand (on
     /// a GPU, `device = "wgpu"`). Designed networks keep the default.
     pub max_params: usize,
+    /// An execution plan the executor follows (the plan module, written
+    /// like one: `plan = { shape = "u_shaped", strength = 0.5 }`): its gap
+    /// and its next checkpoint join the observation, and the reward may
+    /// read `plan_gap` and `subgoal_hit`. A design's own plan replaces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanModule>,
+    /// Behaviour cloning of the plan's tracking controller before PPO
+    /// (`[train.alignment]`; off without `steps`).
+    #[serde(skip_serializing_if = "AlignmentConfig::is_off")]
+    pub alignment: AlignmentConfig,
+    /// The auxiliary head that predicts the next observation's market
+    /// features (`[train.transition]`; off at weight 0).
+    #[serde(skip_serializing_if = "TransitionConfig::is_off")]
+    pub transition: TransitionConfig,
+    /// The reward critic that re-weights the reward's terms during the run
+    /// (`[train.reward_critic]`; off at `every = 0`).
+    #[serde(skip_serializing_if = "CriticConfig::is_off")]
+    pub reward_critic: CriticConfig,
 }
 
 impl Default for TrainConfig {
@@ -113,6 +134,10 @@ impl Default for TrainConfig {
             team: None,
             placements: Vec::new(),
             max_params: serl_design::MAX_PARAMS,
+            plan: None,
+            alignment: AlignmentConfig::default(),
+            transition: TransitionConfig::default(),
+            reward_critic: CriticConfig::default(),
         }
     }
 }
@@ -128,6 +153,7 @@ impl TrainConfig {
     /// Checks every setting for an observation `obs_dim` wide; the error
     /// names the field.
     pub fn validate(&self, obs_dim: usize) -> Result<(), TrainError> {
+        self.validate_hierarchy()?;
         if !(1..=HARD_MAX_PARAMS).contains(&self.max_params) {
             return Err(bad(
                 "max_params",
@@ -256,7 +282,39 @@ impl TrainConfig {
             .team
             .as_ref()
             .map_or((0, 0), |t| (t.message_dims(), t.role_dims()));
-        serl_env::OBS_DIM + queue + messages + role + self.features.len()
+        serl_env::OBS_DIM + queue + messages + role + self.observed_features().len()
+    }
+
+    /// Checks the plan, alignment, transition and critic settings.
+    fn validate_hierarchy(&self) -> Result<(), TrainError> {
+        if let Some(plan) = &self.plan {
+            let mut defs = self.features.defs().to_vec();
+            defs.extend(plan.features());
+            if let Err(e) = serl_design::check_features(&defs) {
+                return Err(bad(
+                    "plan",
+                    format!("its features clash with the state module's: {e}"),
+                ));
+            }
+        }
+        self.alignment.check(self.plan.is_some(), self.algo)?;
+        self.transition.check()?;
+        self.reward_critic.check()
+    }
+
+    /// The designed features the policy observes: the state module's, then
+    /// the plan's two ([`PlanModule::features`]).
+    pub fn observed_features(&self) -> FeatureSet {
+        match &self.plan {
+            None => self.features.clone(),
+            Some(plan) => {
+                let mut defs = self.features.defs().to_vec();
+                defs.extend(plan.features());
+                // `validate` refuses a clash of names; until then the
+                // state module's features alone.
+                serl_design::check_features(&defs).unwrap_or_else(|_| self.features.clone())
+            }
+        }
     }
 
     /// The team of learning agents this config trains (`[train.team]`
@@ -326,7 +384,7 @@ impl TrainConfig {
                 Algo::Ddqn => self.ddqn.actions.clone(),
             },
             norm: RunningNorm::new(obs_dim),
-            features: self.features.clone(),
+            features: self.observed_features(),
             message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
             placements: self.placements.clone(),
             team: self.team_meta(obs_dim),

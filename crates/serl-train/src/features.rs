@@ -66,4 +66,7 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
     fn episode_pa(&self) -> f64 {
         self.inner.episode_pa()
     }
+    fn progress(&self) -> Option<(f64, usize, usize)> {
+        self.inner.progress()
+    }
 }

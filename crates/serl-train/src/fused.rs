@@ -26,9 +26,13 @@ use crate::net::{ActorCritic, Head};
 use crate::policy::{floats1, sample_actor_critic, PolicyMeta, Sampled};
 use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
+use crate::transition::{NextMarket, MARKET};
 
+mod aux;
 mod mlp;
 
+pub use aux::AuxHead;
+use aux::{AuxBatch, AuxPass};
 pub use mlp::implements;
 use mlp::{Activations, Mlp};
 
@@ -103,6 +107,10 @@ pub struct FusedOptimizer {
     pub actor: AdamState,
     /// The critic's.
     pub critic: AdamState,
+    /// The transition head, its weights with its moments
+    /// ([`crate::transition`]), when it trains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aux: Option<AuxHead>,
 }
 
 /// A PPO actor-critic with plain MLP trunks, trained without autodiff.
@@ -115,6 +123,11 @@ pub struct FusedPpo {
     head: Head,
     meta: PolicyMeta,
     optim: FusedOptimizer,
+    /// Weight of the transition head's loss (0: no head).
+    transition_weight: f32,
+    /// The last update's mean squared prediction error of the head and of
+    /// "no change".
+    last_transition: Option<(f64, f64)>,
 }
 
 /// One network's gradients (a tensor per parameter) and figures.
@@ -147,6 +160,7 @@ impl FusedPpo {
         let optim = FusedOptimizer {
             actor: AdamState::new(&actor.params),
             critic: AdamState::new(&critic.params),
+            aux: None,
         };
         Some(FusedPpo {
             actor,
@@ -155,7 +169,41 @@ impl FusedPpo {
             head: meta.head,
             meta: meta.clone(),
             optim,
+            transition_weight: 0.0,
+            last_transition: None,
         })
+    }
+
+    /// Trains a transition head beside the actor, its loss weighted by
+    /// `weight` ([`crate::transition`]).
+    pub fn with_transition(mut self, weight: f64) -> Self {
+        if weight > 0.0 {
+            let hidden = self
+                .actor
+                .last_hidden_width()
+                .unwrap_or(self.meta.obs_dim * self.meta.spec.window);
+            self.optim.aux = Some(AuxHead::new(hidden));
+            self.transition_weight = weight as f32;
+        }
+        self
+    }
+
+    /// Weight of the transition head's loss (0: none).
+    pub fn transition_weight(&self) -> f64 {
+        f64::from(self.transition_weight)
+    }
+
+    /// The last update's mean squared error of the transition head's
+    /// predictions and of predicting no change, when it trains.
+    pub fn transition_error(&self) -> Option<(f64, f64)> {
+        self.last_transition
+    }
+
+    /// Takes the actor's and the critic's weights from `other`, a twin of
+    /// the same network (after alignment); the optimiser state stays.
+    pub fn take_weights(&mut self, other: FusedPpo) {
+        self.actor = other.actor;
+        self.critic = other.critic;
     }
 
     /// The optimiser state, to save with a checkpoint.
@@ -165,9 +213,15 @@ impl FusedPpo {
 
     /// Restores a saved optimiser state; `false` (and nothing changed)
     /// when it belongs to a network of another shape.
-    pub fn restore_optimizer(&mut self, optim: FusedOptimizer) -> bool {
+    pub fn restore_optimizer(&mut self, mut optim: FusedOptimizer) -> bool {
         let fits = optim.actor.fits(&self.actor.params) && optim.critic.fits(&self.critic.params);
         if fits {
+            // A checkpoint without a head keeps this one's fresh head; a
+            // run without one drops a saved head.
+            optim.aux = match (optim.aux.take(), self.optim.aux.take()) {
+                (Some(saved), Some(mine)) if saved.hidden == mine.hidden => Some(saved),
+                (_, mine) => mine,
+            };
             self.optim = optim;
         }
         fits
@@ -200,14 +254,14 @@ impl FusedPpo {
         cfg: &PpoConfig,
         mb: &Minibatch,
         weights: &[f32],
+        aux: Option<&AuxBatch>,
         work: &mut Workspace,
-    ) -> (Half, Half) {
+    ) -> ((Half, Option<AuxPass>), Half) {
         let Workspace { actor, critic } = work;
-        let (a, c) = rayon::join(
-            || self.actor_half(cfg, mb, weights, actor),
+        rayon::join(
+            || self.actor_half(cfg, mb, weights, aux, actor),
             || self.critic_half(cfg, mb, weights, critic),
-        );
-        (a, c)
+        )
     }
 
     fn actor_half(
@@ -215,8 +269,9 @@ impl FusedPpo {
         cfg: &PpoConfig,
         mb: &Minibatch,
         weights: &[f32],
+        aux: Option<&AuxBatch>,
         acts: &mut Activations,
-    ) -> Half {
+    ) -> (Half, Option<AuxPass>) {
         let n = mb.len;
         let mut grads = zeros_like(&self.actor.params);
         self.actor.forward(&mb.x, n, acts);
@@ -290,11 +345,24 @@ impl FusedPpo {
         s.entropy /= nf;
         s.approx_kl /= nf;
         s.clip_fraction /= nf;
-        self.actor.backward(&mb.x, n, acts, &mut grads);
+        let aux_pass = match (&self.optim.aux, aux) {
+            (Some(head), Some(batch)) => {
+                let layers = self.actor.layers.len();
+                let h = if layers >= 2 {
+                    &acts.outputs[layers - 2]
+                } else {
+                    &mb.x
+                };
+                Some(head.pass(h, &mb.raw, n, batch, self.transition_weight))
+            }
+            _ => None,
+        };
+        let extra = aux_pass.as_ref().map(|p| p.d_hidden.as_slice());
+        self.actor.backward(&mb.x, n, acts, &mut grads, extra);
         if let Some(i) = self.log_std {
             grads[i][0] = d_log_std;
         }
-        (grads, s)
+        ((grads, s), aux_pass)
     }
 
     fn critic_half(
@@ -325,7 +393,7 @@ impl FusedPpo {
             s.value_loss += (err * err) as f64;
         }
         s.value_loss /= n.max(1) as f64;
-        self.critic.backward(x, n, acts, &mut grads);
+        self.critic.backward(x, n, acts, &mut grads, None);
         (grads, s)
     }
 
@@ -343,10 +411,23 @@ impl FusedPpo {
         let mut sums = StatsSum::default();
         let mut work = Workspace::default();
         let lr = cfg.learning_rate as f32;
+        let targets = self
+            .optim
+            .aux
+            .is_some()
+            .then(|| NextMarket::of(rollout, self.meta.obs_dim));
+        let mut transition = (0.0, 0.0, 0usize);
         for rows in minibatch_order(rollout.raw.len(), cfg, rng) {
             mb.gather(rollout, &adv, &ret, &rows);
             let sample_weights = mb.sample_weights(weights);
-            let ((mut ga, a), (mut gc, c)) = self.gradients(cfg, &mb, &sample_weights, &mut work);
+            let batch = targets.as_ref().map(|t| AuxBatch::gather(t, &rows));
+            let (((mut ga, a), mut aux), (mut gc, c)) =
+                self.gradients(cfg, &mb, &sample_weights, batch.as_ref(), &mut work);
+            if let Some(p) = &aux {
+                transition.0 += p.error;
+                transition.1 += p.baseline;
+                transition.2 += p.rows;
+            }
             let FusedPpo {
                 actor,
                 critic,
@@ -357,7 +438,11 @@ impl FusedPpo {
                 || {
                     optim
                         .actor
-                        .step(&mut actor.params, &mut ga, lr, cfg.max_grad_norm)
+                        .step(&mut actor.params, &mut ga, lr, cfg.max_grad_norm);
+                    if let (Some(head), Some(p)) = (optim.aux.as_mut(), aux.as_mut()) {
+                        let AuxHead { params, adam, .. } = head;
+                        adam.step(params, &mut p.grads, lr, cfg.max_grad_norm);
+                    }
                 },
                 || {
                     optim
@@ -380,6 +465,10 @@ impl FusedPpo {
                 loss_dynamic: (n_d > 0.0).then_some(dynamic_mean),
             });
         }
+        self.last_transition = targets.map(|_| {
+            let cells = (transition.2 * MARKET.len()).max(1) as f64;
+            (transition.0 / cells, transition.1 / cells)
+        });
         sums.finish()
     }
 }

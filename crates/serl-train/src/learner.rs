@@ -10,6 +10,7 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use rand::rngs::SmallRng;
 
+use crate::align::{clone_policy, AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
 use crate::ddqn::{self, Replay};
 use crate::fused::FusedPpo;
@@ -48,6 +49,19 @@ pub(crate) trait Learner {
     /// Takes the weights of `saved` and the state [`Learner::save`] wrote
     /// into `ck`.
     fn restore(&mut self, ck: &Path, saved: Model, meta: &PolicyMeta) -> Result<(), TrainError>;
+    /// Fits the actor to `demos` before any update (alignment); the
+    /// cloning loss before and after. DDQN has no actor (the config
+    /// refuses alignment for it).
+    fn align(
+        &mut self,
+        demos: &Demonstrations,
+        cfg: &AlignmentConfig,
+        meta: &PolicyMeta,
+        rng: &mut SmallRng,
+    ) -> (f64, f64) {
+        let _ = (demos, cfg, meta, rng);
+        (0.0, 0.0)
+    }
 }
 
 /// The learner `cfg` trains with: fused PPO where
@@ -70,7 +84,16 @@ pub(crate) fn build(
             )?;
             let optim = ppo::optimizer(&cfg.ppo);
             let fused = cfg.trains_fused().then(|| FusedPpo::new(&model, meta));
-            Ok(match fused.flatten() {
+            let fused = fused
+                .flatten()
+                .map(|f| f.with_transition(cfg.transition.weight));
+            if fused.is_none() && !cfg.transition.is_off() {
+                return Err(TrainError::Config {
+                    field: "transition.weight".into(),
+                    message: "the transition head trains with the fused learner: PPO on the CPU with dense, layer-norm and residual blocks (no GRU, attention or GELU)".into(),
+                });
+            }
+            Ok(match fused {
                 Some(f) => Box::new(FusedLearner {
                     fused: Box::new(f),
                     model,
@@ -169,6 +192,18 @@ impl Learner for BurnPpo {
         self.model = m.train();
         restore_optimizer(ck, &mut self.optim)
     }
+
+    fn align(
+        &mut self,
+        demos: &Demonstrations,
+        cfg: &AlignmentConfig,
+        meta: &PolicyMeta,
+        rng: &mut SmallRng,
+    ) -> (f64, f64) {
+        let (m, before, after) = clone_policy(self.model.clone(), demos, cfg, meta.head, rng);
+        self.model = m;
+        (before, after)
+    }
 }
 
 /// PPO for plain MLPs on the CPU without autodiff ([`crate::fused`]); the
@@ -188,6 +223,10 @@ impl Learner for FusedLearner {
         let stats = self.fused.update(&cfg.ppo, &rollout, x.weights, x.rng);
         self.fused.write_into(&mut self.model);
         rec.set_ppo(&stats);
+        if let Some((error, still)) = self.fused.transition_error() {
+            rec.transition_error = Some(error);
+            rec.transition_no_change = Some(still);
+        }
     }
 
     fn inference(&self) -> Model {
@@ -207,9 +246,28 @@ impl Learner for FusedLearner {
             return Err(wrong_algorithm(ck));
         };
         self.model = m.train();
-        *self.fused = FusedPpo::new(&self.model, meta).ok_or_else(|| wrong_algorithm(ck))?;
+        let weight = self.fused.transition_weight();
+        *self.fused = FusedPpo::new(&self.model, meta)
+            .ok_or_else(|| wrong_algorithm(ck))?
+            .with_transition(weight);
         restore_fused_optimizer(ck, &mut self.fused)?;
         restore_optimizer(ck, &mut self.optim)
+    }
+
+    fn align(
+        &mut self,
+        demos: &Demonstrations,
+        cfg: &AlignmentConfig,
+        meta: &PolicyMeta,
+        rng: &mut SmallRng,
+    ) -> (f64, f64) {
+        let (m, before, after) = clone_policy(self.model.clone(), demos, cfg, meta.head, rng);
+        self.model = m;
+        // The same network as before, so the fused twin always exists.
+        if let Some(f) = FusedPpo::new(&self.model, meta) {
+            self.fused.take_weights(f);
+        }
+        (before, after)
     }
 }
 

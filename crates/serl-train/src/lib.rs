@@ -51,7 +51,9 @@
 
 #![deny(missing_docs)]
 
+mod align;
 mod config;
+mod critic;
 mod ddqn;
 mod features;
 mod fused;
@@ -72,12 +74,15 @@ mod team_env;
 mod team_play;
 #[cfg(test)]
 mod tests;
+mod transition;
 mod validate;
 
 use std::path::Path;
 
+pub use align::{AlignmentConfig, AlignmentStats};
 pub use burn;
 pub use config::{DeviceChoice, TrainConfig};
+pub use critic::{BuiltinCritic, CriticConfig, CriticReview, RewardCritic, TermWeights};
 pub use ddqn::DdqnConfig;
 pub use features::WithFeatures;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
@@ -96,6 +101,7 @@ pub use task::{env_rng, execution_envs, DriftTask, ExecutionEnv, Source, TrainEn
 pub use team::{role_columns, Channel, Critic, TeamConfig, MAX_PEERS, ROLE_NAMES};
 pub use team_env::TeamEnv;
 pub use team_play::{team_pa, TeamPolicyStrategy};
+pub use transition::TransitionConfig;
 pub use validate::static_pa;
 
 /// The learners' inner parts, public for the criterion benches and `serl

@@ -29,6 +29,22 @@ fn series(
     )
 }
 
+/// One series per reward term: the weight the critic gave it, by update.
+fn critic_weights(records: &[UpdateRecord]) -> Vec<Series> {
+    let terms = records
+        .iter()
+        .filter_map(|r| r.reward_weights.as_ref().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    (0..terms)
+        .map(|k| {
+            series(&format!("term {}", k + 1), records, |r| {
+                r.reward_weights.as_ref().and_then(|w| w.get(k).copied())
+            })
+        })
+        .collect()
+}
+
 /// Writes `report.md`, `report.html` and the plots into `dir`.
 pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
     let plots: Vec<(&str, &str, Vec<Series>)> = vec![
@@ -61,6 +77,19 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
             "Validation PA (static, greedy)",
             "PA, bps",
             vec![series("validation", records, |r| r.val_pa)],
+        ),
+        (
+            "Transition supervision: next market features, mean squared error",
+            "MSE (normalised)",
+            vec![
+                series("the head's prediction", records, |r| r.transition_error),
+                series("no change", records, |r| r.transition_no_change),
+            ],
+        ),
+        (
+            "Reward critic: term weights",
+            "weight",
+            critic_weights(records),
         ),
     ];
     let mut svgs = Vec::new();

@@ -180,6 +180,17 @@ impl<'a> VecEnv<'a> {
         &self.current
     }
 
+    /// Each row's [`TrainEnv::progress`] (a team's rows: none).
+    pub fn progress(&self) -> Vec<Option<(f64, usize, usize)>> {
+        self.envs
+            .iter()
+            .flat_map(|e| {
+                let p = if e.agents() == 1 { e.progress() } else { None };
+                std::iter::repeat_n(p, e.agents())
+            })
+            .collect()
+    }
+
     /// The centralised critic's current rows, when it has them.
     pub fn critic_rows(&self) -> Option<&[f32]> {
         self.critic.as_deref()

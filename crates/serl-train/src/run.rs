@@ -13,7 +13,9 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use crate::align::AlignmentStats;
 use crate::config::TrainConfig;
+use crate::critic::CriticHook;
 use crate::hybrid::LossWeights;
 use crate::learner::{self, Experience, Learner};
 use crate::policy::{Policy, PolicyMeta};
@@ -69,6 +71,17 @@ pub struct UpdateRecord {
     pub episode_pa_dynamic: Option<f64>,
     /// Validation PA, bps, when this update validated.
     pub val_pa: Option<f64>,
+    /// The transition head's mean squared error predicting the next
+    /// observation's market features (normalised), when it trains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition_error: Option<f64>,
+    /// The same error for predicting no change (the current features).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition_no_change: Option<f64>,
+    /// The reward terms' weights during this update, when a reward critic
+    /// re-weights them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_weights: Option<Vec<f64>>,
 }
 
 impl UpdateRecord {
@@ -103,6 +116,9 @@ pub struct TrainSetup<'a> {
     pub resume: bool,
     /// Called after each update.
     pub on_update: Option<OnUpdate<'a>>,
+    /// The reward critic re-weighting the environments' reward, when the
+    /// config has one ([`crate::TrainSession`] builds it).
+    pub reward_critic: Option<CriticHook>,
 }
 
 /// What a training run produced.
@@ -121,6 +137,9 @@ pub struct TrainOutcome {
     pub secs: f64,
     /// Where this session's seconds went.
     pub profile: TrainProfile,
+    /// What alignment before RL did (none without it, or on a resumed
+    /// run that had aligned already).
+    pub alignment: Option<AlignmentStats>,
 }
 
 /// Where a training's wall seconds went (this session's, for a resumed
@@ -204,6 +223,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         run_dir,
         resume,
         on_update,
+        mut reward_critic,
     } = setup;
     let obs_dim = envs
         .first()
@@ -222,6 +242,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         }
         None => (fresh_state(&cfg), Vec::new()),
     };
+    if let Some(h) = reward_critic.as_mut() {
+        h.resume(&records);
+    }
     let (total_updates, _) = cfg.planned();
     let mut norm = meta.norm.clone();
     let env_seed = cfg.seed ^ (state.update as u64).wrapping_mul(0xA24B_AED4_963E_E407);
@@ -229,6 +252,16 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     if meta.joint_critic_width().is_some() {
         venv = venv.with_joint_critic();
     }
+    let alignment = match (&cfg.plan, state.update) {
+        (Some(plan), 0) if !cfg.alignment.is_off() => {
+            let a = align(&cfg, plan, &mut venv, &mut norm, &meta, learner.as_mut())?;
+            if let Some(dir) = &run_dir {
+                dir.write_json("alignment.json", &a)?;
+            }
+            Some(a)
+        }
+        _ => None,
+    };
     let mut best: Option<Policy> = None;
     let mut profile = TrainProfile::default();
     let (t_run, secs_before) = (Instant::now(), state.secs);
@@ -262,6 +295,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             .update(&cfg.hybrid, rec.loss_static, rec.loss_dynamic);
         (rec.alpha, rec.beta) = (state.weights.alpha, state.weights.beta);
         record_episodes(&mut rec, &venv.take_finished());
+        if let Some(h) = reward_critic.as_mut() {
+            rec.reward_weights = Some(h.after_update(&rec, true));
+        }
         meta.norm = norm.clone();
         let last = update + 1 == total_updates;
         let current = policy_now(&meta, learner.as_ref(), &device);
@@ -300,6 +336,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     profile.static_env_secs = stepping.static_envs;
     profile.dynamic_env_secs = stepping.dynamic_envs;
     Ok(TrainOutcome {
+        alignment,
         policy: best.unwrap_or_else(|| final_policy.clone()),
         final_policy,
         records,
@@ -308,6 +345,38 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         secs: state.secs,
         profile,
     })
+}
+
+/// Aligns the fresh learner with the plan: demonstrations of its tracking
+/// controller, then behaviour cloning ([`crate::align`]).
+fn align(
+    cfg: &TrainConfig,
+    plan: &serl_design::PlanModule,
+    venv: &mut VecEnv,
+    norm: &mut crate::normalize::RunningNorm,
+    meta: &PolicyMeta,
+    learner: &mut dyn Learner,
+) -> Result<AlignmentStats, TrainError> {
+    let demos = crate::align::demonstrations(venv, norm, meta, plan, cfg.alignment.steps)?;
+    // The normaliser learnt from the demonstrations: the actor is fitted
+    // to rows normalised as PPO will see them next.
+    let mut meta = meta.clone();
+    meta.norm = norm.clone();
+    let mut rng = SmallRng::seed_from_u64(cfg.seed ^ 0xA11C_0DE5);
+    let (loss_before, loss_after) = learner.align(&demos, &cfg.alignment, &meta, &mut rng);
+    let stats = AlignmentStats {
+        demonstrations: demos.targets.len(),
+        tracking_pa: demos.tracking_pa,
+        loss_before,
+        loss_after,
+    };
+    tracing::info!(
+        "aligned with the plan: {} demonstrations, cloning loss {:.4} -> {:.4}",
+        stats.demonstrations,
+        loss_before,
+        loss_after
+    );
+    Ok(stats)
 }
 
 /// Keeps `current` (in `best`, and in the run directory) when its

@@ -94,6 +94,13 @@ impl RunDir {
         Ok((state, records))
     }
 
+    pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> Result<(), TrainError> {
+        let path = self.dir.join(name);
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
+        write_atomic(&path, text.as_bytes())
+    }
+
     pub fn append(&self, r: &UpdateRecord) -> Result<(), TrainError> {
         append_metrics(&self.metrics(), r)
     }

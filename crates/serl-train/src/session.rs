@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serl_design::Design;
+use serl_design::{Design, PlannedReward, RewardModule};
 use serl_env::{DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
 use crate::config::TrainConfig;
@@ -22,6 +22,12 @@ pub struct TrainSession<'a> {
     pub config: TrainConfig,
     /// The per-step reward.
     pub reward: Arc<dyn Reward>,
+    /// The reward as a program, when it is one: what a reward critic
+    /// re-weights term by term (`[train.reward_critic]`).
+    pub reward_program: Option<RewardModule>,
+    /// The critic that re-weights it (none: the builtin one, when the
+    /// config switches a critic on).
+    pub reward_critic: Option<Box<dyn crate::RewardCritic>>,
     /// The sessions the orders play on.
     pub market: &'a MarketData,
     /// The execution task.
@@ -55,6 +61,9 @@ impl TrainConfig {
         // Without scenarios the shares play nothing
         // (`TrainConfig::dynamic_market`, `ExecutionEnv::with_imagined_replay`).
         tc.imagination = d.imagination.clone();
+        if d.plan.is_some() {
+            tc.plan = d.plan.clone();
+        }
         tc
     }
 }
@@ -83,6 +92,8 @@ impl<'a> TrainSession<'a> {
         TrainSession {
             config,
             reward: Arc::new(design.reward.reward()),
+            reward_program: Some(design.reward.clone()),
+            reward_critic: None,
             market,
             env,
             population: design
@@ -104,12 +115,31 @@ impl<'a> TrainSession<'a> {
         resume: bool,
         on_update: Option<OnUpdate<'a>>,
     ) -> Result<TrainOutcome, TrainError> {
+        let mut reward = self.reward.clone();
+        let hook = if self.config.reward_critic.is_off() {
+            None
+        } else {
+            let program = self.reward_program.as_ref().ok_or_else(|| TrainError::Config {
+                field: "reward_critic.every".into(),
+                message: "the critic re-weights the terms of a reward program; this run's reward is not one".into(),
+            })?;
+            let terms = Arc::new(crate::TermWeights::new(program));
+            reward = terms.clone();
+            Some(crate::critic::CriticHook::new(
+                terms,
+                &self.config.reward_critic,
+                self.reward_critic,
+            )?)
+        };
+        if let Some(plan) = &self.config.plan {
+            reward = Arc::new(PlannedReward::new(plan.clone(), reward));
+        }
         let envs = execution_envs(
             &self.config,
             self.market,
             self.train_orders,
             self.env,
-            self.reward.clone(),
+            reward,
             &self.population,
         )?;
         let (market, orders, env) = (self.market, self.val_orders, self.env);
@@ -135,6 +165,7 @@ impl<'a> TrainSession<'a> {
             run_dir,
             resume,
             on_update,
+            reward_critic: hook,
         })
     }
 }

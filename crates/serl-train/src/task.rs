@@ -55,6 +55,12 @@ pub trait TrainEnv: Send {
     /// The finished episode's price advantage, bps (a team's: the whole
     /// parent order's, or its members' mean when they compete).
     fn episode_pa(&self) -> f64;
+    /// Where the episode in play stands: the share of the order still
+    /// held, the decisions left and the episode's decisions. None for a
+    /// team, whose members share one order.
+    fn progress(&self) -> Option<(f64, usize, usize)> {
+        None
+    }
     /// Agents acting here, each with its own observation row and reward
     /// (a team of learning agents; 1 otherwise).
     fn agents(&self) -> usize {
@@ -238,6 +244,13 @@ impl<'a> ExecutionEnv<'a> {
 impl<'a> TrainEnv for ExecutionEnv<'a> {
     fn obs_dim(&self) -> usize {
         OBS_DIM + self.queue_dims() + self.message_dims()
+    }
+
+    fn progress(&self) -> Option<(f64, usize, usize)> {
+        self.episode.as_ref().map(|e| {
+            let (remaining, left) = e.left();
+            (remaining, left, e.steps())
+        })
     }
 
     fn source(&self) -> Source {
@@ -474,11 +487,9 @@ pub fn execution_envs<'a>(
     base_market: &MarketConfig,
 ) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
     use crate::features::WithFeatures;
-    let features = (!cfg.features.is_empty()).then(|| {
-        cfg.features
-            .clone()
-            .with_queue_input(!cfg.placements.is_empty())
-    });
+    let observed = cfg.observed_features();
+    let features =
+        (!observed.is_empty()).then(|| observed.with_queue_input(!cfg.placements.is_empty()));
     let channel = cfg
         .team
         .as_ref()

@@ -187,7 +187,7 @@ impl<'a> TeamEnv<'a> {
             team.message_dims(),
             channel,
             true,
-            &tc.features,
+            &tc.observed_features(),
         );
         let n = team.agents;
         let imagination = &tc.imagination;

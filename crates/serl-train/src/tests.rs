@@ -83,6 +83,7 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
         run_dir: None,
         resume: false,
         on_update: None,
+        reward_critic: None,
     })
     .unwrap();
 

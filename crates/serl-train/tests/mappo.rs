@@ -62,6 +62,7 @@ impl Bundled {
             run_dir: None,
             resume: false,
             on_update: None,
+            reward_critic: None,
         })
         .unwrap()
     }

@@ -42,6 +42,7 @@ fn trained_share_of_optimum(cfg: TrainConfig) -> f64 {
         run_dir: None,
         resume: false,
         on_update: None,
+        reward_critic: None,
     })
     .expect("training runs");
     let mut task = DriftTask::new();
@@ -206,6 +207,7 @@ fn a_team_of_three_learns_the_optimum_with_mappo_and_with_independent_ppo() {
             run_dir: None,
             resume: false,
             on_update: None,
+            reward_critic: None,
         })
         .expect("training runs");
         let optimum = DriftTask::new().optimal_pa();

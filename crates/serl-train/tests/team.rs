@@ -130,6 +130,7 @@ fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
         run_dir: None,
         resume: false,
         on_update: None,
+        reward_critic: None,
     })
     .unwrap();
     assert_eq!(out.final_policy.meta.obs_dim, OBS_DIM + 1);

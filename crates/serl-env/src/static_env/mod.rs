@@ -194,6 +194,8 @@ pub(crate) fn step_info(
         inventory_left: remaining / order.qty,
         volatility_bps: v.minute_vol_bps,
         volume: f.volume / (v.avg_minute_volume.max(1.0) * f.minutes),
+        plan_gap: 0.0,
+        subgoal_hit: 0.0,
         steps,
         done,
     }

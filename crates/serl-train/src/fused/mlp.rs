@@ -218,6 +218,12 @@ impl Mlp {
         &self.params[self.start[l]..self.start[l] + self.layers[l].tensors()]
     }
 
+    /// Columns of the trunk's last features (the last layer's input).
+    pub(super) fn last_hidden_width(&self) -> Option<usize> {
+        let n = self.layers.len();
+        (n >= 2).then(|| self.layers[n - 2].fan_out())
+    }
+
     pub(super) fn out_width(&self) -> usize {
         self.layers.last().map_or(0, Layer::fan_out)
     }
@@ -270,14 +276,18 @@ impl Mlp {
     }
 
     /// Gradients of every layer given `acts.delta`, the loss's gradient
-    /// with respect to the last layer's output (consumed).
+    /// with respect to the last layer's output (consumed), and `extra`,
+    /// a further gradient with respect to the trunk's last features (the
+    /// last layer's input: an auxiliary head's).
     pub(super) fn backward(
         &self,
         x: &[f32],
         n: usize,
         acts: &mut Activations,
         grads: &mut [Vec<f32>],
+        extra: Option<&[f32]>,
     ) {
+        let last = self.layers.len().saturating_sub(1);
         let Activations {
             outputs,
             normalized,
@@ -327,6 +337,11 @@ impl Mlp {
                             *d += skip;
                         }
                     }
+                }
+            }
+            if let (true, Some(e)) = (l == last && l > 0, extra) {
+                for (d, x) in delta_prev.iter_mut().zip(e) {
+                    *d += x;
                 }
             }
             if l > 0 {

@@ -387,6 +387,7 @@ fn train(a: BenchArgs) -> Result<ExitCode> {
                 run_dir: None,
                 resume: false,
                 on_update: None,
+                reward_critic: None,
             })?;
             per_run = out.env_steps;
             let rate = out.env_steps as f64 / t.elapsed().as_secs_f64();

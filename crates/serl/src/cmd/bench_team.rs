@@ -133,6 +133,7 @@ fn measure(
             run_dir: None,
             resume: false,
             on_update: None,
+            reward_critic: None,
         })?;
         train_rates.push(out.env_steps as f64 / t.elapsed().as_secs_f64());
     }

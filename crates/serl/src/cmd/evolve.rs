@@ -453,6 +453,10 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         &ablations,
     )?;
     super::backtest::print_summaries(&data.summaries);
+    if !outcome.hierarchy.is_empty() {
+        eprintln!("\nhierarchy rows (bps; validation, then test):");
+        eprint!("{}", serl_evolve::hierarchy_table(&outcome.hierarchy));
+    }
     if confirming {
         let best = outcome.best.design.as_ref();
         super::confirm::run(
@@ -742,6 +746,9 @@ fn show_event(bar: &ProgressBar, e: Event) {
         } => say(format!(
             "iteration {iteration}: [evolve.budget] runs low, {candidates} candidates"
         )),
+        Event::Hierarchy { rows } => eprintln!(
+            "hierarchy: retraining the best design alone and with {rows} parts switched on ([evolve.hierarchy])"
+        ),
         Event::Validated {
             best_pa,
             baseline_pa,

@@ -301,6 +301,19 @@ pub(super) fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     })
 }
 
+/// The run's reward as a program (the default reward written out with the
+/// env's penalties when none is given): what a reward critic re-weights.
+fn reward_program(cfg: &TrainFile) -> Result<serl_design::RewardModule> {
+    let program = cfg.reward.clone().unwrap_or_else(|| {
+        format!(
+            "step_pa - {} * remaining_inv^2 / steps - {} * done * remaining_inv^2",
+            cfg.env.inventory_penalty, cfg.env.terminal_penalty
+        )
+    });
+    serl_design::RewardModule::compile(&program)
+        .with_context(|| format!("[train config] reward = {program:?}"))
+}
+
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
     let Some(data_path) = cfg.data_path.clone() else {
@@ -393,6 +406,8 @@ pub(super) fn train_one(
     let session = TrainSession {
         config: cfg.train.clone(),
         reward: reward_of(cfg)?,
+        reward_program: Some(reward_program(cfg)?),
+        reward_critic: None,
         market,
         env: &cfg.env,
         population: cfg.market.clone(),

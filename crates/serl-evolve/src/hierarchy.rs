@@ -1,0 +1,370 @@
+//! The hierarchy rows: the best design retrained with one more part of
+//! the LLM+RL systems switched on, measured against the same design alone
+//! (`docs/hierarchy.md`).
+//!
+//! `[evolve.hierarchy] rows = ["plan", "plan_alignment", "transition",
+//! "reward_critic"]` makes `serl evolve`, after the final test, retrain
+//! the best design once per row with the final budget and seed, then play
+//! every row and TWAP on the validation orders and (unless the lockbox
+//! keeps it sealed) the test orders. Each row gets its PA and its paired
+//! differences against TWAP and against the design alone, order by order,
+//! with bootstrap CIs, and the wall seconds its training took.
+//!
+//! The design alone is the best design without a plan: the run's own
+//! `serl-best` when the search designed none. The plan rows use the
+//! design's plan when the search designed one (`modules` holds "plan"),
+//! else `[evolve.hierarchy] plan`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serl_design::{Design, PlanModule};
+use serl_env::{DefaultReward, ParentOrder, StaticVenue, Venue};
+use serl_eval::{paired_diff, run_backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
+use serl_train::{
+    Algo, AlignmentConfig, CriticConfig, PolicyStrategy, TrainConfig, TransitionConfig,
+};
+
+use crate::error::{read_json, EvolveError};
+use crate::final_test::{load_final, FINAL_SEED_MIX};
+use crate::score::{validation_orders, Scoring};
+use crate::tasks::{final_batch, FinalJob};
+
+/// One part switched on for a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Switch {
+    /// The plan module: the executor observes the plan, the reward may
+    /// read it.
+    Plan,
+    /// The plan, and the executor aligned with it by behaviour cloning
+    /// before PPO.
+    PlanAlignment,
+    /// The auxiliary next-observation head.
+    Transition,
+    /// The in-training reward critic.
+    RewardCritic,
+}
+
+impl Switch {
+    /// Its name in configs, run directories and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Switch::Plan => "plan",
+            Switch::PlanAlignment => "plan_alignment",
+            Switch::Transition => "transition",
+            Switch::RewardCritic => "reward_critic",
+        }
+    }
+
+    /// What it adds, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Switch::Plan => "the plan observed (and readable by the reward)",
+            Switch::PlanAlignment => "the plan, and behaviour cloning of its tracker before PPO",
+            Switch::Transition => "an auxiliary head predicting the next market features",
+            Switch::RewardCritic => "reward terms re-weighted during training",
+        }
+    }
+
+    fn uses_plan(self) -> bool {
+        matches!(self, Switch::Plan | Switch::PlanAlignment)
+    }
+
+    /// The training config of this row: `base` with the part switched on
+    /// as `h` sets it.
+    pub fn apply(self, base: &TrainConfig, h: &HierarchyConfig) -> TrainConfig {
+        let mut t = base.clone();
+        match self {
+            Switch::Plan => {}
+            Switch::PlanAlignment => t.alignment = h.alignment.clone(),
+            Switch::Transition => t.transition = h.transition.clone(),
+            Switch::RewardCritic => t.reward_critic = h.reward_critic.clone(),
+        }
+        t
+    }
+}
+
+/// `[evolve.hierarchy]`: which rows, and how each part is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HierarchyConfig {
+    /// The rows, in order.
+    pub rows: Vec<Switch>,
+    /// The plan of the plan rows when the search designed none.
+    pub plan: PlanModule,
+    /// Behaviour cloning in the `plan_alignment` row.
+    pub alignment: AlignmentConfig,
+    /// The head of the `transition` row.
+    pub transition: TransitionConfig,
+    /// The critic of the `reward_critic` row.
+    pub reward_critic: CriticConfig,
+}
+
+impl Default for HierarchyConfig {
+    fn default() -> Self {
+        HierarchyConfig {
+            rows: Vec::new(),
+            plan: PlanModule::linear(),
+            alignment: AlignmentConfig {
+                steps: 4096,
+                ..AlignmentConfig::default()
+            },
+            transition: TransitionConfig { weight: 0.5 },
+            reward_critic: CriticConfig {
+                every: 4,
+                ..CriticConfig::default()
+            },
+        }
+    }
+}
+
+impl HierarchyConfig {
+    /// Checks each part's settings; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut t = TrainConfig {
+            plan: Some(self.plan.clone()),
+            alignment: self.alignment.clone(),
+            transition: self.transition.clone(),
+            reward_critic: self.reward_critic.clone(),
+            ..TrainConfig::default()
+        };
+        t.transition.weight = t.transition.weight.max(0.0);
+        t.validate(t.obs_dim()).map_err(|e| {
+            format!(
+                "[evolve.hierarchy] {}",
+                e.to_string().replace("train config, ", "")
+            )
+        })
+    }
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct HierarchyRow {
+    /// `design alone`, or the switch's name.
+    pub name: String,
+    /// What the row adds.
+    pub description: String,
+    /// PA, ΔPA against TWAP and against the design alone, bps, on the
+    /// validation orders.
+    pub validation: Split,
+    /// The same on the test orders (none while the lockbox is sealed).
+    pub test: Option<Split>,
+    /// Wall seconds its training took (a row that is the run's own
+    /// `serl-best` shows that training's).
+    pub train_secs: f64,
+    /// What the part itself reports: the plan tracker's PA and the cloning
+    /// loss, the head's prediction error, the critic's last weights.
+    pub note: String,
+}
+
+/// A row's figures on one split.
+#[derive(Debug, Clone, Serialize)]
+pub struct Split {
+    /// Mean PA, bps.
+    pub pa: f64,
+    /// Paired PA difference against TWAP, with its 95% bootstrap CI.
+    pub vs_twap: Option<Estimate>,
+    /// Paired PA difference against the design alone.
+    pub vs_alone: Option<Estimate>,
+}
+
+/// The name of the design alone's row and policy.
+const ALONE: &str = "design alone";
+
+/// Retrains the best design with each row's part on, and scores every row
+/// on validation and (when `test_orders` is given) test.
+pub(crate) fn run(
+    scoring: &Scoring,
+    h: &HierarchyConfig,
+    best: &Design,
+    dir: &Path,
+    test_orders: Option<&[ParentOrder]>,
+) -> Result<Vec<HierarchyRow>, EvolveError> {
+    let cfg = scoring.cfg;
+    let alone = Design {
+        plan: None,
+        ..best.clone()
+    };
+    let planned = Design {
+        plan: Some(best.plan.clone().unwrap_or_else(|| h.plan.clone())),
+        ..alone.clone()
+    };
+    let job = |name: &str, design: &Design, switch: Option<Switch>| FinalJob {
+        name: name.into(),
+        design: design.clone(),
+        algo: Algo::Ppo,
+        steps: cfg.final_steps,
+        seed: cfg.seed ^ FINAL_SEED_MIX,
+        eval_every: cfg.final_eval_every,
+        critic: None,
+        switch,
+    };
+    // The run's own retraining where a row is exactly it.
+    let dir_name = |design: &Design, switch: Option<Switch>, name: &str| {
+        if switch.is_none_or(|s| s == Switch::Plan) && design == best {
+            "serl-best".to_string()
+        } else {
+            format!("hierarchy-{}", name.replace(' ', "-"))
+        }
+    };
+    let mut rows: Vec<(String, &'static str, String, FinalJob)> = Vec::new();
+    let alone_dir = dir_name(&alone, None, "alone");
+    rows.push((
+        ALONE.into(),
+        "the best design, no plan",
+        alone_dir.clone(),
+        job(&alone_dir, &alone, None),
+    ));
+    for &s in &h.rows {
+        let design = if s.uses_plan() { &planned } else { &alone };
+        let d = dir_name(design, Some(s), s.name());
+        rows.push((
+            s.name().into(),
+            s.describe(),
+            d.clone(),
+            job(&d, design, Some(s)),
+        ));
+    }
+    let todo: Vec<FinalJob> = rows
+        .iter()
+        .filter(|r| r.2 != "serl-best")
+        .map(|r| r.3.clone())
+        .collect();
+    final_batch(scoring, dir, &todo)?;
+    let policies = rows
+        .iter()
+        .map(|r| Ok((r.0.clone(), load_final(cfg, &dir.join("final").join(&r.2))?)))
+        .collect::<Result<Vec<_>, EvolveError>>()?;
+    let val = backtest(scoring, &validation_orders(scoring), &policies)?;
+    let test = test_orders
+        .map(|orders| backtest(scoring, orders, &policies))
+        .transpose()?;
+    Ok(rows
+        .iter()
+        .map(|(name, description, d, _)| {
+            let fdir = dir.join("final").join(d);
+            HierarchyRow {
+                name: name.clone(),
+                description: description.to_string(),
+                validation: split(&val, name, cfg.seed),
+                test: test.as_ref().map(|t| split(t, name, cfg.seed)),
+                train_secs: read_json::<crate::tasks::Trained>(&fdir.join("trained.json"))
+                    .map_or(0.0, |t| t.secs),
+                note: note(&fdir),
+            }
+        })
+        .collect())
+}
+
+/// Every row's policy and TWAP on `orders`, in the static replay.
+fn backtest(
+    scoring: &Scoring,
+    orders: &[ParentOrder],
+    policies: &[(String, serl_train::Policy)],
+) -> Result<Vec<OrderResult>, EvolveError> {
+    let mut factories = vec![StrategySpec::parse("twap")
+        .map(StrategyFactory::from_spec)
+        .map_err(EvolveError::Config)?];
+    for (label, policy) in policies {
+        let (label, policy) = (label.clone(), policy.clone());
+        factories.push(StrategyFactory {
+            label: label.clone(),
+            make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
+        });
+    }
+    let env = scoring.env_cfg;
+    let reward = DefaultReward {
+        inventory_penalty: env.inventory_penalty,
+        terminal_penalty: env.terminal_penalty,
+    };
+    Ok(run_backtest(
+        scoring.market,
+        orders,
+        &factories,
+        &[&StaticVenue as &dyn Venue],
+        env,
+        &reward,
+        &|_| {},
+    ))
+}
+
+/// A row's PA and its paired differences on one split's results.
+fn split(results: &[OrderResult], name: &str, seed: u64) -> Split {
+    let of =
+        |s: &str| -> Vec<&OrderResult> { results.iter().filter(|r| r.strategy == s).collect() };
+    let (mine, twap, alone) = (of(name), of("twap"), of(ALONE));
+    let pa = mine.iter().map(|r| r.pa_bps).sum::<f64>() / mine.len().max(1) as f64;
+    Split {
+        pa,
+        vs_twap: paired_diff(&mine, &twap, seed).map(|p| p.diff),
+        vs_alone: (name != ALONE)
+            .then(|| paired_diff(&mine, &alone, seed).map(|p| p.diff))
+            .flatten(),
+    }
+}
+
+/// What the row's part reported in its training directory.
+fn note(fdir: &Path) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = read_json::<serl_train::AlignmentStats>(&fdir.join("alignment.json")) {
+        parts.push(format!(
+            "plan tracker {} bps on training episodes; cloning loss {:.3} → {:.3}",
+            a.tracking_pa.map_or("-".into(), |p| format!("{p:+.2}")),
+            a.loss_before,
+            a.loss_after
+        ));
+    }
+    let records = serl_train::read_metrics(&fdir.join("metrics.jsonl")).unwrap_or_default();
+    if let Some(r) = records.iter().rev().find(|r| r.transition_error.is_some()) {
+        parts.push(format!(
+            "next-market MSE {:.3} (no change: {:.3})",
+            r.transition_error.unwrap_or(0.0),
+            r.transition_no_change.unwrap_or(0.0)
+        ));
+    }
+    if let Some(w) = records.iter().rev().find_map(|r| r.reward_weights.clone()) {
+        let w: Vec<String> = w.iter().map(|v| format!("{v:.2}")).collect();
+        parts.push(format!("final term weights [{}]", w.join(", ")));
+    }
+    parts.join("; ")
+}
+
+/// The Markdown table of the rows.
+pub fn table(rows: &[HierarchyRow]) -> String {
+    let est = |e: &Option<Estimate>| e.map_or("-".to_string(), |e| e.to_string());
+    let mut md = String::from(
+        "| row | adds | validation PA | val. Δ vs TWAP [95% CI] | val. Δ vs design alone | test PA | test Δ vs TWAP | test Δ vs design alone | train s | notes |\n|---|---|---:|---|---|---:|---|---|---:|---|\n",
+    );
+    for r in rows {
+        let (tpa, ttw, tal) = match &r.test {
+            Some(t) => (format!("{:+.3}", t.pa), est(&t.vs_twap), est(&t.vs_alone)),
+            None => ("sealed".into(), "-".into(), "-".into()),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {:+.3} | {} | {} | {} | {} | {} | {:.0} | {} |\n",
+            r.name,
+            r.description,
+            r.validation.pa,
+            est(&r.validation.vs_twap),
+            est(&r.validation.vs_alone),
+            tpa,
+            ttw,
+            tal,
+            r.train_secs,
+            r.note
+        ));
+    }
+    md
+}
+
+/// The training config of a final job's row: the config's, with the
+/// row's part switched on.
+pub(crate) fn train_config(cfg: &crate::EvolveConfig, switch: Option<Switch>) -> TrainConfig {
+    match (switch, &cfg.hierarchy) {
+        (Some(s), Some(h)) => s.apply(&cfg.train, h),
+        (Some(s), None) => s.apply(&cfg.train, &HierarchyConfig::default()),
+        (None, _) => cfg.train.clone(),
+    }
+}
