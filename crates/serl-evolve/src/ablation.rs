@@ -32,6 +32,8 @@ pub enum Ablation {
     /// The builtin offline search instead of the configured LLM (the "no
     /// LLM" ablation; the same as the main run when that is builtin).
     Builtin,
+    /// No `[evolve.budget]`: no limits on tokens or seconds, no pre-screen.
+    NoBudget,
 }
 
 impl Ablation {
@@ -44,6 +46,7 @@ impl Ablation {
             Ablation::DynamicOnly => "dynamic_only",
             Ablation::FixedWeights => "fixed_weights",
             Ablation::Builtin => "builtin",
+            Ablation::NoBudget => "no_budget",
         }
     }
 
@@ -56,6 +59,7 @@ impl Ablation {
             Ablation::DynamicOnly => "trained in the dynamic market only",
             Ablation::FixedWeights => "fixed loss weights α, β",
             Ablation::Builtin => "builtin designer instead of the LLM",
+            Ablation::NoBudget => "no budget: unlimited tokens and seconds, no pre-screen",
         }
     }
 
@@ -71,6 +75,7 @@ impl Ablation {
             Ablation::DynamicOnly => c.train.hybrid.mode = HybridMode::DynamicOnly,
             Ablation::FixedWeights => c.train.hybrid.mode = HybridMode::Fixed,
             Ablation::Builtin => {}
+            Ablation::NoBudget => c.budget = None,
         }
         c
     }
@@ -158,6 +163,7 @@ mod tests {
             ..EvolveConfig::default()
         };
         cfg.train.hybrid.mode = HybridMode::Adaptive;
+        cfg.budget = Some(crate::BudgetConfig::default());
         let full = cfg.clone();
         for a in [
             Ablation::NoHighLevel,
@@ -166,8 +172,13 @@ mod tests {
             Ablation::DynamicOnly,
             Ablation::FixedWeights,
             Ablation::Builtin,
+            Ablation::NoBudget,
         ] {
             let c = a.apply(&full);
+            assert_eq!(
+                c.budget.is_none(),
+                a == Ablation::NoBudget || full.budget.is_none()
+            );
             assert!(c.ablations.is_empty(), "{a:?} would recurse");
             assert_eq!(c.high_level, a != Ablation::NoHighLevel, "{a:?}");
             assert_eq!(c.low_level.enabled, a != Ablation::NoLowLevel, "{a:?}");
@@ -191,6 +202,7 @@ mod tests {
             "dynamic_only",
             "fixed_weights",
             "builtin",
+            "no_budget",
         ];
         let parsed: Vec<Ablation> =
             serde_json::from_str(&serde_json::to_string(&names).unwrap()).unwrap();

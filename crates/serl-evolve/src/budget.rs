@@ -20,6 +20,10 @@ pub struct BudgetConfig {
     /// The candidates' training seconds (each its own; side by side they
     /// add up to more than the wall time).
     pub seconds: Option<f64>,
+    /// A short training of each design first, which stops the ones far
+    /// below plain PPO ([`crate::prescreen`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prescreen: Option<crate::prescreen::PrescreenConfig>,
 }
 
 /// What the run has spent so far.
@@ -49,6 +53,9 @@ impl BudgetConfig {
         }
         if self.tokens == Some(0) {
             return Err("evolve.budget.tokens must be at least 1".into());
+        }
+        if let Some(p) = &self.prescreen {
+            p.validate()?;
         }
         Ok(())
     }
@@ -100,6 +107,7 @@ mod tests {
         let budget = BudgetConfig {
             tokens: None,
             seconds: Some(100.0),
+            prescreen: None,
         };
         assert_eq!(budget.affordable(&[], 4), 4, "nothing known yet");
         // Two candidates and an ES trial: 30 s, 15 s a designed candidate.
@@ -118,6 +126,7 @@ mod tests {
         let tokens = BudgetConfig {
             tokens: Some(1_000),
             seconds: None,
+            prescreen: None,
         };
         let all = vec![candidate("i0_c0", 300, 1.0), candidate("i0_c1", 300, 1.0)];
         assert_eq!(tokens.affordable(&all, 3), 1);

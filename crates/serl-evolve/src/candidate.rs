@@ -77,6 +77,10 @@ pub struct CandidateResult {
     /// episodes, fed back to the designer with the round's results.
     #[serde(default)]
     pub reward_terms: Option<Vec<serl_design::TermStats>>,
+    /// What the pre-screen said of it (`[evolve.budget.prescreen]`): a
+    /// design it stopped has no score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prescreen: Option<crate::prescreen::Screened>,
 }
 
 impl CandidateResult {
@@ -97,6 +101,7 @@ impl CandidateResult {
             completion_tokens: 0,
             reward_smoke: None,
             reward_terms: None,
+            prescreen: None,
         }
     }
 

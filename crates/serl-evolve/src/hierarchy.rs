@@ -91,6 +91,9 @@ impl Switch {
 pub struct HierarchyConfig {
     /// The rows, in order.
     pub rows: Vec<Switch>,
+    /// The designs they switch parts on, each with its own "alone" row:
+    /// the search's best (default) and plain PPO's.
+    pub bases: Vec<Base>,
     /// The plan of the plan rows when the search designed none.
     pub plan: PlanModule,
     /// Behaviour cloning in the `plan_alignment` row.
@@ -105,6 +108,7 @@ impl Default for HierarchyConfig {
     fn default() -> Self {
         HierarchyConfig {
             rows: Vec::new(),
+            bases: vec![Base::Best],
             plan: PlanModule::linear(),
             alignment: AlignmentConfig {
                 steps: 4096,
@@ -122,6 +126,9 @@ impl Default for HierarchyConfig {
 impl HierarchyConfig {
     /// Checks each part's settings; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
+        if self.reward_critic.critic == serl_train::CriticKind::Llm {
+            return Err("[evolve.hierarchy.reward_critic] critic = \"llm\": the hierarchy rows use the builtin critic (an LLM critic runs in `serl train`)".into());
+        }
         let mut t = TrainConfig {
             plan: Some(self.plan.clone()),
             alignment: self.alignment.clone(),
@@ -142,6 +149,8 @@ impl HierarchyConfig {
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
 pub struct HierarchyRow {
+    /// The design it switches parts on (`best design`, `plain PPO`).
+    pub base: String,
     /// `design alone`, or the switch's name.
     pub name: String,
     /// What the row adds.
@@ -170,11 +179,111 @@ pub struct Split {
     pub vs_alone: Option<Estimate>,
 }
 
-/// The name of the design alone's row and policy.
+/// The design the rows switch parts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Base {
+    /// The search's best design (its plan removed for "alone").
+    Best,
+    /// Plain PPO's design: the MLP [64, 64] and the default reward, whose
+    /// hidden layers and three reward terms every part can act on.
+    Plain,
+}
+
+impl Base {
+    /// Its name in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Base::Best => "best design",
+            Base::Plain => "plain PPO",
+        }
+    }
+
+    /// The design, and the run's own retraining of it.
+    fn design(self, best: &Design) -> (Design, &'static str) {
+        match self {
+            Base::Best => (best.clone(), "serl-best"),
+            Base::Plain => (Design::baseline(), "ppo-default"),
+        }
+    }
+
+    /// A row's label: the part's name, prefixed for plain PPO.
+    fn row(self, part: &str) -> String {
+        match self {
+            Base::Best => part.to_string(),
+            Base::Plain => format!("plain: {part}"),
+        }
+    }
+}
+
+/// The name of the design alone's row.
 const ALONE: &str = "design alone";
 
-/// Retrains the best design with each row's part on, and scores every row
-/// on validation and (when `test_orders` is given) test.
+/// One row to train: its base, label, description, run-directory folder
+/// and job.
+struct Planned {
+    base: Base,
+    label: String,
+    description: &'static str,
+    folder: String,
+    job: FinalJob,
+}
+
+/// The rows of `base`: the design alone, then one per switch.
+fn plan_rows(
+    cfg: &crate::EvolveConfig,
+    h: &HierarchyConfig,
+    base: Base,
+    best: &Design,
+) -> Vec<Planned> {
+    let (design, own) = base.design(best);
+    let alone = Design {
+        plan: None,
+        ..design.clone()
+    };
+    let planned = Design {
+        plan: Some(design.plan.clone().unwrap_or_else(|| h.plan.clone())),
+        ..alone.clone()
+    };
+    let prefix = match base {
+        Base::Best => "hierarchy",
+        Base::Plain => "hierarchy-plain",
+    };
+    let row = |part: &str, description, d: &Design, switch: Option<Switch>| {
+        // The run's own retraining where a row is exactly it.
+        let folder = if switch.is_none_or(|s| s == Switch::Plan) && *d == design {
+            own.to_string()
+        } else {
+            format!("{prefix}-{}", part.replace(' ', "-"))
+        };
+        Planned {
+            base,
+            label: base.row(part),
+            description,
+            job: FinalJob {
+                name: folder.clone(),
+                design: d.clone(),
+                algo: Algo::Ppo,
+                steps: cfg.final_steps,
+                seed: cfg.seed ^ FINAL_SEED_MIX,
+                eval_every: cfg.final_eval_every,
+                critic: None,
+                switch,
+            },
+            folder,
+        }
+    };
+    let mut rows = vec![row("alone", "the design, no plan", &alone, None)];
+    rows[0].label = base.row(ALONE);
+    for &s in &h.rows {
+        let d = if s.uses_plan() { &planned } else { &alone };
+        rows.push(row(s.name(), s.describe(), d, Some(s)));
+    }
+    rows
+}
+
+/// Retrains each base design with each row's part on, and scores every
+/// row on validation and (when `test_orders` is given) test.
 pub(crate) fn run(
     scoring: &Scoring,
     h: &HierarchyConfig,
@@ -183,59 +292,25 @@ pub(crate) fn run(
     test_orders: Option<&[ParentOrder]>,
 ) -> Result<Vec<HierarchyRow>, EvolveError> {
     let cfg = scoring.cfg;
-    let alone = Design {
-        plan: None,
-        ..best.clone()
-    };
-    let planned = Design {
-        plan: Some(best.plan.clone().unwrap_or_else(|| h.plan.clone())),
-        ..alone.clone()
-    };
-    let job = |name: &str, design: &Design, switch: Option<Switch>| FinalJob {
-        name: name.into(),
-        design: design.clone(),
-        algo: Algo::Ppo,
-        steps: cfg.final_steps,
-        seed: cfg.seed ^ FINAL_SEED_MIX,
-        eval_every: cfg.final_eval_every,
-        critic: None,
-        switch,
-    };
-    // The run's own retraining where a row is exactly it.
-    let dir_name = |design: &Design, switch: Option<Switch>, name: &str| {
-        if switch.is_none_or(|s| s == Switch::Plan) && design == best {
-            "serl-best".to_string()
-        } else {
-            format!("hierarchy-{}", name.replace(' ', "-"))
-        }
-    };
-    let mut rows: Vec<(String, &'static str, String, FinalJob)> = Vec::new();
-    let alone_dir = dir_name(&alone, None, "alone");
-    rows.push((
-        ALONE.into(),
-        "the best design, no plan",
-        alone_dir.clone(),
-        job(&alone_dir, &alone, None),
-    ));
-    for &s in &h.rows {
-        let design = if s.uses_plan() { &planned } else { &alone };
-        let d = dir_name(design, Some(s), s.name());
-        rows.push((
-            s.name().into(),
-            s.describe(),
-            d.clone(),
-            job(&d, design, Some(s)),
-        ));
-    }
+    let rows: Vec<Planned> = h
+        .bases
+        .iter()
+        .flat_map(|&b| plan_rows(cfg, h, b, best))
+        .collect();
     let todo: Vec<FinalJob> = rows
         .iter()
-        .filter(|r| r.2 != "serl-best")
-        .map(|r| r.3.clone())
+        .filter(|r| r.folder.starts_with("hierarchy"))
+        .map(|r| r.job.clone())
         .collect();
     final_batch(scoring, dir, &todo)?;
     let policies = rows
         .iter()
-        .map(|r| Ok((r.0.clone(), load_final(cfg, &dir.join("final").join(&r.2))?)))
+        .map(|r| {
+            Ok((
+                r.label.clone(),
+                load_final(cfg, &dir.join("final").join(&r.folder))?,
+            ))
+        })
         .collect::<Result<Vec<_>, EvolveError>>()?;
     let val = backtest(scoring, &validation_orders(scoring), &policies)?;
     let test = test_orders
@@ -243,16 +318,18 @@ pub(crate) fn run(
         .transpose()?;
     Ok(rows
         .iter()
-        .map(|(name, description, d, _)| {
-            let fdir = dir.join("final").join(d);
+        .map(|r| {
+            let fdir = dir.join("final").join(&r.folder);
+            let alone = r.base.row(ALONE);
             HierarchyRow {
-                name: name.clone(),
-                description: description.to_string(),
-                validation: split(&val, name, cfg.seed),
-                test: test.as_ref().map(|t| split(t, name, cfg.seed)),
+                base: r.base.label().to_string(),
+                name: r.label.clone(),
+                description: r.description.to_string(),
+                validation: split(&val, &r.label, &alone, cfg.seed),
+                test: test.as_ref().map(|t| split(t, &r.label, &alone, cfg.seed)),
                 train_secs: read_json::<crate::tasks::Trained>(&fdir.join("trained.json"))
                     .map_or(0.0, |t| t.secs),
-                note: note(&fdir),
+                note: note(&fdir, &r.job),
             }
         })
         .collect())
@@ -291,23 +368,35 @@ fn backtest(
 }
 
 /// A row's PA and its paired differences on one split's results.
-fn split(results: &[OrderResult], name: &str, seed: u64) -> Split {
+fn split(results: &[OrderResult], name: &str, alone_name: &str, seed: u64) -> Split {
     let of =
         |s: &str| -> Vec<&OrderResult> { results.iter().filter(|r| r.strategy == s).collect() };
-    let (mine, twap, alone) = (of(name), of("twap"), of(ALONE));
+    let (mine, twap, alone) = (of(name), of("twap"), of(alone_name));
     let pa = mine.iter().map(|r| r.pa_bps).sum::<f64>() / mine.len().max(1) as f64;
     Split {
         pa,
         vs_twap: paired_diff(&mine, &twap, seed).map(|p| p.diff),
-        vs_alone: (name != ALONE)
+        vs_alone: (name != alone_name)
             .then(|| paired_diff(&mine, &alone, seed).map(|p| p.diff))
             .flatten(),
     }
 }
 
-/// What the row's part reported in its training directory.
-fn note(fdir: &Path) -> String {
+/// What the row's part reported in its training directory, and why a part
+/// could change nothing in this design.
+fn note(fdir: &Path, job: &FinalJob) -> String {
     let mut parts = Vec::new();
+    match job.switch {
+        Some(Switch::Transition) if job.design.architecture.blocks.is_empty() => parts.push(
+            "the design's network has no hidden layer, so the head trains but cannot shape what the policy reads: the row is the design alone"
+                .to_string(),
+        ),
+        Some(Switch::RewardCritic) if job.design.reward.program().terms().len() < 2 => parts.push(
+            "the design's reward is one term: nothing to re-weight, so the row is the design alone"
+                .to_string(),
+        ),
+        _ => {}
+    }
     if let Some(a) = read_json::<serl_train::AlignmentStats>(&fdir.join("alignment.json")) {
         parts.push(format!(
             "plan tracker {} bps on training episodes; cloning loss {:.3} → {:.3}",
@@ -335,7 +424,7 @@ fn note(fdir: &Path) -> String {
 pub fn table(rows: &[HierarchyRow]) -> String {
     let est = |e: &Option<Estimate>| e.map_or("-".to_string(), |e| e.to_string());
     let mut md = String::from(
-        "| row | adds | validation PA | val. Δ vs TWAP [95% CI] | val. Δ vs design alone | test PA | test Δ vs TWAP | test Δ vs design alone | train s | notes |\n|---|---|---:|---|---|---:|---|---|---:|---|\n",
+        "| base | row | adds | validation PA | val. Δ vs TWAP [95% CI] | val. Δ vs design alone | test PA | test Δ vs TWAP | test Δ vs design alone | train s | notes |\n|---|---|---|---:|---|---|---:|---|---|---:|---|\n",
     );
     for r in rows {
         let (tpa, ttw, tal) = match &r.test {
@@ -343,7 +432,8 @@ pub fn table(rows: &[HierarchyRow]) -> String {
             None => ("sealed".into(), "-".into(), "-".into()),
         };
         md.push_str(&format!(
-            "| {} | {} | {:+.3} | {} | {} | {} | {} | {} | {:.0} | {} |\n",
+            "| {} | {} | {} | {:+.3} | {} | {} | {} | {} | {} | {:.0} | {} |\n",
+            r.base,
             r.name,
             r.description,
             r.validation.pa,

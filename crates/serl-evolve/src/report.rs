@@ -343,6 +343,20 @@ fn spend(md: &mut String, out: &EvolveOutcome) {
         );
     }
     md.push('\n');
+    let screened: Vec<&crate::prescreen::Screened> = out
+        .candidates
+        .iter()
+        .filter_map(|c| c.prescreen.as_ref())
+        .collect();
+    if !screened.is_empty() {
+        let stopped = screened.iter().filter(|s| !s.passed).count();
+        let secs: f64 = screened.iter().map(|s| s.secs).sum();
+        let _ = writeln!(
+            md,
+            "Pre-screen (`[evolve.budget.prescreen]`): {} designs trained briefly first ({secs:.1} s in all), {stopped} of them stopped there for falling more than the margin below plain PPO's short run, the rest trained in full.\n",
+            screened.len()
+        );
+    }
 }
 
 /// `finetune/sft.jsonl`: each iteration's winning module with its prompt;

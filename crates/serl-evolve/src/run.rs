@@ -479,6 +479,15 @@ fn train_round(
         .filter(|(_, stored)| stored.is_none())
         .filter_map(|(p, _)| p.job(j))
         .collect();
+    let prescreen = inputs
+        .cfg
+        .budget
+        .as_ref()
+        .and_then(|b| b.prescreen.as_ref());
+    let (jobs, screened) = match prescreen {
+        Some(p) => crate::prescreen::screen(&scoring, &inputs.run_dir, p, jobs, j)?,
+        None => (jobs, HashMap::new()),
+    };
     // A tick for each design as it finishes (here), or as the batch does.
     let on_event = inputs.on_event.as_ref();
     let tick = || {
@@ -487,13 +496,29 @@ fn train_round(
         }
     };
     let batch = format!("i{j}");
-    let mut scored =
-        crate::tasks::score_batch(&scoring, &inputs.run_dir, &batch, &jobs, &tick)?.into_iter();
+    let mut scored: HashMap<String, (CandidateResult, f64)> =
+        crate::tasks::score_batch(&scoring, &inputs.run_dir, &batch, &jobs, &tick)?
+            .into_iter()
+            .map(|r| (r.0.key.clone(), r))
+            .collect();
     for (p, slot) in pending.iter().zip(round.iter_mut()) {
         if slot.is_none() {
-            let (result, eval_secs) = match p.design {
-                Some(_) => scored.next().expect("one result per job"),
-                None => {
+            let (result, eval_secs) = match (&p.design, screened.get(&p.key)) {
+                (Some(d), Some(s)) if !s.passed => {
+                    tick();
+                    let stopped =
+                        crate::prescreen::stopped(p.key.clone(), j, p.success_rate, d.clone(), *s);
+                    (stopped, 0.0)
+                }
+                (Some(_), s) => {
+                    let (mut r, e) = scored.remove(&p.key).expect("one result per job");
+                    if let Some(s) = s {
+                        r.prescreen = Some(*s);
+                        r.train_secs += s.secs;
+                    }
+                    (r, e)
+                }
+                (None, _) => {
                     tick();
                     (
                         CandidateResult::invalid(p.key.clone(), j, p.success_rate),

@@ -129,6 +129,21 @@ impl Prompts {
         if let Err(e) = self.render("refine", &sample_context(ModuleKind::Reward, true)) {
             problems.push(e);
         }
+        // The reward critic's template is optional; checked when present.
+        if self.names.iter().any(|n| n == "reward_critic") {
+            let ctx = json!({
+                "update": 10,
+                "terms": [{"term": "step_pa", "mean": 0.4, "std": 3.0, "repaired_share": 0.0},
+                          {"term": "-(2 * remaining_inv)", "mean": -0.3, "std": 0.2, "repaired_share": 0.01}],
+                "weights": [1.0, 1.0],
+                "windows": [{"weights": [1.0, 1.0], "pa": -1.5}],
+                "min_weight": 0.25,
+                "max_weight": 4.0,
+            });
+            if let Err(e) = self.render("reward_critic", &ctx) {
+                problems.push(e);
+            }
+        }
         problems
     }
 }

@@ -38,6 +38,9 @@ pub struct CriticConfig {
     pub max_weight: f64,
     /// The most one review multiplies or divides a weight by.
     pub max_step: f64,
+    /// Who reviews: the builtin rule, or a language model the caller
+    /// supplies (`serl train` builds it from its `[llm]` table).
+    pub critic: CriticKind,
     /// A run's `metrics.jsonl` whose logged weights to apply, update by
     /// update, instead of asking a critic.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,6 +54,7 @@ impl Default for CriticConfig {
             min_weight: 0.25,
             max_weight: 4.0,
             max_step: 1.5,
+            critic: CriticKind::Builtin,
             replay: None,
         }
     }
@@ -91,6 +95,18 @@ impl CriticConfig {
     }
 }
 
+/// Who reviews the weights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticKind {
+    /// [`BuiltinCritic`].
+    #[default]
+    Builtin,
+    /// A language model (`serl_evolve::LlmCritic`), supplied with the
+    /// training session.
+    Llm,
+}
+
 /// What a critic reads at a review.
 #[derive(Debug, Clone, Serialize)]
 pub struct CriticReview<'a> {
@@ -100,8 +116,10 @@ pub struct CriticReview<'a> {
     pub terms: &'a [TermStats],
     /// The weights in force since the last review.
     pub weights: &'a [f64],
-    /// Each earlier review window: the weights it trained with and its
-    /// training episodes' mean PA, bps (the learning curve by window).
+    /// Each review window so far, the one just finished last: the weights
+    /// it trained with and its training episodes' mean PA, bps (the
+    /// learning curve by window; `f64::MIN` for a window in which no
+    /// episode finished).
     pub windows: &'a [(Vec<f64>, f64)],
     /// The bounds every weight must stay within.
     pub bounds: (f64, f64),
@@ -117,8 +135,8 @@ pub trait RewardCritic: Send {
 }
 
 /// The builtin critic: a coordinate search on the learning curve. When
-/// the last window's training PA fell below the best window's, it returns
-/// to that window's weights; it then moves one term (in turn) by
+/// the window just finished fell below the best window's training PA, it
+/// returns to that window's weights; it then moves one term (in turn) by
 /// `max_step`, up when the term's share of the reward's weighted
 /// magnitude is below an equal share, down when above. Deterministic, so
 /// a run with it is reproducible from its seed.
@@ -213,6 +231,12 @@ impl CriticHook {
                 records: crate::rundir::read_metrics(path)?,
             }),
             (None, Some(c)) => c,
+            (None, None) if cfg.critic == CriticKind::Llm => {
+                return Err(TrainError::Config {
+                    field: "reward_critic.critic".into(),
+                    message: "\"llm\" needs a language model: `serl train` builds one from its [llm] table (backend openai, ollama, local or replay)".into(),
+                })
+            }
             (None, None) => Box::new(BuiltinCritic { step: cfg.max_step }),
         };
         let weights = vec![1.0; reward.len()];
@@ -249,7 +273,8 @@ impl CriticHook {
             return self.weights.clone();
         }
         let (sum, n) = std::mem::take(&mut self.window_pa);
-        let pa = if n > 0 { sum / n as f64 } else { f64::NAN };
+        let pa = if n > 0 { sum / n as f64 } else { f64::MIN };
+        self.windows.push((self.weights.clone(), pa));
         let terms = self.reward.take_stats();
         let next = if ask {
             let review = CriticReview {
@@ -278,10 +303,6 @@ impl CriticHook {
         } else {
             self.weights.clone()
         };
-        self.windows.push((
-            self.weights.clone(),
-            if pa.is_finite() { pa } else { f64::MIN },
-        ));
         self.weights = next
             .into_iter()
             .map(|v| v.clamp(self.cfg.min_weight, self.cfg.max_weight))

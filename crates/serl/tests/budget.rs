@@ -80,3 +80,77 @@ fn a_spent_budget_stops_the_search_and_a_resumed_run_stops_at_the_same_place() {
         text(&o)
     );
 }
+
+/// The candidates a run stored, parsed.
+fn stored(run: &std::path::Path) -> Vec<serde_json::Value> {
+    candidates(run)
+        .iter()
+        .map(|k| {
+            let p = run.join("candidates").join(format!("{k}.json"));
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_prescreen_trains_each_design_briefly_first_and_stops_the_ones_far_below_plain_ppo() {
+    let dir = tempfile::tempdir().unwrap();
+    // A margin no design can miss: every design is screened and trains in full.
+    let lenient = tiny_config_from(
+        dir.path(),
+        "configs/evolve.toml",
+        "\n[evolve.budget.prescreen]\nsteps = 512\nvalidation_orders = 8\nmargin = 1000\n",
+    );
+    let run = dir.path().join("lenient");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        lenient.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let designed: Vec<serde_json::Value> = stored(&run)
+        .into_iter()
+        .filter(|c| c["key"].as_str().unwrap().starts_with('i'))
+        .collect();
+    assert!(!designed.is_empty());
+    for c in &designed {
+        assert_eq!(c["prescreen"]["passed"], true, "{c}");
+        assert!(c["score"].is_number(), "trained in full: {c}");
+        let key = c["key"].as_str().unwrap();
+        assert!(run
+            .join("scores")
+            .join(format!("screen-{key}.json"))
+            .exists());
+    }
+    assert!(run.join("scores").join("screen-baseline.json").exists());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("Pre-screen"), "{report}");
+
+    // A margin no design can meet: every design stops after its short
+    // run, and with nothing trained in full there is no best design.
+    let strict = tiny_config_from(dir.path(), "configs/evolve.toml", "");
+    let text_cfg = std::fs::read_to_string(&strict).unwrap().replace(
+        "[evolve.low_level]",
+        "[evolve.budget.prescreen]\nsteps = 512\nvalidation_orders = 8\nmargin = -1000\n\n[evolve.low_level]",
+    );
+    std::fs::write(&strict, text_cfg).unwrap();
+    let run = dir.path().join("strict");
+    let o = serl(&[
+        "evolve",
+        "--config",
+        strict.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("no candidate was valid"), "{}", text(&o));
+    for c in stored(&run)
+        .iter()
+        .filter(|c| c["key"].as_str().unwrap().starts_with('i'))
+    {
+        assert_eq!(c["prescreen"]["passed"], false, "{c}");
+        assert!(c["score"].is_null() && c["design"].is_object(), "{c}");
+    }
+}

@@ -43,13 +43,22 @@ fn every_hierarchy_row_trains_reports_and_resumes_to_the_same_table() {
         "transition",
         "reward_critic",
     ] {
-        assert!(section.contains(&format!("| {row} |")), "{row}: {section}");
+        let best = format!("| best design | {row} |");
+        let plain = format!("| plain PPO | plain: {row} |");
+        assert!(section.contains(&best), "{row}: {section}");
+        assert!(section.contains(&plain), "{row}: {section}");
     }
     let fin = run.join("final");
     // The search designed a plan, so the plan row is the run's own
     // serl-best and the design alone is trained without it.
     assert!(fin.join("hierarchy-alone").join("final.bpk").exists());
     assert!(!fin.join("hierarchy-plan").exists());
+    // Plain PPO alone is the run's own ppo-default; its other rows train.
+    assert!(!fin.join("hierarchy-plain-alone").exists());
+    assert!(fin
+        .join("hierarchy-plain-transition")
+        .join("final.bpk")
+        .exists());
 
     let a: AlignmentStats = serde_json::from_str(
         &std::fs::read_to_string(fin.join("hierarchy-plan_alignment").join("alignment.json"))
@@ -140,4 +149,120 @@ fn a_bad_hierarchy_setting_is_named() {
     ]);
     assert!(!o.status.success());
     assert!(text(&o).contains("remaining[2]"), "{}", text(&o));
+}
+
+/// An OpenAI-compatible reward critic on loopback: its first answer is
+/// `first`, its second is not JSON, then `first` again. Every prompt it
+/// was sent goes to `prompts`.
+fn critic_server(first: Vec<f64>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            log.lock().unwrap().push(
+                req["messages"][0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+            let content = if n == 1 {
+                "I am not sure these weights matter.".to_string()
+            } else {
+                serde_json::json!({ "weights": first }).to_string()
+            };
+            let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}}).to_string();
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn serl_train_runs_every_switch_with_a_language_model_as_the_reward_critic() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = vec![0.5, 1.0, 1.0, 2.0, 3.0];
+    let (url, prompts) = critic_server(first.clone());
+    let cfg = std::fs::read_to_string(common::repo().join("configs/train-hierarchy.toml"))
+        .unwrap()
+        .replace(
+            "data_path = \"data/lean\"",
+            &format!(
+                "data_path = {:?}\nprompts = {:?}",
+                common::repo().join("data/lean"),
+                common::repo().join("prompts")
+            ),
+        )
+        .replace("total_steps = 8192", "total_steps = 2048")
+        .replace("steps = 2048 ", "steps = 256 ")
+        .replace("every = 4\n", "every = 1\n")
+        .replace("max_step = 1.5", "max_step = 1.5\ncritic = \"llm\"")
+        + &format!(
+            "\n[llm]\nbackend = \"openai\"\ntemperature = 0.0\n\n[llm.http]\nbase_url = \"{url}\"\nmodel = \"critic\"\nmax_retries = 1\nbackoff_ms = 10\n"
+        );
+    let path = dir.path().join("train.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let run = dir.path().join("run");
+    let o = serl(&[
+        "train",
+        "--config",
+        path.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let m = read_metrics(&run.join("metrics.jsonl")).unwrap();
+    assert_eq!(m.len(), 4);
+    let w: Vec<Vec<f64>> = m
+        .iter()
+        .map(|r| r.reward_weights.clone().unwrap())
+        .collect();
+    assert_eq!(w[0], first, "the model's weights are applied: {}", text(&o));
+    assert_eq!(w[1], first, "an answer that does not parse keeps them");
+    assert!(text(&o).contains("weights kept"), "{}", text(&o));
+    let seen = prompts.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "one review per update");
+    assert!(
+        seen[0].contains("`step_pa`") && seen[0].contains("mean"),
+        "{}",
+        seen[0]
+    );
+    assert_eq!(
+        seen[0].matches("bps").count(),
+        1,
+        "one window so far: {}",
+        seen[0]
+    );
+    assert_eq!(
+        seen[1].matches("bps").count(),
+        2,
+        "two windows: {}",
+        seen[1]
+    );
+    assert!(run.join("critic-transcript.jsonl").exists());
+    // The other switches ran in the same training.
+    assert!(run.join("alignment.json").exists());
+    assert!(m.iter().all(|r| r.transition_error.is_some()));
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("Reward critic: term weights") && report.contains("Transition supervision")
+    );
 }

@@ -2,6 +2,7 @@ pub mod backtest;
 pub mod bench;
 pub mod bench_team;
 pub mod confirm;
+pub mod critic;
 pub mod data;
 pub mod evolve;
 pub mod lob;

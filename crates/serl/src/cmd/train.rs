@@ -147,6 +147,13 @@ pub struct TrainFile {
     pub walk_forward: serl_eval::walk_forward::WalkForwardConfig,
     /// Where the bars came from (filled in by `serl train`).
     pub data_path: Option<PathBuf>,
+    /// The language model of an LLM reward critic
+    /// (`[train.reward_critic] critic = "llm"`; docs/hierarchy.md): the
+    /// `[llm]` table of the evolve configs.
+    pub llm: super::evolve::LlmSection,
+    /// The templates an LLM critic renders (`reward_critic.j2`; default
+    /// `prompts/`).
+    pub prompts: Option<PathBuf>,
 }
 
 fn resolve(a: &TrainArgs) -> Result<TrainFile> {
@@ -403,11 +410,18 @@ pub(super) fn train_one(
     dir: &Path,
     resume: bool,
 ) -> Result<serl_train::TrainOutcome> {
+    let critic = &cfg.train.reward_critic;
+    let reward_critic = if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
+        let c = super::critic::llm_critic(&cfg.llm, cfg.prompts.as_ref(), cfg.train.seed, dir)?;
+        Some(c)
+    } else {
+        None
+    };
     let session = TrainSession {
         config: cfg.train.clone(),
         reward: reward_of(cfg)?,
         reward_program: Some(reward_program(cfg)?),
-        reward_critic: None,
+        reward_critic,
         market,
         env: &cfg.env,
         population: cfg.market.clone(),
