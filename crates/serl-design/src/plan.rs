@@ -465,7 +465,7 @@ mod tests {
             steps: 2,
             ..Default::default()
         };
-        assert_eq!(p.step_vars(&behind).1, false, "off plan misses");
+        assert!(!p.step_vars(&behind).1, "off plan misses");
     }
 
     #[test]

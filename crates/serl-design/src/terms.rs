@@ -87,10 +87,14 @@ impl TermRecorder {
     }
 
     /// Weights the terms from now on: the reward becomes `Σ wₖ·termₖ`
-    /// (`weights` has one per term; all ones is the program itself).
-    pub fn set_weights(&self, weights: Vec<f64>) {
-        debug_assert_eq!(weights.len(), self.terms.len());
+    /// (all ones is the program itself). `false`, and nothing changed,
+    /// unless `weights` has one weight per term.
+    pub fn set_weights(&self, weights: Vec<f64>) -> bool {
+        if weights.len() != self.terms.len() {
+            return false;
+        }
         *self.weights.write().unwrap_or_else(|p| p.into_inner()) = Some(weights);
+        true
     }
 
     /// The statistics so far, then forgets them: each call measures the

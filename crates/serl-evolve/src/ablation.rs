@@ -68,6 +68,8 @@ impl Ablation {
     pub fn apply(self, cfg: &EvolveConfig) -> EvolveConfig {
         let mut c = cfg.clone();
         c.ablations.clear();
+        // The hierarchy rows belong to the main run's report.
+        c.hierarchy = None;
         match self {
             Ablation::NoHighLevel => c.high_level = false,
             Ablation::NoLowLevel => c.low_level.enabled = false,

@@ -195,6 +195,9 @@ impl EvolveConfig {
                     "[evolve.hierarchy] rows train one agent; this run trains a team".into(),
                 );
             }
+            if self.train.plan.is_some() && !h.rows.is_empty() {
+                return Err("[evolve.train] plan with [evolve.hierarchy] rows: the rows decide which trainings follow a plan (remove [evolve.train] plan; set [evolve.hierarchy] plan, or design one with modules = [..., \"plan\"])".into());
+            }
             h.validate()?;
         }
         Ok(())

@@ -147,6 +147,7 @@ impl ConfirmInputs<'_> {
             train_orders: train,
             val_orders: val,
             cluster,
+            critic: None,
         }
     }
 

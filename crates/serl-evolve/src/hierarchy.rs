@@ -126,17 +126,13 @@ impl Default for HierarchyConfig {
 impl HierarchyConfig {
     /// Checks each part's settings; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
-        if self.reward_critic.critic == serl_train::CriticKind::Llm {
-            return Err("[evolve.hierarchy.reward_critic] critic = \"llm\": the hierarchy rows use the builtin critic (an LLM critic runs in `serl train`)".into());
-        }
-        let mut t = TrainConfig {
+        let t = TrainConfig {
             plan: Some(self.plan.clone()),
             alignment: self.alignment.clone(),
             transition: self.transition.clone(),
             reward_critic: self.reward_critic.clone(),
             ..TrainConfig::default()
         };
-        t.transition.weight = t.transition.weight.max(0.0);
         t.validate(t.obs_dim()).map_err(|e| {
             format!(
                 "[evolve.hierarchy] {}",
@@ -156,8 +152,9 @@ pub struct HierarchyRow {
     /// What the row adds.
     pub description: String,
     /// PA, ΔPA against TWAP and against the design alone, bps, on the
-    /// validation orders.
-    pub validation: Split,
+    /// validation orders (none for a row that could not train: `note`
+    /// says why).
+    pub validation: Option<Split>,
     /// The same on the test orders (none while the lockbox is sealed).
     pub test: Option<Split>,
     /// Wall seconds its training took (a row that is the run's own
@@ -227,6 +224,8 @@ struct Planned {
     description: &'static str,
     folder: String,
     job: FinalJob,
+    /// Why the row cannot train (its part does not fit the design).
+    unable: Option<String>,
 }
 
 /// The rows of `base`: the design alone, then one per switch.
@@ -256,7 +255,11 @@ fn plan_rows(
         } else {
             format!("{prefix}-{}", part.replace(' ', "-"))
         };
+        let unable = (switch == Some(Switch::Transition)
+            && !crate::score::trains_fused(&cfg.train, d, Algo::Ppo))
+        .then(|| "the transition head trains with the fused learner (PPO on the CPU, dense, layer-norm and residual blocks); this design's network or device has no fused learner, so the row was not trained".to_string());
         Planned {
+            unable,
             base,
             label: base.row(part),
             description,
@@ -299,17 +302,16 @@ pub(crate) fn run(
         .collect();
     let todo: Vec<FinalJob> = rows
         .iter()
-        .filter(|r| r.folder.starts_with("hierarchy"))
+        .filter(|r| r.folder.starts_with("hierarchy") && r.unable.is_none())
         .map(|r| r.job.clone())
         .collect();
     final_batch(scoring, dir, &todo)?;
     let policies = rows
         .iter()
+        .filter(|r| r.unable.is_none())
         .map(|r| {
-            Ok((
-                r.label.clone(),
-                load_final(cfg, &dir.join("final").join(&r.folder))?,
-            ))
+            let policy = load_final(cfg, &dir.join("final").join(&r.folder))?;
+            Ok((r.label.clone(), policy))
         })
         .collect::<Result<Vec<_>, EvolveError>>()?;
     let val = backtest(scoring, &validation_orders(scoring), &policies)?;
@@ -318,21 +320,33 @@ pub(crate) fn run(
         .transpose()?;
     Ok(rows
         .iter()
-        .map(|r| {
-            let fdir = dir.join("final").join(&r.folder);
-            let alone = r.base.row(ALONE);
-            HierarchyRow {
-                base: r.base.label().to_string(),
-                name: r.label.clone(),
-                description: r.description.to_string(),
-                validation: split(&val, &r.label, &alone, cfg.seed),
-                test: test.as_ref().map(|t| split(t, &r.label, &alone, cfg.seed)),
-                train_secs: read_json::<crate::tasks::Trained>(&fdir.join("trained.json"))
-                    .map_or(0.0, |t| t.secs),
-                note: note(&fdir, &r.job),
-            }
-        })
+        .map(|r| row(r, dir, &val, test.as_deref(), cfg.seed))
         .collect())
+}
+
+/// A planned row's line of the table, from the splits' results.
+fn row(
+    r: &Planned,
+    dir: &Path,
+    val: &[OrderResult],
+    test: Option<&[OrderResult]>,
+    seed: u64,
+) -> HierarchyRow {
+    let fdir = dir.join("final").join(&r.folder);
+    let alone = r.base.row(ALONE);
+    let trained = r.unable.is_none();
+    HierarchyRow {
+        base: r.base.label().to_string(),
+        name: r.label.clone(),
+        description: r.description.to_string(),
+        validation: trained.then(|| split(val, &r.label, &alone, seed)),
+        test: test
+            .filter(|_| trained)
+            .map(|t| split(t, &r.label, &alone, seed)),
+        train_secs: read_json::<crate::tasks::Trained>(&fdir.join("trained.json"))
+            .map_or(0.0, |t| t.secs),
+        note: r.unable.clone().unwrap_or_else(|| note(&fdir, &r.job)),
+    }
 }
 
 /// Every row's policy and TWAP on `orders`, in the static replay.
@@ -426,24 +440,18 @@ pub fn table(rows: &[HierarchyRow]) -> String {
     let mut md = String::from(
         "| base | row | adds | validation PA | val. Δ vs TWAP [95% CI] | val. Δ vs design alone | test PA | test Δ vs TWAP | test Δ vs design alone | train s | notes |\n|---|---|---|---:|---|---|---:|---|---|---:|---|\n",
     );
+    // A split's three cells: PA, Δ vs TWAP, Δ vs the design alone.
+    let cells = |split: Option<&Split>, missing: &str| match split {
+        Some(t) => [format!("{:+.3}", t.pa), est(&t.vs_twap), est(&t.vs_alone)],
+        None => [missing.to_string(), "-".into(), "-".into()],
+    };
     for r in rows {
-        let (tpa, ttw, tal) = match &r.test {
-            Some(t) => (format!("{:+.3}", t.pa), est(&t.vs_twap), est(&t.vs_alone)),
-            None => ("sealed".into(), "-".into(), "-".into()),
-        };
+        let trained = r.validation.is_some();
+        let [vpa, vtw, val] = cells(r.validation.as_ref(), "-");
+        let [tpa, ttw, tal] = cells(r.test.as_ref(), if trained { "sealed" } else { "-" });
         md.push_str(&format!(
-            "| {} | {} | {} | {:+.3} | {} | {} | {} | {} | {} | {:.0} | {} |\n",
-            r.base,
-            r.name,
-            r.description,
-            r.validation.pa,
-            est(&r.validation.vs_twap),
-            est(&r.validation.vs_alone),
-            tpa,
-            ttw,
-            tal,
-            r.train_secs,
-            r.note
+            "| {} | {} | {} | {vpa} | {vtw} | {val} | {tpa} | {ttw} | {tal} | {:.0} | {} |\n",
+            r.base, r.name, r.description, r.train_secs, r.note
         ));
     }
     md

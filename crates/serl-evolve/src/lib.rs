@@ -65,7 +65,7 @@ pub use confirm::{
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use error::EvolveError;
 pub use hierarchy::{table as hierarchy_table, Base, HierarchyConfig, HierarchyRow, Split, Switch};
-pub use llm_critic::{parse_weights as parse_critic_weights, LlmCritic};
+pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::Lockbox;
 pub use prescreen::{PrescreenConfig, Screened};
 pub use report::write as write_report;

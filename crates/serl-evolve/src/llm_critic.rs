@@ -15,6 +15,12 @@ use serl_design::{extract, ModuleKind};
 use serl_llm::{Backend, ChatRequest, Prompts, Schema};
 use serl_train::{CriticReview, RewardCritic};
 
+/// Makes the reward critic of a training whose config asks for a language
+/// model (`[train.reward_critic] critic = "llm"`): the binary builds one
+/// from its `[llm]` table. The loop's trainings that run here call it;
+/// cluster tasks have none.
+pub type CriticMaker = dyn Fn() -> Result<Box<dyn RewardCritic>, String> + Sync;
+
 /// The template every prompt directory may have for the critic.
 pub const TEMPLATE: &str = "reward_critic";
 
@@ -87,7 +93,8 @@ impl RewardCritic for LlmCritic {
             "update": r.update + 1,
             "terms": r.terms,
             "weights": r.weights,
-            "windows": r.windows.iter().map(|(w, pa)| json!({"weights": w, "pa": pa})).collect::<Vec<_>>(),
+            // A window in which no episode finished has no PA.
+            "windows": r.windows.iter().map(|(w, pa)| json!({"weights": w, "pa": (*pa > f64::MIN).then_some(*pa)})).collect::<Vec<_>>(),
             "min_weight": r.bounds.0,
             "max_weight": r.bounds.1,
         });
@@ -97,7 +104,7 @@ impl RewardCritic for LlmCritic {
             .map_err(|e| e.to_string())?;
         let mut req = ChatRequest::new(prompt);
         req.temperature = self.temperature;
-        req.seed = Some(self.seed + self.asked);
+        req.seed = Some(self.seed.wrapping_add(self.asked));
         req.max_tokens = 256;
         req.json = true;
         req.schema = Some(schema(r.weights.len(), r.bounds));

@@ -296,7 +296,7 @@ fn hierarchy(md: &mut String, out: &EvolveOutcome) {
         md.push_str("None configured: `[evolve.hierarchy] rows = [\"plan\", \"plan_alignment\", \"transition\", \"reward_critic\"]` retrains the best design with each part switched on and tabulates it here (`configs/evolve-hierarchy.toml`, docs/hierarchy.md).\n");
         return;
     }
-    md.push_str("The best design retrained with the final budget and seed, once with each part switched on; every row and TWAP play the same validation orders and test orders in the static replay. Differences are paired order by order, with 95% bootstrap CIs. The design alone is the best design without a plan.\n\n");
+    md.push_str("Each base design (the search's best, and plain PPO's where configured) retrained with the final budget and seed, alone and once with each part switched on; every row and TWAP play the same validation orders and test orders in the static replay. Differences are paired order by order, with 95% bootstrap CIs. The design alone is the base without a plan. Training seconds are wall time, with rows trained side by side, so they compare only roughly. See docs/hierarchy.md.\n\n");
     md.push_str(&crate::hierarchy::table(&out.hierarchy));
 }
 

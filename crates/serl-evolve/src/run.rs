@@ -139,6 +139,9 @@ pub struct EvolveInputs<'a> {
     /// Where the trainings run: `None` here, side by side; a cluster
     /// runs each batch as tasks of its plan (`serl-cluster`).
     pub cluster: Option<&'a serl_cluster::Cluster>,
+    /// Makes an LLM reward critic for the trainings whose config asks for
+    /// one (`critic = "llm"`); without it such a training is an error.
+    pub critic: Option<Box<crate::CriticMaker>>,
 }
 
 impl EvolveInputs<'_> {
@@ -151,6 +154,7 @@ impl EvolveInputs<'_> {
             train_orders: self.train_orders,
             val_orders: self.val_orders,
             cluster: self.cluster,
+            critic: self.critic.as_deref(),
         }
     }
 }
@@ -386,16 +390,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             crate::final_test::test(&scoring, inputs.test_orders, trained, &dir)
         })?
     };
-    let hierarchy = match cfg.hierarchy.as_ref().filter(|h| !h.rows.is_empty()) {
-        Some(h) => {
-            inputs.say(Event::Hierarchy { rows: h.rows.len() });
-            let test_orders = (!sealed).then_some(inputs.test_orders);
-            stages.time("hierarchy rows", || {
-                crate::hierarchy::run(&scoring, h, &design, &dir, test_orders)
-            })?
-        }
-        None => Vec::new(),
-    };
+    let hierarchy = hierarchy_rows(&inputs, &design, sealed, &mut stages)?;
     Ok(EvolveOutcome {
         candidates: all,
         best,
@@ -405,6 +400,25 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         stages: stages.sorted(),
         iterations_run,
         hierarchy,
+    })
+}
+
+/// The hierarchy rows of `[evolve.hierarchy]` on `design` (none without
+/// them), tested unless the lockbox is `sealed`.
+fn hierarchy_rows(
+    inputs: &EvolveInputs,
+    design: &serl_design::Design,
+    sealed: bool,
+    stages: &mut Stages,
+) -> Result<Vec<crate::HierarchyRow>, EvolveError> {
+    let Some(h) = inputs.cfg.hierarchy.as_ref().filter(|h| !h.rows.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    inputs.say(Event::Hierarchy { rows: h.rows.len() });
+    let test_orders = (!sealed).then_some(inputs.test_orders);
+    let scoring = inputs.scoring();
+    stages.time("hierarchy rows", || {
+        crate::hierarchy::run(&scoring, h, design, &inputs.run_dir, test_orders)
     })
 }
 

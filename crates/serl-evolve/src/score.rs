@@ -30,6 +30,8 @@ pub(crate) struct Scoring<'a> {
     pub(crate) val_orders: &'a [ParentOrder],
     /// Where batches run when not here (`[cluster]`).
     pub(crate) cluster: Option<&'a serl_cluster::Cluster>,
+    /// Makes an LLM reward critic, for trainings that ask for one.
+    pub(crate) critic: Option<&'a crate::CriticMaker>,
 }
 
 /// A designed candidate waiting for training.
@@ -144,6 +146,11 @@ pub(crate) fn train_design(
     );
     session.config.total_steps = steps;
     session.config.seed = seed;
+    let critic = &session.config.reward_critic;
+    if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
+        let make = inputs.critic.ok_or_else(|| EvolveError::Config("reward_critic.critic = \"llm\" needs a language model: [llm] backend openai, ollama or local, and trainings that run here (cluster tasks have no LLM critic)".into()))?;
+        session.reward_critic = Some(make().map_err(EvolveError::Designer)?);
+    }
     if selects {
         session.config.eval_every = eval_every;
     }
@@ -193,8 +200,14 @@ pub(crate) fn train_and_score(
     )?;
     let train_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let terms = TermRecorder::new(&design.reward);
-    let v = validate(inputs, &policy, &terms);
+    let terms = std::sync::Arc::new(TermRecorder::new(&design.reward));
+    // The plan's reward variables read as in training.
+    let scored: std::sync::Arc<dyn serl_env::Reward> =
+        match inputs.cfg.train.with_design(design).plan {
+            Some(plan) => std::sync::Arc::new(serl_design::PlannedReward::new(plan, terms.clone())),
+            None => terms.clone(),
+        };
+    let v = validate(inputs, &policy, &*scored);
     let r = CandidateResult {
         design: Some(design.clone()),
         reward_terms: Some(terms.stats()),
@@ -217,7 +230,11 @@ pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
 /// orders in the static replay, scored with `terms` (the design's reward,
 /// whose terms it measures), and the illusory gain on the first of them
 /// replayed in the dynamic market.
-pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &TermRecorder) -> Validation {
+pub(crate) fn validate(
+    inputs: &Scoring,
+    policy: &Policy,
+    terms: &dyn serl_env::Reward,
+) -> Validation {
     if policy.meta.team.is_some() {
         return crate::team_test::validate(inputs, policy, terms);
     }

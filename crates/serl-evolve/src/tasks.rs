@@ -123,6 +123,7 @@ pub fn run_task(inputs: &TaskInputs, root: &Path, task: &Task) -> Result<(), Evo
         train_orders: inputs.train_orders,
         val_orders: inputs.val_orders,
         cluster: None,
+        critic: None,
     };
     let out = root.join(&task.output);
     match task.kind.as_str() {

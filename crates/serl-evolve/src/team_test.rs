@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use serl_design::TermRecorder;
 use serl_env::{DefaultReward, DynamicVenue, ParentOrder, Reward, StaticVenue, Venue};
 use serl_eval::{
     run_backtest, run_team_backtest, summarize_teams, write_team_report, NamedVenue, OrderResult,
@@ -68,7 +67,7 @@ fn play(
 /// orders (its score there is the PA the search ranks by), scored with
 /// the design's reward so its terms are measured, and the same orders in
 /// the static replay give the illusory gain.
-pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &TermRecorder) -> Validation {
+pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &dyn Reward) -> Validation {
     let orders = validation_orders(inputs);
     let n = inputs
         .cfg

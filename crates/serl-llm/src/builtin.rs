@@ -352,14 +352,7 @@ impl BuiltinDesigner {
                     },
                 }
             }
-            Genome::Plan { shape, strength } => Genome::Plan {
-                shape: if r.random_bool(0.2) {
-                    r.random_range(0..PlanShape::ALL.len())
-                } else {
-                    *shape
-                },
-                strength: (strength + 0.15 * jitter.sample(r)).clamp(0.05, 1.0),
-            },
+            Genome::Plan { shape, strength } => mutate_plan(r, *shape, *strength, &jitter),
         }
     }
 
@@ -473,6 +466,18 @@ impl BuiltinDesigner {
                     .to_string()
             }
         }
+    }
+}
+
+/// Another shape one time in five; the strength jittered.
+fn mutate_plan(r: &mut SmallRng, shape: usize, strength: f64, jitter: &Normal<f64>) -> Genome {
+    Genome::Plan {
+        shape: if r.random_bool(0.2) {
+            r.random_range(0..PlanShape::ALL.len())
+        } else {
+            shape
+        },
+        strength: (strength + 0.15 * jitter.sample(r)).clamp(0.05, 1.0),
     }
 }
 

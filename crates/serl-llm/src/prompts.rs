@@ -11,7 +11,11 @@ use serl_design::ModuleKind;
 use crate::backend::LlmError;
 
 /// Templates every prompt directory must have.
-pub const REQUIRED: [&str; 10] = [
+///
+/// `plan.j2` (the plan module) and `reward_critic.j2` (an LLM reward
+/// critic) are optional: a directory written before them still loads and
+/// checks, and asks for them only where a run uses them.
+pub const REQUIRED: [&str; 9] = [
     "system",
     "feedback",
     "refine",
@@ -21,7 +25,6 @@ pub const REQUIRED: [&str; 10] = [
     "imagination",
     "profiling",
     "communication",
-    "plan",
 ];
 
 /// A directory of prompt templates, loaded and parsed once; undefined
@@ -119,6 +122,9 @@ impl Prompts {
             }
         }
         for kind in ModuleKind::ALL {
+            if kind == ModuleKind::Plan && !self.names.iter().any(|n| n == "plan") {
+                continue;
+            }
             for ctx in [sample_context(kind, false), sample_context(kind, true)] {
                 if let Err(e) = self.render(kind.name(), &ctx) {
                     problems.push(e);

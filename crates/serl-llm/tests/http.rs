@@ -351,6 +351,7 @@ fn with_gbnf_every_module_request_carries_its_grammar_and_no_schema() {
         r#"{"scenarios": [{"volatility_mult": 1, "drift_bps": 0, "liquidity_mult": 1}]}"#,
         r#"{"market": {}}"#,
         r#"{"broadcast": [{"name": "left", "program": "inventory_left"}], "aggregate": "mean"}"#,
+        r#"{"shape": "u_shaped", "strength": 0.5}"#,
     ];
     let s = serve(replies.iter().map(|r| Answer::Ok(completion(r))).collect());
     let prompts =

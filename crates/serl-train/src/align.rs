@@ -58,7 +58,7 @@ impl AlignmentConfig {
         self.steps == 0
     }
 
-    pub(crate) fn check(&self, has_plan: bool, algo: Algo) -> Result<(), TrainError> {
+    pub(crate) fn check(&self, has_plan: bool, algo: Algo, team: bool) -> Result<(), TrainError> {
         let bad = |field: &str, message: &str| TrainError::Config {
             field: format!("alignment.{field}"),
             message: message.into(),
@@ -71,6 +71,9 @@ impl AlignmentConfig {
         }
         if algo != Algo::Ppo {
             return Err(bad("steps", "alignment fits PPO's actor; DDQN has none"));
+        }
+        if team {
+            return Err(bad("steps", "a team's members share one order and have no plan each: alignment trains one agent"));
         }
         if self.epochs == 0 || self.batch_size == 0 {
             return Err(bad("epochs", "epochs and batch_size must be at least 1"));
@@ -107,14 +110,17 @@ pub(crate) struct Demonstrations {
     pub tracking_pa: Option<f64>,
 }
 
-/// Plays the plan's tracking controller for `steps` environment steps.
+/// Plays the plan's tracking controller: `steps / 4` environment steps
+/// for the observation normaliser to learn the scale from, then `steps`
+/// recorded ones (an order whose session is missing is stepped, not
+/// recorded).
 pub(crate) fn demonstrations(
     venv: &mut VecEnv,
     norm: &mut RunningNorm,
     meta: &PolicyMeta,
     plan: &PlanModule,
     steps: usize,
-) -> Result<Demonstrations, TrainError> {
+) -> Demonstrations {
     let n = venv.len();
     let width = venv.current().len() / n.max(1);
     let mut d = Demonstrations {
@@ -124,19 +130,29 @@ pub(crate) fn demonstrations(
         tracking_pa: None,
     };
     let (mut pa_sum, mut episodes) = (0.0, 0usize);
-    while d.targets.len() < steps {
+    let mut warmup = steps / 4;
+    // Environments whose orders all lack a session record nothing: give up
+    // after four times the steps asked for.
+    let mut budget = 4 * steps + warmup;
+    while d.targets.len() < steps && budget > 0 {
+        budget = budget.saturating_sub(n);
         let mut actions = Vec::with_capacity(n);
-        for progress in venv.progress() {
-            let (remaining, left, total) = progress.ok_or_else(|| TrainError::Config {
-                field: "alignment.steps".into(),
-                message: "alignment needs single-agent environments (a team's members have no one plan each)".into(),
-            })?;
+        let record = warmup == 0;
+        let rows = venv.current().to_vec();
+        for (i, progress) in venv.progress().into_iter().enumerate() {
+            let Some((remaining, left, total)) = progress else {
+                actions.push((0.0, 0));
+                continue;
+            };
             let share = plan.tracking_share(remaining, left, total);
             let (raw, action, placement) = demonstrated_action(meta, share, remaining, left);
-            d.targets.push(raw);
+            if record {
+                d.targets.push(raw);
+                d.rows.extend_from_slice(&rows[i * width..(i + 1) * width]);
+            }
             actions.push((action, placement));
         }
-        d.rows.extend_from_slice(venv.current());
+        warmup = warmup.saturating_sub(n);
         venv.step_placed(&actions, norm, true);
         for e in venv.take_finished() {
             pa_sum += e.pa;
@@ -144,7 +160,7 @@ pub(crate) fn demonstrations(
         }
     }
     d.tracking_pa = (episodes > 0).then(|| pa_sum / episodes as f64);
-    Ok(d)
+    d
 }
 
 /// The network output that trades `share` of the order now (with
@@ -201,6 +217,9 @@ pub(crate) fn clone_policy(
 ) -> (ActorCritic, f64, f64) {
     let device = model.value_head.weight.val().device();
     let n = demos.targets.len();
+    if n == 0 {
+        return (model, 0.0, 0.0);
+    }
     let all: Vec<usize> = (0..n).collect();
     let loss_of = |m: &ActorCritic, rows: &[usize]| {
         let b = rows.len();

@@ -194,22 +194,7 @@ impl TrainConfig {
                 ));
             }
         }
-        if !self.placements.is_empty() {
-            if self.algo != Algo::Ppo || p.discrete.is_empty() {
-                return Err(bad(
-                    "placements",
-                    "placement is learned by PPO over discrete actions: set algo = \"ppo\" and [train.ppo] discrete (shares, or tilts with a tilted pace)",
-                ));
-            }
-            if self.placements.len() > 16 {
-                return Err(bad("placements", "at most 16 placements"));
-            }
-        } else if let Some((d, column)) = self.features.queue_reader() {
-            return Err(bad(
-                &format!("features.{}", d.name),
-                format!("reads `{column}`, the agent's resting order: set [train] placements, or the agent crosses every order and nothing of it rests"),
-            ));
-        }
+        self.validate_placements()?;
         for (f, v) in [
             ("ppo.learning_rate", p.learning_rate),
             ("ddqn.learning_rate", self.ddqn.learning_rate),
@@ -285,6 +270,28 @@ impl TrainConfig {
         serl_env::OBS_DIM + queue + messages + role + self.observed_features().len()
     }
 
+    /// Checks where orders may go, and that only a placing agent's
+    /// features read its resting order.
+    fn validate_placements(&self) -> Result<(), TrainError> {
+        if !self.placements.is_empty() {
+            if self.algo != Algo::Ppo || self.ppo.discrete.is_empty() {
+                return Err(bad(
+                    "placements",
+                    "placement is learned by PPO over discrete actions: set algo = \"ppo\" and [train.ppo] discrete (shares, or tilts with a tilted pace)",
+                ));
+            }
+            if self.placements.len() > 16 {
+                return Err(bad("placements", "at most 16 placements"));
+            }
+        } else if let Some((d, column)) = self.features.queue_reader() {
+            return Err(bad(
+                &format!("features.{}", d.name),
+                format!("reads `{column}`, the agent's resting order: set [train] placements, or the agent crosses every order and nothing of it rests"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the plan, alignment, transition and critic settings.
     fn validate_hierarchy(&self) -> Result<(), TrainError> {
         if let Some(plan) = &self.plan {
@@ -297,8 +304,9 @@ impl TrainConfig {
                 ));
             }
         }
-        self.alignment.check(self.plan.is_some(), self.algo)?;
-        self.transition.check()?;
+        let team = self.learning_team().is_some();
+        self.alignment.check(self.plan.is_some(), self.algo, team)?;
+        self.transition.check(self.algo)?;
         self.reward_critic.check()
     }
 

@@ -269,7 +269,7 @@ impl CriticHook {
             self.window_pa.0 += pa * rec.episodes as f64;
             self.window_pa.1 += rec.episodes;
         }
-        if (rec.update + 1) % self.cfg.every != 0 {
+        if !(rec.update + 1).is_multiple_of(self.cfg.every) {
             return self.weights.clone();
         }
         let (sum, n) = std::mem::take(&mut self.window_pa);

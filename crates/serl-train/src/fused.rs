@@ -219,7 +219,13 @@ impl FusedPpo {
             // A checkpoint without a head keeps this one's fresh head; a
             // run without one drops a saved head.
             optim.aux = match (optim.aux.take(), self.optim.aux.take()) {
-                (Some(saved), Some(mine)) if saved.hidden == mine.hidden => Some(saved),
+                (Some(saved), Some(mine)) if saved.hidden == mine.hidden => {
+                    if !saved.fits_like(&mine) {
+                        self.optim.aux = Some(mine);
+                        return false;
+                    }
+                    Some(saved)
+                }
                 (_, mine) => mine,
             };
             self.optim = optim;

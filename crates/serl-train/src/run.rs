@@ -78,8 +78,9 @@ pub struct UpdateRecord {
     /// The same error for predicting no change (the current features).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transition_no_change: Option<f64>,
-    /// The reward terms' weights during this update, when a reward critic
-    /// re-weights them.
+    /// The reward terms' weights after this update (and its review, at a
+    /// review update): those the next update trains with, when a reward
+    /// critic re-weights them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward_weights: Option<Vec<f64>>,
 }
@@ -162,6 +163,13 @@ pub struct TrainProfile {
 }
 
 impl TrainProfile {
+    /// Takes the stepping seconds of a run's environments.
+    fn add_stepping(&mut self, t: crate::rollout::StepTiming) {
+        self.env_secs = t.wall;
+        self.static_env_secs = t.static_envs;
+        self.dynamic_env_secs = t.dynamic_envs;
+    }
+
     /// The sum of two profiles, stage by stage.
     pub fn add(&mut self, o: &TrainProfile) {
         self.env_secs += o.env_secs;
@@ -225,21 +233,12 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         on_update,
         mut reward_critic,
     } = setup;
-    let obs_dim = envs
-        .first()
-        .map(|e| e.obs_dim())
-        .ok_or_else(|| TrainError::Config {
-            field: "n_envs".into(),
-            message: "no environments to train in".into(),
-        })?;
+    let obs_dim = envs.first().map(|e| e.obs_dim()).ok_or_else(no_envs)?;
     let (device, ad, mut meta, mut learner) = seeded_learner(&cfg, obs_dim)?;
     let run_dir = run_dir.map(RunDir::new).transpose()?;
     let (mut state, mut records) = match &run_dir {
         Some(dir) if resume => dir.resume(learner.as_mut(), &mut meta, &ad)?,
-        Some(dir) => {
-            dir.start(&cfg)?;
-            (fresh_state(&cfg), Vec::new())
-        }
+        Some(dir) => dir.start(&cfg).map(|_| (fresh_state(&cfg), Vec::new()))?,
         None => (fresh_state(&cfg), Vec::new()),
     };
     if let Some(h) = reward_critic.as_mut() {
@@ -253,13 +252,14 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         venv = venv.with_joint_critic();
     }
     let alignment = match (&cfg.plan, state.update) {
-        (Some(plan), 0) if !cfg.alignment.is_off() => {
-            let a = align(&cfg, plan, &mut venv, &mut norm, &meta, learner.as_mut())?;
-            if let Some(dir) = &run_dir {
-                dir.write_json("alignment.json", &a)?;
-            }
-            Some(a)
-        }
+        (Some(plan), 0) if !cfg.alignment.is_off() => Some(align(
+            &cfg,
+            plan,
+            (&mut venv, &mut norm),
+            &meta,
+            learner.as_mut(),
+            run_dir.as_ref(),
+        )?),
         _ => None,
     };
     let mut best: Option<Policy> = None;
@@ -267,11 +267,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let (t_run, secs_before) = (Instant::now(), state.secs);
     for update in state.update..total_updates {
         let t0 = Instant::now();
-        let mut rng = SmallRng::seed_from_u64(
-            cfg.seed
-                .wrapping_add(update as u64)
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        );
+        let mut rng = update_rng(cfg.seed, update);
         meta.norm = norm.clone();
         let mut rec = UpdateRecord {
             update,
@@ -331,10 +327,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     if let Some(dir) = &run_dir {
         dir.finish(&final_policy, &state, &mut best, &records, &device)?;
     }
-    let stepping = venv.timing();
-    profile.env_secs = stepping.wall;
-    profile.static_env_secs = stepping.static_envs;
-    profile.dynamic_env_secs = stepping.dynamic_envs;
+    profile.add_stepping(venv.timing());
     Ok(TrainOutcome {
         alignment,
         policy: best.unwrap_or_else(|| final_policy.clone()),
@@ -347,17 +340,33 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     })
 }
 
+/// Update `update`'s own generator (its minibatches and its actions).
+fn update_rng(seed: u64, update: usize) -> SmallRng {
+    SmallRng::seed_from_u64(
+        seed.wrapping_add(update as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    )
+}
+
+fn no_envs() -> TrainError {
+    TrainError::Config {
+        field: "n_envs".into(),
+        message: "no environments to train in".into(),
+    }
+}
+
 /// Aligns the fresh learner with the plan: demonstrations of its tracking
 /// controller, then behaviour cloning ([`crate::align`]).
+/// Its figures go to `alignment.json` in the run directory.
 fn align(
     cfg: &TrainConfig,
     plan: &serl_design::PlanModule,
-    venv: &mut VecEnv,
-    norm: &mut crate::normalize::RunningNorm,
+    (venv, norm): (&mut VecEnv, &mut crate::normalize::RunningNorm),
     meta: &PolicyMeta,
     learner: &mut dyn Learner,
+    run_dir: Option<&RunDir>,
 ) -> Result<AlignmentStats, TrainError> {
-    let demos = crate::align::demonstrations(venv, norm, meta, plan, cfg.alignment.steps)?;
+    let demos = crate::align::demonstrations(venv, norm, meta, plan, cfg.alignment.steps);
     // The normaliser learnt from the demonstrations: the actor is fitted
     // to rows normalised as PPO will see them next.
     let mut meta = meta.clone();
@@ -376,6 +385,9 @@ fn align(
         loss_before,
         loss_after
     );
+    if let Some(dir) = run_dir {
+        dir.write_json("alignment.json", &stats)?;
+    }
     Ok(stats)
 }
 

@@ -41,15 +41,20 @@ impl TransitionConfig {
         self.weight == 0.0
     }
 
-    pub(crate) fn check(&self) -> Result<(), TrainError> {
-        if (0.0..=100.0).contains(&self.weight) {
-            Ok(())
-        } else {
+    pub(crate) fn check(&self, algo: crate::Algo) -> Result<(), TrainError> {
+        let bad = |message: String| {
             Err(TrainError::Config {
                 field: "transition.weight".into(),
-                message: format!("{} is not in [0, 100]", self.weight),
+                message,
             })
+        };
+        if !(0.0..=100.0).contains(&self.weight) {
+            return bad(format!("{} is not in [0, 100]", self.weight));
         }
+        if !self.is_off() && algo != crate::Algo::Ppo {
+            return bad("the transition head trains beside PPO's actor; DDQN has none".into());
+        }
+        Ok(())
     }
 }
 

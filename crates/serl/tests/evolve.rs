@@ -481,6 +481,15 @@ fn scripted_server() -> String {
                 r#"{"market": {"noise_agents": 40, "value_agents": 40, "momentum_agents": 5, "informed_agents": 5, "market_makers": 2}}"#.to_string()
             } else if prompt.contains("# Module: communication") {
                 "```json\n{\"broadcast\": [{\"name\": \"left\", \"program\": \"inventory_left\"}], \"aggregate\": \"attention\"}\n```".to_string()
+            } else if prompt.contains("# Module: plan") {
+                r#"{"shape": "front_loaded", "strength": 0.4, "checkpoints": 13}"#.to_string()
+            } else if prompt.contains("You are the reward critic") {
+                // One weight per term, as the reply's schema says.
+                let k = req["response_format"]["json_schema"]["schema"]["properties"]["weights"]
+                    ["maxItems"]
+                    .as_u64()
+                    .unwrap_or(1);
+                serde_json::json!({ "weights": vec![1.5; k as usize] }).to_string()
             } else if prompt.contains("# Module: imagination") {
                 r#"{"scenarios": [{"volatility_mult": 1.2, "drift_bps": -10, "liquidity_mult": 0.9, "jumps": []}], "share": 0.5}"#.to_string()
             } else if prompt.contains("You improve the research direction") {
@@ -728,4 +737,40 @@ fn configured_ablations_run_after_the_main_run_and_fill_the_report_table() {
     };
     assert!(tuned(&run) > 0);
     assert_eq!(tuned(&run.join("ablations/no_low_level")), 0);
+}
+
+#[test]
+fn the_hierarchy_runs_through_an_openai_compatible_server_with_the_model_as_critic() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = scripted_config(dir.path(), "configs/evolve-hierarchy.toml");
+    let text_cfg = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("every = 4 ", "every = 1 ")
+        .replace("max_step = 1.5", "max_step = 1.5\ncritic = \"llm\"")
+        .replace("final_steps = 512", "final_steps = 1536")
+        .replace(
+            r#"rows = ["plan", "plan_alignment", "transition", "reward_critic"]"#,
+            r#"rows = ["reward_critic"]"#,
+        );
+    std::fs::write(&cfg, text_cfg).unwrap();
+    let run = dir.path().join("run");
+    evolve_through_openai(&cfg, &run);
+
+    // The model wrote every candidate's plan.
+    let c0: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("candidates/i0_c0.json")).unwrap())
+            .unwrap();
+    assert_eq!(c0["design"]["plan"]["shape"], "front_loaded", "{c0}");
+    // ... and the critic's weights, in both bases' critic rows.
+    for row in ["hierarchy-reward_critic", "hierarchy-plain-reward_critic"] {
+        let m =
+            serl_train::read_metrics(&run.join("final").join(row).join("metrics.jsonl")).unwrap();
+        let w = m[0].reward_weights.clone().unwrap();
+        assert!(w.len() >= 2 && w.iter().all(|&v| v == 1.5), "{row}: {w:?}");
+    }
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        report.contains("| plain PPO | plain: reward_critic |"),
+        "{report}"
+    );
 }

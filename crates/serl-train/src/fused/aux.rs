@@ -68,6 +68,15 @@ impl AuxHead {
         }
     }
 
+    /// Whether a saved head has `other`'s shapes throughout (its tensors
+    /// and its moments), so that it can replace it.
+    pub(super) fn fits_like(&self, other: &AuxHead) -> bool {
+        let same = |a: &[Vec<f32>], b: &[Vec<f32>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.len() == y.len())
+        };
+        same(&self.params, &other.params) && self.adam.fits(&other.params)
+    }
+
     /// The loss `weight × mean squared error` over the batch's masked-in
     /// rows, and its gradients, for trunk features `h` (`n × hidden`) and
     /// actions `a`.

@@ -250,10 +250,11 @@ fn compare_gradients(m: &PolicyMeta, model: &ActorCritic, r: &Rollout, head: Hea
     let loss = crate::ppo::loss(model, &cfg, &mb, weights);
     let (burn_actor, burn_critic) = burn_gradients(model, loss.total, head);
     let fused = FusedPpo::new(model, m).expect("an MLP");
-    let ((actor, _), (critic, _)) = fused.gradients(
+    let (((actor, _), _), (critic, _)) = fused.gradients(
         &cfg,
         &mb,
         &mb.sample_weights(weights),
+        None,
         &mut Workspace::default(),
     );
 

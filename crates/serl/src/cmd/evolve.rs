@@ -13,10 +13,7 @@ use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder};
 use serl_eval::Provenance;
 use serl_evolve::{evolve, Ablation, AblationRow, Event, EvolveConfig, EvolveInputs};
-use serl_llm::{
-    BuiltinDesigner, Designer, Flavor, HttpBackend, HttpConfig, LlmDesigner, Prompts, Recorder,
-    Replay,
-};
+use serl_llm::{Designer, HttpConfig, Prompts};
 
 #[derive(Args)]
 pub struct EvolveArgs {
@@ -396,7 +393,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     let cluster = cluster_of(&cfg.cluster, &out)?;
     let transcript = out.join("transcript.jsonl");
     let replay_from = a.replay_from.clone().unwrap_or(transcript.clone());
-    let designer = make_designer(
+    let designer = super::llm::make_designer(
         &cfg,
         cfg.llm.backend,
         &prompts_used,
@@ -414,6 +411,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         test,
         open_test: a.open_test,
         cluster: cluster.as_ref(),
+        prompts_dir: &prompts_used,
     };
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
@@ -453,10 +451,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         &ablations,
     )?;
     super::backtest::print_summaries(&data.summaries);
-    if !outcome.hierarchy.is_empty() {
-        eprintln!("\nhierarchy rows (bps; validation, then test):");
-        eprint!("{}", serl_evolve::hierarchy_table(&outcome.hierarchy));
-    }
+    print_hierarchy(&outcome.hierarchy);
     if confirming {
         let best = outcome.best.design.as_ref();
         super::confirm::run(
@@ -533,44 +528,11 @@ fn set_local_model(_: &mut EvolveFile, _: &Path) -> Result<()> {
     bail!("--model is for --llm local, and this serl was built without it (`--features local`)")
 }
 
-/// The designer for `backend`: HTTP backends record into `transcript`,
-/// replay reads `replay_from`.
-fn make_designer(
-    cfg: &EvolveFile,
-    backend: LlmChoice,
-    prompts: &Path,
-    transcript: &Path,
-    replay_from: &Path,
-) -> Result<Box<dyn Designer>> {
-    let llm = |inner: Box<dyn serl_llm::Backend>| -> Result<Box<dyn Designer>> {
-        let mut d = LlmDesigner::new(Prompts::load(prompts)?, inner, cfg.evolve.seed);
-        d.temperature = cfg.llm.temperature;
-        d.constrained = cfg.llm.constrained;
-        d.gbnf = cfg.llm.gbnf;
-        Ok(Box::new(d))
-    };
-    match backend {
-        LlmChoice::Builtin => Ok(Box::new(BuiltinDesigner::new(cfg.evolve.seed))),
-        LlmChoice::Openai | LlmChoice::Ollama => {
-            let mut http = cfg.llm.http.clone();
-            if backend == LlmChoice::Ollama {
-                http.flavor = Flavor::Ollama;
-            }
-            llm(Box::new(Recorder::new(
-                HttpBackend::new(http)?,
-                transcript,
-            )?))
-        }
-        #[cfg(feature = "local")]
-        LlmChoice::Local => llm(Box::new(Recorder::new(
-            serl_llm::LocalBackend::load(&cfg.llm.local)?,
-            transcript,
-        )?)),
-        #[cfg(not(feature = "local"))]
-        LlmChoice::Local => anyhow::bail!(
-            "this serl was built without the embedded backend: build with `--features local`"
-        ),
-        LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
+/// The hierarchy rows' table, when the run has them.
+fn print_hierarchy(rows: &[serl_evolve::HierarchyRow]) {
+    if !rows.is_empty() {
+        eprintln!("\nhierarchy rows (bps; validation, then test):");
+        eprint!("{}", serl_evolve::hierarchy_table(rows));
     }
 }
 
@@ -609,6 +571,8 @@ struct Study<'a> {
     open_test: bool,
     /// Where the trainings run, when not here.
     cluster: Option<&'a Cluster>,
+    /// The run's prompt templates (an LLM critic's too).
+    prompts_dir: &'a Path,
 }
 
 impl Study<'_> {
@@ -620,8 +584,16 @@ impl Study<'_> {
         prompts: Prompts,
         run_dir: &Path,
     ) -> Result<serl_evolve::EvolveOutcome, serl_evolve::EvolveError> {
+        let critic = super::llm::maker_for_evolve(
+            &evolve_cfg,
+            &self.cfg.llm,
+            self.prompts_dir,
+            self.cluster.is_some(),
+        )
+        .map_err(|e| serl_evolve::EvolveError::Config(format!("{e:#}")))?;
         let bar = evolve_bar(&evolve_cfg);
         evolve(EvolveInputs {
+            critic,
             cfg: evolve_cfg,
             env_cfg: self.cfg.env.clone(),
             market_cfg: self.cfg.market.clone(),
@@ -659,8 +631,13 @@ impl Study<'_> {
                 _ => cfg.llm.backend,
             };
             let sub_transcript = sub.join("transcript.jsonl");
-            let designer =
-                make_designer(cfg, backend, prompts_used, &sub_transcript, &sub_transcript)?;
+            let designer = super::llm::make_designer(
+                cfg,
+                backend,
+                prompts_used,
+                &sub_transcript,
+                &sub_transcript,
+            )?;
             let name = designer.name();
             eprintln!(
                 "ablation {}: {} ({name})",

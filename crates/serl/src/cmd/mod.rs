@@ -2,9 +2,9 @@ pub mod backtest;
 pub mod bench;
 pub mod bench_team;
 pub mod confirm;
-pub mod critic;
 pub mod data;
 pub mod evolve;
+pub mod llm;
 pub mod lob;
 #[cfg(feature = "local")]
 pub mod probe;

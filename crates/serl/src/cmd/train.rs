@@ -410,13 +410,13 @@ pub(super) fn train_one(
     dir: &Path,
     resume: bool,
 ) -> Result<serl_train::TrainOutcome> {
-    let critic = &cfg.train.reward_critic;
-    let reward_critic = if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
-        let c = super::critic::llm_critic(&cfg.llm, cfg.prompts.as_ref(), cfg.train.seed, dir)?;
-        Some(c)
-    } else {
-        None
-    };
+    let reward_critic = super::llm::for_training(
+        &cfg.train.reward_critic,
+        &cfg.llm,
+        cfg.prompts.as_ref(),
+        cfg.train.seed,
+        dir,
+    )?;
     let session = TrainSession {
         config: cfg.train.clone(),
         reward: reward_of(cfg)?,

@@ -1,0 +1,145 @@
+//! The language models of `serl evolve` and `serl train`, made from the
+//! `[llm]` table: the designer, and the reward critic of `critic = "llm"`
+//! in `[train.reward_critic]` (of `serl train`, or of `serl evolve`'s
+//! `[evolve.train]` and `[evolve.hierarchy]`; `serl_evolve::LlmCritic`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serl_evolve::{CriticMaker, EvolveConfig};
+use serl_llm::{
+    Backend, BuiltinDesigner, Designer, Flavor, HttpBackend, LlmDesigner, Prompts, Recorder, Replay,
+};
+use serl_train::{CriticConfig, CriticKind, RewardCritic};
+
+use super::evolve::{EvolveFile, LlmChoice, LlmSection};
+
+/// The LLM critic asking `llm` with the templates in `prompts`, recording
+/// every exchange into `transcript` where given.
+pub fn llm_critic(
+    llm: &LlmSection,
+    prompts: &Path,
+    seed: u64,
+    transcript: Option<&Path>,
+) -> Result<Box<dyn RewardCritic>> {
+    let prompts_dir = prompts.to_path_buf();
+    let prompts = Prompts::load(&prompts_dir)
+        .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
+    let backend: Box<dyn Backend> = match llm.backend {
+        LlmChoice::Openai | LlmChoice::Ollama => {
+            let mut http = llm.http.clone();
+            if llm.backend == LlmChoice::Ollama {
+                http.flavor = Flavor::Ollama;
+            }
+            recorded(HttpBackend::new(http)?, transcript)?
+        }
+        #[cfg(feature = "local")]
+        LlmChoice::Local => recorded(serl_llm::LocalBackend::load(&llm.local)?, transcript)?,
+        #[cfg(not(feature = "local"))]
+        LlmChoice::Local => bail!("this serl was built without the embedded backend: build with `--features local`"),
+        LlmChoice::Builtin | LlmChoice::Replay => bail!(
+            "[train.reward_critic] critic = \"llm\" needs [llm] backend = \"openai\", \"ollama\" or \"local\" (to replay a run's weights, set [train.reward_critic] replay = \"RUN/metrics.jsonl\")"
+        ),
+    };
+    Ok(Box::new(serl_evolve::LlmCritic::new(
+        prompts,
+        backend,
+        llm.temperature,
+        seed,
+    )))
+}
+
+/// `inner`, recording into `transcript` where given.
+fn recorded<B: Backend + 'static>(inner: B, transcript: Option<&Path>) -> Result<Box<dyn Backend>> {
+    Ok(match transcript {
+        Some(path) => Box::new(Recorder::new(inner, path)?),
+        None => Box::new(inner),
+    })
+}
+
+/// The critic `serl train` trains with, when its config asks for an LLM
+/// one: every exchange goes to the run's `critic-transcript.jsonl`.
+pub fn for_training(
+    critic: &CriticConfig,
+    llm: &LlmSection,
+    prompts: Option<&PathBuf>,
+    seed: u64,
+    dir: &Path,
+) -> Result<Option<Box<dyn RewardCritic>>> {
+    if critic.is_off() || critic.critic != CriticKind::Llm {
+        return Ok(None);
+    }
+    let prompts = prompts.cloned().unwrap_or_else(|| PathBuf::from("prompts"));
+    let transcript = dir.join("critic-transcript.jsonl");
+    llm_critic(llm, &prompts, seed, Some(&transcript)).map(Some)
+}
+
+/// What makes the LLM critics of an evolve run's trainings, when its
+/// `[evolve.train]` or `[evolve.hierarchy]` critic asks for one. The
+/// trainings run side by side, so they are not recorded: their weights
+/// are, in each training's metrics.
+pub fn maker_for_evolve(
+    cfg: &EvolveConfig,
+    llm: &LlmSection,
+    prompts: &Path,
+    on_cluster: bool,
+) -> Result<Option<Box<CriticMaker>>> {
+    let llm_asked = |c: &CriticConfig| !c.is_off() && c.critic == CriticKind::Llm;
+    let asked = llm_asked(&cfg.train.reward_critic)
+        || cfg.hierarchy.as_ref().is_some_and(|h| {
+            h.rows.contains(&serl_evolve::Switch::RewardCritic) && llm_asked(&h.reward_critic)
+        });
+    if !asked {
+        return Ok(None);
+    }
+    if on_cluster {
+        bail!("critic = \"llm\" asks the model from the trainings, which run as cluster tasks here: use the local engine, or the builtin critic");
+    }
+    // Refuse a bad [llm] table now, not after the search.
+    llm_critic(llm, prompts, cfg.seed, None)?;
+    let (llm, prompts, seed) = (llm.clone(), prompts.to_path_buf(), cfg.seed);
+    Ok(Some(Box::new(move || {
+        llm_critic(&llm, &prompts, seed, None).map_err(|e| format!("{e:#}"))
+    })))
+}
+
+/// The designer for `backend`: HTTP backends record into `transcript`,
+/// replay reads `replay_from`.
+pub fn make_designer(
+    cfg: &EvolveFile,
+    backend: LlmChoice,
+    prompts: &Path,
+    transcript: &Path,
+    replay_from: &Path,
+) -> Result<Box<dyn Designer>> {
+    let llm = |inner: Box<dyn serl_llm::Backend>| -> Result<Box<dyn Designer>> {
+        let mut d = LlmDesigner::new(Prompts::load(prompts)?, inner, cfg.evolve.seed);
+        d.temperature = cfg.llm.temperature;
+        d.constrained = cfg.llm.constrained;
+        d.gbnf = cfg.llm.gbnf;
+        Ok(Box::new(d))
+    };
+    match backend {
+        LlmChoice::Builtin => Ok(Box::new(BuiltinDesigner::new(cfg.evolve.seed))),
+        LlmChoice::Openai | LlmChoice::Ollama => {
+            let mut http = cfg.llm.http.clone();
+            if backend == LlmChoice::Ollama {
+                http.flavor = Flavor::Ollama;
+            }
+            llm(Box::new(Recorder::new(
+                HttpBackend::new(http)?,
+                transcript,
+            )?))
+        }
+        #[cfg(feature = "local")]
+        LlmChoice::Local => llm(Box::new(Recorder::new(
+            serl_llm::LocalBackend::load(&cfg.llm.local)?,
+            transcript,
+        )?)),
+        #[cfg(not(feature = "local"))]
+        LlmChoice::Local => anyhow::bail!(
+            "this serl was built without the embedded backend: build with `--features local`"
+        ),
+        LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
+    }
+}
