@@ -339,18 +339,11 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         inputs.say(Event::Iteration(summary.clone()));
         if cfg.high_level {
             stages.time("high-level DEK", || {
-                // What this round's instructions produced: its designs'
-                // best score, not the low-level trials of an older design.
-                let designed_best = all
-                    .iter()
-                    .filter(|c| c.iteration == j && c.kind() == CandidateKind::Designed)
-                    .filter_map(|c| c.score)
-                    .max_by(f64::total_cmp);
                 let round = Refining {
                     cfg: &cfg,
                     task: &task,
                     iteration: j,
-                    best_score: designed_best,
+                    best_score: designed_best(&all, j),
                     feedback: &fb,
                 };
                 instructions.refine(inputs.designer.as_mut(), &round)
@@ -367,12 +360,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
     let scoring = inputs.scoring();
-    let baseline = crate::final_test::baseline(&scoring, &dir)?;
-    let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
-    inputs.say(Event::Validated {
-        best_pa: pa(&best),
-        baseline_pa: pa(&baseline),
-    });
+    let baseline = validated_baseline(&inputs, &best)?;
     let design = best.design.clone().expect("scored candidates have designs");
     let trained = stages.time("final training", || {
         crate::final_test::retrain(&scoring, &design, &dir)
@@ -401,6 +389,29 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         iterations_run,
         hierarchy,
     })
+}
+
+/// Plain PPO validated like a candidate, announced beside `best`.
+fn validated_baseline(
+    inputs: &EvolveInputs,
+    best: &CandidateResult,
+) -> Result<CandidateResult, EvolveError> {
+    let baseline = crate::final_test::baseline(&inputs.scoring(), &inputs.run_dir)?;
+    let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
+    inputs.say(Event::Validated {
+        best_pa: pa(best),
+        baseline_pa: pa(&baseline),
+    });
+    Ok(baseline)
+}
+
+/// What iteration `j`'s instructions produced: its designs' best score,
+/// not the low-level trials of an older design.
+fn designed_best(all: &[CandidateResult], j: usize) -> Option<f64> {
+    all.iter()
+        .filter(|c| c.iteration == j && c.kind() == CandidateKind::Designed)
+        .filter_map(|c| c.score)
+        .max_by(f64::total_cmp)
 }
 
 /// The hierarchy rows of `[evolve.hierarchy]` on `design` (none without

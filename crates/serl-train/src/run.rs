@@ -283,13 +283,8 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
             env_steps: state.env_steps,
             rng: &mut rng,
         };
-        learner.update(&cfg, experience, &mut rec);
+        learn(&cfg, learner.as_mut(), experience, &mut state, &mut rec);
         profile.learn_secs += t0.elapsed().as_secs_f64() - (venv.timing().wall - stepped);
-        state.env_steps += cfg.steps_per_update();
-        state
-            .weights
-            .update(&cfg.hybrid, rec.loss_static, rec.loss_dynamic);
-        (rec.alpha, rec.beta) = (state.weights.alpha, state.weights.beta);
         record_episodes(&mut rec, &venv.take_finished());
         if let Some(h) = reward_critic.as_mut() {
             rec.reward_weights = Some(h.after_update(&rec, true));
@@ -297,14 +292,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         meta.norm = norm.clone();
         let last = update + 1 == total_updates;
         let current = policy_now(&meta, learner.as_ref(), &device);
-        if let Some(v) = validate
-            .as_ref()
-            .filter(|_| (update + 1) % cfg.eval_every.max(1) == 0 || last)
-        {
-            let t = Instant::now();
-            let pa = v(&current);
-            profile.validation_secs += t.elapsed().as_secs_f64();
-            rec.val_pa = Some(pa);
+        let due = (update + 1).is_multiple_of(cfg.eval_every.max(1)) || last;
+        rec.val_pa = validate_timed(validate.as_ref().filter(|_| due), &current, &mut profile);
+        if let Some(pa) = rec.val_pa {
             keep_if_best(pa, &current, &mut state, &mut best, run_dir.as_ref())?;
         }
         rec.env_steps = state.env_steps;
@@ -312,10 +302,8 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         rec.steps_per_sec = cfg.steps_per_update() as f64 / t0.elapsed().as_secs_f64().max(1e-9);
         (state.update, state.secs) = (update + 1, rec.secs);
         if let Some(dir) = &run_dir {
-            dir.append(&rec)?;
-            if (update + 1) % cfg.checkpoint_every.max(1) == 0 || last {
-                dir.save_checkpoint(&current, learner.as_ref(), &state)?;
-            }
+            let due = (update + 1).is_multiple_of(cfg.checkpoint_every.max(1)) || last;
+            save_update(dir, &rec, due.then_some(&current), learner.as_ref(), &state)?;
         }
         if let Some(f) = &on_update {
             f(&rec);
@@ -338,6 +326,45 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         secs: state.secs,
         profile,
     })
+}
+
+/// `current`'s validation PA when `v` is given, its seconds counted.
+fn validate_timed(v: Option<&Validator>, current: &Policy, p: &mut TrainProfile) -> Option<f64> {
+    let t = Instant::now();
+    let pa = v.map(|v| v(current));
+    p.validation_secs += t.elapsed().as_secs_f64();
+    pa
+}
+
+/// Appends the update's record, and checkpoints `current` when given.
+fn save_update(
+    dir: &RunDir,
+    rec: &UpdateRecord,
+    current: Option<&Policy>,
+    learner: &dyn Learner,
+    state: &LoopState,
+) -> Result<(), TrainError> {
+    dir.append(rec)?;
+    match current {
+        Some(p) => dir.save_checkpoint(p, learner, state),
+        None => Ok(()),
+    }
+}
+
+/// One update of the learner, then the hybrid weights moved by its losses.
+fn learn(
+    cfg: &TrainConfig,
+    learner: &mut dyn Learner,
+    x: Experience,
+    state: &mut LoopState,
+    rec: &mut UpdateRecord,
+) {
+    learner.update(cfg, x, rec);
+    state.env_steps += cfg.steps_per_update();
+    state
+        .weights
+        .update(&cfg.hybrid, rec.loss_static, rec.loss_dynamic);
+    (rec.alpha, rec.beta) = (state.weights.alpha, state.weights.beta);
 }
 
 /// Update `update`'s own generator (its minibatches and its actions).
