@@ -154,9 +154,8 @@ pub(crate) fn train_design(
     if selects {
         session.config.eval_every = eval_every;
     }
-    let reward = session.reward.clone();
     let out = session.run(dir.map(Path::to_path_buf), false, None)?;
-    Ok((out.policy, reward.repaired(), out.profile))
+    Ok((out.policy, out.reward_repaired, out.profile))
 }
 
 /// A candidate's score from its validation PA (bps) and its designer's

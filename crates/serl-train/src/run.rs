@@ -141,6 +141,9 @@ pub struct TrainOutcome {
     /// What alignment before RL did (none without it, or on a resumed
     /// run that had aligned already).
     pub alignment: Option<AlignmentStats>,
+    /// NaN, ±∞ and division-by-zero values the environments' reward
+    /// repaired ([`crate::TrainSession`] fills it in; 0 from [`train`]).
+    pub reward_repaired: u64,
 }
 
 /// Where a training's wall seconds went (this session's, for a resumed
@@ -317,6 +320,7 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     }
     profile.add_stepping(venv.timing());
     Ok(TrainOutcome {
+        reward_repaired: 0,
         alignment,
         policy: best.unwrap_or_else(|| final_policy.clone()),
         final_policy,

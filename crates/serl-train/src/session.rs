@@ -134,6 +134,7 @@ impl<'a> TrainSession<'a> {
         if let Some(plan) = &self.config.plan {
             reward = Arc::new(PlannedReward::new(plan.clone(), reward));
         }
+        let used = reward.clone();
         let envs = execution_envs(
             &self.config,
             self.market,
@@ -158,7 +159,7 @@ impl<'a> TrainSession<'a> {
                 static_pa(p, market, orders, env)
             }))
         };
-        train(TrainSetup {
+        let mut out = train(TrainSetup {
             config: self.config,
             envs,
             validate,
@@ -166,6 +167,8 @@ impl<'a> TrainSession<'a> {
             resume,
             on_update,
             reward_critic: hook,
-        })
+        })?;
+        out.reward_repaired = used.repaired();
+        Ok(out)
     }
 }
