@@ -27,7 +27,7 @@ pub const TEMPLATE: &str = "reward_critic";
 /// An LLM reward critic.
 pub struct LlmCritic {
     prompts: Prompts,
-    backend: Box<dyn Backend>,
+    backend: std::sync::Arc<dyn Backend>,
     temperature: f64,
     seed: u64,
     asked: u64,
@@ -35,8 +35,14 @@ pub struct LlmCritic {
 
 impl LlmCritic {
     /// A critic asking `backend` with `prompts`' `reward_critic.j2`; review
-    /// `n` is asked with seed `seed + n`.
-    pub fn new(prompts: Prompts, backend: Box<dyn Backend>, temperature: f64, seed: u64) -> Self {
+    /// `n` is asked with seed `seed + n`. Critics of trainings that run at
+    /// once share one backend (one HTTP client, or one loaded model).
+    pub fn new(
+        prompts: Prompts,
+        backend: std::sync::Arc<dyn Backend>,
+        temperature: f64,
+        seed: u64,
+    ) -> Self {
         LlmCritic {
             prompts,
             backend,

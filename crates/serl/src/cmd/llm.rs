@@ -4,6 +4,7 @@
 //! `[evolve.train]` and `[evolve.hierarchy]`; `serl_evolve::LlmCritic`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serl_evolve::{CriticMaker, EvolveConfig};
@@ -14,18 +15,10 @@ use serl_train::{CriticConfig, CriticKind, RewardCritic};
 
 use super::evolve::{EvolveFile, LlmChoice, LlmSection};
 
-/// The LLM critic asking `llm` with the templates in `prompts`, recording
-/// every exchange into `transcript` where given.
-pub fn llm_critic(
-    llm: &LlmSection,
-    prompts: &Path,
-    seed: u64,
-    transcript: Option<&Path>,
-) -> Result<Box<dyn RewardCritic>> {
-    let prompts_dir = prompts.to_path_buf();
-    let prompts = Prompts::load(&prompts_dir)
-        .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
-    let backend: Box<dyn Backend> = match llm.backend {
+/// The backend of `llm` for a reward critic, recording every exchange into
+/// `transcript` where given.
+fn critic_backend(llm: &LlmSection, transcript: Option<&Path>) -> Result<Arc<dyn Backend>> {
+    Ok(match llm.backend {
         LlmChoice::Openai | LlmChoice::Ollama => {
             let mut http = llm.http.clone();
             if llm.backend == LlmChoice::Ollama {
@@ -40,9 +33,20 @@ pub fn llm_critic(
         LlmChoice::Builtin | LlmChoice::Replay => bail!(
             "[train.reward_critic] critic = \"llm\" needs [llm] backend = \"openai\", \"ollama\" or \"local\" (to replay a run's weights, set [train.reward_critic] replay = \"RUN/metrics.jsonl\")"
         ),
-    };
+    })
+}
+
+/// The LLM critic asking `backend` with the templates in `prompts`.
+fn llm_critic(
+    llm: &LlmSection,
+    prompts: &Path,
+    seed: u64,
+    backend: Arc<dyn Backend>,
+) -> Result<Box<dyn RewardCritic>> {
+    let templates = Prompts::load(prompts)
+        .with_context(|| format!("loading the prompts in {}", prompts.display()))?;
     Ok(Box::new(serl_evolve::LlmCritic::new(
-        prompts,
+        templates,
         backend,
         llm.temperature,
         seed,
@@ -50,10 +54,10 @@ pub fn llm_critic(
 }
 
 /// `inner`, recording into `transcript` where given.
-fn recorded<B: Backend + 'static>(inner: B, transcript: Option<&Path>) -> Result<Box<dyn Backend>> {
+fn recorded<B: Backend + 'static>(inner: B, transcript: Option<&Path>) -> Result<Arc<dyn Backend>> {
     Ok(match transcript {
-        Some(path) => Box::new(Recorder::new(inner, path)?),
-        None => Box::new(inner),
+        Some(path) => Arc::new(Recorder::new(inner, path)?),
+        None => Arc::new(inner),
     })
 }
 
@@ -71,13 +75,15 @@ pub fn for_training(
     }
     let prompts = prompts.cloned().unwrap_or_else(|| PathBuf::from("prompts"));
     let transcript = dir.join("critic-transcript.jsonl");
-    llm_critic(llm, &prompts, seed, Some(&transcript)).map(Some)
+    let backend = critic_backend(llm, Some(&transcript))?;
+    llm_critic(llm, &prompts, seed, backend).map(Some)
 }
 
 /// What makes the LLM critics of an evolve run's trainings, when its
-/// `[evolve.train]` or `[evolve.hierarchy]` critic asks for one. The
-/// trainings run side by side, so they are not recorded: their weights
-/// are, in each training's metrics.
+/// `[evolve.train]` or `[evolve.hierarchy]` critic asks for one: one
+/// backend, made (and so checked) now, shared by them all. The trainings
+/// run side by side, so they are not recorded: their weights are, in each
+/// training's metrics.
 pub fn maker_for_evolve(
     cfg: &EvolveConfig,
     llm: &LlmSection,
@@ -95,11 +101,13 @@ pub fn maker_for_evolve(
     if on_cluster {
         bail!("critic = \"llm\" asks the model from the trainings, which run as cluster tasks here: use the local engine, or the builtin critic");
     }
-    // Refuse a bad [llm] table now, not after the search.
-    llm_critic(llm, prompts, cfg.seed, None)?;
+    // A bad [llm] table or prompt directory is refused now, not after the
+    // search.
+    let backend = critic_backend(llm, None)?;
+    llm_critic(llm, prompts, cfg.seed, backend.clone())?;
     let (llm, prompts, seed) = (llm.clone(), prompts.to_path_buf(), cfg.seed);
     Ok(Some(Box::new(move || {
-        llm_critic(&llm, &prompts, seed, None).map_err(|e| format!("{e:#}"))
+        llm_critic(&llm, &prompts, seed, backend.clone()).map_err(|e| format!("{e:#}"))
     })))
 }
 
