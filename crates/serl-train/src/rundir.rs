@@ -60,10 +60,7 @@ impl RunDir {
 
     /// A fresh run: the config, and no metrics yet.
     pub fn start(&self, cfg: &TrainConfig) -> Result<(), TrainError> {
-        let path = self.dir.join("config.json");
-        let text = serde_json::to_string_pretty(cfg)
-            .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
-        write_atomic(&path, text.as_bytes())?;
+        self.write_json("config.json", cfg)?;
         write_metrics(&self.metrics(), &[])
     }
 
@@ -94,11 +91,9 @@ impl RunDir {
         Ok((state, records))
     }
 
+    /// Writes `value` as `name` in the run directory.
     pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> Result<(), TrainError> {
-        let path = self.dir.join(name);
-        let text = serde_json::to_string_pretty(value)
-            .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
-        write_atomic(&path, text.as_bytes())
+        write_json(&self.dir.join(name), value)
     }
 
     pub fn append(&self, r: &UpdateRecord) -> Result<(), TrainError> {
@@ -118,9 +113,7 @@ impl RunDir {
         std::fs::create_dir_all(&ck).map_err(|e| TrainError::io(&ck, e))?;
         current.save(&ck, "model")?;
         learner.save(&ck, current)?;
-        let text = serde_json::to_string_pretty(state)
-            .map_err(|e| TrainError::io(&ck, std::io::Error::other(e)))?;
-        write_atomic(&ck.join("state.json"), text.as_bytes())
+        write_json(&ck.join("state.json"), state)
     }
 
     /// A new best policy by validation PA; backtests play it.
@@ -149,6 +142,13 @@ impl RunDir {
         }
         crate::report::write(&self.dir, records)
     }
+}
+
+/// `value` as pretty JSON at `path`, written atomically.
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), TrainError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| TrainError::io(path, std::io::Error::other(e)))?;
+    write_atomic(path, text.as_bytes())
 }
 
 /// `checkpoint.json`: which saved policy a backtest should play.
