@@ -18,7 +18,7 @@ use serl_design::Design;
 use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
 use serl_eval::walk_forward::{order_dates, orders_on, windows, WalkForwardConfig, Window};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{Algo, PolicyStrategy};
+use serl_train::Algo;
 
 use crate::config::EvolveConfig;
 use crate::error::{read_json, write_json, EvolveError};
@@ -383,11 +383,7 @@ fn play(
         .map_err(|e| EvolveError::Config(format!("{baselines_from}: {e}")))?;
     for (label, fdir) in policies {
         let policy = load_final(inputs.cfg, fdir)?;
-        let label = label.clone();
-        factories.push(StrategyFactory {
-            label: label.clone(),
-            make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
-        });
+        factories.push(crate::final_test::policy_factory(label.clone(), policy));
     }
     inputs.say(ConfirmStep::Testing {
         orders: orders.len() * factories.len(),

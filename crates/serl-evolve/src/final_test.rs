@@ -97,6 +97,14 @@ pub(crate) fn retrain(
         .collect()
 }
 
+/// Fresh greedy players of `policy` under the name `label`, for a backtest.
+pub(crate) fn policy_factory(label: String, policy: Policy) -> StrategyFactory {
+    StrategyFactory {
+        label: label.clone(),
+        make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
+    }
+}
+
 /// The policy a final retraining in `fdir` kept: its best validated one
 /// where `final_eval_every` selects, else its last.
 pub(crate) fn load_final(cfg: &crate::EvolveConfig, fdir: &Path) -> Result<Policy, EvolveError> {
@@ -118,10 +126,9 @@ pub(crate) fn test(
     if scoring.cfg.train.learning_team().is_some() {
         return crate::team_test::test(scoring, test_orders, &trained, dir);
     }
-    let trained = trained.into_iter().map(|(label, policy)| StrategyFactory {
-        label: label.clone(),
-        make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
-    });
+    let trained = trained
+        .into_iter()
+        .map(|(label, policy)| policy_factory(label, policy));
     // A design that places orders is judged against a passive baseline
     // too: beating TWAP by earning the spread is no feat where resting at
     // the touch alone earns it.

@@ -21,12 +21,10 @@ use serde::{Deserialize, Serialize};
 use serl_design::{Design, PlanModule};
 use serl_env::{DefaultReward, ParentOrder, StaticVenue, Venue};
 use serl_eval::{paired_diff, run_backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{
-    Algo, AlignmentConfig, CriticConfig, PolicyStrategy, TrainConfig, TransitionConfig,
-};
+use serl_train::{Algo, AlignmentConfig, CriticConfig, TrainConfig, TransitionConfig};
 
 use crate::error::{read_json, EvolveError};
-use crate::final_test::{load_final, FINAL_SEED_MIX};
+use crate::final_test::{load_final, policy_factory, FINAL_SEED_MIX};
 use crate::score::{validation_orders, Scoring};
 use crate::tasks::{final_batch, FinalJob};
 
@@ -359,11 +357,7 @@ fn backtest(
         .map(StrategyFactory::from_spec)
         .map_err(EvolveError::Config)?];
     for (label, policy) in policies {
-        let (label, policy) = (label.clone(), policy.clone());
-        factories.push(StrategyFactory {
-            label: label.clone(),
-            make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
-        });
+        factories.push(policy_factory(label.clone(), policy.clone()));
     }
     let env = scoring.env_cfg;
     let reward = DefaultReward {

@@ -11,8 +11,8 @@ use serl_env::{
     spread_orders, DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder,
     StaticVenue, Venue,
 };
-use serl_eval::{run_backtest, summarize, OrderResult, StrategyFactory};
-use serl_train::{Algo, Policy, PolicyStrategy, TrainProfile, TrainSession};
+use serl_eval::{run_backtest, summarize, OrderResult};
+use serl_train::{Algo, Policy, TrainProfile, TrainSession};
 
 use crate::candidate::{CandidateResult, ModuleRecord, Validation};
 use crate::config::EvolveConfig;
@@ -238,11 +238,10 @@ pub(crate) fn validate(
         return crate::team_test::validate(inputs, policy, terms);
     }
     let orders = validation_orders(inputs);
-    let p = policy.clone();
-    let f = [StrategyFactory {
-        label: "candidate".into(),
-        make: Box::new(move || Box::new(PolicyStrategy::new(p.clone(), "candidate".into()))),
-    }];
+    let f = [crate::final_test::policy_factory(
+        "candidate".into(),
+        policy.clone(),
+    )];
     let reward = DefaultReward {
         inventory_penalty: inputs.env_cfg.inventory_penalty,
         terminal_penalty: inputs.env_cfg.terminal_penalty,
