@@ -1,7 +1,7 @@
 //! A reward critic inside training: every `every` updates a critic reads
 //! each reward term's statistics since its last review and the learning
 //! curve, and returns new weights for the terms, within bounds. The
-//! reward is then `Σ wₖ·termₖ` ([`TermWeights`], the design's reward
+//! reward is then `Σ wₖ·termₖ` ([`TermRecorder`] with weights set, the design's reward
 //! program split at its top-level sum), so nothing is compiled again.
 //!
 //! This brings the LLM reward critics of the published systems inside the
@@ -21,10 +21,6 @@ use serl_design::{TermRecorder, TermStats};
 
 use crate::run::UpdateRecord;
 use crate::TrainError;
-
-/// The weighted reward a critic steers: the design's reward program, term
-/// by term.
-pub type TermWeights = TermRecorder;
 
 /// `[train.reward_critic]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,7 +206,7 @@ impl RewardCritic for Replay {
 /// The critic in a training loop: the weighted reward it steers, who
 /// decides, and the learning curve by review window.
 pub struct CriticHook {
-    reward: Arc<TermWeights>,
+    reward: Arc<TermRecorder>,
     critic: Box<dyn RewardCritic>,
     cfg: CriticConfig,
     weights: Vec<f64>,
@@ -222,7 +218,7 @@ impl CriticHook {
     /// The hook for `cfg` steering `reward`: a replay of `cfg.replay`, or
     /// `critic` (the builtin one when none is given).
     pub fn new(
-        reward: Arc<TermWeights>,
+        reward: Arc<TermRecorder>,
         cfg: &CriticConfig,
         critic: Option<Box<dyn RewardCritic>>,
     ) -> Result<Self, TrainError> {

@@ -82,9 +82,7 @@ use std::path::Path;
 pub use align::{AlignmentConfig, AlignmentStats};
 pub use burn;
 pub use config::{DeviceChoice, TrainConfig};
-pub use critic::{
-    BuiltinCritic, CriticConfig, CriticKind, CriticReview, RewardCritic, TermWeights,
-};
+pub use critic::{BuiltinCritic, CriticConfig, CriticKind, CriticReview, RewardCritic};
 pub use ddqn::DdqnConfig;
 pub use features::WithFeatures;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};

@@ -123,7 +123,7 @@ impl<'a> TrainSession<'a> {
                 field: "reward_critic.every".into(),
                 message: "the critic re-weights the terms of a reward program; this run's reward is not one".into(),
             })?;
-            let terms = Arc::new(crate::TermWeights::new(program));
+            let terms = Arc::new(serl_design::TermRecorder::new(program));
             reward = terms.clone();
             Some(crate::critic::CriticHook::new(
                 terms,
