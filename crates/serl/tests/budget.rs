@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{serl, text, tiny_config_from};
+use common::{read_json, serl, text, tiny_config_from};
 
 /// The keys of the candidates a run stored.
 fn candidates(run: &std::path::Path) -> Vec<String> {
@@ -85,10 +85,7 @@ fn a_spent_budget_stops_the_search_and_a_resumed_run_stops_at_the_same_place() {
 fn stored(run: &std::path::Path) -> Vec<serde_json::Value> {
     candidates(run)
         .iter()
-        .map(|k| {
-            let p = run.join("candidates").join(format!("{k}.json"));
-            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-        })
+        .map(|k| read_json(&run.join("candidates").join(format!("{k}.json"))))
         .collect()
 }
 

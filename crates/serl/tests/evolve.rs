@@ -5,7 +5,7 @@ mod common;
 
 use common::{repo, serl, text, tiny_config_from};
 use std::hash::{Hash, Hasher};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -438,20 +438,7 @@ fn scripted_server() -> String {
                 drop(stream);
                 continue;
             }
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let req = common::read_request(&stream);
             let prompt = req["messages"][0]["content"]
                 .as_str()
                 .unwrap_or("")
@@ -497,8 +484,7 @@ fn scripted_server() -> String {
             } else {
                 "Penalise inventory late in the day.".to_string()
             };
-            let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 20}}).to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+            common::answer_completion(&mut stream, &content, prompt.len() / 4);
         }
     });
     url

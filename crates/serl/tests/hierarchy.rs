@@ -119,43 +119,37 @@ fn every_hierarchy_row_trains_reports_and_resumes_to_the_same_table() {
 #[test]
 fn a_bad_hierarchy_setting_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = tiny_config_from(dir.path(), "configs/evolve-hierarchy.toml", "");
-    let bad = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("weight = 0.5", "weight = -1");
-    std::fs::write(&cfg, bad).unwrap();
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        dir.path().join("r").to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("transition.weight"), "{}", text(&o));
-
-    let cfg = tiny_config_from(dir.path(), "configs/evolve-hierarchy.toml", "");
-    let bad = std::fs::read_to_string(&cfg).unwrap().replace(
+    // The quick hierarchy config with `from` replaced by `to`: what the
+    // refused run printed.
+    let refused = |from: &str, to: &str, out: &str| {
+        let cfg = tiny_config_from(dir.path(), "configs/evolve-hierarchy.toml", "");
+        let bad = std::fs::read_to_string(&cfg).unwrap().replace(from, to);
+        std::fs::write(&cfg, bad).unwrap();
+        let run = dir.path().join(out);
+        let o = serl(&[
+            "evolve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        text(&o)
+    };
+    let o = refused("weight = 0.5", "weight = -1", "r");
+    assert!(o.contains("transition.weight"), "{o}");
+    let o = refused(
         r#"plan = { shape = "linear" }"#,
         r#"plan = { remaining = [1.0, 0.5, 0.7, 0.0] }"#,
+        "r2",
     );
-    std::fs::write(&cfg, bad).unwrap();
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        dir.path().join("r2").to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("remaining[2]"), "{}", text(&o));
+    assert!(o.contains("remaining[2]"), "{o}");
 }
 
 /// An OpenAI-compatible reward critic on loopback: its first answer is
 /// `first`, its second is not JSON, then `first` again. Every prompt it
 /// was sent goes to `prompts`.
 fn critic_server(first: Vec<f64>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -163,20 +157,7 @@ fn critic_server(first: Vec<f64>) -> (String, std::sync::Arc<std::sync::Mutex<Ve
     std::thread::spawn(move || {
         for (n, stream) in listener.incoming().enumerate() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
-            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let req = common::read_request(&stream);
             log.lock().unwrap().push(
                 req["messages"][0]["content"]
                     .as_str()
@@ -188,8 +169,7 @@ fn critic_server(first: Vec<f64>) -> (String, std::sync::Arc<std::sync::Mutex<Ve
             } else {
                 serde_json::json!({ "weights": first }).to_string()
             };
-            let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": 100, "completion_tokens": 20}}).to_string();
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+            common::answer_completion(&mut stream, &content, 100);
         }
     });
     (url, seen)

@@ -52,3 +52,32 @@ pub fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
     std::fs::write(&p, cfg).unwrap();
     p
 }
+
+/// The JSON body of one HTTP request read from `stream` (null when it is
+/// cut short): what a loopback chat server answers.
+#[allow(dead_code)] // for the tests that serve a chat model
+pub fn read_request(stream: &std::net::TcpStream) -> serde_json::Value {
+    use std::io::{BufRead, BufReader, Read};
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut len = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; len];
+    let _ = reader.read_exact(&mut body);
+    serde_json::from_slice(&body).unwrap_or_default()
+}
+
+/// Answers an OpenAI-style chat completion whose reply is `content`.
+#[allow(dead_code)] // for the tests that serve a chat model
+pub fn answer_completion(stream: &mut std::net::TcpStream, content: &str, prompt_tokens: usize) {
+    use std::io::Write;
+    let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 20}}).to_string();
+    let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+}
