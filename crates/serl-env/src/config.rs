@@ -82,6 +82,16 @@ impl Default for EnvConfig {
 }
 
 impl EnvConfig {
+    /// The default reward with this task's penalty weights: what backtests
+    /// score episodes with, and what a training rewards without a designed
+    /// reward.
+    pub fn default_reward(&self) -> crate::DefaultReward {
+        crate::DefaultReward {
+            inventory_penalty: self.inventory_penalty,
+            terminal_penalty: self.terminal_penalty,
+        }
+    }
+
     /// Checks the settings; the error names the offending field
     /// (`env.<field>`).
     pub fn validate(&self) -> Result<(), EnvError> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serl_cluster::Cluster;
 use serl_design::Design;
-use serl_env::{DefaultReward, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
+use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
 use serl_eval::walk_forward::{order_dates, orders_on, windows, WalkForwardConfig, Window};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::Algo;
@@ -388,10 +388,7 @@ fn play(
     inputs.say(ConfirmStep::Testing {
         orders: orders.len() * factories.len(),
     });
-    let reward = DefaultReward {
-        inventory_penalty: inputs.env_cfg.inventory_penalty,
-        terminal_penalty: inputs.env_cfg.terminal_penalty,
-    };
+    let reward = inputs.env_cfg.default_reward();
     Ok(run_backtest(
         inputs.market,
         orders,

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serl_design::Design;
-use serl_env::{DefaultReward, DynamicVenue, StaticVenue, Venue};
+use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::{Algo, Critic, DeviceChoice, Policy, PolicyStrategy};
 
@@ -141,10 +141,7 @@ pub(crate) fn test(
         .map_err(EvolveError::Config)?;
     factories.extend(trained);
     let env_cfg = scoring.env_cfg;
-    let reward = DefaultReward {
-        inventory_penalty: env_cfg.inventory_penalty,
-        terminal_penalty: env_cfg.terminal_penalty,
-    };
+    let reward = env_cfg.default_reward();
     let dynamic = DynamicVenue {
         market: scoring.market_cfg.clone(),
         seed: scoring.cfg.seed,

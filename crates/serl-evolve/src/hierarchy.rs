@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serl_design::{Design, PlanModule};
-use serl_env::{DefaultReward, ParentOrder, StaticVenue, Venue};
+use serl_env::{ParentOrder, StaticVenue, Venue};
 use serl_eval::{paired_diff, run_backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::{Algo, AlignmentConfig, CriticConfig, TrainConfig, TransitionConfig};
 
@@ -360,10 +360,7 @@ fn backtest(
         factories.push(policy_factory(label.clone(), policy.clone()));
     }
     let env = scoring.env_cfg;
-    let reward = DefaultReward {
-        inventory_penalty: env.inventory_penalty,
-        terminal_penalty: env.terminal_penalty,
-    };
+    let reward = env.default_reward();
     Ok(run_backtest(
         scoring.market,
         orders,

@@ -8,8 +8,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serl_design::{Design, SmokeReport, TermRecorder};
 use serl_env::{
-    spread_orders, DefaultReward, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder,
-    StaticVenue, Venue,
+    spread_orders, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue,
+    Venue,
 };
 use serl_eval::{run_backtest, summarize, OrderResult};
 use serl_train::{Algo, Policy, TrainProfile, TrainSession};
@@ -242,10 +242,7 @@ pub(crate) fn validate(
         "candidate".into(),
         policy.clone(),
     )];
-    let reward = DefaultReward {
-        inventory_penalty: inputs.env_cfg.inventory_penalty,
-        terminal_penalty: inputs.env_cfg.terminal_penalty,
-    };
+    let reward = inputs.env_cfg.default_reward();
     // The static episodes are scored with the design's own reward, its
     // terms measured on the way (PA does not depend on the reward).
     let rows = run_backtest(

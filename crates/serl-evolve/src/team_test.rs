@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use serl_env::{DefaultReward, DynamicVenue, ParentOrder, Reward, StaticVenue, Venue};
+use serl_env::{DynamicVenue, ParentOrder, Reward, StaticVenue, Venue};
 use serl_eval::{
     run_backtest, run_team_backtest, summarize_teams, write_team_report, NamedVenue, OrderResult,
     Provenance, StrategyFactory, StrategySpec, TeamComparisons, TeamFactory, TeamReportData,
@@ -131,10 +131,7 @@ pub(crate) fn test(
             .map(|s| TeamFactory::independent(s.clone())),
     );
     let env_cfg = scoring.env_cfg;
-    let reward = DefaultReward {
-        inventory_penalty: env_cfg.inventory_penalty,
-        terminal_penalty: env_cfg.terminal_penalty,
-    };
+    let reward = env_cfg.default_reward();
     let dynamic = |name: String, market| NamedVenue {
         name,
         venue: DynamicVenue {

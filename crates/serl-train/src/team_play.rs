@@ -7,8 +7,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rayon::prelude::*;
 use serl_env::{
-    play_team, team_orders, ChildOrder, Decision, DefaultReward, EnvConfig, MarketData,
-    ParentOrder, QueueState, SessionView, TeamMode, TeamStrategy, Venue, OBS_DIM,
+    play_team, team_orders, ChildOrder, Decision, EnvConfig, MarketData, ParentOrder, QueueState,
+    SessionView, TeamMode, TeamStrategy, Venue, OBS_DIM,
 };
 
 use crate::policy::{History, Policy};
@@ -128,10 +128,7 @@ pub fn team_pa(
     let Some(team) = policy.meta.team.clone() else {
         return crate::validate::static_pa(policy, market, orders, cfg);
     };
-    let reward = DefaultReward {
-        inventory_penalty: cfg.inventory_penalty,
-        terminal_penalty: cfg.terminal_penalty,
-    };
+    let reward = cfg.default_reward();
     let scores: Vec<f64> = orders
         .par_iter()
         .map_init(

@@ -2,7 +2,7 @@
 //! selects checkpoints by.
 
 use rayon::prelude::*;
-use serl_env::{run_static, DefaultReward, EnvConfig, MarketData, ParentOrder};
+use serl_env::{run_static, EnvConfig, MarketData, ParentOrder};
 
 use crate::policy::{Policy, PolicyStrategy};
 
@@ -14,10 +14,7 @@ pub fn static_pa(
     orders: &[ParentOrder],
     cfg: &EnvConfig,
 ) -> f64 {
-    let reward = DefaultReward {
-        inventory_penalty: cfg.inventory_penalty,
-        terminal_penalty: cfg.terminal_penalty,
-    };
+    let reward = cfg.default_reward();
     let pas: Vec<f64> = orders
         .par_iter()
         .map_init(

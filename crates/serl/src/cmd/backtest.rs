@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serl_cluster::{ClusterConfig, EngineKind};
 use serl_data::{DataConfig, Split};
 use serl_env::{
-    generate_orders, DefaultReward, DynamicVenue, EnvConfig, LobsterDay, LobsterVenue, MarketData,
-    OrderConfig, Quantity, Reward, StaticVenue, Venue,
+    generate_orders, DynamicVenue, EnvConfig, LobsterDay, LobsterVenue, MarketData, OrderConfig,
+    Quantity, Reward, StaticVenue, Venue,
 };
 use serl_eval::{
     run_backtest, write_report, Provenance, ReportData, StrategyFactory, StrategySpec,
@@ -276,7 +276,7 @@ pub fn replay(
         .iter()
         .map(|s| strategy_factory(s))
         .collect::<Result<_>>()?;
-    let reward = default_reward(&cfg.env);
+    let reward = cfg.env.default_reward();
     let dynamic = DynamicVenue {
         market: cfg.market.clone(),
         seed: cfg.orders.seed,
@@ -297,13 +297,6 @@ pub fn replay(
     Ok(run_backtest(
         market, orders, &factories, &envs, &cfg.env, &reward, progress,
     ))
-}
-
-pub(super) fn default_reward(env: &EnvConfig) -> DefaultReward {
-    DefaultReward {
-        inventory_penalty: env.inventory_penalty,
-        terminal_penalty: env.terminal_penalty,
-    }
 }
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
@@ -382,7 +375,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         cfg.orders.seed,
         orders.len(),
         (&cfg.orders, &cfg.env),
-        default_reward(&cfg.env).describe(),
+        cfg.env.default_reward().describe(),
     )?;
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)

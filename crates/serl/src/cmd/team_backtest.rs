@@ -18,7 +18,7 @@ use serl_eval::{
 };
 use serl_train::{load_run_policy, Policy, TeamPolicyStrategy};
 
-use super::backtest::{default_reward, provenance, BacktestArgs, BacktestFile, EnvChoice};
+use super::backtest::{provenance, BacktestArgs, BacktestFile, EnvChoice};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum TeamModeArg {
@@ -251,7 +251,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         cfg,
     )?;
     let secs = t0.elapsed().as_secs_f64();
-    let reward = default_reward(&cfg.env);
+    let reward = cfg.env.default_reward();
     let prov = provenance(
         &data_path,
         &a.split.to_string(),
@@ -291,7 +291,7 @@ fn play(
     (agents, mode): (usize, TeamMode),
     cfg: &BacktestFile,
 ) -> Result<(Vec<TeamResult>, Vec<OrderResult>)> {
-    let reward = default_reward(&cfg.env);
+    let reward = cfg.env.default_reward();
     let passes = if baselines.is_empty() { 1 } else { 2 };
     let bar = ProgressBar::new((orders.len() * passes) as u64).with_style(
         ProgressStyle::with_template(

@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use serl_data::{DataConfig, Split};
 use serl_env::TeamMode;
 use serl_env::{
-    generate_orders, spread_orders, DefaultReward, EnvConfig, MarketConfig, MarketData,
-    OrderConfig, ParentOrder,
+    generate_orders, spread_orders, EnvConfig, MarketConfig, MarketData, OrderConfig, ParentOrder,
 };
 use serl_train::{
     load_run_policy, Algo, Critic, DeviceChoice, HybridMode, TeamConfig, TrainConfig, TrainSession,
@@ -301,10 +300,7 @@ pub(super) fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
                 .with_context(|| format!("[train config] reward = {program:?}"))?
                 .reward(),
         ),
-        None => Arc::new(DefaultReward {
-            inventory_penalty: cfg.env.inventory_penalty,
-            terminal_penalty: cfg.env.terminal_penalty,
-        }),
+        None => Arc::new(cfg.env.default_reward()),
     })
 }
 
