@@ -169,4 +169,24 @@ impl Dataset {
     pub fn any_file_failed(&self) -> bool {
         self.files.iter().any(|f| f.failed)
     }
+
+    /// The problems that left data out (a file skipped, a row dropped or
+    /// set aside), in file and line order: what a command that used the
+    /// dataset must say it did not use. Bars that traded nothing and rows
+    /// put back in time order lose nothing and are not listed.
+    pub fn left_out(&self) -> Vec<&crate::Problem> {
+        use crate::ProblemKind::{Unsorted, ZeroVolume};
+        let mut v: Vec<&crate::Problem> = self
+            .problems
+            .iter()
+            .filter(|p| !matches!(p.kind, ZeroVolume | Unsorted))
+            .collect();
+        v.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        v
+    }
+
+    /// Files left out whole under the skip policy.
+    pub fn files_skipped(&self) -> usize {
+        self.files.iter().filter(|f| f.skipped).count()
+    }
 }

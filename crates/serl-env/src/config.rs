@@ -64,6 +64,17 @@ pub struct EnvConfig {
     pub terminal_penalty: f64,
     /// How resting orders fill in the static replay (`[env.fills]`).
     pub fills: FillModel,
+    /// The opportunity cost of a share left at the horizon, in bps of its
+    /// price beyond crossing the half spread at the horizon's last price
+    /// (docs/metrics.md: the whole-order PA). 0, the default, charges
+    /// exactly the forced liquidation's price; a desk that would finish an
+    /// order the next morning can charge more.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unfilled_cost_bps: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for EnvConfig {
@@ -77,6 +88,7 @@ impl Default for EnvConfig {
             inventory_penalty: 2.0,
             terminal_penalty: 50.0,
             fills: FillModel::default(),
+            unfilled_cost_bps: 0.0,
         }
     }
 }
@@ -120,6 +132,12 @@ impl EnvConfig {
         }
         if !(self.inventory_penalty >= 0.0 && self.terminal_penalty >= 0.0) {
             return bad("inventory_penalty", "penalties must be non-negative".into());
+        }
+        if !(self.unfilled_cost_bps >= 0.0 && self.unfilled_cost_bps.is_finite()) {
+            return bad(
+                "unfilled_cost_bps",
+                format!("{} must be a non-negative number of bps", self.unfilled_cost_bps),
+            );
         }
         self.fills.validate()
     }

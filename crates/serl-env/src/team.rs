@@ -248,13 +248,26 @@ pub fn team_outcome(
             (left / total_qty) as f32
         })
         .collect();
+    // The members' unfilled shares, each at its own horizon price.
+    let left: f64 = members.iter().map(|m| m.unfilled()).sum();
+    let horizon_price = if left > 0.0 {
+        members
+            .iter()
+            .map(|m| m.unfilled() * m.horizon_price)
+            .sum::<f64>()
+            / left
+    } else {
+        first.horizon_price
+    };
     ExecutionOutcome {
         order_id: parent.id,
         side: parent.side,
+        qty: members.iter().map(|m| m.qty).sum(),
         filled,
         notional: members.iter().map(|m| m.notional).sum(),
         bench_price: first.bench_price,
         arrival_price: first.arrival_price,
+        horizon_price,
         reward: members.iter().map(|m| m.reward).sum::<f64>() / members.len() as f64,
         steps: first.steps,
         inventory_path,

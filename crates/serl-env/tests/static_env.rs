@@ -256,6 +256,50 @@ fn force_liquidation_empties_what_is_left() {
     assert!((out.filled - o.qty).abs() < 1e-9);
 }
 
+/// A share left at the horizon is charged what the forced liquidation
+/// pays, so leaving an order undone scores as crossing it at the end: the
+/// whole-order PA cannot be won by not trading (docs/metrics.md).
+#[test]
+fn an_order_left_undone_scores_as_if_crossed_at_the_horizon() {
+    let (ds, cfg) = sample();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, Split::Test, &cfg, &OrderConfig::default()).unwrap();
+    let force = EnvConfig {
+        terminal: Terminal::ForceLiquidate,
+        ..Default::default()
+    };
+    for o in orders.iter().take(6) {
+        let v = md.get(&o.symbol, o.date).unwrap();
+        let leave = run_static(&mut Fixed(0.0), v, o, &EnvConfig::default(), &reward(), false);
+        let crossed = run_static(&mut Fixed(0.0), v, o, &force, &reward(), false);
+        assert_eq!(leave.filled, 0.0);
+        assert_eq!(leave.filled_pa_bps(), 0.0, "the paper's PA of no fill");
+        assert_eq!(leave.unfilled(), o.qty);
+        assert!(
+            (leave.pa_bps() - crossed.pa_bps()).abs() < 1e-9,
+            "left {} vs crossed {}",
+            leave.pa_bps(),
+            crossed.pa_bps()
+        );
+        assert!((leave.is_bps() - crossed.is_bps()).abs() < 1e-9);
+        // 0.5% of the order a step for 78 steps: about 40% done, the fills
+        // and the rest at the horizon.
+        let half = run_static(&mut Fixed(0.005), v, o, &EnvConfig::default(), &reward(), false);
+        assert!(half.unfilled() > 0.5 * o.qty);
+        let done = half.filled / o.qty;
+        let price = half.notional / o.qty + (1.0 - done) * half.horizon_price;
+        let want = -o.side.sign() * (price / half.bench_price - 1.0) * 1e4;
+        assert!((half.pa_bps() - want).abs() < 1e-9);
+        // A dearer opportunity cost is charged on the unfilled shares only.
+        let dear = EnvConfig {
+            unfilled_cost_bps: 20.0,
+            ..Default::default()
+        };
+        let costly = run_static(&mut Fixed(0.0), v, o, &dear, &reward(), false);
+        assert!((leave.pa_bps() - costly.pa_bps() - 20.0).abs() < 0.5, "about 20 bps dearer");
+    }
+}
+
 #[test]
 fn dynamic_episodes_stepped_side_by_side_match_single_episodes() {
     let (ds, cfg) = sample();

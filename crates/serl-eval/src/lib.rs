@@ -42,6 +42,7 @@ mod significance;
 mod team;
 mod team_report;
 pub mod walk_forward;
+mod warnings;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{AlmgrenChriss, Oracle, PassiveTwap, Pov, StrategySpec, Twap, Vwap};
@@ -54,7 +55,8 @@ pub use report::{
     is_baseline, placement_cells, results_tables, write_report, IllusoryGain, Provenance,
     ReportData,
 };
-pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest};
+pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest, MIN_TEST_DAYS};
+pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, LEGEND};
 pub use team::{
     crowding_cost, paired_scores, run_team_backtest, summarize_teams, NamedVenue, TeamFactory,
     TeamPaired, TeamResult, TeamSummary,

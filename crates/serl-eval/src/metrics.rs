@@ -33,11 +33,20 @@ pub struct OrderResult {
     pub bench_price: f64,
     /// The price when the order arrived.
     pub arrival_price: f64,
-    /// Price advantage over the benchmark, bps; positive is good. 0 when
-    /// nothing filled.
+    /// The price each share left at the horizon is charged at in the
+    /// whole-order PA (docs/metrics.md).
+    #[serde(default)]
+    pub horizon_price: f64,
+    /// Price advantage of the whole parent order over the benchmark, bps
+    /// (shares left at the horizon charged as if crossed there); positive
+    /// is good. The headline PA (docs/metrics.md).
     pub pa_bps: f64,
-    /// Implementation shortfall against the arrival price, bps; positive is
-    /// a cost.
+    /// Price advantage of the filled shares alone, bps (0 when nothing
+    /// filled): the paper's PA.
+    #[serde(default)]
+    pub pa_filled_bps: f64,
+    /// Implementation shortfall of the whole order against the arrival
+    /// price, bps; positive is a cost.
     pub is_bps: f64,
     /// Unfilled share of the order.
     pub unfilled: f64,
@@ -72,7 +81,9 @@ impl OrderResult {
             avg_price: avg,
             bench_price: out.bench_price,
             arrival_price: out.arrival_price,
+            horizon_price: out.horizon_price,
             pa_bps: pa,
+            pa_filled_bps: out.filled_pa_bps(),
             is_bps: is,
             // Fills are sums of floating-point slices: treat dust as filled.
             unfilled: {
@@ -166,8 +177,10 @@ pub struct Summary {
     pub env: String,
     /// Orders summarised.
     pub orders: usize,
-    /// PA, bps, with its bootstrap CI.
+    /// PA of the whole parent order, bps, with its bootstrap CI.
     pub pa: Estimate,
+    /// Mean PA of the filled shares alone, bps (the paper's PA).
+    pub pa_filled: f64,
     /// Standard deviation of PA over orders, bps.
     pub pa_std: f64,
     /// Share of orders with PA > 0.
@@ -205,6 +218,7 @@ pub fn summarize(strategy: &str, env: &str, rows: &[&OrderResult], seed: u64) ->
         env: env.into(),
         orders: rows.len(),
         pa: bootstrap_mean(&pa, 1000, seed),
+        pa_filled: mean(&rows.iter().map(|r| r.pa_filled_bps).collect::<Vec<_>>()),
         pa_std: std_dev(&pa),
         wr: if pa.is_empty() {
             0.0

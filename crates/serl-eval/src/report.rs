@@ -36,6 +36,18 @@ pub struct Provenance {
     pub git_commit: String,
     /// When the report was written.
     pub created: String,
+    /// Orders larger than their window's volume times the participation
+    /// cap ([`crate::orders_over_capacity`]).
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub orders_over_capacity: usize,
+    /// Every file or row the data loader skipped, one line each (`path:
+    /// line: what`), so a report says what it left out.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub skipped: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Illusory gain of one strategy: PA in the static replay minus PA in the
@@ -259,12 +271,12 @@ fn csv_field(s: &str) -> String {
 /// Per-order results as CSV.
 pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result<()> {
     let mut s = String::from(
-        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,is_bps,unfilled,reward,horizon_min,passive_share,spread_captured_bps,adverse_1m_bps,adverse_5m_bps,final_cross_share,final_cross_bps\n",
+        "env,strategy,order_id,symbol,date,side,qty,filled,avg_price,bench_price,arrival_price,pa_bps,pa_filled_bps,is_bps,unfilled,reward,horizon_min,passive_share,spread_captured_bps,adverse_1m_bps,adverse_5m_bps,final_cross_share,final_cross_bps,horizon_price\n",
     );
     for r in results {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{},{},{:.6},{:.6}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{},{},{:.6},{:.6},{}",
             r.env,
             csv_field(&r.strategy),
             r.order_id,
@@ -277,6 +289,7 @@ pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result
             r.bench_price,
             r.arrival_price,
             r.pa_bps,
+            r.pa_filled_bps,
             r.is_bps,
             r.unfilled,
             r.reward,
@@ -287,6 +300,7 @@ pub fn write_orders_csv(path: &Path, results: &[OrderResult]) -> std::io::Result
             opt6(r.placement.adverse_5m_bps),
             r.placement.final_cross_share,
             r.placement.final_cross_bps,
+            r.horizon_price,
         );
     }
     std::fs::write(path, s)
@@ -327,6 +341,7 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
         Column::new("bench_price".into(), col_f(&|r| r.bench_price)),
         Column::new("arrival_price".into(), col_f(&|r| r.arrival_price)),
         Column::new("pa_bps".into(), col_f(&|r| r.pa_bps)),
+        Column::new("pa_filled_bps".into(), col_f(&|r| r.pa_filled_bps)),
         Column::new("is_bps".into(), col_f(&|r| r.is_bps)),
         Column::new("unfilled".into(), col_f(&|r| r.unfilled)),
         Column::new("reward".into(), col_f(&|r| r.reward)),
@@ -361,6 +376,7 @@ pub fn write_orders_parquet(path: &Path, results: &[OrderResult]) -> std::io::Re
             "final_cross_bps".into(),
             col_f(&|r| r.placement.final_cross_bps),
         ),
+        Column::new("horizon_price".into(), col_f(&|r| r.horizon_price)),
     ]);
     let mut df = df.map_err(std::io::Error::other)?;
     let file = std::fs::File::create(path)?;
@@ -417,7 +433,13 @@ fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
             series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), PA_BINS)));
         }
         let mut svg = String::new();
-        let title = format!("PA distribution ({env}); oracle clipped to the others' range");
+        // The range leaves the oracle out, so its tail is clipped: say so
+        // only where there is one.
+        let title = if data.pa_by_symbol[env].contains_key("oracle") {
+            format!("PA distribution ({env}); oracle clipped to the others' range")
+        } else {
+            format!("PA distribution ({env})")
+        };
         let chart = Chart::new(&title, "PA (bps)", "share of orders");
         let bin_width = (hi.max(lo + 1e-6) - lo) / PA_BINS as f64;
         if bars_chart(&mut svg, &chart, &series, bin_width).is_ok() {
@@ -500,39 +522,31 @@ fn glr(v: Option<f64>) -> String {
     v.map_or("-".into(), |g| format!("{g:.2}"))
 }
 
-/// A warning under the paired table for strategies that leave more than 1%
-/// of their orders unfilled: PA counts only filled shares, so skipping the
-/// dear minutes and leaving the rest undone looks like a gain.
-fn unfilled_note(summaries: &[Summary]) -> Option<String> {
-    let leavers: Vec<String> = summaries
-        .iter()
-        .filter(|s| s.afi > 0.01)
-        .map(|s| format!("{} ({}, {:.1}%)", s.strategy, s.env, 100.0 * s.afi))
-        .collect();
-    (!leavers.is_empty()).then(|| {
-        format!(
-            "PA counts filled shares only (docs/metrics.md); these left part of their orders unfilled, so their ΔPA is not that of a schedule that finishes: {}.",
-            leavers.join(", ")
-        )
-    })
-}
-
 /// The strategy table, the paired differences against TWAP and the
 /// illusory gain, under headings of level `h` (`"##"`, `"###"`): the
 /// results part of every report that backtests.
 pub fn results_tables(data: &ReportData, h: &str) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "{h} Strategies\n");
-    let _ = writeln!(md, "| env | strategy | orders | PA (bps) [95% CI] | PA-std | WR | GLR | AFI | fill rate | IS (bps) [95% CI] |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    let warnings = crate::warnings::warnings(data);
+    if !warnings.is_empty() {
+        let _ = writeln!(md, "**Warnings**\n");
+        for w in &warnings {
+            let _ = writeln!(md, "- {w}");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "| env | strategy | orders | PA (bps) [95% CI] | PA filled (bps) | PA-std | WR | GLR | AFI | fill rate | IS (bps) [95% CI] |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
     for s in &data.summaries {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {:.2} | {:.3} | {} | {:.4} | {:.4} | {} |",
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.3} | {} | {:.4} | {:.4} | {} |",
             s.env,
             s.strategy,
             s.orders,
             s.pa,
+            s.pa_filled,
             s.pa_std,
             s.wr,
             glr(s.glr),
@@ -541,17 +555,13 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
             s.is
         );
     }
+    let _ = writeln!(md, "\n{}", crate::warnings::LEGEND);
     paired_table(
         &mut md,
         &data.paired_vs_twap,
         &format!("{h} Paired differences against TWAP"),
         "Mean of PA(strategy) − PA(TWAP) over the same orders.",
     );
-    if !data.paired_vs_twap.is_empty() {
-        if let Some(note) = unfilled_note(&data.summaries) {
-            let _ = writeln!(md, "\n{note}");
-        }
-    }
     paired_table(
         &mut md,
         &data.paired_vs_passive,
@@ -661,7 +671,7 @@ fn day_tests_table(md: &mut String, tests: &[DayTest], h: &str) {
     for t in tests {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             t.env,
             t.strategy,
             t.reference,
@@ -669,8 +679,8 @@ fn day_tests_table(md: &mut String, tests: &[DayTest], h: &str) {
             t.days,
             t.days_won,
             t.mean_day_diff,
-            t.p_value,
-            t.q_value
+            t.p_cell(),
+            t.q_cell()
         );
     }
 }
@@ -742,6 +752,16 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
         p.serl_version, p.git_commit
     );
     let _ = writeln!(md, "| created | {} |", p.created);
+    if !p.skipped.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**Skipped while loading** ({}):\n",
+            p.skipped.len()
+        );
+        for s in &p.skipped {
+            let _ = writeln!(md, "- `{s}`");
+        }
+    }
     md
 }
 
@@ -762,42 +782,4 @@ pub fn write_report(dir: &Path, results: &[OrderResult], data: &ReportData) -> s
     std::fs::write(dir.join("report.md"), &md)?;
     std::fs::write(dir.join("report.html"), html(&md, &svgs))?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::metrics::Estimate;
-
-    fn summary(strategy: &str, afi: f64) -> Summary {
-        let e = Estimate {
-            mean: 1.0,
-            lo: 0.5,
-            hi: 1.5,
-        };
-        Summary {
-            strategy: strategy.into(),
-            env: "static".into(),
-            orders: 10,
-            pa: e,
-            pa_std: 1.0,
-            wr: 0.5,
-            glr: None,
-            afi,
-            fill_rate: 1.0 - afi,
-            is: e,
-            reward: 0.0,
-            placement: Default::default(),
-        }
-    }
-
-    #[test]
-    fn a_strategy_that_leaves_shares_unfilled_is_flagged_under_the_paired_table() {
-        let finishing = [summary("twap", 0.0), summary("ppo", 0.004)];
-        assert_eq!(unfilled_note(&finishing), None);
-
-        let note = unfilled_note(&[summary("twap", 0.0), summary("ddqn", 0.212)]).unwrap();
-        assert!(note.contains("ddqn (static, 21.2%)"), "{note}");
-        assert!(!note.contains("twap"), "{note}");
-    }
 }

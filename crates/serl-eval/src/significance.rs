@@ -45,6 +45,38 @@ pub struct DayTest {
     pub q_value: f64,
 }
 
+/// Fewer days than this and a day-level test cannot mean much (with four
+/// days the smallest one-sided Wilcoxon p-value is 1/16): reports show
+/// "too few days" instead of its p-value.
+pub const MIN_TEST_DAYS: usize = 5;
+
+impl DayTest {
+    /// Whether the test spans too few days to report a p-value
+    /// ([`MIN_TEST_DAYS`]).
+    pub fn too_few_days(&self) -> bool {
+        self.days < MIN_TEST_DAYS
+    }
+
+    /// The p-value as a table shows it: "too few days" where it spans
+    /// fewer than [`MIN_TEST_DAYS`].
+    pub fn p_cell(&self) -> String {
+        self.cell(self.p_value)
+    }
+
+    /// The q-value as a table shows it ([`Self::p_cell`]).
+    pub fn q_cell(&self) -> String {
+        self.cell(self.q_value)
+    }
+
+    fn cell(&self, v: f64) -> String {
+        if self.too_few_days() {
+            "too few days".into()
+        } else {
+            format!("{v:.3}")
+        }
+    }
+}
+
 /// `a`'s PA minus `b`'s over the orders both ran, by day; `None` when they
 /// share no order.
 pub fn day_test(a: &[&OrderResult], b: &[&OrderResult], seed: u64) -> Option<DayTest> {

@@ -129,6 +129,7 @@ pub fn write_confirmation(
         );
         let chart = seeds_chart(&data, n);
         seeds_markdown(&mut md, &data, &report, n, chart.is_some());
+        write_svg(&dir.join("seeds.svg"), chart.as_ref())?;
         svgs.extend(chart);
     }
     if !c.windows.is_empty() {
@@ -160,6 +161,7 @@ pub fn write_confirmation(
         report.walk_tests = headline(&pooled, BEST, PLAIN, seed);
         let chart = windows_chart(&report.windows);
         walk_markdown(&mut md, &data, &report, chart.is_some());
+        write_svg(&dir.join("windows.svg"), chart.as_ref())?;
         svgs.extend(chart);
     }
     let html = serl_report::html(&md, &svgs);
@@ -242,8 +244,14 @@ fn tests_table(md: &mut String, tests: &[DayTest]) {
     for t in tests {
         let _ = writeln!(
             md,
-            "| {} | {} | {} of {} | {} | {:.3} | {:.3} |",
-            t.strategy, t.reference, t.days_won, t.days, t.mean_day_diff, t.p_value, t.q_value
+            "| {} | {} | {} of {} | {} | {} | {} |",
+            t.strategy,
+            t.reference,
+            t.days_won,
+            t.days,
+            t.mean_day_diff,
+            t.p_cell(),
+            t.q_cell()
         );
     }
     md.push('\n');
@@ -291,12 +299,12 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
                 s.map_or("–".into(), |s| s.pa.to_string()),
                 d.map_or("–".into(), |d| d.diff.to_string()),
                 t.map_or("–".into(), |t| format!("{} of {}", t.days_won, t.days)),
-                t.map_or("–".into(), |t| format!("{:.3}", t.p_value)),
+                t.map_or("–".into(), |t| t.p_cell()),
             );
         }
     }
     if chart {
-        md.push_str("\n![ΔPA against TWAP by seed](seeds)\n");
+        md.push_str("\n![ΔPA against TWAP by seed](seeds.svg)\n");
     }
     md.push_str("\nEvery strategy's tables, the seeds' orders and plots: `seeds/report.html`.\n\n");
 }
@@ -323,11 +331,20 @@ fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: b
         );
     }
     if chart {
-        md.push_str("\n![ΔPA against TWAP by window](windows)\n");
+        md.push_str("\n![ΔPA against TWAP by window](windows.svg)\n");
     }
     md.push_str("\n### Day by day, over every window's test days\n\n");
     tests_table(md, &r.walk_tests);
     md.push_str(&serl_eval::results_tables(data, "###"));
+}
+
+/// A chart beside `report.md`, so that its image link resolves there as
+/// it does in the self-contained HTML.
+fn write_svg(path: &Path, chart: Option<&(String, String)>) -> Result<(), EvolveError> {
+    match chart {
+        Some((_, svg)) => serl_report::write_atomic(path, svg.as_bytes()).map_err(|e| file_err(path, e)),
+        None => Ok(()),
+    }
 }
 
 /// The chart's title and SVG; `None` when plotting failed (the report
@@ -414,7 +431,9 @@ mod tests {
             avg_price: Some(10.0),
             bench_price: 10.0,
             arrival_price: 10.0,
+            horizon_price: 10.0,
             pa_bps: pa,
+            pa_filled_bps: pa,
             is_bps: -pa,
             unfilled: 0.0,
             reward: 0.0,

@@ -51,11 +51,14 @@ mod prescreen;
 mod report;
 mod run;
 mod score;
+mod stages;
 mod tasks;
 mod team_test;
+mod verdict;
 
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use budget::BudgetConfig;
+pub use verdict::{verdict, Verdict, VerdictRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{

@@ -82,12 +82,15 @@ pub fn write(
             l.opened_at.as_deref().unwrap_or("(not yet)")
         );
     }
+    // The final test, whose verdict comes first.
+    let data = ReportData::new(&out.test, provenance);
+    if let Some(v) = crate::verdict(out, &data) {
+        md.push_str(&v.markdown());
+    }
     let (best_line, points) = iterations_table(&mut md, out);
     let svgs = score_plots(dir, &mut md, best_line, points)?;
     best_design(&mut md, out, modules);
 
-    // The final test.
-    let data = ReportData::new(&out.test, provenance);
     serl_eval::write_report(&dir.join("test"), &out.test, &data)
         .map_err(|e| err(&dir.join("test"), e))?;
     md.push_str("## Test split (once), identical orders\n\n");

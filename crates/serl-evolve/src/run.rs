@@ -11,7 +11,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, SESSION_MINUTES};
 use serl_eval::OrderResult;
@@ -24,6 +23,7 @@ use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
 use crate::score::{Pending, Scoring};
+use crate::stages::{ProfiledStage, Stages};
 use crate::tasks::ScoreJob;
 
 /// What the loop tells its caller as it goes.
@@ -178,6 +178,9 @@ pub struct EvolveOutcome {
     pub stages: Vec<(String, f64)>,
     /// Iterations run before convergence (or all of them).
     pub iterations_run: usize,
+    /// Wall seconds the run has taken over every process that worked on
+    /// it (a resumed run adds to its earlier ones, `costs.json`).
+    pub wall_secs: f64,
     /// The hierarchy rows (`[evolve.hierarchy]`), the design alone first;
     /// empty without them.
     pub hierarchy: Vec<crate::HierarchyRow>,
@@ -201,65 +204,6 @@ fn task(env: &EnvConfig, train: &serl_train::TrainConfig) -> TaskInfo {
         team_agents: team.map_or(1, |t| t.agents),
         team_mode: team.map_or(String::new(), |t| t.mode.name().to_string()),
         ..TaskInfo::default()
-    }
-}
-
-/// Seconds spent per stage.
-#[derive(Default)]
-struct Stages(HashMap<&'static str, f64>);
-
-/// The stages whose trainings the cost table breaks down.
-#[derive(Clone, Copy)]
-enum ProfiledStage {
-    Candidates,
-    LowLevel,
-}
-
-impl Stages {
-    fn add(&mut self, name: &'static str, secs: f64) {
-        *self.0.entry(name).or_default() += secs;
-    }
-
-    /// Runs `f` and counts its time towards `name`.
-    fn time<T>(&mut self, name: &'static str, f: impl FnOnce() -> T) -> T {
-        let t = Instant::now();
-        let out = f();
-        self.add(name, t.elapsed().as_secs_f64());
-        out
-    }
-
-    /// A training's profile under `stage`: `STAGE · dynamic envs` and
-    /// the rest (each training's own seconds, added up).
-    fn add_profile(&mut self, stage: ProfiledStage, p: &serl_train::TrainProfile) {
-        let names = match stage {
-            ProfiledStage::Candidates => [
-                "train · env stepping (wall)",
-                "train · static envs (their threads)",
-                "train · dynamic envs (their threads)",
-                "train · learning",
-            ],
-            ProfiledStage::LowLevel => [
-                "low-level DEK · env stepping (wall)",
-                "low-level DEK · static envs (their threads)",
-                "low-level DEK · dynamic envs (their threads)",
-                "low-level DEK · learning",
-            ],
-        };
-        let secs = [
-            p.env_secs,
-            p.static_env_secs,
-            p.dynamic_env_secs,
-            p.learn_secs,
-        ];
-        for (name, s) in names.into_iter().zip(secs) {
-            self.add(name, s);
-        }
-    }
-
-    fn sorted(self) -> Vec<(String, f64)> {
-        let mut v: Vec<(String, f64)> = self.0.into_iter().map(|(k, v)| (k.into(), v)).collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
     }
 }
 
@@ -295,7 +239,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let dir = inputs.run_dir.clone();
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
     let task = task(&inputs.env_cfg, &inputs.cfg.train);
-    let mut stages = Stages::default();
+    let mut stages = Stages::resume(&dir);
     let mut instructions = Instructions::new(&cfg);
     let mut all: Vec<CandidateResult> = Vec::new();
     let mut last_feedback: Option<Feedback> = None;
@@ -387,6 +331,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         lockbox,
         stages: stages.sorted(),
         iterations_run,
+        wall_secs: stages.wall_secs(),
         hierarchy,
     })
 }
@@ -632,16 +577,5 @@ mod tests {
         assert_eq!((s.valid, s.designed, s.low_level_trials), (1, 2, 1));
         assert_eq!(s.best_score, Some(2.0));
         assert_eq!(s.iteration, 2);
-    }
-
-    #[test]
-    fn stages_add_up_their_time_and_list_by_name() {
-        let mut s = Stages::default();
-        s.add("train", 1.0);
-        s.add("design", 0.5);
-        s.add("train", 2.0);
-        assert_eq!(s.time("test", || 7), 7);
-        let names: Vec<String> = s.sorted().into_iter().map(|(n, _)| n).collect();
-        assert_eq!(names, ["design", "test", "train"]);
     }
 }

@@ -262,11 +262,47 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
+    // The verdict comes first in the report and last in the terminal.
+    assert!(report.starts_with("# SE-RL evolve report"));
+    let verdict_at = report.find("## Verdict").expect("a verdict section");
+    assert!(verdict_at < report.find("## Iterations").unwrap(), "{report}");
+    assert!(report.contains("| static | ppo-default |"), "{report}");
+    let last: Vec<&str> = t.lines().rev().take(12).collect();
+    assert!(
+        last.iter().any(|l| l.contains("test (static): serl-best"))
+            && last.iter().any(|l| l.contains("validation ranking")),
+        "{t}"
+    );
+    let costs = |run: &Path| {
+        let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+        let cost = report.split("## Cost").nth(1).unwrap();
+        let cost = cost.split("\n## ").next().unwrap();
+        cost.lines()
+            .filter(|l| l.starts_with("| final training |") || l.starts_with("| train |"))
+            .map(|l| l.split('|').nth(2).unwrap().trim().parse::<f64>().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let costs_before = costs(&run);
+    assert_eq!(costs_before.len(), 2, "final training and train rows");
+
+    // A resumed run keeps its settings: a flag that would change one is
+    // refused and named.
+    let changed = serl(&["evolve", "--resume", run.to_str().unwrap(), "--seed", "99"]);
+    assert!(!changed.status.success());
+    assert!(text(&changed).contains("--seed 99 (the run has"), "{}", text(&changed));
+
     let table_before = table(&run);
     let trained_before = trained_files(&run);
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
     assert_eq!(table(&run), table_before, "the resumed run's test table");
+    // Resuming a finished run keeps the costs its first process recorded.
+    let costs_after = costs(&run);
+    assert_eq!(costs_after.len(), 2);
+    for (a, b) in costs_after.iter().zip(&costs_before) {
+        assert!(a >= b, "a cost row shrank on resume: {costs_before:?} -> {costs_after:?}");
+    }
+    assert!(costs_after[0] > 0.0 && costs_after[1] > 0.0, "{costs_after:?}");
     // The resume tested again and printed the same table.
     assert!(!printed_table(&o).is_empty(), "{t}");
     assert_eq!(printed_table(&o2), printed_table(&o));

@@ -64,6 +64,39 @@ fn the_quick_evolve_run_gives_the_recorded_test_table() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     check("evolve-test.json", &run.join("test/summary.json"));
+    the_readme_says_what_the_quick_run_did(&run);
+}
+
+/// The README's words about the quick run (candidates trained, decisions
+/// a day) are what the run did and what its config says.
+fn the_readme_says_what_the_quick_run_did(run: &Path) {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme = squash(&std::fs::read_to_string(repo().join("README.md")).unwrap());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let trained: usize = report
+        .split(" candidates trained")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the report counts the candidates trained");
+    assert!(
+        readme.contains(&format!("so {trained} candidates trained")),
+        "the README should say the quick run trains {trained} candidates"
+    );
+    let config: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap())
+            .unwrap();
+    let minutes = config["env"]["decision_minutes"].as_integer().unwrap();
+    let decisions = 390 / minutes;
+    assert!(
+        readme.contains(&format!("{decisions} decisions a day")),
+        "the README should say the quick run makes {decisions} decisions a day"
+    );
+    let out = std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap();
+    assert!(
+        out.contains(&format!("({trained} trained)")),
+        "configs/evolve.toml's header should count {trained} trainings"
+    );
 }
 
 #[test]

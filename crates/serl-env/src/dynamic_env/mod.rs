@@ -308,17 +308,42 @@ impl<'a> DynamicEnv<'a> {
     ) -> ExecutionOutcome {
         let d = &self.desks[k];
         let bench_price = self.bench_price();
+        let sign = d.order.side.sign();
         ExecutionOutcome {
             order_id: d.order.id,
             side: d.order.side,
+            qty: d.order.qty,
             filled: d.filled,
             notional: d.notional,
             bench_price,
             arrival_price: self.arrival,
+            horizon_price: crate::static_env::unfilled_charge(
+                self.far_touch(sign),
+                sign,
+                self.cfg,
+            ),
             reward,
             steps: self.steps,
             inventory_path,
             placement: self.placement_stats(k, bench_price),
+        }
+    }
+
+    /// What crossing one share costs now for side `sign`: the far touch
+    /// (the ask for a buy, the bid for a sell), or the last mid and the
+    /// session's half spread where that side of the book is empty.
+    fn far_touch(&self, sign: f64) -> f64 {
+        let touch = if sign > 0.0 {
+            self.sim.book.best_ask()
+        } else {
+            self.sim.book.best_bid()
+        };
+        match touch {
+            Some(t) => t as f64 * self.sim.tick(),
+            None => {
+                let mid = self.mids.last().copied().unwrap_or(self.arrival);
+                mid * (1.0 + sign * self.view.spread_bps / 2.0 * 1e-4)
+            }
         }
     }
 

@@ -208,6 +208,9 @@ pub struct ExecutionOutcome {
     pub order_id: u64,
     /// The order's side: what the prices are judged for.
     pub side: OrderSide,
+    /// The parent order's size, shares: what the whole-order figures are
+    /// per share of.
+    pub qty: f64,
     /// Shares filled.
     pub filled: f64,
     /// Sum of fill price × shares.
@@ -220,6 +223,10 @@ pub struct ExecutionOutcome {
     /// the window's first minute price in the static replay, the simulated
     /// mid at the window's start in the dynamic market.
     pub arrival_price: f64,
+    /// The price a share left at the horizon is charged at: the horizon's
+    /// last price crossed with the half spread (what the forced
+    /// liquidation pays), plus the task's `unfilled_cost_bps`.
+    pub horizon_price: f64,
     /// The episode's reward, summed over its steps.
     pub reward: f64,
     /// Decision steps in the episode.
@@ -237,21 +244,46 @@ impl ExecutionOutcome {
         (self.filled > 0.0).then(|| self.notional / self.filled)
     }
 
-    /// Price advantage over the benchmark, bps: positive when the average
-    /// fill beat it for the order's side (0 when nothing filled).
-    pub fn pa_bps(&self) -> f64 {
-        self.avg_price().map_or(0.0, |p| {
-            -self.side.sign() * (p / self.bench_price - 1.0) * 1e4
-        })
+    /// Shares of the order left at the horizon.
+    pub fn unfilled(&self) -> f64 {
+        (self.qty - self.filled).max(0.0)
     }
 
-    /// Implementation shortfall against the arrival price, bps: positive
-    /// when the average fill was worse for the order's side (0 when
-    /// nothing filled).
+    /// The average price of the whole parent order: the fills, and every
+    /// share left at the horizon at [`Self::horizon_price`] (Perold's
+    /// opportunity cost); `None` for an empty order.
+    pub fn whole_order_price(&self) -> Option<f64> {
+        let left = self.unfilled();
+        let shares = self.filled + left;
+        (shares > 0.0).then(|| (self.notional + left * self.horizon_price) / shares)
+    }
+
+    /// Price advantage of the whole parent order over the benchmark, bps:
+    /// positive when the order's average price, unfilled shares charged at
+    /// the horizon, beat it for the order's side. The headline PA.
+    pub fn pa_bps(&self) -> f64 {
+        self.whole_order_price()
+            .map_or(0.0, |p| self.advantage_bps(p, self.bench_price))
+    }
+
+    /// Price advantage of the filled shares alone, bps (0 when nothing
+    /// filled): the paper's PA, which a strategy can win by not trading.
+    pub fn filled_pa_bps(&self) -> f64 {
+        self.avg_price()
+            .map_or(0.0, |p| self.advantage_bps(p, self.bench_price))
+    }
+
+    /// Implementation shortfall of the whole order against the arrival
+    /// price, bps (Perold: execution cost plus the opportunity cost of the
+    /// shares left): positive when the order's price was worse for its
+    /// side.
     pub fn is_bps(&self) -> f64 {
-        self.avg_price().map_or(0.0, |p| {
-            self.side.sign() * (p / self.arrival_price - 1.0) * 1e4
-        })
+        self.whole_order_price()
+            .map_or(0.0, |p| -self.advantage_bps(p, self.arrival_price))
+    }
+
+    fn advantage_bps(&self, price: f64, reference: f64) -> f64 {
+        -self.side.sign() * (price / reference - 1.0) * 1e4
     }
 }
 
@@ -363,6 +395,19 @@ impl<'a> StaticEnv<'a> {
         StaticEnv {
             queue: Some(day),
             ..StaticEnv::new(view, order, cfg)
+        }
+    }
+
+    /// The horizon's bar: the window's last (the session's last before
+    /// the window, for a window without one); where the forced
+    /// liquidation crosses and unfilled shares are charged.
+    fn horizon_bar(&self) -> Option<usize> {
+        let v = &*self.view;
+        let window = v.range(self.order.start_minute, self.order.end_minute);
+        if window.is_empty() {
+            window.start.checked_sub(1).or(v.price.len().checked_sub(1))
+        } else {
+            Some(window.end - 1)
         }
     }
 
@@ -520,15 +565,7 @@ impl Episode for StaticEnv<'_> {
         self.step += 1;
         let done = self.step >= self.steps;
         if done && self.cfg.terminal == Terminal::ForceLiquidate && self.remaining - got > 0.0 {
-            // At the horizon: the window's last bar (the session's last
-            // before the window, for a window without one).
-            let window = v.range(self.order.start_minute, self.order.end_minute);
-            let last = if window.is_empty() {
-                window.start.checked_sub(1).or(v.price.len().checked_sub(1))
-            } else {
-                Some(window.end - 1)
-            };
-            if let Some(i) = last {
+            if let Some(i) = self.horizon_bar() {
                 let q = self.remaining - got;
                 let p = v.price[i] + self.sign * v.half_spread[i];
                 notional += q * p;
@@ -572,19 +609,32 @@ impl Episode for StaticEnv<'_> {
     }
 
     fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome {
+        let horizon_price = match self.horizon_bar() {
+            Some(i) => self.view.price[i] + self.sign * self.view.half_spread[i],
+            None => self.bench,
+        };
         ExecutionOutcome {
             order_id: self.order.id,
             side: self.order.side,
+            qty: self.order.qty,
             filled: self.filled,
             notional: self.notional,
             bench_price: self.bench,
             arrival_price: self.arrival,
+            horizon_price: unfilled_charge(horizon_price, self.sign, &self.cfg),
             reward,
             steps: self.steps,
             inventory_path,
             placement: self.placement_stats(),
         }
     }
+}
+
+/// The price a share left at the horizon is charged at: `cross` (the
+/// horizon's price with the half spread, for the order's side `sign`) made
+/// dearer by the task's opportunity cost.
+pub(crate) fn unfilled_charge(cross: f64, sign: f64, cfg: &EnvConfig) -> f64 {
+    cross * (1.0 + sign * cfg.unfilled_cost_bps * 1e-4)
 }
 
 /// Works `want` shares evenly over the bars `bars`, each bar taking at most

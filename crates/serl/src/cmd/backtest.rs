@@ -179,28 +179,35 @@ pub(super) fn strategy_factory(s: &str) -> Result<StrategyFactory> {
     Ok(StrategyFactory::from_spec(spec))
 }
 
-/// The metrics table every command that backtests prints.
-pub fn print_summaries(summaries: &[serl_eval::Summary]) {
+/// The metrics table every command that backtests prints, the warnings
+/// of its report and the legend of its abbreviations.
+pub fn print_summaries(data: &serl_eval::ReportData) {
+    let summaries = &data.summaries;
     let width = |f: &dyn Fn(&serl_eval::Summary) -> usize, least: usize| {
         summaries.iter().map(f).max().unwrap_or(0).max(least)
     };
     let (we, ws) = (width(&|s| s.env.len(), 8), width(&|s| s.strategy.len(), 14));
     println!(
-        "{:<we$} {:<ws$} {:>7} {:>26} {:>7} {:>6} {:>6} {:>7}",
-        "env", "strategy", "orders", "PA bps [95% CI]", "PA-std", "WR", "GLR", "AFI"
+        "{:<we$} {:<ws$} {:>7} {:>26} {:>9} {:>7} {:>6} {:>6} {:>7}",
+        "env", "strategy", "orders", "PA bps [95% CI]", "PA filled", "PA-std", "WR", "GLR", "AFI"
     );
     for s in summaries {
         println!(
-            "{:<we$} {:<ws$} {:>7} {:>26} {:>7.2} {:>6.3} {:>6} {:>7.4}",
+            "{:<we$} {:<ws$} {:>7} {:>26} {:>9.2} {:>7.2} {:>6.3} {:>6} {:>7.4}",
             s.env,
             s.strategy,
             s.orders,
             s.pa.to_string(),
+            s.pa_filled,
             s.pa_std,
             s.wr,
             s.glr.map_or("-".into(), |g| format!("{g:.2}")),
             s.afi
         );
+    }
+    println!("{}", serl_eval::LEGEND);
+    for w in serl_eval::warnings(data) {
+        println!("warning: {w}");
     }
     print_placement(summaries);
 }
@@ -221,6 +228,12 @@ fn print_placement(summaries: &[serl_eval::Summary]) {
             s.env, s.strategy, c[0], c[1], c[2], c[3], c[4], c[5]
         );
     }
+}
+
+/// What the load of `ds` left out, one line each for the report's
+/// provenance ([`super::load_data`] counted them on the terminal).
+pub fn skipped_lines(ds: &serl_data::Dataset) -> Vec<String> {
+    ds.left_out().iter().map(|p| p.to_string()).collect()
 }
 
 /// Where a report's orders came from: the data, split, seed and configs,
@@ -244,6 +257,7 @@ pub fn provenance(
         serl_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: git_commit(),
         created: now(),
+        ..Provenance::default()
     })
 }
 
@@ -322,8 +336,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             (ds, Some(venue), Split::All, dir.clone())
         }
         (None, Some(data)) => {
-            let ds = serl_data::load(data, &cfg.data)
-                .with_context(|| format!("loading {}", data.display()))?;
+            let ds = super::load_data(data, &cfg.data)?;
             (ds, None, a.split, data.clone())
         }
         (None, None) => bail!("give --data or --lobster"),
@@ -377,10 +390,15 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         (&cfg.orders, &cfg.env),
         cfg.env.default_reward().describe(),
     )?;
+    let provenance = Provenance {
+        orders_over_capacity: serl_eval::orders_over_capacity(&market, &orders, &cfg.env),
+        skipped: skipped_lines(&ds),
+        ..provenance
+    };
     let data = ReportData::new(&results, provenance);
     write_report(&a.out, &results, &data)
         .with_context(|| format!("writing the report to {}", a.out.display()))?;
-    print_summaries(&data.summaries);
+    print_summaries(&data);
     println!(
         "{} episodes in {:.2}s; report: {}",
         results.len(),

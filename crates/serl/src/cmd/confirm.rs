@@ -124,9 +124,17 @@ fn print(r: &ConfirmReport) {
 fn print_tests(title: &str, tests: &[serl_eval::DayTest]) {
     println!("{title}:");
     for t in tests {
+        let p = if t.too_few_days() {
+            format!(
+                "warning: too few days for a p-value (fewer than {})",
+                serl_eval::MIN_TEST_DAYS
+            )
+        } else {
+            format!("p {}  q {}", t.p_cell(), t.q_cell())
+        };
         println!(
-            "  {:<26} vs {:<26} won {:>2} of {:<2} days  mean {}  p {:.3}  q {:.3}",
-            t.strategy, t.reference, t.days_won, t.days, t.mean_day_diff, t.p_value, t.q_value
+            "  {:<26} vs {:<26} won {:>2} of {:<2} days  mean {}  {p}",
+            t.strategy, t.reference, t.days_won, t.days, t.mean_day_diff
         );
     }
 }

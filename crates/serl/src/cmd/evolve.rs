@@ -182,6 +182,9 @@ pub struct StudyData {
     /// Every order of the data in one id space (walk-forward's windows),
     /// when asked for.
     pub all: Vec<ParentOrder>,
+    /// What the load left out, one line each (for the report's
+    /// provenance).
+    pub skipped: Vec<String>,
 }
 
 impl StudyData {
@@ -189,8 +192,7 @@ impl StudyData {
     /// too (for `--walk-forward`), else none.
     pub fn load(cfg: &EvolveFile, all: bool) -> Result<StudyData> {
         let data_path = cfg.data_path();
-        let ds = serl_data::load(&data_path, &cfg.data)
-            .with_context(|| format!("loading {}", data_path.display()))?;
+        let ds = super::load_data(&data_path, &cfg.data)?;
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
         let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
@@ -209,6 +211,7 @@ impl StudyData {
             );
         }
         Ok(StudyData {
+            skipped: super::backtest::skipped_lines(&ds),
             symbols: ds.symbols().len(),
             market: super::market_data(&ds, &cfg.data),
             train,
@@ -272,6 +275,49 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A resumed run keeps the settings it started with (its `evolve.toml`):
+/// a flag that would change one is refused, named, rather than ignored.
+/// `--llm` and `--engine` are applied (a run may be finished by replaying
+/// its transcript, or on another engine: the tasks are the same).
+fn refuse_changes_on_resume(a: &EvolveArgs, cfg: &EvolveFile, dir: &Path) -> Result<()> {
+    let mut changed: Vec<String> = Vec::new();
+    let mut differs = |flag: &str, given: String, saved: String| {
+        if given != saved {
+            changed.push(format!("{flag} {given} (the run has {saved})"));
+        }
+    };
+    let shown = |p: &Option<PathBuf>| p.as_ref().map_or("-".into(), |p| p.display().to_string());
+    if let Some(s) = a.seed {
+        differs("--seed", s.to_string(), cfg.evolve.seed.to_string());
+    }
+    if a.data.is_some() {
+        differs("--data", shown(&a.data), shown(&cfg.data_path));
+    }
+    if a.prompts.is_some() {
+        differs("--prompts", shown(&a.prompts), shown(&cfg.prompts));
+    }
+    if let Some(u) = &a.base_url {
+        differs("--base-url", u.clone(), cfg.llm.http.base_url.clone().unwrap_or_default());
+    }
+    if a.gbnf && !cfg.llm.gbnf {
+        differs("--gbnf", "on".into(), "off".into());
+    }
+    if a.lockbox && !cfg.evolve.lockbox {
+        differs("--lockbox", "on".into(), "off".into());
+    }
+    if a.model.is_some() {
+        changed.push(format!("--model {}", shown(&a.model)));
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "a resumed run keeps the settings it started with ({}): {} would change them; drop the flag, or start a new run with --out",
+        dir.join("evolve.toml").display(),
+        changed.join(", ")
+    )
+}
+
 /// The run directory and its config: a resumed run's saved one, or the
 /// given config with the command line's overrides; validated.
 fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
@@ -327,6 +373,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
             cfg.evolve.seed = s;
         }
     } else {
+        refuse_changes_on_resume(a, &cfg, &out)?;
         if let Some(l) = a.llm {
             // A resumed LLM run may be finished by replaying its transcript.
             cfg.llm.backend = l;
@@ -441,7 +488,11 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     if !ablations.is_empty() {
         eprint!("{}", serl_evolve::ablation_table(&ablations));
     }
-    let provenance = provenance(&cfg, &data_path, test.len(), &outcome)?;
+    let provenance = Provenance {
+        orders_over_capacity: serl_eval::orders_over_capacity(market, test, &cfg.env),
+        skipped: data.skipped.clone(),
+        ..provenance(&cfg, &data_path, test.len(), &outcome)?
+    };
     let data = serl_evolve::write_report(
         &out,
         &outcome,
@@ -450,7 +501,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         provenance.clone(),
         &ablations,
     )?;
-    super::backtest::print_summaries(&data.summaries);
+    super::backtest::print_summaries(&data);
     print_hierarchy(&outcome.hierarchy);
     if confirming {
         let best = outcome.best.design.as_ref();
@@ -468,13 +519,29 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         )?;
     }
     println!(
-        "best design {} (validation score {:.3}); {:.0}s in all; report: {}",
+        "best design {} (validation score {:.3}); {}; report: {}",
         outcome.best.key,
         outcome.best.score.unwrap_or(0.0),
-        main_secs,
+        took(main_secs, outcome.wall_secs),
         out.join("report.html").display()
     );
+    if let Some(v) = serl_evolve::verdict(&outcome, &data) {
+        println!("verdict:");
+        for line in v.lines() {
+            println!("  {line}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long the run took: this process's seconds, and the run's over
+/// every process where it was resumed.
+fn took(this_process: f64, all_processes: f64) -> String {
+    if all_processes > this_process + 1.0 {
+        format!("{all_processes:.0}s in all over its processes ({this_process:.0}s in this one)")
+    } else {
+        format!("{this_process:.0}s in all")
+    }
 }
 
 /// The run's first lines: who designs, on how many orders, where.
@@ -705,7 +772,7 @@ fn show_event(bar: &ProgressBar, e: Event) {
         }),
         Event::CandidateDone => bar.inc(1),
         Event::Iteration(s) => say(format!(
-            "iteration {}: {} valid of {} designed, {} low-level trials, best score {}, best validation PA so far {:.3} bps",
+            "iteration {}: {} valid of {} designed, {} low-level DEK trials (the Dual-Level Enhancement Kit's ES on the best design's constants), best score {}, best validation PA so far {:.3} bps",
             s.iteration,
             s.valid,
             s.designed,

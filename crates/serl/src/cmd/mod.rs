@@ -31,6 +31,30 @@ pub fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// The dataset at `path`, loaded under `cfg`; what the load left out
+/// (files skipped, rows dropped) is counted on stderr at once, so that no
+/// command uses less data than it was given without a word.
+pub fn load_data(path: &Path, cfg: &serl_data::DataConfig) -> Result<serl_data::Dataset> {
+    let ds = serl_data::load(path, cfg).with_context(|| format!("loading {}", path.display()))?;
+    let left = ds.left_out();
+    if !left.is_empty() {
+        let rows: u64 = left
+            .iter()
+            .filter(|p| p.line.is_some())
+            .map(|p| p.count)
+            .sum();
+        eprintln!(
+            "warning: loading {} left out {} file(s) and {} row(s) in {} problem(s) (the report's provenance lists them; `serl data validate {}` explains each)",
+            path.display(),
+            ds.files_skipped(),
+            rows,
+            left.len(),
+            path.display()
+        );
+    }
+    Ok(ds)
+}
+
 /// The sessions of `ds`, with the dynamic market's noise fits kept in
 /// [`fit_cache_dir`] when there is one.
 pub(crate) fn market_data(

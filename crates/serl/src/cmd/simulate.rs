@@ -134,8 +134,7 @@ fn load_session(s: SessionArgs) -> Result<Session> {
         cfg.cluster.engine = e.into();
     }
     cfg.cluster.validate()?;
-    let ds =
-        serl_data::load(&data, &cfg.data).with_context(|| format!("loading {}", data.display()))?;
+    let ds = super::load_data(&data, &cfg.data)?;
     let sym = symbol.to_uppercase();
     if ds.symbol_sessions(&sym).is_empty() {
         bail!("unknown symbol `{symbol}` in {}", data.display());

@@ -216,8 +216,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         .collect::<Result<_>>()?;
     let venues = venues(a.env.unwrap_or(EnvChoice::Dynamic), cfg, a.held_out)?;
     let data_path: PathBuf = a.data.clone().context("--team needs --data")?;
-    let ds = serl_data::load(&data_path, &cfg.data)
-        .with_context(|| format!("loading {}", data_path.display()))?;
+    let ds = super::load_data(&data_path, &cfg.data)?;
     let orders = generate_orders(&ds, a.split, &cfg.data, &cfg.orders)?;
     let market = super::market_data(&ds, &cfg.data);
     eprintln!(

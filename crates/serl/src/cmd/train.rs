@@ -335,8 +335,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
             a.out.display()
         );
     }
-    let ds = serl_data::load(&data_path, &cfg.data)
-        .with_context(|| format!("loading {}", data_path.display()))?;
+    let ds = super::load_data(&data_path, &cfg.data)?;
     if a.walk_forward {
         if a.seeds > 1 {
             bail!("--walk-forward trains one seed per window; run it once per --seed instead of --seeds");
@@ -563,6 +562,7 @@ fn print_summary(records: &[UpdateRecord]) {
             r.steps_per_sec
         );
     }
+    println!("α, β: the weights of the static replay's and the dynamic market's losses (L = α·L_static + β·L_dynamic, docs/train.md); ep PA: mean whole-order PA of the update's finished episodes, bps; val PA: the validation PA, bps (docs/metrics.md)");
 }
 
 /// A trained policy from a run directory, for `serl backtest`, labelled

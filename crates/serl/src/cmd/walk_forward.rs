@@ -141,7 +141,7 @@ pub fn run(
         .as_bytes(),
     )?;
     print_windows(&results);
-    super::backtest::print_summaries(&data.summaries);
+    super::backtest::print_summaries(&data);
     println!("report: {}", out.join("walk-forward.html").display());
     Ok(ExitCode::SUCCESS)
 }
@@ -178,7 +178,7 @@ fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -
             policy.map_or("–".into(), |s| s.pa.to_string()),
             diff.map_or("–".into(), |d| d.diff.to_string()),
             day.map_or("–".into(), |t| format!("{} of {}", t.days_won, t.days)),
-            day.map_or("–".into(), |t| format!("{:.3}", t.p_value)),
+            day.map_or("–".into(), |t| t.p_cell()),
         );
     }
     md.push('\n');
