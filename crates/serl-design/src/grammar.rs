@@ -391,7 +391,7 @@ fn unsigned_number(lo: f64, hi: f64) -> String {
     }
     // Display never writes an exponent: the digits after the point are
     // the fraction's.
-    let hi_text = format!("{}", hi.max(top));
+    let hi_text = hi.max(top).to_string();
     let fraction = hi_text.split_once('.').map_or("", |(_, f)| f);
     alts.push(format!(
         r#"{} ("." {})?"#,
