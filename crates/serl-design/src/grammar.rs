@@ -13,8 +13,9 @@
 //! with their required properties, in order. GBNF has no such escape, so
 //! the whole schema is written out here: objects with their optional
 //! properties, arrays with their lengths, exact integer ranges, numbers
-//! within the digits of their range (a fraction past the bound is left to
-//! the validator), and one optional space after `,` and `:`.
+//! within their range (exact but for a fraction under a fractional lower
+//! bound, which is left to the validator), and one optional space after
+//! `,` and `:`.
 
 use serde_json::Value;
 use serl_expr::{Dialect, VarSet};
@@ -31,7 +32,7 @@ pub fn module_lark(kind: ModuleKind) -> String {
 
 /// The GBNF grammar a `kind` reply must follow (llama.cpp's `grammar`
 /// field): the same language as [`module_lark`] but for the spaces JSON
-/// may take and the bounds of fractional numbers.
+/// may take and fractions under a fractional lower bound.
 pub fn module_gbnf(kind: ModuleKind) -> String {
     module_grammar(kind, Dialect::Gbnf)
 }
@@ -374,19 +375,43 @@ fn signed(lo: f64, hi: f64, unsigned: impl Fn(f64, f64) -> String) -> String {
     }
 }
 
-/// Numbers in `lo..=hi` (`lo` >= 0) with up to four decimals: the whole
-/// part exact, a fraction past `hi` left to the validator.
+/// Numbers in `lo..=hi` (`lo` >= 0): the whole part exact, and the
+/// fraction of the top whole number at most `hi`'s (a tolerance of at most
+/// 0.5 cannot be 0.7); a fraction under a fractional `lo` is left to the
+/// validator.
 fn unsigned_number(lo: f64, hi: f64) -> String {
     let whole_lo = lo.floor();
-    let whole_hi = (hi.ceil() - 1.0).max(whole_lo);
-    let mut alts = vec![format!(
-        r#"{} ("." [0-9]+)?"#,
-        int_range(whole_lo as u64, whole_hi as u64)
-    )];
-    if hi.fract() == 0.0 && hi > whole_hi {
-        alts.push(format!(r#"{} ("." "0"+)?"#, literal(&format!("{hi}"))));
+    let top = hi.floor().max(whole_lo);
+    let mut alts = Vec::new();
+    if top > whole_lo {
+        alts.push(format!(
+            r#"{} ("." [0-9]+)?"#,
+            int_range(whole_lo as u64, top as u64 - 1)
+        ));
     }
+    // Display never writes an exponent: the digits after the point are
+    // the fraction's.
+    let hi_text = hi.max(top).to_string();
+    let fraction = hi_text.split_once('.').map_or("", |(_, f)| f);
+    alts.push(format!(
+        r#"{} ("." {})?"#,
+        literal(&format!("{top}")),
+        fraction_at_most(fraction.as_bytes())
+    ));
     format!("({})", alts.join(" | "))
+}
+
+/// The digit strings `f` (one or more digits) with `0.f <= 0.digits`.
+fn fraction_at_most(digits: &[u8]) -> String {
+    let Some((&d, rest)) = digits.split_first() else {
+        return r#""0"+"#.into();
+    };
+    let same = format!(r#""{}" ({})?"#, d as char, fraction_at_most(rest));
+    match d {
+        b'0' => format!("({same})"),
+        b'1' => format!(r#"("0" [0-9]* | {same})"#),
+        _ => format!(r#"([0-{}] [0-9]* | {same})"#, (d - 1) as char),
+    }
 }
 
 /// The integers in `lo..=hi` written without leading zeros, exactly: one

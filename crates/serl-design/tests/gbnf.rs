@@ -3,7 +3,7 @@
 //! and against serl's parser and validator:
 //! - every reply drawn from a module's Lark grammar is derived by its GBNF
 //!   (the GBNF's language holds the Lark's: it differs only by optional
-//!   spaces in the JSON and looser fractions);
+//!   spaces in the JSON and fractions under a fractional lower bound);
 //! - 200 replies drawn at random from each module's GBNF are JSON of the
 //!   module's shape whose programs parse; the share that also validates is
 //!   printed (`cargo test -p serl-design --test gbnf -- --nocapture`).

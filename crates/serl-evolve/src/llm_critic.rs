@@ -12,7 +12,7 @@
 
 use serde_json::json;
 use serl_design::{extract, ModuleKind};
-use serl_llm::{Backend, ChatRequest, Prompts, Schema};
+use serl_llm::{Backend, ChatRequest, Prompts, Schema, Template};
 use serl_train::{CriticReview, RewardCritic};
 
 /// Makes the reward critic of a training whose config asks for a language
@@ -22,7 +22,7 @@ use serl_train::{CriticReview, RewardCritic};
 pub type CriticMaker = dyn Fn() -> Result<Box<dyn RewardCritic>, String> + Sync;
 
 /// The template every prompt directory may have for the critic.
-pub const TEMPLATE: &str = "reward_critic";
+pub const TEMPLATE: Template = Template::RewardCritic;
 
 /// An LLM reward critic.
 pub struct LlmCritic {
@@ -56,7 +56,7 @@ impl LlmCritic {
 /// The reply's schema: `{"weights": [k numbers within the bounds]}`.
 fn schema(k: usize, (lo, hi): (f64, f64)) -> Schema {
     Schema {
-        name: TEMPLATE.into(),
+        name: TEMPLATE.name().into(),
         schema: json!({
             "type": "object",
             "properties": {"weights": {
@@ -106,7 +106,7 @@ impl RewardCritic for LlmCritic {
         });
         let prompt = self
             .prompts
-            .render(TEMPLATE, &ctx)
+            .render(TEMPLATE.name(), &ctx)
             .map_err(|e| e.to_string())?;
         let mut req = ChatRequest::new(prompt);
         req.temperature = self.temperature;

@@ -6,6 +6,7 @@ use serl_design::{extract, Module, ModuleKind};
 
 use crate::backend::{Backend, ChatRequest, LlmError, Schema};
 use crate::prompts::{ModuleContext, Prompts};
+use crate::templates::Template;
 
 /// What a designer answered.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -98,12 +99,12 @@ impl LlmDesigner {
 
     fn ask(
         &mut self,
-        template: &str,
+        template: Template,
         ctx: &ModuleContext,
         json: bool,
         constraint: Constraint,
     ) -> Result<Reply, LlmError> {
-        let prompt = self.prompts.render(template, &ctx.to_value())?;
+        let prompt = self.prompts.render(template.name(), &ctx.to_value())?;
         let mut req = ChatRequest::new(prompt.clone());
         req.temperature = self.temperature;
         // Each call gets its own seed so that retries differ, yet a rerun
@@ -158,7 +159,7 @@ impl Designer for LlmDesigner {
         };
         let mut ctx = ctx.clone();
         ctx.constrained = constraint.schema.is_some() || constraint.grammar.is_some();
-        self.ask(kind.name(), &ctx, kind.is_json(), constraint)
+        self.ask(Template::Module(kind), &ctx, kind.is_json(), constraint)
     }
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError> {
         let constraint = Constraint {
@@ -166,7 +167,7 @@ impl Designer for LlmDesigner {
             max_tokens: Some(REFINE_MAX_TOKENS),
             ..Constraint::default()
         };
-        self.ask("refine", ctx, false, constraint)
+        self.ask(Template::Refine, ctx, false, constraint)
     }
 }
 

@@ -12,7 +12,9 @@
 //! - [`prompts`]: minijinja templates in a directory (`prompts/`), one per
 //!   module plus the system prompt, the feedback block and the
 //!   instruction-refinement prompt, with a documented context and a check
-//!   ([`Prompts::check`]).
+//!   ([`Prompts::check`]). [`Template`] is the one list of them that
+//!   listing, rendering, checking and probing read: one per
+//!   `ModuleKind`, then the others.
 //! - A [`Backend`] is a chat model: [`HttpBackend`] speaks
 //!   OpenAI-compatible chat completions or Ollama's native API over
 //!   reqwest, with timeouts, backoff and a concurrency limit
@@ -33,6 +35,7 @@ mod http;
 mod local;
 pub mod prompts;
 mod record;
+mod templates;
 
 pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema};
 pub use builtin::BuiltinDesigner;
@@ -42,5 +45,6 @@ pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
 pub use local::{LocalBackend, LocalConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};
 pub use record::{Recorder, Replay};
+pub use templates::Template;
 #[cfg(feature = "local")]
 pub use serl_local;

@@ -9,23 +9,7 @@ use serde_json::{json, Value};
 use serl_design::ModuleKind;
 
 use crate::backend::LlmError;
-
-/// Templates every prompt directory must have.
-///
-/// `plan.j2` (the plan module) and `reward_critic.j2` (an LLM reward
-/// critic) are optional: a directory written before them still loads and
-/// checks, and asks for them only where a run uses them.
-pub const REQUIRED: [&str; 9] = [
-    "system",
-    "feedback",
-    "refine",
-    "reward",
-    "state",
-    "architecture",
-    "imagination",
-    "profiling",
-    "communication",
-];
+use crate::templates::Template;
 
 /// A directory of prompt templates, loaded and parsed once; undefined
 /// variables are errors when rendering.
@@ -108,45 +92,34 @@ impl Prompts {
             .map_err(|e| template_err(&file, &e))
     }
 
-    /// Renders every module template and `refine` against the sample
-    /// contexts; returns every problem found.
+    /// Whether the directory has template `name` (without `.j2`).
+    pub fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// Renders every template of [`Template::all`] against its sample
+    /// contexts; returns every problem found: a required template missing,
+    /// or one that does not render (an optional one is checked when
+    /// present).
     pub fn check(&self) -> Vec<LlmError> {
         let mut problems = Vec::new();
-        for r in REQUIRED {
-            if !self.names.iter().any(|n| n == r) {
-                problems.push(LlmError::Template {
-                    file: self.dir.join(format!("{r}.j2")).display().to_string(),
-                    line: 0,
-                    message: "missing".into(),
-                });
-            }
-        }
-        for kind in ModuleKind::ALL {
-            if kind == ModuleKind::Plan && !self.names.iter().any(|n| n == "plan") {
+        for t in Template::all() {
+            if !self.has(t.name()) {
+                if t.required() {
+                    problems.push(LlmError::Template {
+                        file: self.dir.join(format!("{t}.j2")).display().to_string(),
+                        line: 0,
+                        message: "missing".into(),
+                    });
+                }
                 continue;
             }
-            for ctx in [sample_context(kind, false), sample_context(kind, true)] {
-                if let Err(e) = self.render(kind.name(), &ctx) {
-                    problems.push(e);
-                    break;
-                }
-            }
-        }
-        if let Err(e) = self.render("refine", &sample_context(ModuleKind::Reward, true)) {
-            problems.push(e);
-        }
-        // The reward critic's template is optional; checked when present.
-        if self.names.iter().any(|n| n == "reward_critic") {
-            let ctx = json!({
-                "update": 10,
-                "terms": [{"term": "step_pa", "mean": 0.4, "std": 3.0, "repaired_share": 0.0},
-                          {"term": "-(2 * remaining_inv)", "mean": -0.3, "std": 0.2, "repaired_share": 0.01}],
-                "weights": [1.0, 1.0],
-                "windows": [{"weights": [1.0, 1.0], "pa": -1.5}],
-                "min_weight": 0.25,
-                "max_weight": 4.0,
-            });
-            if let Err(e) = self.render("reward_critic", &ctx) {
+            // The first error of a template is enough to fix it.
+            if let Some(e) = t
+                .sample_contexts()
+                .iter()
+                .find_map(|ctx| self.render(t.name(), ctx).err())
+            {
                 problems.push(e);
             }
         }
@@ -413,7 +386,12 @@ mod tests {
                 .unwrap_or_else(|| panic!("{kind:?}: no reply instruction"))..];
             let schema = serl_design::module_schema(kind);
             assert!(ask.starts_with("Reply with JSON"), "{kind:?}: {ask}");
-            for field in schema["required"].as_array().unwrap() {
+            // A schema of several forms (the plan's) asks for each one's.
+            let forms = schema["anyOf"]
+                .as_array()
+                .cloned()
+                .unwrap_or_else(|| vec![schema.clone()]);
+            for field in forms.iter().flat_map(|f| f["required"].as_array().unwrap()) {
                 let field = field.as_str().unwrap();
                 assert!(
                     ask.contains(&format!("\"{field}\"")),

@@ -639,3 +639,44 @@ fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
     assert!(!o.status.success());
     assert!(text(&o).contains("no-such-sample.zip"), "{}", text(&o));
 }
+
+/// `serl prompts list` names exactly the templates `serl prompts render`
+/// accepts: one per designable module (the plan included) and the four
+/// that are not a module's (the reward critic included). Each listed one
+/// renders, `check` counts them, and `probe` offers every module.
+#[test]
+fn prompts_list_names_exactly_the_templates_render_accepts() {
+    let o = serl(&["prompts", "list"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listed: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    let modules = serl_design::ModuleKind::ALL.map(|k| k.name());
+    let mut expected: Vec<&str> = modules.to_vec();
+    expected.extend(["system", "feedback", "refine", "reward_critic"]);
+    assert_eq!(listed, expected, "{}", text(&o));
+    for name in &listed {
+        let o = serl(&["prompts", "render", name]);
+        assert!(o.status.success(), "render {name}: {}", text(&o));
+        assert!(!o.stdout.is_empty(), "render {name} printed nothing");
+    }
+    // A name not listed is refused, and the refusal lists the names.
+    let o = serl(&["prompts", "render", "nonsense"]);
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("reward_critic") && t.contains("plan"), "{t}");
+
+    let o = serl(&["prompts", "check"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let counted = format!("{} templates", expected.len());
+    assert!(text(&o).contains(&counted), "{}", text(&o));
+    for m in modules {
+        let o = serl(&["prompts", "grammar", m, "--format", "gbnf"]);
+        assert!(o.status.success(), "grammar {m}: {}", text(&o));
+    }
+    let o = serl(&["prompts", "probe", "--help"]);
+    let t = text(&o);
+    let all = format!("all {} designable modules", modules.len());
+    assert!(t.contains(&all) && modules.iter().all(|m| t.contains(m)), "{t}");
+}

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use super::prompts::module_names;
 use anyhow::{Context, Result};
+use clap::builder::PossibleValuesParser;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -29,8 +31,8 @@ pub struct ProbeArgs {
     /// Also ask without constraints.
     #[arg(long)]
     pub unconstrained: bool,
-    /// Modules to ask (default: all six), comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(module_names()),
+          help = format!("Modules to ask, comma-separated (default: all {} designable modules)", ModuleKind::ALL.len()))]
     pub modules: Vec<String>,
     /// Threads (0: one per core).
     #[arg(long, default_value_t = 0)]

@@ -4,21 +4,23 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
 use serl_design::ModuleKind;
-use serl_llm::prompts::sample_context;
-use serl_llm::Prompts;
+use serl_llm::{Prompts, Template};
 
 #[derive(Subcommand)]
 pub enum PromptsCommand {
-    /// The templates in the prompt directory.
+    /// Every template serl renders (one per designable module, then the
+    /// others), its file, and whether the directory lacks it.
     List(DirArg),
-    /// A rendered prompt: a module's template with the sample context, or
-    /// with your own (`--context FILE.json`).
+    /// A rendered prompt: a template with its sample context, or with
+    /// your own (`--context FILE.json`).
     Render(RenderArgs),
-    /// Render every template against the sample contexts; exit 1 on any
-    /// syntax error or undefined variable, naming file and line.
+    /// Render every template against its sample contexts; exit 1 on a
+    /// missing required template, a syntax error or an undefined
+    /// variable, naming file and line.
     Check(DirArg),
     /// What a constrained reply to a module must follow: its JSON schema
     /// (sent as `response_format` / Ollama's `format`), its GBNF grammar
@@ -53,7 +55,8 @@ pub struct TestModelArgs {
 
 #[derive(Args)]
 pub struct GrammarArgs {
-    /// reward, state, architecture, imagination, profiling or communication.
+    /// The module (`serl prompts list` names them).
+    #[arg(value_parser = PossibleValuesParser::new(module_names()))]
     pub module: String,
     /// `json-schema` (what `response_format` and Ollama's `format`
     /// carry), `gbnf` (llama.cpp's `grammar` with `[llm] gbnf = true`) or
@@ -79,14 +82,21 @@ pub struct DirArg {
 
 #[derive(Args)]
 pub struct RenderArgs {
-    /// reward, state, architecture, imagination, profiling, communication,
-    /// or refine.
-    pub module: String,
-    /// A JSON context (see docs/prompts.md); default: the sample context.
+    /// The template (`serl prompts list` names them): a module's, or
+    /// system, feedback, refine or reward_critic.
+    #[arg(value_parser = PossibleValuesParser::new(Template::names()))]
+    pub template: String,
+    /// A JSON context (see docs/prompts.md); default: the template's
+    /// sample context.
     #[arg(long)]
     pub context: Option<PathBuf>,
     #[arg(long, default_value = "prompts")]
     pub prompts: PathBuf,
+}
+
+/// The designable modules' names, in `ModuleKind::ALL`'s order.
+pub fn module_names() -> Vec<&'static str> {
+    ModuleKind::ALL.into_iter().map(ModuleKind::name).collect()
 }
 
 fn load(dir: &Path) -> Result<Prompts> {
@@ -95,50 +105,12 @@ fn load(dir: &Path) -> Result<Prompts> {
 
 pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
     match cmd {
-        PromptsCommand::List(a) => {
-            let p = load(&a.prompts)?;
-            for name in p.list() {
-                println!(
-                    "{name:<14} {}",
-                    a.prompts.join(format!("{name}.j2")).display()
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        PromptsCommand::Render(a) => {
-            let p = load(&a.prompts)?;
-            let ctx = match &a.context {
-                Some(f) => {
-                    let text = std::fs::read_to_string(f)
-                        .with_context(|| format!("reading {}", f.display()))?;
-                    serde_json::from_str(&text)
-                        .with_context(|| format!("{} is not JSON", f.display()))?
-                }
-                None => {
-                    let kind = if a.module == "refine" {
-                        ModuleKind::Reward
-                    } else {
-                        match ModuleKind::parse_name(&a.module) {
-                            Some(k) => k,
-                            None => bail!(
-                                "unknown module `{}`: expected reward, state, architecture, imagination, profiling, communication or refine",
-                                a.module
-                            ),
-                        }
-                    };
-                    sample_context(kind, true)
-                }
-            };
-            println!("{}", p.render(&a.module, &ctx)?);
-            Ok(ExitCode::SUCCESS)
-        }
+        PromptsCommand::List(a) => list(&a.prompts),
+        PromptsCommand::Render(a) => render(&a),
+        PromptsCommand::Check(a) => check(&a.prompts),
         PromptsCommand::Grammar(a) => {
-            let Some(kind) = ModuleKind::parse_name(&a.module) else {
-                bail!(
-                    "unknown module `{}`: expected reward, state, architecture, imagination, profiling or communication",
-                    a.module
-                );
-            };
+            let kind = ModuleKind::parse_name(&a.module)
+                .with_context(|| format!("unknown module `{}`", a.module))?;
             match a.format {
                 GrammarFormat::JsonSchema => println!(
                     "{}",
@@ -153,24 +125,69 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
         PromptsCommand::TestModel(a) => test_model(&a),
         #[cfg(feature = "local")]
         PromptsCommand::Probe(a) => super::probe::run(&a),
-        PromptsCommand::Check(a) => {
-            let p = load(&a.prompts)?;
-            let problems = p.check();
-            if problems.is_empty() {
-                println!(
-                    "{} templates in {} render against the sample contexts",
-                    p.list().len(),
-                    a.prompts.display()
-                );
-                Ok(ExitCode::SUCCESS)
-            } else {
-                for e in &problems {
-                    eprintln!("error: {e}");
-                }
-                Ok(ExitCode::from(1))
-            }
+    }
+}
+
+/// Every template serl renders, one a line: its name, its file, what it
+/// is for, and whether the directory lacks it. A `.j2` file that serl
+/// never renders is named on stderr, so that a misspelt file is found.
+fn list(dir: &Path) -> Result<ExitCode> {
+    let p = load(dir)?;
+    for t in Template::all() {
+        let file = dir.join(format!("{t}.j2"));
+        let absent = match (p.has(t.name()), t.required()) {
+            (true, _) => "",
+            (false, true) => " (missing)",
+            (false, false) => " (optional; absent)",
+        };
+        println!(
+            "{t:<14} {:<28} {}{absent}",
+            file.display().to_string(),
+            t.role()
+        );
+    }
+    for name in p.list() {
+        if Template::parse_name(name).is_none() {
+            eprintln!("note: {name}.j2 is not a template serl renders");
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(a: &RenderArgs) -> Result<ExitCode> {
+    let p = load(&a.prompts)?;
+    let template = Template::parse_name(&a.template)
+        .with_context(|| format!("unknown template `{}`", a.template))?;
+    let ctx = match &a.context {
+        Some(f) => {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", f.display()))?
+        }
+        None => template.sample_contexts().swap_remove(0),
+    };
+    println!("{}", p.render(template.name(), &ctx)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(dir: &Path) -> Result<ExitCode> {
+    let p = load(dir)?;
+    let problems = p.check();
+    if !problems.is_empty() {
+        for e in &problems {
+            eprintln!("error: {e}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let present = Template::all()
+        .into_iter()
+        .filter(|t| p.has(t.name()))
+        .count();
+    println!(
+        "{present} templates in {} render against the sample contexts",
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `serl prompts test-model`: a random model whose BPE merges come from the
