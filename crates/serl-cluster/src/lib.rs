@@ -42,7 +42,7 @@ pub use config::{ClusterConfig, EngineKind, HyperQueueConfig, KubernetesConfig, 
 pub use engine::{BatchReport, Cluster, Setup, SETUP_FILE};
 pub use error::ClusterError;
 pub use plan::{NewTask, Plan, Task, PLAN_FILE};
-pub use probe::{probe_task, run_probe, ProbeOutput, PROBE_TASK};
+pub use probe::{hostname, probe_task, run_probe, ProbeOutput, PROBE_TASK};
 
 /// The environment variables engines hand a task its array position in,
 /// in the order they are read.

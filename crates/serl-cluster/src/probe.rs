@@ -31,18 +31,37 @@ pub fn probe_task(batch: &str, k: usize) -> NewTask {
     }
 }
 
+/// This machine's name: the kernel's, else `$HOSTNAME` (which shells set
+/// but do not export, so a batch job often lacks it); none when neither is
+/// known.
+pub fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
 /// Runs a probe: writes its output.
 pub fn run_probe(plan: &Plan, task: &Task) -> Result<(), ClusterError> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default();
     let out = ProbeOutput {
-        host,
+        host: hostname().unwrap_or_default(),
         cwd: std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_default(),
     };
     let text = serde_json::to_string(&out).map_err(|e| io_err(&plan.output_path(task), e))?;
     plan.write_output(task, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_machine_has_a_name_without_a_newline() {
+        if let Some(h) = super::hostname() {
+            assert!(!h.is_empty() && !h.contains('\n'), "{h:?}");
+        }
+        #[cfg(target_os = "linux")]
+        assert!(super::hostname().is_some(), "linux names itself in /proc");
+    }
 }

@@ -79,8 +79,9 @@ pub struct ParentOrder {
     pub end_minute: u16,
 }
 
-/// How big an order is.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// How big an order is: `{ shares = 5000 }` or `{ adv_fraction = 0.01 }`
+/// in a config.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Quantity {
     /// A fixed number of shares.
@@ -88,6 +89,48 @@ pub enum Quantity {
     /// A fraction of the average daily volume over the look-back window
     /// before the order's day (the day's own volume when it has no history).
     AdvFraction(f64),
+}
+
+/// Read by hand rather than derived: serde's error for `quantity = 0.01`
+/// says only "wanted string or table", where this one names the forms.
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(QuantityVisitor)
+    }
+}
+
+struct QuantityVisitor;
+
+impl<'de> serde::de::Visitor<'de> for QuantityVisitor {
+    type Value = Quantity;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(
+            "an order size, `{ adv_fraction = 0.01 }` (a fraction of the average daily volume) or `{ shares = 5000 }`",
+        )
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Quantity, A::Error> {
+        use serde::de::Error;
+        let Some(key) = map.next_key::<String>()? else {
+            return Err(A::Error::invalid_length(0, &self));
+        };
+        let v: f64 = map.next_value()?;
+        let q = match key.as_str() {
+            "shares" => Quantity::Shares(v),
+            "adv_fraction" => Quantity::AdvFraction(v),
+            other => {
+                return Err(A::Error::unknown_variant(
+                    other,
+                    &["adv_fraction", "shares"],
+                ))
+            }
+        };
+        if map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(A::Error::invalid_length(2, &self));
+        }
+        Ok(q)
+    }
 }
 
 /// Which sides the generator draws orders on: one order per side listed

@@ -289,6 +289,20 @@ impl StrategySpec {
         }
     }
 
+    /// The label of the strategy a user typed as `typed`: as typed when it
+    /// is another name for it (`peg-mid`, not `twap-passive:mid`), else
+    /// [`label`](Self::label), which spells out a default parameter (`pov`
+    /// shows as `pov:0.05`).
+    pub fn label_as_typed(&self, typed: &str) -> String {
+        let label = self.label();
+        let name = |s: &str| s.split(':').next().unwrap_or_default().to_string();
+        if name(typed) == name(&label) {
+            label
+        } else {
+            typed.to_string()
+        }
+    }
+
     /// A fresh instance of the strategy.
     pub fn build(&self) -> Box<dyn Strategy> {
         match *self {

@@ -3,11 +3,14 @@
 //! Each subcommand lives in its own module under `cmd/` and drives one or
 //! more library crates; this file only parses arguments and reports errors.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod interrupt;
+mod progress;
 
 #[derive(Parser)]
 #[command(
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_logs())
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -76,4 +80,12 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Colour in log lines only on a terminal: `serl evolve 2> run.log` must
+/// not fill the file with escape codes. `NO_COLOR` (no-color.org), when
+/// set and not empty, turns it off on a terminal too.
+fn colour_logs() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stderr().is_terminal()
 }

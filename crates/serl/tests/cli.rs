@@ -146,7 +146,7 @@ fn bad_backtest_input_is_a_clear_error() {
         ),
         (
             &["--strategy", "twap", "--qty-shares", "0"],
-            "quantity must be positive",
+            "must be positive, got 0",
         ),
         (&["--strategy", &format!("policy:{dir}")], "checkpoint.json"),
     ];

@@ -163,6 +163,11 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
     let before = std::fs::read(plan.output_path(&first)).unwrap();
     let o = serl(&["task", "run", path(&out), "--index", "0", "--force"]);
     assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !text(&o).contains(" on : "),
+        "the host is named: {}",
+        text(&o)
+    );
     assert_eq!(std::fs::read(plan.output_path(&first)).unwrap(), before);
 
     // A coordinator that died after its tasks finished resumes from their

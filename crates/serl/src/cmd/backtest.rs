@@ -74,10 +74,10 @@ pub struct BacktestArgs {
     #[arg(long)]
     pub orders: Option<PathBuf>,
     /// Order size as a fraction of ADV (overrides the configs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::positive)]
     pub qty_adv: Option<f64>,
     /// Order size in shares (overrides the configs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::positive)]
     pub qty_shares: Option<f64>,
     /// Only these symbols.
     #[arg(long = "symbol")]
@@ -176,7 +176,11 @@ pub(super) fn strategy_factory(s: &str) -> Result<StrategyFactory> {
         return super::train::policy_factory(Path::new(dir));
     }
     let spec = StrategySpec::parse(s).map_err(anyhow::Error::msg)?;
-    Ok(StrategyFactory::from_spec(spec))
+    let label = spec.label_as_typed(s);
+    Ok(StrategyFactory {
+        label,
+        ..StrategyFactory::from_spec(spec)
+    })
 }
 
 /// The metrics table every command that backtests prints, the warnings

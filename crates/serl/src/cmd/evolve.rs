@@ -422,6 +422,16 @@ fn prepare_run_dir(a: &EvolveArgs, out: &Path, cfg: &EvolveFile) -> Result<(Path
 
 pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     let (out, cfg) = resolve(&a)?;
+    let dir = out.clone();
+    // No clean points here: a signal stops evolve at once, and `--resume`
+    // goes on from what its run directory holds.
+    crate::interrupt::install(move || {
+        if dir.join("evolve.toml").exists() {
+            format!("resume with `serl evolve --resume {}`", dir.display())
+        } else {
+            "stopped before the run began: nothing to resume".into()
+        }
+    })?;
     check_lockbox_flags(&a, &cfg, &out)?;
     let confirming = a.seeds > 0 || a.walk_forward;
     let (data_path, prompts_used) = prepare_run_dir(&a, &out, &cfg)?;
@@ -659,6 +669,7 @@ impl Study<'_> {
         )
         .map_err(|e| serl_evolve::EvolveError::Config(format!("{e:#}")))?;
         let bar = evolve_bar(&evolve_cfg);
+        let plain = crate::progress::PlainProgress::for_bar(&bar, "evolve", "candidates");
         evolve(EvolveInputs {
             critic,
             cfg: evolve_cfg,
@@ -671,7 +682,13 @@ impl Study<'_> {
             designer,
             prompts: Some(prompts),
             run_dir: run_dir.to_path_buf(),
-            on_event: Some(Box::new(move |e| show_event(&bar, e))),
+            on_event: Some(Box::new(move |e| {
+                let done = matches!(e, Event::CandidateDone);
+                show_event(&bar, e);
+                if let Some(p) = plain.as_ref().filter(|_| done) {
+                    p.at(bar.position(), &bar.message());
+                }
+            })),
             open_test: self.open_test,
             cluster: self.cluster,
         })

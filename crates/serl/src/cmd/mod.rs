@@ -55,6 +55,17 @@ pub fn load_data(path: &Path, cfg: &serl_data::DataConfig) -> Result<serl_data::
     Ok(ds)
 }
 
+/// The value of a flag that must be a positive number. Such a flag also
+/// has `allow_negative_numbers`, so that `--qty-adv -1` reaches this check
+/// and is told what is wrong, rather than being read as an unknown flag.
+pub fn positive(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("must be positive, got {s}")),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
 /// The sessions of `ds`, with the dynamic market's noise fits kept in
 /// [`fit_cache_dir`] when there is one.
 pub(crate) fn market_data(

@@ -154,7 +154,7 @@ fn run_one(a: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let t = std::time::Instant::now();
-    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let host = serl_cluster::hostname().unwrap_or_else(|| "unknown host".into());
     eprintln!(
         "task {index} ({} of batch {}, seed {}) on {host}: {}",
         task.kind,

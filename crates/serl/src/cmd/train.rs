@@ -67,7 +67,7 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     pub device: Option<DeviceArg>,
     /// Order size as a fraction of ADV (overrides the configs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::positive)]
     pub qty_adv: Option<f64>,
     /// Train this many independent policies, from seeds `seed`, `seed + 1`,
     /// ..., each in `OUT/seed-<seed>/`, and report their validation PA
@@ -174,7 +174,21 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     if let Some(d) = &a.data {
         cfg.data_path = Some(d.clone());
     }
+    if let Some(p) = a
+        .config
+        .as_ref()
+        .filter(|_| !a.resume)
+        .or(a.resume.then_some(&saved))
+    {
+        check_reward(&cfg, p)?;
+    }
     if a.resume {
+        refuse_changes_on_resume(a)?;
+        // The loop runs the updates from the checkpoint's up to the total,
+        // and nothing else depends on it: a new total continues the run.
+        if let Some(n) = a.total_steps {
+            cfg.train.total_steps = n;
+        }
         return Ok(cfg);
     }
     apply_team_args(a, &mut cfg.train)?;
@@ -220,6 +234,56 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
     }
     Ok(cfg)
+}
+
+/// A resumed run keeps the config it was started with (`OUT/train.toml`);
+/// only its length (`--total-steps`) and the data's place may change. A
+/// flag that would change what is trained is refused rather than ignored.
+fn refuse_changes_on_resume(a: &TrainArgs) -> Result<()> {
+    let given = [
+        ("--config", a.config.is_some()),
+        ("--algo", a.algo.is_some()),
+        ("--agents", a.agents.is_some()),
+        ("--no-communication", a.no_communication),
+        ("--seed", a.seed.is_some()),
+        ("--decision-minutes", a.decision_minutes.is_some()),
+        ("--mode", a.mode.is_some()),
+        ("--hybrid", a.hybrid.is_some()),
+        ("--device", a.device.is_some()),
+        ("--qty-adv", a.qty_adv.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        bail!(
+            "{flag} cannot change a resumed run: it keeps the settings in {} (only --total-steps and --data may be given with --resume)",
+            a.out.join("train.toml").display()
+        );
+    }
+    Ok(())
+}
+
+/// The config's reward program compiles; when not, the error names the
+/// config file and the line the program is on, as well as the place in the
+/// program.
+fn check_reward(cfg: &TrainFile, path: &Path) -> Result<()> {
+    let Some(program) = &cfg.reward else {
+        return Ok(());
+    };
+    let Err(e) = serl_design::RewardModule::compile(program) else {
+        return Ok(());
+    };
+    let line = reward_line(path).map_or(String::new(), |l| format!(", line {l}"));
+    Err(anyhow::Error::new(e).context(format!("{}{line}: reward = {program:?}", path.display())))
+}
+
+/// The line (from 1) of the top-level `reward` in the TOML file at `path`.
+fn reward_line(path: &Path) -> Option<usize> {
+    #[derive(Deserialize)]
+    struct At {
+        reward: Option<toml::Spanned<String>>,
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let at: At = toml::from_str(&text).ok()?;
+    Some(text[..at.reward?.span().start].matches('\n').count() + 1)
 }
 
 /// `--algo`, `--agents` and a team `--mode` on the config's `[train]`:
@@ -318,6 +382,7 @@ fn reward_program(cfg: &TrainFile) -> Result<serl_design::RewardModule> {
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
+    crate::interrupt::install(resume_hint(&a))?;
     let cfg = resolve(&a)?;
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
@@ -361,7 +426,10 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         cfg.train.dynamic_envs()
     );
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    if !a.resume {
+    if a.resume {
+        check_new_total(&a, &cfg.train)?;
+    }
+    if !a.resume || a.total_steps.is_some() {
         std::fs::write(a.out.join("train.toml"), toml::to_string(&cfg)?)
             .with_context(|| format!("writing {}", a.out.join("train.toml").display()))?;
     }
@@ -396,6 +464,50 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What to say when a signal stops `serl train`: how to go on, once the
+/// run has a directory to go on from.
+fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
+    let out = a.out.clone();
+    let seeds = if a.seeds > 1 {
+        format!(" --seeds {}", a.seeds)
+    } else {
+        String::new()
+    };
+    let wf = if a.walk_forward {
+        " --walk-forward"
+    } else {
+        ""
+    };
+    move || {
+        if out.join("train.toml").exists() {
+            format!(
+                "resume with `serl train --resume --out {}{seeds}{wf}`",
+                out.display()
+            )
+        } else {
+            "stopped before training began: nothing to resume".into()
+        }
+    }
+}
+
+/// A resumed run's `--total-steps` goes on from where it is: a total below
+/// the steps already trained would undo nothing, so it is refused.
+fn check_new_total(a: &TrainArgs, train: &TrainConfig) -> Result<()> {
+    let Some(n) = a.total_steps else {
+        return Ok(());
+    };
+    let done = serl_train::read_metrics(&a.out.join("metrics.jsonl"))?
+        .last()
+        .map_or(0, |r| r.env_steps);
+    if train.planned().1 < done {
+        bail!(
+            "--total-steps {n}: the run in {} has already trained {done} steps",
+            a.out.display()
+        );
+    }
+    Ok(())
+}
+
 /// One training of `cfg` into the run directory `dir` (resumed when asked
 /// and a checkpoint is there), with a progress bar.
 pub(super) fn train_one(
@@ -425,10 +537,18 @@ pub(super) fn train_one(
         eval_market: cfg.market.clone(),
     };
     let bar = training_bar(&cfg.train);
+    let plain = crate::progress::PlainProgress::for_bar(&bar, "train", "steps");
     let shown = bar.clone();
-    let on_update: serl_train::OnUpdate = Box::new(move |r| show_update(&shown, r));
+    let on_update: serl_train::OnUpdate = Box::new(move |r| {
+        show_update(&shown, plain.as_ref(), r);
+        // The update is on disk (its metrics, and its checkpoint when due):
+        // a stop asked for by a signal happens here.
+        crate::interrupt::at_clean_point();
+    });
     let resume = resume && dir.join("checkpoint").join("state.json").exists();
-    let out = session.run(Some(dir.to_path_buf()), resume, Some(on_update))?;
+    let out = crate::interrupt::training(|| {
+        session.run(Some(dir.to_path_buf()), resume, Some(on_update))
+    })?;
     bar.finish_and_clear();
     Ok(out)
 }
@@ -516,7 +636,7 @@ fn train_seeds(
 
 /// The training progress bar: environment steps, their rate, and the
 /// latest losses, hybrid weights and PA.
-pub fn training_bar(cfg: &serl_train::TrainConfig) -> ProgressBar {
+fn training_bar(cfg: &serl_train::TrainConfig) -> ProgressBar {
     let (_, steps) = cfg.planned();
     ProgressBar::new(steps as u64).with_style(
         ProgressStyle::with_template(
@@ -527,17 +647,25 @@ pub fn training_bar(cfg: &serl_train::TrainConfig) -> ProgressBar {
     )
 }
 
-/// One update on the bar.
-pub fn show_update(bar: &ProgressBar, r: &UpdateRecord) {
-    bar.set_position(r.env_steps as u64);
-    bar.set_message(format!(
+/// One update on the bar, or as a plain line in a log.
+fn show_update(
+    bar: &ProgressBar,
+    plain: Option<&crate::progress::PlainProgress>,
+    r: &UpdateRecord,
+) {
+    let msg = format!(
         "loss {:.3}  α {:.2} β {:.2}  PA {}{}",
         r.loss,
         r.alpha,
         r.beta,
         r.episode_pa.map_or("-".into(), |p| format!("{p:.2}")),
         r.val_pa.map_or(String::new(), |p| format!("  val {p:.2}"))
-    ));
+    );
+    if let Some(p) = plain {
+        p.at(r.env_steps as u64, &msg);
+    }
+    bar.set_position(r.env_steps as u64);
+    bar.set_message(msg);
 }
 
 fn print_summary(records: &[UpdateRecord]) {

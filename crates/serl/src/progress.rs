@@ -1,0 +1,76 @@
+//! Progress in a log. indicatif draws nothing when stderr is not a
+//! terminal (`serl train … 2> run.log`, a Slurm job), so a long run
+//! there would say nothing until it ends; [`PlainProgress`] writes a plain
+//! line instead, each time another tenth of the work is done and at least
+//! once a minute.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+/// Longest silence between two plain lines while work goes on.
+const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
+
+/// Plain progress lines on stderr (`train: 40% (4096/10240 steps)  …`).
+pub struct PlainProgress {
+    label: &'static str,
+    unit: &'static str,
+    len: u64,
+    /// The tenth last written and when.
+    last: Mutex<(u64, Instant)>,
+}
+
+impl PlainProgress {
+    /// Lines for `bar` when it is hidden (stderr is not a terminal); none
+    /// when the bar is drawn.
+    pub fn for_bar(bar: &ProgressBar, label: &'static str, unit: &'static str) -> Option<Self> {
+        bar.is_hidden().then(|| PlainProgress {
+            label,
+            unit,
+            len: bar.length().unwrap_or(0),
+            last: Mutex::new((0, Instant::now())),
+        })
+    }
+
+    /// `pos` units done: a line when a new tenth is reached, the work is
+    /// done, or a minute has passed since the last line.
+    pub fn at(&self, pos: u64, msg: &str) {
+        let tenth = (pos * 10).checked_div(self.len).unwrap_or(10);
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        if tenth <= last.0 && last.1.elapsed() < AT_LEAST_EVERY {
+            return;
+        }
+        *last = (tenth.max(last.0), Instant::now());
+        eprintln!("{}", self.line(pos, msg));
+    }
+
+    fn line(&self, pos: u64, msg: &str) -> String {
+        let pct = (pos * 100).checked_div(self.len).unwrap_or(100);
+        let mut line = format!("{}: {pct}% ({pos}/{} {})", self.label, self.len, self.unit);
+        if !msg.is_empty() {
+            line.push_str("  ");
+            line.push_str(msg);
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_the_share_done_and_the_units() {
+        let p = PlainProgress {
+            label: "train",
+            unit: "steps",
+            len: 10240,
+            last: Mutex::new((0, Instant::now())),
+        };
+        assert_eq!(p.line(4096, ""), "train: 40% (4096/10240 steps)");
+        assert_eq!(p.line(0, "loss 1"), "train: 0% (0/10240 steps)  loss 1");
+    }
+}
