@@ -136,7 +136,10 @@ impl EnvConfig {
         if !(self.unfilled_cost_bps >= 0.0 && self.unfilled_cost_bps.is_finite()) {
             return bad(
                 "unfilled_cost_bps",
-                format!("{} must be a non-negative number of bps", self.unfilled_cost_bps),
+                format!(
+                    "{} must be a non-negative number of bps",
+                    self.unfilled_cost_bps
+                ),
             );
         }
         self.fills.validate()

@@ -270,7 +270,14 @@ fn an_order_left_undone_scores_as_if_crossed_at_the_horizon() {
     };
     for o in orders.iter().take(6) {
         let v = md.get(&o.symbol, o.date).unwrap();
-        let leave = run_static(&mut Fixed(0.0), v, o, &EnvConfig::default(), &reward(), false);
+        let leave = run_static(
+            &mut Fixed(0.0),
+            v,
+            o,
+            &EnvConfig::default(),
+            &reward(),
+            false,
+        );
         let crossed = run_static(&mut Fixed(0.0), v, o, &force, &reward(), false);
         assert_eq!(leave.filled, 0.0);
         assert_eq!(leave.filled_pa_bps(), 0.0, "the paper's PA of no fill");
@@ -284,7 +291,14 @@ fn an_order_left_undone_scores_as_if_crossed_at_the_horizon() {
         assert!((leave.is_bps() - crossed.is_bps()).abs() < 1e-9);
         // 0.5% of the order a step for 78 steps: about 40% done, the fills
         // and the rest at the horizon.
-        let half = run_static(&mut Fixed(0.005), v, o, &EnvConfig::default(), &reward(), false);
+        let half = run_static(
+            &mut Fixed(0.005),
+            v,
+            o,
+            &EnvConfig::default(),
+            &reward(),
+            false,
+        );
         assert!(half.unfilled() > 0.5 * o.qty);
         let done = half.filled / o.qty;
         let price = half.notional / o.qty + (1.0 - done) * half.horizon_price;
@@ -296,7 +310,10 @@ fn an_order_left_undone_scores_as_if_crossed_at_the_horizon() {
             ..Default::default()
         };
         let costly = run_static(&mut Fixed(0.0), v, o, &dear, &reward(), false);
-        assert!((leave.pa_bps() - costly.pa_bps() - 20.0).abs() < 0.5, "about 20 bps dearer");
+        assert!(
+            (leave.pa_bps() - costly.pa_bps() - 20.0).abs() < 0.5,
+            "about 20 bps dearer"
+        );
     }
 }
 

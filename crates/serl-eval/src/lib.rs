@@ -56,9 +56,9 @@ pub use report::{
     ReportData,
 };
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest, MIN_TEST_DAYS};
-pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, LEGEND};
 pub use team::{
     crowding_cost, paired_scores, run_team_backtest, summarize_teams, NamedVenue, TeamFactory,
     TeamPaired, TeamResult, TeamSummary,
 };
 pub use team_report::{write_team_report, TeamComparisons, TeamReportData};
+pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, LEGEND};

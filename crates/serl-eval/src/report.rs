@@ -753,11 +753,7 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
     );
     let _ = writeln!(md, "| created | {} |", p.created);
     if !p.skipped.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n**Skipped while loading** ({}):\n",
-            p.skipped.len()
-        );
+        let _ = writeln!(md, "\n**Skipped while loading** ({}):\n", p.skipped.len());
         for s in &p.skipped {
             let _ = writeln!(md, "- `{s}`");
         }

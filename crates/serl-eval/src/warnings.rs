@@ -54,16 +54,21 @@ pub fn warnings(data: &ReportData) -> Vec<String> {
             s.pa_filled
         ));
     }
-    let few: Vec<String> = data
-        .day_tests
-        .iter()
-        .filter(|t| t.too_few_days())
-        .map(|t| format!("{} vs {} ({} days)", t.strategy, t.reference, t.days))
-        .collect();
-    if !few.is_empty() {
+    let few: Vec<&crate::DayTest> = data.day_tests.iter().filter(|t| t.too_few_days()).collect();
+    if let Some(most) = few.iter().map(|t| t.days).max() {
+        let mut pairs: Vec<String> = few
+            .iter()
+            .map(|t| format!("{} vs {}", t.strategy, t.reference))
+            .collect();
+        pairs.dedup();
+        let named = if pairs.len() > 3 {
+            format!("{}, ...", pairs[..3].join(", "))
+        } else {
+            pairs.join(", ")
+        };
         out.push(format!(
-            "too few days for a day-level test (fewer than {MIN_TEST_DAYS}), no p-value: {}.",
-            few.join(", ")
+            "too few days for a day-level test (fewer than {MIN_TEST_DAYS}): {} test(s) over at most {most} day(s) show no p-value ({named}).",
+            few.len()
         ));
     }
     out
@@ -119,7 +124,11 @@ mod tests {
         let w = warnings(&data(vec![summary("twap", 0.0), summary("ddqn", 0.212)]));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("ddqn (static) left 21.2%"), "{}", w[0]);
-        assert!(w[0].contains("1.00 bps") && w[0].contains("3.00 bps"), "{}", w[0]);
+        assert!(
+            w[0].contains("1.00 bps") && w[0].contains("3.00 bps"),
+            "{}",
+            w[0]
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ fn provenance(path: &Path, split: Split, orders: usize) -> Provenance {
         serl_version: "test".into(),
         git_commit: "test".into(),
         created: "now".into(),
+        ..Provenance::default()
     }
 }
 

@@ -342,7 +342,9 @@ fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: b
 /// it does in the self-contained HTML.
 fn write_svg(path: &Path, chart: Option<&(String, String)>) -> Result<(), EvolveError> {
     match chart {
-        Some((_, svg)) => serl_report::write_atomic(path, svg.as_bytes()).map_err(|e| file_err(path, e)),
+        Some((_, svg)) => {
+            serl_report::write_atomic(path, svg.as_bytes()).map_err(|e| file_err(path, e))
+        }
         None => Ok(()),
     }
 }

@@ -23,6 +23,8 @@
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
+//! | verdict | `verdict.rs` | the chosen design on test against plain PPO and the baselines, day by day; whether the validation ranking held |
+//! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
 //! | batches | `tasks.rs` | the parallel work trained here side by side, or as cluster tasks (`serl-cluster`) that [`run_task`] runs |
 //!
 //! The loop never prints: it tells its caller what it is doing through
@@ -58,7 +60,6 @@ mod verdict;
 
 pub use ablation::{table as ablation_table, Ablation, AblationRow};
 pub use budget::BudgetConfig;
-pub use verdict::{verdict, Verdict, VerdictRow};
 pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
 pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{
@@ -74,3 +75,4 @@ pub use prescreen::{PrescreenConfig, Screened};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
+pub use verdict::{verdict, Verdict, VerdictRow};

@@ -85,9 +85,7 @@ pub fn verdict(outcome: &EvolveOutcome, data: &ReportData) -> Option<Verdict> {
                 env: s.env.clone(),
                 reference: reference.to_string(),
                 best_pa: s.pa.mean,
-                reference_pa: serl_eval::mean(
-                    &other.iter().map(|r| r.pa_bps).collect::<Vec<_>>(),
-                ),
+                reference_pa: serl_eval::mean(&other.iter().map(|r| r.pa_bps).collect::<Vec<_>>()),
                 day: day_test(&best, &other, seed),
             });
         }
@@ -148,7 +146,10 @@ impl Verdict {
         md.push_str("| env | against | serl-best PA (bps) | its PA (bps) | daily ΔPA [95% CI] | days won | verdict |\n|---|---|---:|---:|---|---|---|\n");
         for r in &self.rows {
             let (ci, won) = r.day.as_ref().map_or(("-".into(), "-".into()), |t| {
-                (t.mean_day_diff.to_string(), format!("{} of {}", t.days_won, t.days))
+                (
+                    t.mean_day_diff.to_string(),
+                    format!("{} of {}", t.days_won, t.days),
+                )
             });
             let _ = writeln!(
                 md,

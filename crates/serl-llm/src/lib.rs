@@ -45,6 +45,6 @@ pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
 pub use local::{LocalBackend, LocalConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};
 pub use record::{Recorder, Replay};
-pub use templates::Template;
 #[cfg(feature = "local")]
 pub use serl_local;
+pub use templates::Template;

@@ -678,5 +678,8 @@ fn prompts_list_names_exactly_the_templates_render_accepts() {
     let o = serl(&["prompts", "probe", "--help"]);
     let t = text(&o);
     let all = format!("all {} designable modules", modules.len());
-    assert!(t.contains(&all) && modules.iter().all(|m| t.contains(m)), "{t}");
+    assert!(
+        t.contains(&all) && modules.iter().all(|m| t.contains(m)),
+        "{t}"
+    );
 }

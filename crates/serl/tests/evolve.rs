@@ -265,7 +265,10 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     // The verdict comes first in the report and last in the terminal.
     assert!(report.starts_with("# SE-RL evolve report"));
     let verdict_at = report.find("## Verdict").expect("a verdict section");
-    assert!(verdict_at < report.find("## Iterations").unwrap(), "{report}");
+    assert!(
+        verdict_at < report.find("## Iterations").unwrap(),
+        "{report}"
+    );
     assert!(report.contains("| static | ppo-default |"), "{report}");
     let last: Vec<&str> = t.lines().rev().take(12).collect();
     assert!(
@@ -289,7 +292,11 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     // refused and named.
     let changed = serl(&["evolve", "--resume", run.to_str().unwrap(), "--seed", "99"]);
     assert!(!changed.status.success());
-    assert!(text(&changed).contains("--seed 99 (the run has"), "{}", text(&changed));
+    assert!(
+        text(&changed).contains("--seed 99 (the run has"),
+        "{}",
+        text(&changed)
+    );
 
     let table_before = table(&run);
     let trained_before = trained_files(&run);
@@ -300,9 +307,15 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let costs_after = costs(&run);
     assert_eq!(costs_after.len(), 2);
     for (a, b) in costs_after.iter().zip(&costs_before) {
-        assert!(a >= b, "a cost row shrank on resume: {costs_before:?} -> {costs_after:?}");
+        assert!(
+            a >= b,
+            "a cost row shrank on resume: {costs_before:?} -> {costs_after:?}"
+        );
     }
-    assert!(costs_after[0] > 0.0 && costs_after[1] > 0.0, "{costs_after:?}");
+    assert!(
+        costs_after[0] > 0.0 && costs_after[1] > 0.0,
+        "{costs_after:?}"
+    );
     // The resume tested again and printed the same table.
     assert!(!printed_table(&o).is_empty(), "{t}");
     assert_eq!(printed_table(&o2), printed_table(&o));

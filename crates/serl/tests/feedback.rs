@@ -33,19 +33,7 @@ fn a_negative_number_is_read_and_refused_as_not_positive() {
 #[test]
 fn a_strategy_keeps_the_name_it_was_given() {
     let dir = tempfile::tempdir().unwrap();
-    let o = serl(&[
-        "backtest",
-        "--data",
-        "data/lean",
-        "--split",
-        "test",
-        "--strategy",
-        "peg-mid",
-        "--strategy",
-        "pov",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = common::backtest_lean("test", &["peg-mid", "pov"], dir.path(), &[]);
     assert!(o.status.success(), "{}", text(&o));
     let summary = common::read_json(&dir.path().join("summary.json"));
     let names: Vec<&str> = summary["summaries"]
@@ -174,7 +162,7 @@ fn a_train_in_a_log_shows_progress_without_colour_and_resumes_to_a_new_total() {
     let o = serl(&["train", "--resume", "--out", run_s, "--seed", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("--seed cannot change a resumed run"),
+        text(&o).contains("the command line would change train.seed (the run has"),
         "{}",
         text(&o)
     );

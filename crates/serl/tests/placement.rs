@@ -69,7 +69,7 @@ fn passive_twap_rests_its_orders_in_both_environments_and_the_report_says_what_i
         let twap = &s[&(env.to_string(), "twap".to_string())];
         assert_eq!(twap["placement"]["passive_share"], 0.0, "{env}");
         assert!(twap["placement"]["spread_captured_bps"].as_f64().unwrap() < 0.0);
-        for passive in ["twap-passive", "twap-passive:mid"] {
+        for passive in ["twap-passive", "peg-mid"] {
             let p = &s[&(env.to_string(), passive.to_string())];
             let share = p["placement"]["passive_share"].as_f64().unwrap();
             assert!(share > 0.2 && share <= 1.0, "{env} {passive}: {share}");

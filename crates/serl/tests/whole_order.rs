@@ -38,26 +38,23 @@ fn a_strategy_that_leaves_half_its_order_pays_for_it_in_pa_and_significance() {
     let out = tempfile::tempdir().unwrap();
     // POV at 0.3% of the volume works about a third of an order of 1% of
     // the day's volume: the rest is left at the horizon.
-    let o = serl(&[
-        "backtest",
-        "--data",
-        "data/lean",
-        "--split",
+    let o = common::backtest_lean(
         "all",
-        "--decision-minutes",
-        "30",
-        "--strategy",
-        "twap",
-        "--strategy",
-        "pov:0.003",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+        &["twap", "pov:0.003"],
+        out.path(),
+        &["--decision-minutes", "30"],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let all = rows(&std::fs::read_to_string(out.path().join("orders.csv")).unwrap());
-    let pov: Vec<&Row> = all.iter().filter(|r| r.s("strategy") == "pov:0.003").collect();
+    let pov: Vec<&Row> = all
+        .iter()
+        .filter(|r| r.s("strategy") == "pov:0.003")
+        .collect();
     let afi = pov.iter().map(|r| r.f("unfilled")).sum::<f64>() / pov.len() as f64;
-    assert!(afi > 0.3, "the test needs a strategy that leaves much undone: AFI {afi}");
+    assert!(
+        afi > 0.3,
+        "the test needs a strategy that leaves much undone: AFI {afi}"
+    );
 
     // Each order's PA is the whole order's: fills plus the unfilled shares
     // at the horizon's price; the filled-only PA is its own column.
@@ -122,25 +119,18 @@ fn a_strategy_that_leaves_half_its_order_pays_for_it_in_pa_and_significance() {
         t.contains("warning: pov:0.003 (static) left") && t.contains("PA filled"),
         "{t}"
     );
-    assert!(t.contains("AFI: average fraction of the order left unfilled"), "{t}");
+    assert!(
+        t.contains("AFI: average fraction of the order left unfilled"),
+        "{t}"
+    );
+    // Not a terminal: plain progress lines instead of a bar.
+    assert!(t.contains("backtest: 100% ("), "{t}");
 }
 
 #[test]
 fn a_day_test_over_too_few_days_shows_no_p_value() {
     let out = tempfile::tempdir().unwrap();
-    let o = serl(&[
-        "backtest",
-        "--data",
-        "data/lean",
-        "--split",
-        "test",
-        "--strategy",
-        "twap",
-        "--strategy",
-        "vwap",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let o = common::backtest_lean("test", &["twap", "vwap"], out.path(), &[]);
     assert!(o.status.success(), "{}", text(&o));
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     assert!(md.contains("| too few days | too few days |"), "{md}");
@@ -159,7 +149,10 @@ fn a_backtest_says_which_files_and_rows_it_left_out() {
     let good = std::fs::read_dir(&src)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == "CLEAN.csv"));
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy() == "CLEAN.csv")
+        });
     let Some(good) = good else {
         panic!("fixture CLEAN.csv missing in {}", src.display());
     };

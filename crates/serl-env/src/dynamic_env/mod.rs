@@ -317,11 +317,7 @@ impl<'a> DynamicEnv<'a> {
             notional: d.notional,
             bench_price,
             arrival_price: self.arrival,
-            horizon_price: crate::static_env::unfilled_charge(
-                self.far_touch(sign),
-                sign,
-                self.cfg,
-            ),
+            horizon_price: crate::static_env::unfilled_charge(self.far_touch(sign), sign, self.cfg),
             reward,
             steps: self.steps,
             inventory_path,

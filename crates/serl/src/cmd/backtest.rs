@@ -364,6 +364,9 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
         );
+        // In a log (stderr not a terminal) the bar draws nothing: plain
+        // lines instead.
+        let plain = crate::progress::PlainProgress::for_bar(&bar, "backtest", "orders");
         let rows = replay(
             &market,
             &orders,
@@ -371,7 +374,12 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
             env,
             &cfg,
             lobster.as_ref(),
-            &|n| bar.inc(n),
+            &|n| {
+                bar.inc(n);
+                if let Some(p) = &plain {
+                    p.at(bar.position(), "");
+                }
+            },
         )?;
         bar.finish_and_clear();
         rows

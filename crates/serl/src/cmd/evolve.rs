@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod resume;
+
 use super::read_toml;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -275,49 +277,6 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A resumed run keeps the settings it started with (its `evolve.toml`):
-/// a flag that would change one is refused, named, rather than ignored.
-/// `--llm` and `--engine` are applied (a run may be finished by replaying
-/// its transcript, or on another engine: the tasks are the same).
-fn refuse_changes_on_resume(a: &EvolveArgs, cfg: &EvolveFile, dir: &Path) -> Result<()> {
-    let mut changed: Vec<String> = Vec::new();
-    let mut differs = |flag: &str, given: String, saved: String| {
-        if given != saved {
-            changed.push(format!("{flag} {given} (the run has {saved})"));
-        }
-    };
-    let shown = |p: &Option<PathBuf>| p.as_ref().map_or("-".into(), |p| p.display().to_string());
-    if let Some(s) = a.seed {
-        differs("--seed", s.to_string(), cfg.evolve.seed.to_string());
-    }
-    if a.data.is_some() {
-        differs("--data", shown(&a.data), shown(&cfg.data_path));
-    }
-    if a.prompts.is_some() {
-        differs("--prompts", shown(&a.prompts), shown(&cfg.prompts));
-    }
-    if let Some(u) = &a.base_url {
-        differs("--base-url", u.clone(), cfg.llm.http.base_url.clone().unwrap_or_default());
-    }
-    if a.gbnf && !cfg.llm.gbnf {
-        differs("--gbnf", "on".into(), "off".into());
-    }
-    if a.lockbox && !cfg.evolve.lockbox {
-        differs("--lockbox", "on".into(), "off".into());
-    }
-    if a.model.is_some() {
-        changed.push(format!("--model {}", shown(&a.model)));
-    }
-    if changed.is_empty() {
-        return Ok(());
-    }
-    bail!(
-        "a resumed run keeps the settings it started with ({}): {} would change them; drop the flag, or start a new run with --out",
-        dir.join("evolve.toml").display(),
-        changed.join(", ")
-    )
-}
-
 /// The run directory and its config: a resumed run's saved one, or the
 /// given config with the command line's overrides; validated.
 fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
@@ -373,7 +332,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
             cfg.evolve.seed = s;
         }
     } else {
-        refuse_changes_on_resume(a, &cfg, &out)?;
+        resume::refuse_changes(a, &cfg, &out)?;
         if let Some(l) = a.llm {
             // A resumed LLM run may be finished by replaying its transcript.
             cfg.llm.backend = l;
@@ -532,7 +491,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         "best design {} (validation score {:.3}); {}; report: {}",
         outcome.best.key,
         outcome.best.score.unwrap_or(0.0),
-        took(main_secs, outcome.wall_secs),
+        resume::took(main_secs, outcome.wall_secs),
         out.join("report.html").display()
     );
     if let Some(v) = serl_evolve::verdict(&outcome, &data) {
@@ -542,16 +501,6 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// How long the run took: this process's seconds, and the run's over
-/// every process where it was resumed.
-fn took(this_process: f64, all_processes: f64) -> String {
-    if all_processes > this_process + 1.0 {
-        format!("{all_processes:.0}s in all over its processes ({this_process:.0}s in this one)")
-    } else {
-        format!("{this_process:.0}s in all")
-    }
 }
 
 /// The run's first lines: who designs, on how many orders, where.

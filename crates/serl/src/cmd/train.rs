@@ -183,7 +183,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         check_reward(&cfg, p)?;
     }
     if a.resume {
-        refuse_changes_on_resume(a)?;
+        refuse_changes_on_resume(a, &cfg)?;
         // The loop runs the updates from the checkpoint's up to the total,
         // and nothing else depends on it: a new total continues the run.
         if let Some(n) = a.total_steps {
@@ -191,6 +191,13 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         }
         return Ok(cfg);
     }
+    apply_flags(a, &mut cfg)?;
+    Ok(cfg)
+}
+
+/// The command line's settings over a config (a new run's, or what a
+/// resumed run would become).
+fn apply_flags(a: &TrainArgs, cfg: &mut TrainFile) -> Result<()> {
     apply_team_args(a, &mut cfg.train)?;
     if let Some(n) = a.total_steps {
         cfg.train.total_steps = n;
@@ -233,32 +240,59 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
     if let serl_env::ActionSpace::Discrete(_) = cfg.env.action {
         bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
     }
-    Ok(cfg)
+    Ok(())
 }
 
 /// A resumed run keeps the config it was started with (`OUT/train.toml`);
-/// only its length (`--total-steps`) and the data's place may change. A
-/// flag that would change what is trained is refused rather than ignored.
-fn refuse_changes_on_resume(a: &TrainArgs) -> Result<()> {
-    let given = [
-        ("--config", a.config.is_some()),
-        ("--algo", a.algo.is_some()),
-        ("--agents", a.agents.is_some()),
-        ("--no-communication", a.no_communication),
-        ("--seed", a.seed.is_some()),
-        ("--decision-minutes", a.decision_minutes.is_some()),
-        ("--mode", a.mode.is_some()),
-        ("--hybrid", a.hybrid.is_some()),
-        ("--device", a.device.is_some()),
-        ("--qty-adv", a.qty_adv.is_some()),
-    ];
-    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
-        bail!(
-            "{flag} cannot change a resumed run: it keeps the settings in {} (only --total-steps and --data may be given with --resume)",
-            a.out.join("train.toml").display()
-        );
+/// only its length (`--total-steps`) and the data's place may change. The
+/// flags (and `--config`) are applied as a new run would apply them, and
+/// any setting that would come out different is refused, named, rather
+/// than ignored; flags that repeat the run's settings are fine.
+fn refuse_changes_on_resume(a: &TrainArgs, saved: &TrainFile) -> Result<()> {
+    let mut wanted = match &a.config {
+        Some(p) => read_toml(p)?,
+        None => saved.clone(),
+    };
+    wanted.data_path = saved.data_path.clone();
+    apply_flags(a, &mut wanted)?;
+    wanted.train.total_steps = saved.train.total_steps;
+    let (was, now) = (serde_json::to_value(saved)?, serde_json::to_value(&wanted)?);
+    let mut changed = Vec::new();
+    differences("", &was, &now, &mut changed);
+    if changed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    bail!(
+        "a resumed run keeps the settings in {} (only --total-steps and --data may change): the command line would change {}",
+        a.out.join("train.toml").display(),
+        changed.join(", ")
+    )
+}
+
+/// The dotted paths at which `a` and `b` differ, with both values.
+fn differences(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value::Object;
+    match (a, b) {
+        (Object(x), Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let null = serde_json::Value::Null;
+                let path = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                differences(
+                    &path,
+                    x.get(k).unwrap_or(&null),
+                    y.get(k).unwrap_or(&null),
+                    out,
+                );
+            }
+        }
+        _ if a != b => out.push(format!("{at} (the run has {a}, now {b})")),
+        _ => {}
+    }
 }
 
 /// The config's reward program compiles; when not, the error names the

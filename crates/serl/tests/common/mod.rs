@@ -31,6 +31,19 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// `serl backtest` of `strategies` on the bundled sample's `split` into
+/// `out`, with `extra` flags.
+#[allow(dead_code)] // for the backtest tests
+pub fn backtest_lean(split: &str, strategies: &[&str], out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["backtest", "--data", "data/lean", "--split", split];
+    for s in strategies {
+        args.extend(["--strategy", *s]);
+    }
+    args.extend_from_slice(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    serl(&args)
+}
+
 /// The shipped evolve config `shipped` with tiny budgets (2 iterations of
 /// 2 candidates, 512-step trainings) and `extra` appended, in `dir`.
 #[allow(dead_code)] // for the evolve tests
