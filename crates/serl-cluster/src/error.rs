@@ -51,6 +51,9 @@ pub enum ClusterError {
     /// The `[cluster]` table is invalid.
     #[error("[cluster] {0}")]
     Config(String),
+    /// Which task a process is to run cannot be told.
+    #[error("{0}")]
+    Position(String),
     /// The scheduler's command could not be started.
     #[error("could not run `{program}` ({message}); is {engine} installed and on PATH?")]
     Submit {

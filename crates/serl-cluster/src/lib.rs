@@ -55,3 +55,43 @@ pub fn task_position() -> Option<(&'static str, String)> {
         .iter()
         .find_map(|&v| std::env::var(v).ok().map(|value| (v, value)))
 }
+
+/// The plan index a process runs: `index` when given, else its array
+/// position (read from `position_var`, or the first of
+/// [`POSITION_VARS`] set), mapped through the batch's `indices` list
+/// (`5-9,12`) when given.
+pub fn task_index(
+    index: Option<usize>,
+    indices: Option<&str>,
+    position_var: Option<&str>,
+) -> Result<usize, ClusterError> {
+    if let Some(i) = index {
+        return Ok(i);
+    }
+    let found = match position_var {
+        Some(var) => std::env::var(var).ok().map(|v| (var, v)),
+        None => task_position(),
+    };
+    let Some((var, value)) = found else {
+        let vars = position_var.map_or_else(
+            || format!("one of {}", POSITION_VARS.join(", ")),
+            str::to_string,
+        );
+        return Err(ClusterError::Position(format!(
+            "which task? give --index I, or run under an engine that sets {vars}"
+        )));
+    };
+    let position: usize = value.trim().parse().map_err(|e| {
+        ClusterError::Position(format!("{var} is `{value}`, not an array position: {e}"))
+    })?;
+    let Some(list) = indices else {
+        return Ok(position);
+    };
+    let list = indices::parse(list)?;
+    list.get(position).copied().ok_or_else(|| {
+        ClusterError::Position(format!(
+            "{var} is {position}, but --indices lists {} tasks",
+            list.len()
+        ))
+    })
+}

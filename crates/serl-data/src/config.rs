@@ -209,7 +209,7 @@ pub enum ErrorPolicy {
     Fail,
 }
 
-/// How [`crate::load`] treats errors in the data.
+/// How loading a dataset treats errors in the data ([`DataConfig::policy`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {

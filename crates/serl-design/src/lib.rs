@@ -72,8 +72,8 @@ pub use network::{
 pub use plan::{PlanModule, PlanShape, PlannedReward, MAX_CHECKPOINTS, MAX_RATE, MIN_CHECKPOINTS};
 pub use profiling::{ProfilingModule, MAX_AGENTS};
 pub use reward::{
-    reward_grammar, reward_lark, reward_vars, reward_vars_doc, ProgramReward, RewardModule,
-    RewardVar, DEFAULT_REWARD_PROGRAM, REWARD_VARS,
+    default_reward_program, reward_grammar, reward_lark, reward_vars, reward_vars_doc,
+    ProgramReward, RewardModule, RewardVar, DEFAULT_REWARD_PROGRAM, REWARD_VARS,
 };
 pub use schema::module_schema;
 pub use smoke::{smoke_test, SmokeReport};

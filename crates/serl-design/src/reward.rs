@@ -158,6 +158,14 @@ pub fn reward_vars() -> VarSet {
 pub const DEFAULT_REWARD_PROGRAM: &str =
     "step_pa - 2 * remaining_inv^2 / steps - 50 * done * remaining_inv^2";
 
+/// The environment's default reward with penalties `inventory` and
+/// `terminal` (`[env] inventory_penalty`, `terminal_penalty`) as a
+/// program: what a reward critic re-weights when a run gives none.
+/// [`DEFAULT_REWARD_PROGRAM`] is it with the default penalties.
+pub fn default_reward_program(inventory: f64, terminal: f64) -> String {
+    format!("step_pa - {inventory} * remaining_inv^2 / steps - {terminal} * done * remaining_inv^2")
+}
+
 /// A reward program, compiled: it can only be built by compiling and
 /// checking its source ([`RewardModule::compile`], or deserializing
 /// `{"program": "..."}`), so holding one means the program is valid, and
@@ -270,6 +278,11 @@ impl Reward for ProgramReward {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_program_is_the_program_of_the_default_penalties() {
+        assert_eq!(default_reward_program(2.0, 50.0), DEFAULT_REWARD_PROGRAM);
+    }
 
     #[test]
     fn the_default_reward_program_equals_the_default_reward() {

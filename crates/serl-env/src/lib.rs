@@ -48,8 +48,10 @@
 
 #![deny(missing_docs)]
 
+pub mod bench;
 mod config;
 mod dynamic_env;
+mod episode;
 mod error;
 mod fit_cache;
 mod lobster_queue;
@@ -59,11 +61,13 @@ mod placement;
 mod reward;
 mod static_env;
 mod team;
+mod team_mode;
 mod venue;
 mod view;
 
 pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
 pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};
+pub use episode::{play, Decision, Episode, ExecutionOutcome, Strategy, Twap};
 pub use error::EnvError;
 pub use lobster_queue::LobsterDay;
 pub use obs::OBS_DIM;
@@ -74,12 +78,11 @@ pub use order::{
 pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, QueueState, TICK};
 pub use reward::{DefaultReward, Reward, StepInfo};
 pub use serl_market::{held_out_profiles, MarketConfig, Scenario, SESSION_MINUTES};
-pub use static_env::{
-    run_static, work_step, Decision, ExecutionOutcome, StaticEnv, Strategy, Twap,
-};
+pub use static_env::{run_static, work_step, StaticEnv};
 pub use team::{
-    play_team, team_orders, team_outcome, DynamicTeam, Independent, StaticTeam, TeamEpisode,
-    TeamMode, TeamOutcome, TeamStrategy, MAX_AGENTS,
+    play_team, team_outcome, DynamicTeam, Independent, StaticTeam, TeamEpisode, TeamOutcome,
+    TeamStrategy, MAX_AGENTS,
 };
-pub use venue::{play, DynamicVenue, Episode, LobsterVenue, StaticVenue, Venue};
+pub use team_mode::{team_orders, TeamMode};
+pub use venue::{DynamicVenue, LobsterVenue, StaticVenue, Venue};
 pub use view::{MarketData, SessionView, ViewRef};

@@ -1,7 +1,7 @@
 //! The multi-agent scenario: several execution agents trading in one
 //! market at once, stepped jointly.
 //!
-//! A parent order is worked by a team of N agents ([`team_orders`]: each
+//! A parent order is worked by a team of N agents ([`team_orders`](crate::team_orders): each
 //! takes a 1/N share of it, over the same window). In
 //! [`TeamMode::Cooperative`] the shares are desks or venues of one parent
 //! order: the team is judged on the whole order's PA and its members share
@@ -18,57 +18,19 @@
 //! strategy per member, hearing nothing. [`play_team`] is the episode
 //! loop, and [`team_outcome`] judges the team as one order.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::EnvConfig;
 use crate::dynamic_env::DynamicEnv;
+use crate::episode::{Decision, Episode, ExecutionOutcome, Strategy};
 use crate::order::ParentOrder;
 use crate::placement::{ChildOrder, PlacementStats, QueueState};
 use crate::reward::{Reward, StepInfo};
-use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
-use crate::venue::Episode;
+use crate::static_env::StaticEnv;
+use crate::team_mode::{cap_shares, TeamMode};
 use crate::view::{SessionView, ViewRef};
 use crate::OBS_DIM;
 
 /// Most execution agents in one team.
 pub const MAX_AGENTS: usize = 16;
-
-/// How a team's agents share the work and how they are judged.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TeamMode {
-    /// One parent order split across the agents (desks, venues); the team
-    /// is judged on the whole order's PA, and the members share one
-    /// participation cap.
-    #[default]
-    Cooperative,
-    /// Independent orders in the same stock and direction, competing for
-    /// liquidity; each agent is judged on its own PA and has its own cap.
-    Competitive,
-}
-
-impl TeamMode {
-    /// The mode's name in configs and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            TeamMode::Cooperative => "cooperative",
-            TeamMode::Competitive => "competitive",
-        }
-    }
-}
-
-/// The members' orders for `parent` worked by `agents` agents: a
-/// `1/agents` share each, over the parent's window and side, keeping the
-/// parent's id (so every strategy and venue meets the same order).
-pub fn team_orders(parent: &ParentOrder, agents: usize) -> Vec<ParentOrder> {
-    let n = agents.max(1);
-    (0..n)
-        .map(|_| ParentOrder {
-            qty: parent.qty / n as f64,
-            ..parent.clone()
-        })
-        .collect()
-}
 
 /// One team episode: the members' orders worked at once, stepped by the
 /// caller with one child order per member.
@@ -168,20 +130,6 @@ impl<'a> StaticTeam<'a> {
                 .collect(),
         }
     }
-}
-
-/// Each member's share of the participation cap: its share of the team's
-/// orders when the team cooperates (together they keep one agent's cap),
-/// the whole cap when they compete.
-pub(crate) fn cap_shares(orders: &[ParentOrder], mode: TeamMode) -> Vec<f64> {
-    let total: f64 = orders.iter().map(|o| o.qty).sum();
-    orders
-        .iter()
-        .map(|o| match mode {
-            TeamMode::Cooperative if total > 0.0 => o.qty / total,
-            _ => 1.0,
-        })
-        .collect()
 }
 
 impl TeamEpisode for StaticTeam<'_> {

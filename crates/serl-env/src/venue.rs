@@ -1,88 +1,22 @@
-//! One interface for every place an execution episode plays.
+//! Where episodes play.
 //!
-//! An [`Episode`] is one parent order being worked: the static replay
-//! ([`StaticEnv`]) and the dynamic market ([`DynamicEnv`]) both implement
-//! it, so the loop that plays a strategy through an episode ([`play`]) is
-//! written once, and so is every loop above it (backtests, validation,
-//! training rollouts). A [`Venue`] opens episodes: [`StaticVenue`] replays
-//! the day, [`DynamicVenue`] simulates it with every strategy meeting the
-//! same simulated day for the same order.
+//! An [`Episode`] (`episode.rs`) is one parent order being worked: the
+//! static replay ([`StaticEnv`]) and the dynamic market ([`DynamicEnv`])
+//! both implement it, so every loop above it (backtests, validation,
+//! training rollouts) is written once. A [`Venue`] opens episodes:
+//! [`StaticVenue`] replays the day, [`DynamicVenue`] simulates it with every
+//! strategy meeting the same simulated day for the same order.
 
 use crate::config::EnvConfig;
 use crate::dynamic_env::DynamicEnv;
+use crate::episode::Episode;
 use crate::lobster_queue::LobsterDay;
 use crate::order::ParentOrder;
-use crate::placement::{ChildOrder, QueueState};
-use crate::reward::{Reward, StepInfo};
-use crate::static_env::{Decision, ExecutionOutcome, StaticEnv, Strategy};
-use crate::team::{DynamicTeam, StaticTeam, TeamEpisode, TeamMode};
+use crate::static_env::StaticEnv;
+use crate::team::{DynamicTeam, StaticTeam, TeamEpisode};
+use crate::team_mode::TeamMode;
 use crate::view::SessionView;
-use crate::OBS_DIM;
 use serl_market::MarketConfig;
-
-/// One parent order being worked, stepped by the caller.
-pub trait Episode: Send {
-    /// Decision steps in the episode.
-    fn steps(&self) -> usize;
-    /// Whether every step has been taken.
-    fn done(&self) -> bool;
-    /// The share of the order still to trade, and the steps left for it.
-    fn left(&self) -> (f64, usize);
-    /// Writes the observation for the coming step into `out`.
-    fn observe(&self, out: &mut [f32]);
-    /// What a strategy may know at the coming step.
-    fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b>;
-    /// Trades `action` (a fraction of the order, see
-    /// [`EnvConfig::fraction`]) over the coming step, crossing the spread.
-    fn step(&mut self, action: f64) -> StepInfo {
-        self.step_order(ChildOrder::cross(action))
-    }
-    /// Trades a child order over the coming step: crossed, or resting in
-    /// the book until the next decision cancels what is left of it.
-    fn step_order(&mut self, order: ChildOrder) -> StepInfo;
-    /// How the episode ended (so far): fills, benchmark and the price
-    /// advantage ([`ExecutionOutcome::pa_bps`]).
-    fn outcome(&self, reward: f64, inventory_path: Vec<f32>) -> ExecutionOutcome;
-    /// The agent's resting order from the last step, as it stands before
-    /// the coming decision (zeros without one).
-    fn queue(&self) -> QueueState {
-        QueueState::default()
-    }
-    /// Execution agents in the episode: the one stepped here (agent 0)
-    /// and the peers trading beside it.
-    fn agents(&self) -> usize {
-        1
-    }
-    /// The observation agent `k` sees (agent 0: [`Episode::observe`]).
-    fn observe_agent(&self, k: usize, out: &mut [f32]) {
-        debug_assert_eq!(k, 0, "a single-agent episode");
-        self.observe(out)
-    }
-}
-
-/// Plays one whole episode of `strategy` (already reset for its order),
-/// scoring each step with `reward`; with `record_path`, the outcome keeps
-/// the inventory left after each step.
-pub fn play(
-    episode: &mut dyn Episode,
-    strategy: &mut dyn Strategy,
-    reward: &dyn Reward,
-    record_path: bool,
-) -> ExecutionOutcome {
-    let mut obs = [0f32; OBS_DIM];
-    let mut total = 0.0;
-    let mut path = Vec::with_capacity(if record_path { episode.steps() } else { 0 });
-    while !episode.done() {
-        episode.observe(&mut obs);
-        let order = strategy.order(&episode.decision(&obs));
-        let info = episode.step_order(order);
-        total += reward.reward(&info);
-        if record_path {
-            path.push(info.inventory_left as f32);
-        }
-    }
-    episode.outcome(total, path)
-}
 
 /// Where episodes play: backtests and validation run every strategy at
 /// every venue they are given.

@@ -41,6 +41,7 @@ mod report;
 mod significance;
 mod team;
 mod team_report;
+mod terminal;
 pub mod walk_forward;
 mod warnings;
 
@@ -61,4 +62,5 @@ pub use team::{
     TeamPaired, TeamResult, TeamSummary,
 };
 pub use team_report::{write_team_report, TeamComparisons, TeamReportData};
+pub use terminal::{summary_table, team_table};
 pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, LEGEND};

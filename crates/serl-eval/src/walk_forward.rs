@@ -119,6 +119,89 @@ pub fn orders_on(all: &[ParentOrder], dates: &[NaiveDate]) -> Vec<ParentOrder> {
         .collect()
 }
 
+/// One window with its orders, as [`run_windows`] hands it to a step.
+#[derive(Debug, Clone)]
+pub struct WindowOrders {
+    /// Its dates.
+    pub window: Window,
+    /// Orders on its training sessions.
+    pub train: Vec<ParentOrder>,
+    /// Orders on its validation sessions.
+    pub validation: Vec<ParentOrder>,
+    /// Orders on the sessions after it.
+    pub test: Vec<ParentOrder>,
+}
+
+/// What one window gave: its dates, how many orders it trained and
+/// tested on, and what the step made of it (flattened into the window's
+/// record when serialized).
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowRun<T> {
+    /// Its dates.
+    pub window: Window,
+    /// Orders it trained on (validation not counted).
+    pub train_orders: usize,
+    /// Orders it was tested on.
+    pub test_orders: usize,
+    /// What the step made of it.
+    #[serde(flatten)]
+    pub outcome: T,
+}
+
+/// The windows of `cfg` over the sessions of `all`, each with its orders.
+/// The error names the setting or the window that is wrong; the caller
+/// prefixes the table's name.
+pub fn cut(all: &[ParentOrder], cfg: &WalkForwardConfig) -> Result<Vec<WindowOrders>, String> {
+    windows(&order_dates(all), cfg)?
+        .into_iter()
+        .map(|w| {
+            let (train, validation, test) = (
+                orders_on(all, &w.train),
+                orders_on(all, &w.validation),
+                orders_on(all, &w.test),
+            );
+            if train.is_empty() || validation.is_empty() || test.is_empty() {
+                return Err(format!(
+                    "window {} has {} train, {} validation and {} test orders; every window needs all three (check [orders] symbols and the dates)",
+                    w.index,
+                    train.len(),
+                    validation.len(),
+                    test.len()
+                ));
+            }
+            Ok(WindowOrders {
+                window: w,
+                train,
+                validation,
+                test,
+            })
+        })
+        .collect()
+}
+
+/// The walk-forward driver of `serl train --walk-forward` and `serl evolve
+/// --walk-forward`: cuts the windows of `cfg` over `all` (every window is
+/// checked before the first trains), then runs `step` on each in order.
+pub fn run_windows<T, E: From<String>>(
+    all: &[ParentOrder],
+    cfg: &WalkForwardConfig,
+    mut step: impl FnMut(&WindowOrders, usize) -> Result<T, E>,
+) -> Result<Vec<WindowRun<T>>, E> {
+    let cut = cut(all, cfg).map_err(|m| E::from(format!("[walk_forward] {m}")))?;
+    let n = cut.len();
+    let mut out = Vec::with_capacity(n);
+    for w in cut {
+        let outcome = step(&w, n)?;
+        out.push(WindowRun {
+            train_orders: w.train.len(),
+            test_orders: w.test.len(),
+            window: w.window,
+            outcome,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +236,38 @@ mod tests {
         };
         let e = windows(&days(29), &cfg).unwrap_err();
         assert!(e.contains("train_days > validation_days"), "{e}");
+    }
+
+    #[test]
+    fn the_driver_hands_each_window_its_own_orders_and_counts_them() {
+        let orders: Vec<ParentOrder> = days(20)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(k, date)| {
+                (0..2).map(move |j| ParentOrder {
+                    id: (2 * k + j) as u64,
+                    symbol: "AAPL".into(),
+                    date,
+                    side: serl_env::OrderSide::Buy,
+                    qty: 100.0,
+                    start_minute: 0,
+                    end_minute: 390,
+                })
+            })
+            .collect();
+        let cfg = WalkForwardConfig::default();
+        let runs = run_windows(&orders, &cfg, |w, n| -> Result<(usize, usize), String> {
+            assert!(w.test.iter().all(|o| w.window.test.contains(&o.date)));
+            Ok((w.validation.len(), n))
+        })
+        .unwrap();
+        let counts: Vec<(usize, usize, usize)> = runs
+            .iter()
+            .map(|r| (r.train_orders, r.test_orders, r.outcome.0))
+            .collect();
+        assert_eq!(counts, [(20, 10, 4), (20, 6, 4)]);
+        assert!(runs.iter().all(|r| r.outcome.1 == 2));
+        let short = run_windows(&orders[..20], &cfg, |_, _| Ok::<_, String>(()));
+        assert!(short.unwrap_err().starts_with("[walk_forward] needs more"));
     }
 }

@@ -21,9 +21,46 @@ pub struct BudgetConfig {
     /// add up to more than the wall time).
     pub seconds: Option<f64>,
     /// A short training of each design first, which stops the ones far
-    /// below plain PPO ([`crate::prescreen`]).
+    /// below plain PPO (the pre-screen, `prescreen.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prescreen: Option<crate::prescreen::PrescreenConfig>,
+    pub prescreen: Option<PrescreenConfig>,
+}
+
+/// `[evolve.budget.prescreen]`: the pre-screen's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrescreenConfig {
+    /// Environment steps of the short training.
+    pub steps: usize,
+    /// Validation orders it is scored on.
+    pub validation_orders: usize,
+    /// How far below plain PPO's short-run PA, bps, a design may fall and
+    /// still train in full.
+    pub margin: f64,
+}
+
+impl Default for PrescreenConfig {
+    fn default() -> Self {
+        PrescreenConfig {
+            steps: 1024,
+            validation_orders: 100,
+            margin: 1.0,
+        }
+    }
+}
+
+impl PrescreenConfig {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.steps == 0 || self.validation_orders == 0 {
+            return Err(
+                "evolve.budget.prescreen: steps and validation_orders must be at least 1".into(),
+            );
+        }
+        if !self.margin.is_finite() {
+            return Err("evolve.budget.prescreen.margin must be a number".into());
+        }
+        Ok(())
+    }
 }
 
 /// What the run has spent so far.
@@ -133,6 +170,12 @@ mod tests {
         assert!(BudgetConfig {
             seconds: Some(0.0),
             ..BudgetConfig::default()
+        }
+        .validate()
+        .is_err());
+        assert!(PrescreenConfig {
+            steps: 0,
+            ..PrescreenConfig::default()
         }
         .validate()
         .is_err());

@@ -1,9 +1,20 @@
-//! Candidates: what the run directory keeps of each, what kind each is,
-//! and which are the best.
+//! Candidates: the states each passes through, what the run directory
+//! keeps of each, what kind each is, and which are the best.
+//!
+//! A candidate is [`Designed`] (the designer's modules, valid or not),
+//! then a [`ScoreJob`] (what training and scoring it needs, nothing
+//! more, so that it runs here or as a cluster task alike), then
+//! [`Scored`] (the job's result, from `score.rs`), and at last
+//! recorded: a [`CandidateResult`] in `candidates/<key>.json`, which a
+//! resumed run loads instead of designing and scoring it again.
+
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serl_design::{Design, Module, ModuleKind, SmokeReport};
 use serl_llm::prompts::Example;
+
+use crate::error::{read_json, write_json, EvolveError};
 
 /// Validation metrics of a trained candidate.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -80,7 +91,20 @@ pub struct CandidateResult {
     /// What the pre-screen said of it (`[evolve.budget.prescreen]`): a
     /// design it stopped has no score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prescreen: Option<crate::prescreen::Screened>,
+    pub prescreen: Option<Screened>,
+}
+
+/// What the pre-screen (`[evolve.budget.prescreen]`) said of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Screened {
+    /// Its validation PA after the short training, bps.
+    pub pa: f64,
+    /// Plain PPO's on the same short run, bps.
+    pub plain_pa: f64,
+    /// Whether it went on to its full training.
+    pub passed: bool,
+    /// Seconds the short training took.
+    pub secs: f64,
 }
 
 impl CandidateResult {
@@ -109,6 +133,134 @@ impl CandidateResult {
     pub fn kind(&self) -> CandidateKind {
         CandidateKind::of_key(&self.key)
     }
+
+    /// Candidate `key` as a run in `run_dir` recorded it, if it got that
+    /// far.
+    pub(crate) fn recorded(run_dir: &Path, key: &str) -> Option<Self> {
+        read_json(&recorded_path(run_dir, key))
+    }
+
+    /// Records the candidate in `run_dir` (`candidates/<key>.json`), its
+    /// last state.
+    pub(crate) fn record(self, run_dir: &Path) -> Result<Self, EvolveError> {
+        write_json(&recorded_path(run_dir, &self.key), &self)?;
+        Ok(self)
+    }
+}
+
+/// Where a run directory keeps recorded candidate `key`.
+fn recorded_path(run_dir: &Path, key: &str) -> PathBuf {
+    run_dir.join("candidates").join(format!("{key}.json"))
+}
+
+/// A candidate as the designer left it: its modules and how they were
+/// written, and a design when every module was valid.
+pub(crate) struct Designed {
+    pub(crate) key: String,
+    pub(crate) design: Option<Design>,
+    pub(crate) modules: Vec<ModuleRecord>,
+    pub(crate) success_rate: f64,
+    /// The seed its training draws from.
+    pub(crate) seed: u64,
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
+    pub(crate) reward_smoke: Option<SmokeReport>,
+}
+
+impl Designed {
+    /// The training it needs (none for an invalid design).
+    pub(crate) fn job(&self, iteration: usize) -> Option<ScoreJob> {
+        Some(ScoreJob {
+            design: self.design.clone()?,
+            key: self.key.clone(),
+            iteration,
+            success_rate: self.success_rate,
+            seed: self.seed,
+        })
+    }
+
+    /// `result` (scored, stopped or invalid) with how the designer wrote
+    /// it, recorded in `run_dir`.
+    pub(crate) fn record(
+        &self,
+        mut result: CandidateResult,
+        run_dir: &Path,
+    ) -> Result<CandidateResult, EvolveError> {
+        result.modules = self.modules.clone();
+        result.prompt_tokens = self.prompt_tokens;
+        result.completion_tokens = self.completion_tokens;
+        result.reward_smoke = self.reward_smoke.clone();
+        result.record(run_dir)
+    }
+}
+
+/// A design to train on the candidates' budget and validate: everything
+/// its result depends on besides the run's config and data, so that it
+/// runs here or as a cluster task (a line of `tasks.jsonl`) alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ScoreJob {
+    pub(crate) design: Design,
+    pub(crate) key: String,
+    pub(crate) iteration: usize,
+    pub(crate) success_rate: f64,
+    pub(crate) seed: u64,
+}
+
+/// A scored job: its result, with the seconds its training took, and the
+/// seconds its validation took.
+#[derive(Debug, Clone)]
+pub(crate) struct Scored {
+    pub(crate) result: CandidateResult,
+    pub(crate) eval_secs: f64,
+}
+
+/// The seconds of a scored job, kept beside its result
+/// (`scores/<key>.secs.json`).
+#[derive(Serialize, Deserialize)]
+struct ScoreSecs {
+    train: f64,
+    eval: f64,
+    /// Where the training's seconds went.
+    #[serde(default)]
+    profile: serl_train::TrainProfile,
+}
+
+impl Scored {
+    /// Writes it as a scoring task's output: the result at `path` without
+    /// timings, so that scoring a job twice writes the same bytes, and its
+    /// seconds beside it. A local run writes it too, so that a resumed run
+    /// need not score the job again.
+    pub(crate) fn write(&self, path: &Path) -> Result<(), EvolveError> {
+        let secs = ScoreSecs {
+            train: self.result.train_secs,
+            eval: self.eval_secs,
+            profile: self.result.train_profile,
+        };
+        write_json(&secs_path(path), &secs)?;
+        let untimed = CandidateResult {
+            train_secs: 0.0,
+            train_profile: Default::default(),
+            ..self.result.clone()
+        };
+        write_json(path, &untimed)
+    }
+
+    /// A scoring task's output as [`Scored::write`] left it; `None` when
+    /// the result is absent or cut short (missing seconds read as 0).
+    pub(crate) fn read(path: &Path) -> Option<Scored> {
+        let mut result: CandidateResult = read_json(path)?;
+        let secs: Option<ScoreSecs> = read_json(&secs_path(path));
+        result.train_secs = secs.as_ref().map_or(0.0, |s| s.train);
+        result.train_profile = secs.as_ref().map(|s| s.profile).unwrap_or_default();
+        Some(Scored {
+            result,
+            eval_secs: secs.map_or(0.0, |s| s.eval),
+        })
+    }
+}
+
+fn secs_path(path: &Path) -> PathBuf {
+    path.with_extension("secs.json")
 }
 
 /// Where a candidate came from.
@@ -213,6 +365,46 @@ mod tests {
             CandidateKind::of_key(&CandidateKind::baseline_key()),
             CandidateKind::Baseline
         );
+    }
+
+    #[test]
+    fn a_scored_job_is_written_without_timings_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scores").join("i0_c0.json");
+        let mut result = CandidateResult::invalid("i0_c0".into(), 0, 0.5);
+        result.design = Some(Design::baseline());
+        result.score = Some(0.1 + 0.2);
+        result.train_secs = 12.25;
+        result.train_profile.learn_secs = 3.5;
+        let scored = Scored {
+            result,
+            eval_secs: 1.5,
+        };
+        scored.write(&path).unwrap();
+        let untimed: CandidateResult = read_json(&path).unwrap();
+        assert_eq!(untimed.train_secs, 0.0, "the output holds no timings");
+        let back = Scored::read(&path).unwrap();
+        assert_eq!(back.eval_secs, 1.5);
+        assert_eq!(back.result.train_profile, scored.result.train_profile);
+        let json = |r: &CandidateResult| serde_json::to_string(r).unwrap();
+        assert_eq!(
+            json(&back.result),
+            json(&scored.result),
+            "what a run keeps in memory"
+        );
+        assert!(Scored::read(&dir.path().join("missing.json")).is_none());
+    }
+
+    #[test]
+    fn a_recorded_candidate_is_found_by_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(CandidateResult::recorded(dir.path(), "baseline").is_none());
+        let r = CandidateResult::invalid("baseline".into(), 0, 1.0)
+            .record(dir.path())
+            .unwrap();
+        let again = CandidateResult::recorded(dir.path(), "baseline").unwrap();
+        assert_eq!(again.key, r.key);
+        assert!(dir.path().join("candidates").join("baseline.json").exists());
     }
 
     #[test]

@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 use serl_design::ModuleKind;
-use serl_train::TrainConfig;
+use serl_train::{HybridMode, TrainConfig};
+
+use crate::budget::BudgetConfig;
+use crate::hierarchy::HierarchyConfig;
 
 /// The `[evolve]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,7 +56,7 @@ pub struct EvolveConfig {
     pub parallel: usize,
     /// Runs repeated after the main one with one part switched off, each
     /// in `RUN_DIR/ablations/NAME/`, and tabulated in the report.
-    pub ablations: Vec<crate::ablation::Ablation>,
+    pub ablations: Vec<Ablation>,
     /// Keep the test split sealed until the run is declared final
     /// (`serl evolve --resume DIR --open-test`); `lockbox.json` records
     /// the design and when it was sealed and opened.
@@ -62,12 +65,80 @@ pub struct EvolveConfig {
     /// (none: unlimited). Left out of the saved config when absent, so a
     /// cluster run planned before it resumes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget: Option<crate::budget::BudgetConfig>,
+    pub budget: Option<BudgetConfig>,
     /// `[evolve.hierarchy]`: the best design retrained with a plan,
     /// alignment, transition supervision or a reward critic switched on,
     /// each a row of the report (none: no rows).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hierarchy: Option<crate::hierarchy::HierarchyConfig>,
+    pub hierarchy: Option<HierarchyConfig>,
+}
+
+/// One part of SE-RL to switch off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ablation {
+    /// No instruction evolution or replay (high-level DEK off).
+    NoHighLevel,
+    /// No (1+λ)-ES on the best design's constants (low-level DEK off).
+    NoLowLevel,
+    /// Candidates train in the static replay only.
+    StaticOnly,
+    /// Candidates train in the dynamic market only.
+    DynamicOnly,
+    /// α and β fixed instead of adapted.
+    FixedWeights,
+    /// The builtin offline search instead of the configured LLM (the "no
+    /// LLM" ablation; the same as the main run when that is builtin).
+    Builtin,
+    /// No `[evolve.budget]`: no limits on tokens or seconds, no pre-screen.
+    NoBudget,
+}
+
+impl Ablation {
+    /// Its name in configs and run directories.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ablation::NoHighLevel => "no_high_level",
+            Ablation::NoLowLevel => "no_low_level",
+            Ablation::StaticOnly => "static_only",
+            Ablation::DynamicOnly => "dynamic_only",
+            Ablation::FixedWeights => "fixed_weights",
+            Ablation::Builtin => "builtin",
+            Ablation::NoBudget => "no_budget",
+        }
+    }
+
+    /// What it switches off, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ablation::NoHighLevel => "without high-level DEK (instruction evolution and replay)",
+            Ablation::NoLowLevel => "without low-level DEK (constant tuning)",
+            Ablation::StaticOnly => "trained in the static replay only",
+            Ablation::DynamicOnly => "trained in the dynamic market only",
+            Ablation::FixedWeights => "fixed loss weights α, β",
+            Ablation::Builtin => "builtin designer instead of the LLM",
+            Ablation::NoBudget => "no budget: unlimited tokens and seconds, no pre-screen",
+        }
+    }
+
+    /// The ablated run's config: the main one with this part switched off
+    /// (and no ablations of its own).
+    pub fn apply(self, cfg: &EvolveConfig) -> EvolveConfig {
+        let mut c = cfg.clone();
+        c.ablations.clear();
+        // The hierarchy rows belong to the main run's report.
+        c.hierarchy = None;
+        match self {
+            Ablation::NoHighLevel => c.high_level = false,
+            Ablation::NoLowLevel => c.low_level.enabled = false,
+            Ablation::StaticOnly => c.train.hybrid.mode = HybridMode::StaticOnly,
+            Ablation::DynamicOnly => c.train.hybrid.mode = HybridMode::DynamicOnly,
+            Ablation::FixedWeights => c.train.hybrid.mode = HybridMode::Fixed,
+            Ablation::Builtin => {}
+            Ablation::NoBudget => c.budget = None,
+        }
+        c
+    }
 }
 
 /// Low-level DEK: a (1+λ)-ES over the numeric constants of the best
@@ -234,5 +305,64 @@ impl EvolveConfig {
                 "Plan a schedule that trades where liquidity is deep and prices tend to be favourable."
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ablation_switches_off_exactly_its_part() {
+        let mut cfg = EvolveConfig {
+            ablations: vec![Ablation::NoHighLevel, Ablation::StaticOnly],
+            ..EvolveConfig::default()
+        };
+        cfg.train.hybrid.mode = HybridMode::Adaptive;
+        cfg.budget = Some(crate::budget::BudgetConfig::default());
+        let full = cfg.clone();
+        for a in [
+            Ablation::NoHighLevel,
+            Ablation::NoLowLevel,
+            Ablation::StaticOnly,
+            Ablation::DynamicOnly,
+            Ablation::FixedWeights,
+            Ablation::Builtin,
+            Ablation::NoBudget,
+        ] {
+            let c = a.apply(&full);
+            assert_eq!(
+                c.budget.is_none(),
+                a == Ablation::NoBudget || full.budget.is_none()
+            );
+            assert!(c.ablations.is_empty(), "{a:?} would recurse");
+            assert_eq!(c.high_level, a != Ablation::NoHighLevel, "{a:?}");
+            assert_eq!(c.low_level.enabled, a != Ablation::NoLowLevel, "{a:?}");
+            let mode = match a {
+                Ablation::StaticOnly => HybridMode::StaticOnly,
+                Ablation::DynamicOnly => HybridMode::DynamicOnly,
+                Ablation::FixedWeights => HybridMode::Fixed,
+                _ => HybridMode::Adaptive,
+            };
+            assert_eq!(c.train.hybrid.mode, mode, "{a:?}");
+            assert_eq!(c.seed, full.seed);
+        }
+    }
+
+    #[test]
+    fn ablation_names_are_what_the_config_spells() {
+        let names = [
+            "no_high_level",
+            "no_low_level",
+            "static_only",
+            "dynamic_only",
+            "fixed_weights",
+            "builtin",
+            "no_budget",
+        ];
+        let parsed: Vec<Ablation> =
+            serde_json::from_str(&serde_json::to_string(&names).unwrap()).unwrap();
+        assert_eq!(parsed.iter().map(|a| a.name()).collect::<Vec<_>>(), names);
+        assert!(serde_json::from_str::<Vec<Ablation>>(r#"["no_llm"]"#).is_err());
     }
 }

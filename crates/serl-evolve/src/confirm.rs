@@ -16,15 +16,16 @@ use std::path::{Path, PathBuf};
 use serl_cluster::Cluster;
 use serl_design::Design;
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
-use serl_eval::walk_forward::{order_dates, orders_on, windows, WalkForwardConfig, Window};
+use serl_eval::walk_forward::{cut, run_windows, WalkForwardConfig, Window, WindowRun};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::Algo;
 
 use crate::config::EvolveConfig;
 use crate::error::{read_json, write_json, EvolveError};
+use crate::executor::{self, Executor, Local};
 use crate::final_test::{load_final, BASELINES, FINAL_SEED_MIX};
-use crate::score::Scoring;
-use crate::tasks::{final_batch, FinalJob};
+use crate::tasks::FinalJob;
+use crate::train::{policy_factory, Scoring};
 
 /// The best design's label.
 pub const BEST: &str = "serl-best";
@@ -92,16 +93,8 @@ pub enum ConfirmStep {
     },
 }
 
-/// One walk-forward window's outcome.
-#[derive(Debug, Clone)]
-pub struct WindowResult {
-    /// Its dates.
-    pub window: Window,
-    /// Orders its policies trained on.
-    pub train_orders: usize,
-    /// Every strategy on its test orders.
-    pub rows: Vec<OrderResult>,
-}
+/// One walk-forward window's outcome: every strategy on its test orders.
+pub type WindowResult = WindowRun<Vec<OrderResult>>;
 
 /// What confirming found.
 #[derive(Debug, Clone, Default)]
@@ -133,12 +126,7 @@ impl ConfirmInputs<'_> {
         }
     }
 
-    fn scoring<'s>(
-        &'s self,
-        train: &'s [ParentOrder],
-        val: &'s [ParentOrder],
-        cluster: Option<&'s Cluster>,
-    ) -> Scoring<'s> {
+    fn scoring<'s>(&'s self, train: &'s [ParentOrder], val: &'s [ParentOrder]) -> Scoring<'s> {
         Scoring {
             cfg: self.cfg,
             env_cfg: self.env_cfg,
@@ -146,7 +134,6 @@ impl ConfirmInputs<'_> {
             market: self.market,
             train_orders: train,
             val_orders: val,
-            cluster,
             critic: None,
         }
     }
@@ -189,11 +176,9 @@ pub fn check(
     Ok(())
 }
 
-fn cut_windows(
-    wf: &WalkForwardConfig,
-    all_orders: &[ParentOrder],
-) -> Result<Vec<Window>, EvolveError> {
-    windows(&order_dates(all_orders), wf)
+fn cut_windows(wf: &WalkForwardConfig, all_orders: &[ParentOrder]) -> Result<(), EvolveError> {
+    cut(all_orders, wf)
+        .map(|_| ())
         .map_err(|m| EvolveError::Config(format!("[walk_forward] {m}")))
 }
 
@@ -255,8 +240,8 @@ fn seed_study(
         seeds: seeds.len(),
         trainings: todo,
     });
-    let scoring = inputs.scoring(inputs.train_orders, inputs.val_orders, inputs.cluster);
-    final_batch(&scoring, dir, &jobs)?;
+    let scoring = inputs.scoring(inputs.train_orders, inputs.val_orders);
+    executor::on(inputs.cluster).retrain(&scoring, dir, &jobs)?;
     let baselines = BASELINES.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut rows = play(
         inputs,
@@ -279,29 +264,16 @@ fn walk_forward(
     wf: &WalkForwardConfig,
     dir: &Path,
 ) -> Result<Vec<WindowResult>, EvolveError> {
-    let all = cut_windows(wf, inputs.all_orders)?;
     let seed = inputs.cfg.seed ^ FINAL_SEED_MIX;
-    let n = all.len();
-    let mut out = Vec::with_capacity(n);
-    for w in all {
-        let train = orders_on(inputs.all_orders, &w.train);
-        let val = orders_on(inputs.all_orders, &w.validation);
-        let test = orders_on(inputs.all_orders, &w.test);
-        if train.is_empty() || val.is_empty() {
-            return Err(EvolveError::Config(format!(
-                "walk-forward window {} has {} train and {} validation orders; every window needs both (check [orders] symbols and [walk_forward])",
-                w.index,
-                train.len(),
-                val.len()
-            )));
-        }
+    run_windows(inputs.all_orders, wf, |cut, n| {
+        let w = &cut.window;
         inputs.say(ConfirmStep::TrainingWindow {
             index: w.index,
             windows: n,
             test: (w.test[0], w.test[w.test.len() - 1]),
         });
         let wdir = dir.join(format!("window-{}", w.index));
-        same_window(&wdir, &w)?;
+        same_window(&wdir, w)?;
         let jobs: Vec<FinalJob> = inputs
             .designs()
             .into_iter()
@@ -311,25 +283,19 @@ fn walk_forward(
             same_job(&wdir.join("final").join(&j.name), j)?;
         }
         // Here, not on the cluster: a task reloads the run's own orders.
-        final_batch(&inputs.scoring(&train, &val, None), &wdir, &jobs)?;
+        Local.retrain(&inputs.scoring(&cut.train, &cut.validation), &wdir, &jobs)?;
         let policies: Vec<(String, PathBuf)> = jobs
             .iter()
             .map(|j| (j.name.clone(), wdir.join("final").join(&j.name)))
             .collect();
-        let rows = play(
+        play(
             inputs,
-            &test,
+            &cut.test,
             &policies,
             &wf.baselines,
             "[walk_forward] baselines",
-        )?;
-        out.push(WindowResult {
-            window: w,
-            train_orders: train.len(),
-            rows,
-        });
-    }
-    Ok(out)
+        )
+    })
 }
 
 /// Records `w` in its directory, or checks that the trainings already
@@ -383,7 +349,7 @@ fn play(
         .map_err(|e| EvolveError::Config(format!("{baselines_from}: {e}")))?;
     for (label, fdir) in policies {
         let policy = load_final(inputs.cfg, fdir)?;
-        factories.push(crate::final_test::policy_factory(label.clone(), policy));
+        factories.push(policy_factory(label.clone(), policy));
     }
     inputs.say(ConfirmStep::Testing {
         orders: orders.len() * factories.len(),

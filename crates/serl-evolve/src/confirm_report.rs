@@ -133,7 +133,7 @@ pub fn write_confirmation(
         svgs.extend(chart);
     }
     if !c.windows.is_empty() {
-        let pooled: Vec<OrderResult> = c.windows.iter().flat_map(|w| w.rows.clone()).collect();
+        let pooled: Vec<OrderResult> = c.windows.iter().flat_map(|w| w.outcome.clone()).collect();
         let mut prov = provenance;
         prov.split = "walk-forward test days".into();
         prov.orders = pooled.iter().filter(|r| r.strategy == BEST).count();
@@ -144,7 +144,7 @@ pub fn write_confirmation(
             .iter()
             .map(|w| {
                 let of = |label: &str| -> Vec<&OrderResult> {
-                    w.rows.iter().filter(|r| r.strategy == label).collect()
+                    w.outcome.iter().filter(|r| r.strategy == label).collect()
                 };
                 let twap = of("twap");
                 WindowLine {

@@ -3,17 +3,17 @@
 //! multipliers). Each trial is a candidate of its own, so resume skips the
 //! finished ones.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serl_design::{Design, RewardModule};
 
-use crate::candidate::{CandidateKind, CandidateResult};
-use crate::error::{read_json, write_json, EvolveError};
-use crate::score::Scoring;
-use crate::tasks::{score_batch, ScoreJob};
+use crate::candidate::{CandidateKind, CandidateResult, ScoreJob};
+use crate::error::EvolveError;
+use crate::executor::Executor;
+use crate::train::Scoring;
 
 /// The numbers of a design the low-level DEK tunes: the reward program's
 /// literals, then the imagination's (`ImaginationModule::constants`) when
@@ -62,7 +62,6 @@ impl Tunable {
 /// from an earlier run or the design still to train with its seed.
 struct Member {
     key: String,
-    path: PathBuf,
     constants: Vec<f64>,
     job: Job,
 }
@@ -78,6 +77,7 @@ enum Job {
 /// directory (`ll<j>_g<g>_m<m>`), so resume skips finished ones.
 pub(crate) fn tune_constants(
     inputs: &Scoring,
+    executor: &dyn Executor,
     best: &CandidateResult,
     j: usize,
     dir: &Path,
@@ -106,11 +106,10 @@ pub(crate) fn tune_constants(
                 .map(|v| v * noise.sample(&mut rng).exp())
                 .collect();
             let key = CandidateKind::low_level_key(j, g, m);
-            let path = dir.join("candidates").join(format!("{key}.json"));
             let Some((d, constants)) = tunable.apply(&incumbent.0, &constants) else {
                 continue;
             };
-            let job = match read_json::<CandidateResult>(&path) {
+            let job = match CandidateResult::recorded(dir, &key) {
                 Some(r) => Job::Stored(Box::new(r)),
                 None => {
                     let seed = inputs.cfg.seed
@@ -121,7 +120,6 @@ pub(crate) fn tune_constants(
             };
             members.push(Member {
                 key,
-                path,
                 constants,
                 job,
             });
@@ -140,16 +138,18 @@ pub(crate) fn tune_constants(
             })
             .collect();
         let batch = format!("ll{j}_g{g}");
-        let mut trained = score_batch(inputs, dir, &batch, &jobs, &|| {})?.into_iter();
+        let mut trained = executor
+            .score(inputs, dir, &batch, &jobs, &|| {})?
+            .into_iter();
         let results = members
             .iter()
             .map(|m| match &m.job {
                 Job::Stored(r) => Ok((**r).clone()),
-                Job::Train(..) => {
-                    let (r, _) = trained.next().expect("one result per job");
-                    write_json(&m.path, &r)?;
-                    Ok(r)
-                }
+                Job::Train(..) => trained
+                    .next()
+                    .expect("one result per job")
+                    .result
+                    .record(dir),
             })
             .collect::<Result<Vec<_>, EvolveError>>()?;
         let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;

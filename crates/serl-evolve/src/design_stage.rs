@@ -3,7 +3,6 @@
 //! retry.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serl_design::{smoke_test, Design, Module, ModuleKind, SmokeReport, StateModule};
@@ -11,10 +10,9 @@ use serl_env::{EnvConfig, MarketData, ParentOrder};
 use serl_llm::prompts::{Feedback, ModuleContext, Prompts, TaskInfo};
 use serl_llm::{generate, Designer};
 
-use crate::candidate::{top_examples, CandidateResult, ModuleRecord};
+use crate::candidate::{top_examples, CandidateResult, Designed, ModuleRecord};
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
-use crate::score::Pending;
 
 /// What designing a round's candidates reads: the config, the task, the
 /// current instructions, the last round's feedback and every result so far.
@@ -51,9 +49,8 @@ impl Round<'_> {
         &self,
         designer: &mut dyn Designer,
         key: String,
-        path: PathBuf,
         seed: u64,
-    ) -> Result<Pending, EvolveError> {
+    ) -> Result<Designed, EvolveError> {
         let mut modules = Vec::new();
         let mut parts: HashMap<ModuleKind, Module> = HashMap::new();
         let (mut prompt_tokens, mut completion_tokens) = (0, 0);
@@ -109,8 +106,7 @@ impl Round<'_> {
             }
             design = None;
         }
-        Ok(Pending {
-            path,
+        Ok(Designed {
             seed,
             key,
             design,

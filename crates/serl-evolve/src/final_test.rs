@@ -7,12 +7,14 @@ use std::path::Path;
 use serl_design::Design;
 use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{Algo, Critic, DeviceChoice, Policy, PolicyStrategy};
+use serl_train::{Algo, Critic, DeviceChoice, Policy};
 
-use crate::candidate::{CandidateKind, CandidateResult};
-use crate::error::{read_json, write_json, EvolveError};
-use crate::score::Scoring;
-use crate::tasks::{final_batch, score_batch, FinalJob, ScoreJob};
+use crate::candidate::{CandidateKind, CandidateResult, ScoreJob};
+use crate::config::EvolveConfig;
+use crate::error::EvolveError;
+use crate::executor::Executor;
+use crate::tasks::FinalJob;
+use crate::train::{policy_factory, Scoring};
 
 /// The scripted strategies every test compares against.
 pub(crate) const BASELINES: [&str; 3] = ["twap", "vwap", "ac"];
@@ -24,10 +26,13 @@ pub(crate) const PASSIVE_BASELINE: &str = "twap-passive";
 
 /// Plain PPO on the candidates' budget, validated the same way (or its
 /// result from an earlier run).
-pub(crate) fn baseline(scoring: &Scoring, dir: &Path) -> Result<CandidateResult, EvolveError> {
+pub(crate) fn baseline(
+    scoring: &Scoring,
+    executor: &dyn Executor,
+    dir: &Path,
+) -> Result<CandidateResult, EvolveError> {
     let key = CandidateKind::baseline_key();
-    let path = dir.join("candidates").join(format!("{key}.json"));
-    if let Some(r) = read_json::<CandidateResult>(&path) {
+    if let Some(r) = CandidateResult::recorded(dir, &key) {
         return Ok(r);
     }
     let job = ScoreJob {
@@ -37,11 +42,9 @@ pub(crate) fn baseline(scoring: &Scoring, dir: &Path) -> Result<CandidateResult,
         success_rate: 1.0,
         seed: scoring.cfg.seed ^ 0xBA5E,
     };
-    let (r, _) = score_batch(scoring, dir, "baseline", &[job], &|| {})?
-        .pop()
-        .expect("one result per job");
-    write_json(&path, &r)?;
-    Ok(r)
+    let scored = executor.score(scoring, dir, "baseline", &[job], &|| {})?;
+    let scored = scored.into_iter().next().expect("one result per job");
+    scored.result.record(dir)
 }
 
 /// Retrains the best design, plain PPO and DDQN with the final budget
@@ -52,6 +55,7 @@ pub(crate) fn baseline(scoring: &Scoring, dir: &Path) -> Result<CandidateResult,
 /// independent PPO (`ippo-default`) instead: DDQN trains no team.
 pub(crate) fn retrain(
     scoring: &Scoring,
+    executor: &dyn Executor,
     best: &Design,
     dir: &Path,
 ) -> Result<Vec<(String, Policy)>, EvolveError> {
@@ -85,7 +89,7 @@ pub(crate) fn retrain(
             job("ippo-default", &plain, Algo::Ppo, Some(Critic::Local)),
         ],
     };
-    final_batch(scoring, dir, &finals)?;
+    executor.retrain(scoring, dir, &finals)?;
     finals
         .iter()
         .map(|f| {
@@ -97,21 +101,27 @@ pub(crate) fn retrain(
         .collect()
 }
 
-/// Fresh greedy players of `policy` under the name `label`, for a backtest.
-pub(crate) fn policy_factory(label: String, policy: Policy) -> StrategyFactory {
-    StrategyFactory {
-        label: label.clone(),
-        make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
-    }
-}
-
 /// The policy a final retraining in `fdir` kept: its best validated one
 /// where `final_eval_every` selects, else its last.
-pub(crate) fn load_final(cfg: &crate::EvolveConfig, fdir: &Path) -> Result<Policy, EvolveError> {
+pub(crate) fn load_final(cfg: &EvolveConfig, fdir: &Path) -> Result<Policy, EvolveError> {
     let device = DeviceChoice::Cpu.device()?;
     let selected = cfg.final_eval_every > 0 && fdir.join("best.bpk").exists();
     let which = if selected { "best" } else { "final" };
     Ok(Policy::load(fdir, which, &device)?)
+}
+
+/// The scripted strategies the test plays beside the retrained policies,
+/// TWAP first. A design that places orders is judged against a passive
+/// baseline too: beating TWAP by earning the spread is no feat where
+/// resting at the touch alone earns it.
+fn baseline_specs(cfg: &EvolveConfig) -> Result<Vec<StrategySpec>, EvolveError> {
+    let placing = !cfg.train.placements.is_empty();
+    BASELINES
+        .iter()
+        .chain(placing.then_some(&PASSIVE_BASELINE))
+        .map(|s| StrategySpec::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(EvolveError::Config)
 }
 
 /// Tests the retrained policies once, beside the scripted baselines: every
@@ -123,22 +133,17 @@ pub(crate) fn test(
     trained: Vec<(String, Policy)>,
     dir: &Path,
 ) -> Result<Vec<OrderResult>, EvolveError> {
+    let baselines = baseline_specs(scoring.cfg)?;
     if scoring.cfg.train.learning_team().is_some() {
-        return crate::team_test::test(scoring, test_orders, &trained, dir);
+        return crate::team_test::test(scoring, test_orders, &trained, &baselines, dir);
     }
     let trained = trained
         .into_iter()
         .map(|(label, policy)| policy_factory(label, policy));
-    // A design that places orders is judged against a passive baseline
-    // too: beating TWAP by earning the spread is no feat where resting at
-    // the touch alone earns it.
-    let placing = !scoring.cfg.train.placements.is_empty();
-    let mut factories = BASELINES
-        .iter()
-        .chain(placing.then_some(&PASSIVE_BASELINE))
-        .map(|s| StrategySpec::parse(s).map(StrategyFactory::from_spec))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(EvolveError::Config)?;
+    let mut factories: Vec<StrategyFactory> = baselines
+        .into_iter()
+        .map(StrategyFactory::from_spec)
+        .collect();
     factories.extend(trained);
     let env_cfg = scoring.env_cfg;
     let reward = env_cfg.default_reward();

@@ -14,8 +14,9 @@
 //!
 //! | stage | file | what |
 //! |---|---|---|
+//! | candidates | `candidate.rs` | a candidate's states: designed, a scoring job, scored, recorded in the run directory |
 //! | design | `design_stage.rs` | the designer writes each module; replies validated and smoke-tested, errors fed back |
-//! | train and score | `score.rs` | each design trained on the candidates' budget (side by side where the numbers stay the same) and validated |
+//! | train and score | `train.rs`, `score.rs` | each design trained on the candidates' budget and validated: a function of its job |
 //! | low-level DEK | `dek_low.rs` | a (1+λ)-ES on the best design's constants |
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
@@ -25,7 +26,9 @@
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
 //! | verdict | `verdict.rs` | the chosen design on test against plain PPO and the baselines, day by day; whether the validation ranking held |
 //! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
-//! | batches | `tasks.rs` | the parallel work trained here side by side, or as cluster tasks (`serl-cluster`) that [`run_task`] runs |
+//! | executors | `executor.rs` | jobs run here side by side (where the numbers stay the same), or as batches of a cluster's plan (`serl-cluster`) |
+//! | tasks | `tasks.rs` | a job as a cluster task's line, which [`run_task`] runs |
+//! | hierarchy | `hierarchy.rs`, `hierarchy_rows.rs` | `[evolve.hierarchy]`, and the best design retrained with one more part switched on |
 //!
 //! The loop never prints: it tells its caller what it is doing through
 //! [`Event`]s. [`EvolveConfig`] is the `[evolve]` table, [`write_report`]
@@ -41,12 +44,15 @@ mod candidate;
 mod config;
 mod confirm;
 mod confirm_report;
+mod confirm_tables;
 mod dek_high;
 mod dek_low;
 mod design_stage;
 mod error;
+mod executor;
 mod final_test;
 mod hierarchy;
+mod hierarchy_rows;
 mod llm_critic;
 mod lockbox;
 mod prescreen;
@@ -56,23 +62,26 @@ mod score;
 mod stages;
 mod tasks;
 mod team_test;
+mod train;
 mod verdict;
 
-pub use ablation::{table as ablation_table, Ablation, AblationRow};
-pub use budget::BudgetConfig;
-pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Validation};
-pub use config::{ConvergenceConfig, EvolveConfig, LowLevelConfig};
+pub use ablation::{table as ablation_table, AblationRow};
+pub use budget::{BudgetConfig, PrescreenConfig};
+pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Screened, Validation};
+pub use config::{Ablation, ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{
     check as check_confirmation, confirm, mean_label, seed_label, seed_mean, ConfirmInputs,
     ConfirmStep, Confirmation, WindowResult, BEST, PLAIN,
 };
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
+pub use confirm_tables::confirm_tables;
 pub use error::EvolveError;
-pub use hierarchy::{table as hierarchy_table, Base, HierarchyConfig, HierarchyRow, Split, Switch};
+pub use hierarchy::{Base, HierarchyConfig, Switch};
+pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::Lockbox;
-pub use prescreen::{PrescreenConfig, Screened};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
+pub use train::policy_factory;
 pub use verdict::{verdict, Verdict, VerdictRow};

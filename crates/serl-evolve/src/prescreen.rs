@@ -12,63 +12,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use serl_design::Design;
 
-use crate::candidate::CandidateResult;
+use crate::budget::PrescreenConfig;
+use crate::candidate::{CandidateResult, ScoreJob, Screened};
 use crate::error::EvolveError;
-use crate::score::Scoring;
-use crate::tasks::{score_batch, ScoreJob};
-
-/// The pre-screen's settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PrescreenConfig {
-    /// Environment steps of the short training.
-    pub steps: usize,
-    /// Validation orders it is scored on.
-    pub validation_orders: usize,
-    /// How far below plain PPO's short-run PA, bps, a design may fall and
-    /// still train in full.
-    pub margin: f64,
-}
-
-impl Default for PrescreenConfig {
-    fn default() -> Self {
-        PrescreenConfig {
-            steps: 1024,
-            validation_orders: 100,
-            margin: 1.0,
-        }
-    }
-}
-
-impl PrescreenConfig {
-    pub(crate) fn validate(&self) -> Result<(), String> {
-        if self.steps == 0 || self.validation_orders == 0 {
-            return Err(
-                "evolve.budget.prescreen: steps and validation_orders must be at least 1".into(),
-            );
-        }
-        if !self.margin.is_finite() {
-            return Err("evolve.budget.prescreen.margin must be a number".into());
-        }
-        Ok(())
-    }
-}
-
-/// What the pre-screen said of a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Screened {
-    /// Its validation PA after the short training, bps.
-    pub pa: f64,
-    /// Plain PPO's on the same short run, bps.
-    pub plain_pa: f64,
-    /// Whether it went on to its full training.
-    pub passed: bool,
-    /// Seconds the short training took.
-    pub secs: f64,
-}
+use crate::executor::Executor;
+use crate::train::Scoring;
 
 /// The key of a candidate's short run.
 fn screen_key(key: &str) -> String {
@@ -79,6 +29,7 @@ fn screen_key(key: &str) -> String {
 /// said of every one of them, by key.
 pub(crate) fn screen(
     scoring: &Scoring,
+    executor: &dyn Executor,
     run_dir: &Path,
     p: &PrescreenConfig,
     jobs: Vec<ScoreJob>,
@@ -107,7 +58,7 @@ pub(crate) fn screen(
         key: screen_key(&j.key),
         ..j.clone()
     }));
-    let results = score_batch(
+    let results = executor.score(
         &short_scoring,
         run_dir,
         &format!("i{iteration}-screen"),
@@ -115,10 +66,10 @@ pub(crate) fn screen(
         &|| {},
     )?;
     let pa = |r: &CandidateResult| r.validation.as_ref().map_or(f64::NEG_INFINITY, |v| v.pa);
-    let plain_pa = pa(&results[0].0);
+    let plain_pa = pa(&results[0].result);
     let mut said = HashMap::new();
     let mut passed = Vec::new();
-    for (job, (r, _)) in jobs.into_iter().zip(&results[1..]) {
+    for (job, r) in jobs.into_iter().zip(results[1..].iter().map(|s| &s.result)) {
         let s = Screened {
             pa: pa(r),
             plain_pa,
@@ -171,11 +122,5 @@ mod tests {
         assert!(c.score.is_none() && c.design.is_some());
         assert_eq!(c.train_secs, 2.5);
         assert_eq!(c.prescreen, Some(s));
-        assert!(PrescreenConfig {
-            steps: 0,
-            ..PrescreenConfig::default()
-        }
-        .validate()
-        .is_err());
     }
 }

@@ -300,7 +300,7 @@ fn hierarchy(md: &mut String, out: &EvolveOutcome) {
         return;
     }
     md.push_str("Each base design (the search's best, and plain PPO's where configured) retrained with the final budget and seed, alone and once with each part switched on; every row and TWAP play the same validation orders and test orders in the static replay. Differences are paired order by order, with 95% bootstrap CIs. The design alone is the base without a plan. Training seconds are wall time, with rows trained side by side, so they compare only roughly. See docs/hierarchy.md.\n\n");
-    md.push_str(&crate::hierarchy::table(&out.hierarchy));
+    md.push_str(&crate::hierarchy_rows::table(&out.hierarchy));
 }
 
 /// What the search spent per module it accepted and per basis point its
@@ -346,7 +346,7 @@ fn spend(md: &mut String, out: &EvolveOutcome) {
         );
     }
     md.push('\n');
-    let screened: Vec<&crate::prescreen::Screened> = out
+    let screened: Vec<&crate::candidate::Screened> = out
         .candidates
         .iter()
         .filter_map(|c| c.prescreen.as_ref())

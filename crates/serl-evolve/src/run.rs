@@ -17,14 +17,19 @@ use serl_eval::OrderResult;
 use serl_llm::prompts::{Feedback, Prompts, TaskInfo};
 use serl_llm::Designer;
 
-use crate::candidate::{best_of, CandidateKind, CandidateResult};
+use crate::candidate::{
+    best_of, CandidateKind, CandidateResult, Designed, ScoreJob, Scored, Screened,
+};
 use crate::config::{ConvergenceConfig, EvolveConfig};
 use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
-use crate::score::{Pending, Scoring};
+use crate::executor::{self, Executor};
+use crate::hierarchy_rows::HierarchyRow;
+use crate::llm_critic::CriticMaker;
+use crate::lockbox::Lockbox;
 use crate::stages::{ProfiledStage, Stages};
-use crate::tasks::ScoreJob;
+use crate::train::Scoring;
 
 /// What the loop tells its caller as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,7 +146,7 @@ pub struct EvolveInputs<'a> {
     pub cluster: Option<&'a serl_cluster::Cluster>,
     /// Makes an LLM reward critic for the trainings whose config asks for
     /// one (`critic = "llm"`); without it such a training is an error.
-    pub critic: Option<Box<crate::CriticMaker>>,
+    pub critic: Option<Box<CriticMaker>>,
 }
 
 impl EvolveInputs<'_> {
@@ -153,7 +158,6 @@ impl EvolveInputs<'_> {
             market: self.market,
             train_orders: self.train_orders,
             val_orders: self.val_orders,
-            cluster: self.cluster,
             critic: self.critic.as_deref(),
         }
     }
@@ -173,7 +177,7 @@ pub struct EvolveOutcome {
     pub test: Vec<OrderResult>,
     /// The lockbox, where `[evolve] lockbox` keeps one: sealed
     /// (`opened_at` unset, no test played) or opened.
-    pub lockbox: Option<crate::Lockbox>,
+    pub lockbox: Option<Lockbox>,
     /// Seconds per stage, sorted by name.
     pub stages: Vec<(String, f64)>,
     /// Iterations run before convergence (or all of them).
@@ -183,7 +187,7 @@ pub struct EvolveOutcome {
     pub wall_secs: f64,
     /// The hierarchy rows (`[evolve.hierarchy]`), the design alone first;
     /// empty without them.
-    pub hierarchy: Vec<crate::HierarchyRow>,
+    pub hierarchy: Vec<HierarchyRow>,
 }
 
 impl EvolveInputs<'_> {
@@ -240,6 +244,8 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
     let task = task(&inputs.env_cfg, &inputs.cfg.train);
     let mut stages = Stages::resume(&dir);
+    let executor = executor::on(inputs.cluster);
+    let executor = executor.as_ref();
     let mut instructions = Instructions::new(&cfg);
     let mut all: Vec<CandidateResult> = Vec::new();
     let mut last_feedback: Option<Feedback> = None;
@@ -261,23 +267,13 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             });
         }
         iterations_run = j + 1;
-        let pending = stages.time("design", || {
+        let designed = stages.time("design", || {
             let round = (&instructions, last_feedback.as_ref(), &all[..]);
             design_round(&mut inputs, &task, round, j, k)
         })?;
-        all.extend(train_round(&inputs, &pending, j, &mut stages)?);
-        if cfg.low_level.enabled {
-            if let Some(best) = best_of(&all).cloned() {
-                let scoring = inputs.scoring();
-                let tuned = stages.time("low-level DEK", || {
-                    crate::dek_low::tune_constants(&scoring, &best, j, &dir)
-                })?;
-                for r in &tuned {
-                    stages.add_profile(ProfiledStage::LowLevel, &r.train_profile);
-                }
-                all.extend(tuned);
-            }
-        }
+        all.extend(train_round(&inputs, executor, &designed, j, &mut stages)?);
+        let tuned = low_level_round(&inputs, executor, &all, j, &mut stages)?;
+        all.extend(tuned);
         let summary = summarize_iteration(&all, j, k);
         let fb = feedback(&all, j);
         inputs.say(Event::Iteration(summary.clone()));
@@ -304,17 +300,17 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
     let scoring = inputs.scoring();
-    let baseline = validated_baseline(&inputs, &best)?;
+    let baseline = validated_baseline(&inputs, executor, &best)?;
     let design = best.design.clone().expect("scored candidates have designs");
     let trained = stages.time("final training", || {
-        crate::final_test::retrain(&scoring, &design, &dir)
+        crate::final_test::retrain(&scoring, executor, &design, &dir)
     })?;
     let lockbox = match (cfg.lockbox, inputs.open_test) {
         (true, false) => Some(crate::lockbox::seal(&dir, &best.key, &design)?),
         (true, true) => Some(crate::lockbox::open(&dir, &best.key)?),
         (false, _) => None,
     };
-    let sealed = lockbox.as_ref().is_some_and(crate::Lockbox::sealed);
+    let sealed = lockbox.as_ref().is_some_and(Lockbox::sealed);
     let test = if sealed {
         Vec::new()
     } else {
@@ -322,7 +318,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             crate::final_test::test(&scoring, inputs.test_orders, trained, &dir)
         })?
     };
-    let hierarchy = hierarchy_rows(&inputs, &design, sealed, &mut stages)?;
+    let hierarchy = hierarchy_rows(&inputs, executor, &design, sealed, &mut stages)?;
     Ok(EvolveOutcome {
         candidates: all,
         best,
@@ -336,12 +332,36 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     })
 }
 
+/// Iteration `j`'s low-level DEK trials on the best design so far (none
+/// when it is switched off).
+fn low_level_round(
+    inputs: &EvolveInputs,
+    executor: &dyn Executor,
+    all: &[CandidateResult],
+    j: usize,
+    stages: &mut Stages,
+) -> Result<Vec<CandidateResult>, EvolveError> {
+    let best = match best_of(all) {
+        Some(best) if inputs.cfg.low_level.enabled => best,
+        _ => return Ok(Vec::new()),
+    };
+    let scoring = inputs.scoring();
+    let tuned = stages.time("low-level DEK", || {
+        crate::dek_low::tune_constants(&scoring, executor, best, j, &inputs.run_dir)
+    })?;
+    for r in &tuned {
+        stages.add_profile(ProfiledStage::LowLevel, &r.train_profile);
+    }
+    Ok(tuned)
+}
+
 /// Plain PPO validated like a candidate, announced beside `best`.
 fn validated_baseline(
     inputs: &EvolveInputs,
+    executor: &dyn Executor,
     best: &CandidateResult,
 ) -> Result<CandidateResult, EvolveError> {
-    let baseline = crate::final_test::baseline(&inputs.scoring(), &inputs.run_dir)?;
+    let baseline = crate::final_test::baseline(&inputs.scoring(), executor, &inputs.run_dir)?;
     let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
     inputs.say(Event::Validated {
         best_pa: pa(best),
@@ -363,10 +383,11 @@ fn designed_best(all: &[CandidateResult], j: usize) -> Option<f64> {
 /// them), tested unless the lockbox is `sealed`.
 fn hierarchy_rows(
     inputs: &EvolveInputs,
+    executor: &dyn Executor,
     design: &serl_design::Design,
     sealed: bool,
     stages: &mut Stages,
-) -> Result<Vec<crate::HierarchyRow>, EvolveError> {
+) -> Result<Vec<HierarchyRow>, EvolveError> {
     let Some(h) = inputs.cfg.hierarchy.as_ref().filter(|h| !h.rows.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -374,7 +395,7 @@ fn hierarchy_rows(
     let test_orders = (!sealed).then_some(inputs.test_orders);
     let scoring = inputs.scoring();
     stages.time("hierarchy rows", || {
-        crate::hierarchy::run(&scoring, h, design, &inputs.run_dir, test_orders)
+        crate::hierarchy_rows::run(&scoring, executor, h, design, &inputs.run_dir, test_orders)
     })
 }
 
@@ -386,7 +407,7 @@ fn design_round(
     (instructions, feedback, all): (&Instructions, Option<&Feedback>, &[CandidateResult]),
     j: usize,
     candidates: usize,
-) -> Result<Vec<Pending>, EvolveError> {
+) -> Result<Vec<Designed>, EvolveError> {
     let cfg = &inputs.cfg;
     let round = Round {
         cfg,
@@ -403,7 +424,7 @@ fn design_round(
             placing: !cfg.train.placements.is_empty(),
         },
     };
-    let mut pending = Vec::with_capacity(candidates);
+    let mut designed = Vec::with_capacity(candidates);
     for k in 0..candidates {
         if let Some(f) = &inputs.on_event {
             f(Event::Designing {
@@ -413,41 +434,41 @@ fn design_round(
             });
         }
         let key = CandidateKind::designed_key(j, k);
-        let path = inputs
-            .run_dir
-            .join("candidates")
-            .join(format!("{key}.json"));
         let seed = cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        pending.push(round.design(inputs.designer.as_mut(), key, path, seed)?);
+        designed.push(round.design(inputs.designer.as_mut(), key, seed)?);
     }
-    Ok(pending)
+    Ok(designed)
 }
 
 /// Trains and scores the round's designs (`parallel` at a time, or as a
-/// cluster batch); each result is written as soon as it is known, so a
-/// kill loses only those in flight, and a finished one is loaded instead
-/// of trained.
+/// cluster batch) and records each. A finished one is loaded instead of
+/// trained: recorded, or scored (`scores/<key>.json`) by a process killed
+/// before it recorded the round, so a kill loses only those in flight.
 fn train_round(
     inputs: &EvolveInputs,
-    pending: &[Pending],
+    executor: &dyn Executor,
+    designed: &[Designed],
     j: usize,
     stages: &mut Stages,
 ) -> Result<Vec<CandidateResult>, EvolveError> {
     let scoring = inputs.scoring();
-    let engine = inputs.cluster.map_or("local", |c| c.config().engine.name());
     inputs.say(Event::Training {
         iteration: j + 1,
         iterations: inputs.cfg.iterations,
-        designs: pending.len(),
+        designs: designed.len(),
         parallel: inputs.cfg.parallel_candidates(),
-        engine,
+        engine: executor.engine(),
     });
-    let mut round: Vec<Option<CandidateResult>> = pending.iter().map(Pending::stored).collect();
-    let jobs: Vec<ScoreJob> = pending
+    let dir = &inputs.run_dir;
+    let mut round: Vec<Option<CandidateResult>> = designed
+        .iter()
+        .map(|d| CandidateResult::recorded(dir, &d.key))
+        .collect();
+    let jobs: Vec<ScoreJob> = designed
         .iter()
         .zip(&round)
-        .filter(|(_, stored)| stored.is_none())
-        .filter_map(|(p, _)| p.job(j))
+        .filter(|(_, recorded)| recorded.is_none())
+        .filter_map(|(d, _)| d.job(j))
         .collect();
     let prescreen = inputs
         .cfg
@@ -455,7 +476,7 @@ fn train_round(
         .as_ref()
         .and_then(|b| b.prescreen.as_ref());
     let (jobs, screened) = match prescreen {
-        Some(p) => crate::prescreen::screen(&scoring, &inputs.run_dir, p, jobs, j)?,
+        Some(p) => crate::prescreen::screen(&scoring, executor, dir, p, jobs, j)?,
         None => (jobs, HashMap::new()),
     };
     // A tick for each design as it finishes (here), or as the batch does.
@@ -465,46 +486,60 @@ fn train_round(
             f(Event::CandidateDone);
         }
     };
-    let batch = format!("i{j}");
-    let mut scored: HashMap<String, (CandidateResult, f64)> =
-        crate::tasks::score_batch(&scoring, &inputs.run_dir, &batch, &jobs, &tick)?
-            .into_iter()
-            .map(|r| (r.0.key.clone(), r))
-            .collect();
-    for (p, slot) in pending.iter().zip(round.iter_mut()) {
-        if slot.is_none() {
-            let (result, eval_secs) = match (&p.design, screened.get(&p.key)) {
-                (Some(d), Some(s)) if !s.passed => {
-                    tick();
-                    let stopped =
-                        crate::prescreen::stopped(p.key.clone(), j, p.success_rate, d.clone(), *s);
-                    (stopped, 0.0)
-                }
-                (Some(_), s) => {
-                    let (mut r, e) = scored.remove(&p.key).expect("one result per job");
-                    if let Some(s) = s {
-                        r.prescreen = Some(*s);
-                        r.train_secs += s.secs;
-                    }
-                    (r, e)
-                }
-                (None, _) => {
-                    tick();
-                    (
-                        CandidateResult::invalid(p.key.clone(), j, p.success_rate),
-                        0.0,
-                    )
-                }
-            };
-            stages.add("train", result.train_secs);
-            stages.add_profile(ProfiledStage::Candidates, &result.train_profile);
-            stages.add("evaluate", eval_secs);
-            *slot = Some(p.finish(result)?);
-        } else {
+    let mut scored: HashMap<String, Scored> = executor
+        .score(&scoring, dir, &format!("i{j}"), &jobs, &tick)?
+        .into_iter()
+        .map(|s| (s.result.key.clone(), s))
+        .collect();
+    for (d, slot) in designed.iter().zip(round.iter_mut()) {
+        if slot.is_some() {
             tick();
+            continue;
         }
+        let Scored { result, eval_secs } = settle(d, j, screened.get(&d.key), &mut scored, &tick);
+        stages.add("train", result.train_secs);
+        stages.add_profile(ProfiledStage::Candidates, &result.train_profile);
+        stages.add("evaluate", eval_secs);
+        *slot = Some(d.record(result, dir)?);
     }
     Ok(round.into_iter().flatten().collect())
+}
+
+/// What became of designed candidate `d` of iteration `j` this round:
+/// stopped by the pre-screen, scored (taken from `scored`, with the
+/// pre-screen's word and seconds), or invalid. `tick` is told of those
+/// the batch did not count.
+fn settle(
+    d: &Designed,
+    j: usize,
+    screened: Option<&Screened>,
+    scored: &mut HashMap<String, Scored>,
+    tick: &dyn Fn(),
+) -> Scored {
+    let unscored = |result| Scored {
+        result,
+        eval_secs: 0.0,
+    };
+    match (&d.design, screened) {
+        (Some(design), Some(s)) if !s.passed => {
+            tick();
+            let stopped =
+                crate::prescreen::stopped(d.key.clone(), j, d.success_rate, design.clone(), *s);
+            unscored(stopped)
+        }
+        (Some(_), s) => {
+            let mut out = scored.remove(&d.key).expect("one result per job");
+            if let Some(s) = s {
+                out.result.prescreen = Some(*s);
+                out.result.train_secs += s.secs;
+            }
+            out
+        }
+        (None, _) => {
+            tick();
+            unscored(CandidateResult::invalid(d.key.clone(), j, d.success_rate))
+        }
+    }
 }
 
 /// Iteration `j`'s summary line.

@@ -1,161 +1,24 @@
-//! Training and scoring: a design trained on the candidates' budget and
-//! validated on held-out orders, several side by side where that gives
-//! the same numbers.
+//! Scoring: a design trained on the candidates' budget and validated on
+//! held-out orders. [`score`] is a function of the job and the run's
+//! inputs alone; where it runs, and what is written, is the
+//! executor's (`executor.rs`).
 
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use rayon::prelude::*;
-use serl_design::{Design, SmokeReport, TermRecorder};
-use serl_env::{
-    spread_orders, DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue,
-    Venue,
-};
+use serl_design::{Design, TermRecorder};
+use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, summarize, OrderResult};
-use serl_train::{Algo, Policy, TrainProfile, TrainSession};
+use serl_train::{Algo, Policy};
 
-use crate::candidate::{CandidateResult, ModuleRecord, Validation};
-use crate::config::EvolveConfig;
-use crate::error::{read_json, write_json, EvolveError};
-
-/// What training and scoring a design needs: the inputs without the
-/// designer, shared by candidates training in parallel.
-#[derive(Clone, Copy)]
-pub(crate) struct Scoring<'a> {
-    pub(crate) cfg: &'a EvolveConfig,
-    pub(crate) env_cfg: &'a EnvConfig,
-    pub(crate) market_cfg: &'a MarketConfig,
-    pub(crate) market: &'a MarketData,
-    pub(crate) train_orders: &'a [ParentOrder],
-    pub(crate) val_orders: &'a [ParentOrder],
-    /// Where batches run when not here (`[cluster]`).
-    pub(crate) cluster: Option<&'a serl_cluster::Cluster>,
-    /// Makes an LLM reward critic, for trainings that ask for one.
-    pub(crate) critic: Option<&'a crate::CriticMaker>,
-}
-
-/// A designed candidate waiting for training.
-pub(crate) struct Pending {
-    pub(crate) key: String,
-    pub(crate) path: PathBuf,
-    pub(crate) design: Option<Design>,
-    pub(crate) modules: Vec<ModuleRecord>,
-    pub(crate) success_rate: f64,
-    pub(crate) seed: u64,
-    pub(crate) prompt_tokens: u64,
-    pub(crate) completion_tokens: u64,
-    pub(crate) reward_smoke: Option<SmokeReport>,
-}
-
-impl Pending {
-    /// Its result from an earlier run, if it finished.
-    pub(crate) fn stored(&self) -> Option<CandidateResult> {
-        read_json(&self.path)
-    }
-
-    /// The training it needs (none for an invalid design).
-    pub(crate) fn job(&self, iteration: usize) -> Option<crate::tasks::ScoreJob> {
-        Some(crate::tasks::ScoreJob {
-            design: self.design.clone()?,
-            key: self.key.clone(),
-            iteration,
-            success_rate: self.success_rate,
-            seed: self.seed,
-        })
-    }
-
-    /// `result` with how the designer wrote it, written into the run
-    /// directory.
-    pub(crate) fn finish(
-        &self,
-        mut result: CandidateResult,
-    ) -> Result<CandidateResult, EvolveError> {
-        result.modules = self.modules.clone();
-        result.prompt_tokens = self.prompt_tokens;
-        result.completion_tokens = self.completion_tokens;
-        result.reward_smoke = self.reward_smoke.clone();
-        write_json(&self.path, &result)?;
-        Ok(result)
-    }
-}
+use crate::candidate::{CandidateResult, ScoreJob, Scored, Validation};
+use crate::error::EvolveError;
+use crate::train::{policy_factory, train_design, validation_orders, Scoring};
 
 /// Whether `algo` trains `d` with the fused learner, which gives the same
 /// numbers however many trainings share the machine.
 pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Algo) -> bool {
-    let mut tc = base.clone();
-    tc.algo = algo;
-    tc.network = d.architecture.clone();
-    tc.trains_fused()
-}
-
-/// Runs `work` on every item and returns the results in the items' order:
-/// `parallel` at a time for the items `fused` admits, one at a time for the
-/// rest. Only fused trainings share the machine, because burn's learner
-/// sums in parallel in an order that depends on what else runs, while the
-/// fused one gives the same numbers in any company. Stops after the first
-/// group with an error.
-pub(crate) fn side_by_side<T: Sync, R: Send>(
-    items: &[T],
-    parallel: usize,
-    fused: impl Fn(&T) -> bool,
-    work: impl Fn(&T) -> Result<R, EvolveError> + Sync,
-) -> Result<Vec<R>, EvolveError> {
-    let (together, alone): (Vec<usize>, Vec<usize>) =
-        (0..items.len()).partition(|&i| fused(&items[i]));
-    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    for group in together.chunks(parallel.max(1)).chain(alone.chunks(1)) {
-        let done: Vec<Result<R, EvolveError>> = if group.len() == 1 {
-            vec![work(&items[group[0]])]
-        } else {
-            group.par_iter().map(|&i| work(&items[i])).collect()
-        };
-        for (&i, r) in group.iter().zip(done) {
-            out[i] = Some(r?);
-        }
-    }
-    Ok(out.into_iter().flatten().collect())
-}
-
-/// Trains `design` and returns its policy and the values its programs
-/// repaired: the final policy, or with `eval_every` > 0 the one that
-/// scored best on the validation orders, checked every that many updates.
-pub(crate) fn train_design(
-    inputs: &Scoring,
-    d: &Design,
-    algo: Algo,
-    steps: usize,
-    seed: u64,
-    dir: Option<&Path>,
-    eval_every: usize,
-) -> Result<(Policy, u64, TrainProfile), EvolveError> {
-    let selects = eval_every > 0;
-    let val_orders = if selects {
-        validation_orders(inputs)
-    } else {
-        Vec::new()
-    };
-    let mut session = TrainSession::for_design(
-        &inputs.cfg.train,
-        d,
-        algo,
-        inputs.market,
-        inputs.env_cfg,
-        inputs.market_cfg,
-        inputs.train_orders,
-        &val_orders,
-    );
-    session.config.total_steps = steps;
-    session.config.seed = seed;
-    let critic = &session.config.reward_critic;
-    if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
-        let make = inputs.critic.ok_or_else(|| EvolveError::Config("reward_critic.critic = \"llm\" needs a language model: [llm] backend openai, ollama or local, and trainings that run here (cluster tasks have no LLM critic)".into()))?;
-        session.reward_critic = Some(make().map_err(EvolveError::Designer)?);
-    }
-    if selects {
-        session.config.eval_every = eval_every;
-    }
-    let out = session.run(dir.map(Path::to_path_buf), false, None)?;
-    Ok((out.policy, out.reward_repaired, out.profile))
+    serl_train::reproducible_side_by_side(base, algo, &d.architecture)
 }
 
 /// A candidate's score from its validation PA (bps) and its designer's
@@ -176,53 +39,43 @@ pub(crate) fn candidate_score(pa: f64, success_rate: f64) -> f64 {
     }
 }
 
-/// Trains `design` on the candidates' budget and validates it, scored by
-/// [`candidate_score`]. Also returns the seconds spent validating (the
-/// result holds the training time).
-pub(crate) fn train_and_score(
-    inputs: &Scoring,
-    design: &Design,
-    key: String,
-    iteration: usize,
-    success_rate: f64,
-    seed: u64,
-) -> Result<(CandidateResult, f64), EvolveError> {
+/// Trains the job's design on the candidates' budget and validates it,
+/// scored by [`candidate_score`], with the seconds each part took.
+pub(crate) fn score(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
+    let design = &job.design;
     let t = Instant::now();
     let (policy, repaired, train_profile) = train_design(
         inputs,
         design,
         Algo::Ppo,
         inputs.cfg.train.total_steps,
-        seed,
+        job.seed,
         None,
         0,
     )?;
     let train_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let terms = std::sync::Arc::new(TermRecorder::new(&design.reward));
+    let terms = Arc::new(TermRecorder::new(&design.reward));
     // The plan's reward variables read as in training.
-    let scored: std::sync::Arc<dyn serl_env::Reward> =
-        match inputs.cfg.train.with_design(design).plan {
-            Some(plan) => std::sync::Arc::new(serl_design::PlannedReward::new(plan, terms.clone())),
-            None => terms.clone(),
-        };
+    let scored: Arc<dyn serl_env::Reward> = match inputs.cfg.train.with_design(design).plan {
+        Some(plan) => Arc::new(serl_design::PlannedReward::new(plan, terms.clone())),
+        None => terms.clone(),
+    };
     let v = validate(inputs, &policy, &*scored);
-    let r = CandidateResult {
+    let result = CandidateResult {
         design: Some(design.clone()),
         reward_terms: Some(terms.stats()),
-        score: Some(candidate_score(v.pa, success_rate)),
+        score: Some(candidate_score(v.pa, job.success_rate)),
         validation: Some(v),
         repaired,
         train_secs,
         train_profile,
-        ..CandidateResult::invalid(key, iteration, success_rate)
+        ..CandidateResult::invalid(job.key.clone(), job.iteration, job.success_rate)
     };
-    Ok((r, t.elapsed().as_secs_f64()))
-}
-
-/// `validation_orders` of the validation split, spread evenly over it.
-pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
-    spread_orders(inputs.val_orders, inputs.cfg.validation_orders)
+    Ok(Scored {
+        result,
+        eval_secs: t.elapsed().as_secs_f64(),
+    })
 }
 
 /// The policy's validation metrics: PA and the rest on the validation
@@ -238,10 +91,7 @@ pub(crate) fn validate(
         return crate::team_test::validate(inputs, policy, terms);
     }
     let orders = validation_orders(inputs);
-    let f = [crate::final_test::policy_factory(
-        "candidate".into(),
-        policy.clone(),
-    )];
+    let f = [policy_factory("candidate".into(), policy.clone())];
     let reward = inputs.env_cfg.default_reward();
     // The static episodes are scored with the design's own reward, its
     // terms measured on the way (PA does not depend on the reward).

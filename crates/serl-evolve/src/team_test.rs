@@ -17,8 +17,8 @@ use serl_eval::{
 use serl_train::{Policy, TeamPolicyStrategy};
 
 use crate::candidate::Validation;
-use crate::error::EvolveError;
-use crate::score::{validation_orders, Scoring};
+use crate::error::{file_err, EvolveError};
+use crate::train::{validation_orders, Scoring};
 
 fn team_factory(policy: &Policy, label: &str, silent: bool) -> TeamFactory {
     let (p, name) = (policy.clone(), label.to_string());
@@ -98,7 +98,7 @@ pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &dyn Reward) ->
 }
 
 /// The final test of a team run: the retrained teams (and the best one
-/// silenced) beside one baseline per member, on every test order in the
+/// silenced) beside one `baselines` player per member (TWAP first), on every test order in the
 /// static replay and the first `dynamic_validation_orders` in the
 /// calibrated market and each held-out population. Writes the team report
 /// into `dir/test-team` and returns each team's result as one order, for
@@ -107,6 +107,7 @@ pub(crate) fn test(
     scoring: &Scoring,
     test_orders: &[ParentOrder],
     trained: &[(String, Policy)],
+    baselines: &[StrategySpec],
     dir: &Path,
 ) -> Result<Vec<OrderResult>, EvolveError> {
     let Some((_, best)) = trained.first() else {
@@ -117,14 +118,6 @@ pub(crate) fn test(
         .map(|(label, p)| team_factory(p, label, false))
         .collect();
     teams.push(team_factory(best, "serl-best (silent)", true));
-    // A design that places its orders meets a passive baseline too.
-    let placing = !scoring.cfg.train.placements.is_empty();
-    let baselines: Vec<StrategySpec> = crate::final_test::BASELINES
-        .iter()
-        .chain(placing.then_some(&crate::final_test::PASSIVE_BASELINE))
-        .map(|s| StrategySpec::parse(s))
-        .collect::<Result<_, _>>()
-        .map_err(EvolveError::Config)?;
     teams.extend(
         baselines
             .iter()
@@ -215,5 +208,5 @@ fn write_report(
     };
     let data = TeamReportData::new(provenance, mode, agents, results, alone, &asked);
     let out = dir.join("test-team");
-    write_team_report(&out, results, &data).map_err(|e| crate::error::file_err(&out, e))
+    write_team_report(&out, results, &data).map_err(|e| file_err(&out, e))
 }

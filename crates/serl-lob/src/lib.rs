@@ -82,8 +82,9 @@ mod types;
 pub use book::{OrderBook, QueuePosition, EXTERNAL, EXTERNAL_OWNER};
 pub use error::LobError;
 pub use lobster::{
-    book_level, parse_messages, parse_orderbook, replay, BookRows, LobsterEvent, LobsterInput,
-    LobsterRecorder, MessageRow, Mismatch, ReplayError, ReplayOptions, ReplayReport,
+    book_level, lobster_name, parse_messages, parse_orderbook, replay, sample_files, BookRows,
+    LobsterDayFiles, LobsterEvent, LobsterInput, LobsterRecorder, MessageRow, Mismatch,
+    ReplayError, ReplayOptions, ReplayReport,
 };
 pub use synthetic::message_stream;
 pub use types::{

@@ -102,12 +102,13 @@ pub struct AlignmentStats {
 }
 
 /// The tracking controller's decisions, as network input rows and the
-/// actions the actor should output.
-pub(crate) struct Demonstrations {
-    pub rows: Vec<f32>,
-    pub width: usize,
-    pub targets: Vec<f32>,
-    pub tracking_pa: Option<f64>,
+/// actions the actor should output. Public because [`crate::Learner`]
+/// fits an actor to them; only alignment (`run.rs`) makes them.
+pub struct Demonstrations {
+    pub(crate) rows: Vec<f32>,
+    pub(crate) width: usize,
+    pub(crate) targets: Vec<f32>,
+    pub(crate) tracking_pa: Option<f64>,
 }
 
 /// Plays the plan's tracking controller: `steps / 4` environment steps

@@ -370,7 +370,15 @@ impl TrainConfig {
 
     /// Environment steps one update collects (over all environments).
     pub fn steps_per_update(&self) -> usize {
-        self.n_envs * self.ppo.n_steps
+        self.n_envs * self.decisions_per_update()
+    }
+
+    /// Decisions of every environment one update collects, whatever the
+    /// learner. The setting is `[train.ppo] n_steps` because configs have
+    /// always written it there (DDQN's updates are as long as PPO's);
+    /// moving it would change every saved config and its fingerprint.
+    pub fn decisions_per_update(&self) -> usize {
+        self.ppo.n_steps
     }
 
     /// Everything but the weights of the policy this config trains, before
@@ -400,16 +408,19 @@ impl TrainConfig {
     }
 
     /// Whether this config trains with the fused learner
-    /// ([`crate::parts::FusedPpo`]):
+    /// (`fused.rs`):
     /// PPO on the CPU with an MLP (layer norms and residual blocks
     /// included). Burn's autodiff learner sums in
     /// parallel in an order that depends on what else the machine runs, so
     /// only fused trainings give the same numbers when several share it.
     pub fn trains_fused(&self) -> bool {
-        self.algo == Algo::Ppo
-            && self.ppo.fused
-            && self.device == DeviceChoice::Cpu
-            && crate::fused::implements(&self.network)
+        self.algo == Algo::Ppo && self.fused_backend_for(&self.network)
+    }
+
+    /// Whether PPO would train `network` with the fused backend under
+    /// these settings (the config's own network aside).
+    pub(crate) fn fused_backend_for(&self, network: &NetworkSpec) -> bool {
+        self.ppo.fused && self.device == DeviceChoice::Cpu && crate::fused::implements(network)
     }
 
     /// Updates a run of `total_steps` takes, and the environment steps they

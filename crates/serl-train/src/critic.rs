@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serl_design::{TermRecorder, TermStats};
 
-use crate::run::UpdateRecord;
+use crate::record::UpdateRecord;
 use crate::TrainError;
 
 /// `[train.reward_critic]`.
@@ -224,7 +224,7 @@ impl CriticHook {
     ) -> Result<Self, TrainError> {
         let critic: Box<dyn RewardCritic> = match (&cfg.replay, critic) {
             (Some(path), _) => Box::new(Replay {
-                records: crate::rundir::read_metrics(path)?,
+                records: crate::record::read_metrics(path)?,
             }),
             (None, Some(c)) => c,
             (None, None) if cfg.critic == CriticKind::Llm => {

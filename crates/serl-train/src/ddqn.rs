@@ -15,6 +15,9 @@ use crate::net::QNetwork;
 use crate::policy::{argmax, floats, indices};
 use crate::task::Source;
 
+mod learner;
+pub use learner::{DdqnLearner, DdqnUpdateStats};
+
 /// DDQN's settings (`[train.ddqn]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

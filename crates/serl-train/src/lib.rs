@@ -5,7 +5,7 @@
 //! How the pieces connect:
 //!
 //! - [`TrainConfig`]: everything a run is set with, validated with errors
-//!   that name the field; it decides which learner trains
+//!   that name the field; it decides PPO's backend
 //!   ([`TrainConfig::trains_fused`]) and how many environments are dynamic.
 //! - Environments (`task.rs`): [`TrainEnv`], the interface rollouts step;
 //!   real orders in either venue ([`ExecutionEnv`], built for a config by
@@ -20,16 +20,21 @@
 //!   [`RunningNorm`], and GAE.
 //! - [`net`]: the burn modules built from a [`NetworkSpec`] (the
 //!   architecture module, `serl_design`); a [`Policy`] holds them.
-//! - Learners (`learner.rs`, one interface): burn's PPO (`ppo.rs`,
-//!   autodiff, any network and device), the fused PPO learner (`fused.rs`:
-//!   MLPs, layer norms and residual blocks included, on the CPU without
-//!   autodiff, same loss and optimiser,
-//!   several times faster) and DDQN ([`DdqnConfig`]), all with the hybrid
-//!   loss L = α·L_static + β·L_dynamic, whose weights ([`LossWeights`])
-//!   move as [`HybridConfig`] says. [`parts`] exposes the pieces the
-//!   benchmarks time.
+//! - Learners: one public trait, [`Learner`] (its settings, its
+//!   [`UpdateStats`], save and restore, and whether it is reproducible
+//!   side by side), and a registry ([`registered`], [`build_learner`],
+//!   [`reproducible_side_by_side`]) mapping the config's `algo` to one.
+//!   [`PpoLearner`] has two backends: burn's autodiff (any network and
+//!   device) and the fused learner (`fused.rs`: MLPs, layer norms and
+//!   residual blocks included, on the CPU without autodiff, same loss and
+//!   optimiser, several times faster); [`DdqnLearner`] learns a Q-network
+//!   ([`DdqnConfig`]). All use the hybrid loss L = α·L_static +
+//!   β·L_dynamic, whose weights ([`LossWeights`]) move as [`HybridConfig`]
+//!   says. A new algorithm is one module implementing [`Learner`] and one
+//!   arm of [`registered`]. [`parts`] exposes the pieces the benchmarks
+//!   time.
 //! - [`train`]: the training loop (`run.rs`). It holds one learner behind
-//!   one interface and calls it once per update, validates with a
+//!   one interface ([`AnyLearner`]) and calls it once per update, validates with a
 //!   [`Validator`] (usually [`static_pa`]), reports each [`UpdateRecord`]
 //!   to an [`OnUpdate`] callback, and keeps a run directory: checkpoints
 //!   for resume, metrics JSONL ([`read_metrics`]), the best and final
@@ -52,10 +57,13 @@
 #![deny(missing_docs)]
 
 mod align;
+pub mod bench;
 mod config;
 mod critic;
 mod ddqn;
+mod envs;
 mod features;
+mod files;
 mod fused;
 mod hybrid;
 mod learner;
@@ -63,6 +71,8 @@ pub mod net;
 mod normalize;
 mod policy;
 mod ppo;
+mod record;
+mod registry;
 mod report;
 mod rollout;
 mod run;
@@ -83,21 +93,27 @@ pub use align::{AlignmentConfig, AlignmentStats};
 pub use burn;
 pub use config::{DeviceChoice, TrainConfig};
 pub use critic::{BuiltinCritic, CriticConfig, CriticKind, CriticReview, RewardCritic};
-pub use ddqn::DdqnConfig;
+pub use ddqn::{DdqnConfig, DdqnLearner, DdqnUpdateStats};
+pub use envs::execution_envs;
 pub use features::WithFeatures;
+pub use files::write_atomic;
 pub use hybrid::{HybridConfig, HybridMode, LossWeights};
+pub use learner::{AnyLearner, Experience, Learner, UpdateStats};
 pub use net::Head;
 pub use normalize::RunningNorm;
 pub use policy::{
     Algo, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash, TeamMeta,
 };
-pub use ppo::{PpoConfig, PpoStats};
+pub use ppo::{PpoConfig, PpoLearner, PpoStats, PpoUpdateStats};
+pub use record::{read_metrics, UpdateRecord};
+pub use registry::{build_learner, registered, reproducible_side_by_side, Registered};
+pub use report::updates_table;
 pub use rollout::EpisodeStat;
-pub use run::{train, OnUpdate, TrainOutcome, TrainProfile, TrainSetup, UpdateRecord, Validator};
-pub use rundir::{load_run_policy, read_metrics, write_atomic};
+pub use run::{train, OnUpdate, TrainOutcome, TrainProfile, TrainSetup, Validator};
+pub use rundir::load_run_policy;
 pub use serl_design::{NetworkSpec, SpecError};
 pub use session::TrainSession;
-pub use task::{env_rng, execution_envs, DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
+pub use task::{env_rng, DriftTask, ExecutionEnv, Source, TrainEnv, TrainVenue};
 pub use team::{role_columns, Channel, Critic, TeamConfig, MAX_PEERS, ROLE_NAMES};
 pub use team_env::TeamEnv;
 pub use team_play::{team_pa, TeamPolicyStrategy};

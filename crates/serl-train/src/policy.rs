@@ -319,7 +319,7 @@ impl Policy {
         let meta = dir.join(format!("{name}.json"));
         let text = serde_json::to_string_pretty(&self.meta)
             .map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
-        crate::rundir::write_atomic(&meta, text.as_bytes())?;
+        crate::files::write_atomic(&meta, text.as_bytes())?;
         let weights = dir.join(format!("{name}.bpk"));
         let tmp = dir.join(format!("{name}.bpk.tmp"));
         self.model

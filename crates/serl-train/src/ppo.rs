@@ -2,8 +2,8 @@
 //! entropy bonus, gradient clipping and minibatch epochs, with the hybrid
 //! loss L = α·L_static + β·L_dynamic.
 //!
-//! Two learners compute this loss: [`update`] on any burn device, and
-//! [`crate::fused`] for plain MLPs on the CPU. Both draw their minibatches
+//! Two backends compute this loss: [`update`] on any burn device, and
+//! the fused learner (`fused.rs`) for plain MLPs on the CPU. Both draw their minibatches
 //! with [`Minibatch`] and sum their statistics with [`StatsSum`], so they
 //! see the same samples and report the same figures.
 
@@ -20,8 +20,11 @@ use crate::policy::{indices, Pace, Squash};
 use crate::rollout::{gae, Rollout};
 use crate::task::Source;
 
+mod learner;
+pub use learner::{PpoLearner, PpoUpdateStats};
+
 /// PPO's settings (`[train.ppo]` in configs). `n_steps` also sets the
-/// length of a DDQN update.
+/// length of every learner's update ([`crate::TrainConfig::decisions_per_update`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PpoConfig {

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serl_report::{html, lines_chart, Chart};
 
-use crate::run::UpdateRecord;
-use crate::rundir::write_atomic;
+use crate::files::write_atomic;
+use crate::record::UpdateRecord;
 use crate::TrainError;
 
 type Series = (String, Vec<(f64, f64)>);
@@ -129,26 +129,60 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
         }
     }
     md.push_str("| update | steps | loss | α | β | episode PA | validation PA | steps/s |\n|---|---|---|---|---|---|---|---|\n");
-    let stride = (records.len() / 20).max(1);
-    for r in records
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % stride == 0 || i + 1 == records.len())
-        .map(|(_, r)| r)
-    {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.4} | {:.3} | {:.3} | {} | {} | {:.0} |",
-            r.update + 1,
-            r.env_steps,
-            r.loss,
-            r.alpha,
-            r.beta,
-            r.episode_pa.map_or("-".into(), |v| format!("{v:.2}")),
-            r.val_pa.map_or("-".into(), |v| format!("{v:.2}")),
-            r.steps_per_sec
-        );
+    for r in sampled(records, 20) {
+        let _ = writeln!(md, "| {} |", update_cells(r).join(" | "));
     }
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     write_atomic(&dir.join("report.html"), html(&md, &svgs).as_bytes())
+}
+
+/// About `rows` of `records`, evenly strided, the last always among them.
+fn sampled(records: &[UpdateRecord], rows: usize) -> impl Iterator<Item = &UpdateRecord> {
+    let stride = (records.len() / rows).max(1);
+    records
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| i % stride == 0 || i + 1 == records.len())
+        .map(|(_, r)| r)
+}
+
+/// An update's row: its number, steps, loss, α, β, episode and validation
+/// PA, and steps per second, as the report and the terminal show them.
+fn update_cells(r: &UpdateRecord) -> [String; 8] {
+    let pa = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    [
+        (r.update + 1).to_string(),
+        r.env_steps.to_string(),
+        format!("{:.4}", r.loss),
+        format!("{:.3}", r.alpha),
+        format!("{:.3}", r.beta),
+        pa(r.episode_pa),
+        pa(r.val_pa),
+        format!("{:.0}", r.steps_per_sec),
+    ]
+}
+
+/// Every tenth update (and the last) as the terminal shows them, with the
+/// legend of the columns.
+pub fn updates_table(records: &[UpdateRecord]) -> String {
+    let mut out = String::new();
+    let header = [
+        "update", "steps", "loss", "α", "β", "ep PA", "val PA", "steps/s",
+    ];
+    let widths = [7, 9, 9, 6, 6, 9, 9, 8];
+    let line = |cells: &[&str]| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:>w$}"))
+            .collect();
+        padded.join(" ")
+    };
+    let _ = writeln!(out, "{}", line(&header));
+    for r in sampled(records, 10) {
+        let cells = update_cells(r);
+        let _ = writeln!(out, "{}", line(&cells.each_ref().map(String::as_str)));
+    }
+    let _ = writeln!(out, "α, β: the weights of the static replay's and the dynamic market's losses (L = α·L_static + β·L_dynamic, docs/train.md); ep PA: mean whole-order PA of the update's finished episodes, bps; val PA: the validation PA, bps (docs/metrics.md)");
+    out
 }

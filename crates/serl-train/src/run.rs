@@ -1,4 +1,4 @@
-//! The training loop: [`train`] steps a [`crate::learner`] through
+//! The training loop: [`train`] steps a learner ([`crate::learner`]) through
 //! updates, validates, checkpoints into a run directory
 //! ([`crate::rundir`]) and tells the caller about each update. Resume
 //! reloads the latest checkpoint and continues with the next update; the
@@ -17,85 +17,14 @@ use crate::align::AlignmentStats;
 use crate::config::TrainConfig;
 use crate::critic::CriticHook;
 use crate::hybrid::LossWeights;
-use crate::learner::{self, Experience, Learner};
+use crate::learner::{AnyLearner, Experience};
 use crate::policy::{Policy, PolicyMeta};
-use crate::ppo;
+use crate::record::UpdateRecord;
+use crate::registry::build_learner;
 use crate::rollout::{EpisodeStat, VecEnv};
 use crate::rundir::{LoopState, RunDir};
 use crate::task::{Source, TrainEnv};
 use crate::TrainError;
-
-/// One line of `metrics.jsonl`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct UpdateRecord {
-    /// The update's index, from 0.
-    pub update: usize,
-    /// Environment steps taken by the end of the update, over all
-    /// environments.
-    pub env_steps: usize,
-    /// Seconds since the run began, over every session of a resumed run.
-    pub secs: f64,
-    /// Environment steps per second over this update, updates included.
-    pub steps_per_sec: f64,
-    /// Mean minimised loss, α·L_static + β·L_dynamic, over the update's
-    /// minibatches (DDQN: gradient steps; 0 before learning starts).
-    pub loss: f64,
-    /// Mean loss of the static samples (`None` without any).
-    pub loss_static: Option<f64>,
-    /// Mean loss of the dynamic samples (`None` without any).
-    pub loss_dynamic: Option<f64>,
-    /// Weight of the static loss after the update.
-    pub alpha: f64,
-    /// Weight of the dynamic loss after the update.
-    pub beta: f64,
-    /// PPO's clipped surrogate loss (`None` for DDQN).
-    pub policy_loss: Option<f64>,
-    /// PPO's value loss (`None` for DDQN).
-    pub value_loss: Option<f64>,
-    /// PPO's policy entropy (`None` for DDQN).
-    pub entropy: Option<f64>,
-    /// PPO's estimated KL divergence from the rollout's policy (`None` for
-    /// DDQN).
-    pub approx_kl: Option<f64>,
-    /// DDQN's exploration rate ε at the update's start (`None` for PPO).
-    pub epsilon: Option<f64>,
-    /// Training episodes that finished during the update.
-    pub episodes: usize,
-    /// Their mean summed reward (`None` when none finished).
-    pub episode_reward: Option<f64>,
-    /// Their mean PA, bps.
-    pub episode_pa: Option<f64>,
-    /// Mean PA, bps, of those played in static environments.
-    pub episode_pa_static: Option<f64>,
-    /// Mean PA, bps, of those played in dynamic environments.
-    pub episode_pa_dynamic: Option<f64>,
-    /// Validation PA, bps, when this update validated.
-    pub val_pa: Option<f64>,
-    /// The transition head's mean squared error predicting the next
-    /// observation's market features (normalised), when it trains.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transition_error: Option<f64>,
-    /// The same error for predicting no change (the current features).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transition_no_change: Option<f64>,
-    /// The reward terms' weights after this update (and its review, at a
-    /// review update): those the next update trains with, when a reward
-    /// critic re-weights them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reward_weights: Option<Vec<f64>>,
-}
-
-impl UpdateRecord {
-    pub(crate) fn set_ppo(&mut self, stats: &ppo::PpoStats) {
-        self.loss = stats.loss;
-        self.loss_static = stats.loss_static;
-        self.loss_dynamic = stats.loss_dynamic;
-        self.policy_loss = Some(stats.policy_loss);
-        self.value_loss = Some(stats.value_loss);
-        self.entropy = Some(stats.entropy);
-        self.approx_kl = Some(stats.approx_kl);
-    }
-}
 
 /// Scores a policy on held-out orders (greedy validation PA, bps).
 pub type Validator<'a> = Box<dyn Fn(&Policy) -> f64 + 'a>;
@@ -209,7 +138,7 @@ pub(crate) fn initial_policy(cfg: &TrainConfig, obs_dim: usize) -> Result<Policy
 fn seeded_learner(
     cfg: &TrainConfig,
     obs_dim: usize,
-) -> Result<(Device, Device, PolicyMeta, Box<dyn Learner>), TrainError> {
+) -> Result<(Device, Device, PolicyMeta, Box<dyn AnyLearner>), TrainError> {
     cfg.validate(obs_dim)?;
     let device = cfg.device.device()?;
     let ad = device.clone().autodiff();
@@ -219,7 +148,7 @@ fn seeded_learner(
     let init = seeded_init();
     device.seed(cfg.seed);
     ad.seed(cfg.seed);
-    let learner = learner::build(cfg, &meta, &ad, &device)?;
+    let learner = build_learner(cfg, &meta, &ad, &device)?;
     drop(init);
     Ok((device, ad, meta, learner))
 }
@@ -345,7 +274,7 @@ fn save_update(
     dir: &RunDir,
     rec: &UpdateRecord,
     current: Option<&Policy>,
-    learner: &dyn Learner,
+    learner: &dyn AnyLearner,
     state: &LoopState,
 ) -> Result<(), TrainError> {
     dir.append(rec)?;
@@ -358,7 +287,7 @@ fn save_update(
 /// One update of the learner, then the hybrid weights moved by its losses.
 fn learn(
     cfg: &TrainConfig,
-    learner: &mut dyn Learner,
+    learner: &mut dyn AnyLearner,
     x: Experience,
     state: &mut LoopState,
     rec: &mut UpdateRecord,
@@ -394,7 +323,7 @@ fn align(
     plan: &serl_design::PlanModule,
     (venv, norm): (&mut VecEnv, &mut crate::normalize::RunningNorm),
     meta: &PolicyMeta,
-    learner: &mut dyn Learner,
+    learner: &mut dyn AnyLearner,
     run_dir: Option<&RunDir>,
 ) -> Result<AlignmentStats, TrainError> {
     let demos = crate::align::demonstrations(venv, norm, meta, plan, cfg.alignment.steps);
@@ -451,7 +380,7 @@ fn fresh_state(cfg: &TrainConfig) -> LoopState {
     }
 }
 
-fn policy_now(meta: &PolicyMeta, learner: &dyn Learner, device: &Device) -> Policy {
+fn policy_now(meta: &PolicyMeta, learner: &dyn AnyLearner, device: &Device) -> Policy {
     Policy {
         meta: meta.clone(),
         model: learner.inference(),

@@ -10,24 +10,18 @@
 //! | `checkpoint.json` | which policy `serl backtest --strategy policy:DIR` plays |
 //! | `report.md`, `report.html` | training curves |
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
+use crate::files::{write_atomic, write_json};
 use crate::hybrid::LossWeights;
-use crate::learner::Learner;
+use crate::learner::AnyLearner;
 use crate::policy::{Policy, PolicyMeta};
-use crate::run::UpdateRecord;
+use crate::record::{append_metrics, read_metrics, write_metrics, UpdateRecord};
 use crate::TrainError;
-
-/// Writes a file so that a crash leaves the old or the new version, never
-/// half of one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    serl_report::write_atomic(path, bytes).map_err(|e| TrainError::io(path, e))
-}
 
 /// The loop's position, saved with each checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,7 +63,7 @@ impl RunDir {
     /// metrics of the updates it holds.
     pub fn resume(
         &self,
-        learner: &mut dyn Learner,
+        learner: &mut dyn AnyLearner,
         meta: &mut PolicyMeta,
         ad: &Device,
     ) -> Result<(LoopState, Vec<UpdateRecord>), TrainError> {
@@ -106,7 +100,7 @@ impl RunDir {
     pub fn save_checkpoint(
         &self,
         current: &Policy,
-        learner: &dyn Learner,
+        learner: &dyn AnyLearner,
         state: &LoopState,
     ) -> Result<(), TrainError> {
         let ck = self.checkpoint();
@@ -144,13 +138,6 @@ impl RunDir {
     }
 }
 
-/// `value` as pretty JSON at `path`, written atomically.
-fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), TrainError> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| TrainError::io(path, std::io::Error::other(e)))?;
-    write_atomic(path, text.as_bytes())
-}
-
 /// `checkpoint.json`: which saved policy a backtest should play.
 fn write_marker(dir: &Path, name: &str) -> Result<(), TrainError> {
     let text = serde_json::json!({ "policy": name }).to_string();
@@ -176,38 +163,4 @@ pub fn load_run_policy(dir: &Path, device: &Device) -> Result<Policy, TrainError
         });
     }
     Policy::load(dir, name, device)
-}
-
-/// Reads a run's `metrics.jsonl`: one [`UpdateRecord`] per update (none
-/// when the file does not exist).
-pub fn read_metrics(path: &Path) -> Result<Vec<UpdateRecord>, TrainError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(TrainError::io(path, e)),
-    };
-    // A line cut short by a kill is dropped; every whole line is kept.
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
-}
-
-fn write_metrics(path: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
-    let mut text = String::new();
-    for r in records {
-        text.push_str(&serde_json::to_string(r).unwrap_or_default());
-        text.push('\n');
-    }
-    write_atomic(path, text.as_bytes())
-}
-
-fn append_metrics(path: &Path, r: &UpdateRecord) -> Result<(), TrainError> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| TrainError::io(path, e))?;
-    let line = serde_json::to_string(r).unwrap_or_default();
-    writeln!(f, "{line}").map_err(|e| TrainError::io(path, e))
 }

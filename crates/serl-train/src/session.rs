@@ -8,9 +8,9 @@ use serl_design::{Design, PlannedReward, RewardModule};
 use serl_env::{DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
 use crate::config::TrainConfig;
+use crate::envs::execution_envs;
 use crate::policy::{Algo, Policy};
 use crate::run::{train, OnUpdate, TrainOutcome, TrainSetup, Validator};
-use crate::task::execution_envs;
 use crate::team_play::team_pa;
 use crate::validate::static_pa;
 use crate::TrainError;

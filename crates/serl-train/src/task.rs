@@ -474,56 +474,6 @@ pub fn env_rng(seed: u64, i: usize) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-/// The environments a [`crate::TrainConfig`] asks for over real orders:
-/// `n_envs − dynamic_envs()` static ones and the rest dynamic (the first
-/// `imagination.share` of those on imagined days), each carrying the
-/// config's designed features.
-pub fn execution_envs<'a>(
-    cfg: &crate::TrainConfig,
-    market: &'a MarketData,
-    orders: &'a [ParentOrder],
-    env: &'a EnvConfig,
-    reward: Arc<dyn Reward>,
-    base_market: &MarketConfig,
-) -> Result<Vec<Box<dyn TrainEnv + 'a>>, crate::TrainError> {
-    use crate::features::WithFeatures;
-    let observed = cfg.observed_features();
-    let features =
-        (!observed.is_empty()).then(|| observed.with_queue_input(!cfg.placements.is_empty()));
-    let channel = cfg
-        .team
-        .as_ref()
-        .and_then(|t| t.communication.as_ref())
-        .map(crate::team::Channel::new);
-    let n_dyn = cfg.dynamic_envs();
-    let n_static = cfg.n_envs - n_dyn;
-    let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
-    for i in 0..cfg.n_envs {
-        let venue = if i < n_static {
-            TrainVenue::Static
-        } else {
-            TrainVenue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
-        };
-        if cfg.learning_team().is_some() {
-            let e = crate::team_env::TeamEnv::new(market, orders, env, reward.clone(), venue, cfg);
-            envs.push(Box::new(e));
-            continue;
-        }
-        let mut e = ExecutionEnv::new(market, orders, env, reward.clone(), venue)
-            .with_pace(cfg.pace())
-            .with_placements(&cfg.placements)
-            .with_imagined_replay(cfg.imagination.replay_share, &cfg.imagination.scenarios);
-        if let Some(team) = &cfg.team {
-            e = e.with_team(team, channel.clone());
-        }
-        match &features {
-            Some(f) => envs.push(Box::new(WithFeatures::new(e, f.clone()))),
-            None => envs.push(Box::new(e)),
-        }
-    }
-    Ok(envs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! `serl`: the command-line front of SE-RL for order execution.
 //!
-//! Each subcommand lives in its own module under `cmd/` and drives one or
-//! more library crates; this file only parses arguments and reports errors.
+//! Each subcommand lives in its own module under `cmd/`: it turns flags
+//! into a config or request of `serl_study` (or a lower crate), calls the
+//! library, and prints; this file only dispatches and reports errors.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod interrupt;
 mod progress;
+mod show;
 
 #[derive(Parser)]
 #[command(

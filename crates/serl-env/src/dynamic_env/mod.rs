@@ -16,14 +16,16 @@ use serl_market::{Calibration, MarketConfig, Simulator, EXECUTION_OWNER};
 mod resting;
 
 use crate::config::EnvConfig;
+use crate::episode::{
+    play, step_info, step_minutes, unfilled_charge, Decision, Episode, ExecutionOutcome, Progress,
+    StepFills, Strategy,
+};
 use crate::obs::{write_obs, BookPicture, LEVELS, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::placement::{ChildOrder, FillLedger};
 use crate::reward::{Reward, StepInfo};
-use crate::static_env::{step_info, Decision, ExecutionOutcome, Progress, StepFills, Strategy};
 use std::sync::Arc;
 
-use crate::venue::{play, Episode};
 use crate::view::SessionView;
 
 const US_PER_MIN: u64 = 60_000_000;
@@ -231,7 +233,7 @@ impl<'a> DynamicEnv<'a> {
                 .enumerate()
                 .map(|(i, o)| Desk::new(o, EXECUTION_OWNER + i as u32))
                 .collect(),
-            cap_shares: crate::team::cap_shares(orders, mode),
+            cap_shares: crate::team_mode::cap_shares(orders, mode),
             turns: (0..orders.len()).collect(),
             turn_rng: rand::SeedableRng::seed_from_u64(seed ^ 0x7E57_7EA5),
         }
@@ -317,7 +319,7 @@ impl<'a> DynamicEnv<'a> {
             notional: d.notional,
             bench_price,
             arrival_price: self.arrival,
-            horizon_price: crate::static_env::unfilled_charge(self.far_touch(sign), sign, self.cfg),
+            horizon_price: unfilled_charge(self.far_touch(sign), sign, self.cfg),
             reward,
             steps: self.steps,
             inventory_path,
@@ -378,7 +380,7 @@ impl<'a> DynamicEnv<'a> {
     }
 
     fn step_minutes(&self, j: usize) -> (u16, u16) {
-        crate::static_env::step_minutes(&self.desks[0].order, self.cfg, j)
+        step_minutes(&self.desks[0].order, self.cfg, j)
     }
 
     /// The market's observation now, for an agent on `side` with

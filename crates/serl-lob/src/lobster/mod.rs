@@ -30,6 +30,7 @@
 
 mod compare;
 mod digits;
+mod discover;
 mod export;
 mod input;
 mod messages;
@@ -40,6 +41,7 @@ mod rows;
 mod window;
 
 pub use compare::Mismatch;
+pub use discover::{lobster_name, sample_files, LobsterDayFiles};
 pub use export::LobsterRecorder;
 pub use input::LobsterInput;
 pub use messages::{parse_messages, LobsterEvent, MessageRow};
@@ -124,6 +126,13 @@ pub enum ReplayError {
         /// The message's 1-based line.
         line: u64,
         /// What does not add up.
+        message: String,
+    },
+    /// A path that holds no LOBSTER day, or not the symbols asked for
+    /// (the message names the path).
+    #[error("{message}")]
+    Samples {
+        /// What is wrong, with the path.
         message: String,
     },
     /// The two files must have one row per message.

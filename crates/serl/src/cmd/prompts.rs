@@ -10,6 +10,11 @@ use clap::{Args, Subcommand};
 use serl_design::ModuleKind;
 use serl_llm::{Prompts, Template};
 
+use super::args::module_names;
+
+#[cfg(feature = "local")]
+mod probe;
+
 #[derive(Subcommand)]
 pub enum PromptsCommand {
     /// Every template serl renders (one per designable module, then the
@@ -36,7 +41,7 @@ pub enum PromptsCommand {
     /// the share of replies that are well-formed and that validate,
     /// constrained (and with `--unconstrained`, free), with its speed.
     #[cfg(feature = "local")]
-    Probe(super::probe::ProbeArgs),
+    Probe(probe::ProbeArgs),
 }
 
 #[cfg(feature = "local")]
@@ -94,11 +99,6 @@ pub struct RenderArgs {
     pub prompts: PathBuf,
 }
 
-/// The designable modules' names, in `ModuleKind::ALL`'s order.
-pub fn module_names() -> Vec<&'static str> {
-    ModuleKind::ALL.into_iter().map(ModuleKind::name).collect()
-}
-
 fn load(dir: &Path) -> Result<Prompts> {
     Prompts::load(dir).with_context(|| format!("loading the prompts in {}", dir.display()))
 }
@@ -124,7 +124,7 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
         #[cfg(feature = "local")]
         PromptsCommand::TestModel(a) => test_model(&a),
         #[cfg(feature = "local")]
-        PromptsCommand::Probe(a) => super::probe::run(&a),
+        PromptsCommand::Probe(a) => probe::run(&a),
     }
 }
 

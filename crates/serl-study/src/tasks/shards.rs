@@ -5,14 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serl_cluster::{ClusterConfig, NewTask, Plan, Task};
 use serl_data::Split;
 use serl_env::{generate_orders, ParentOrder};
 use serl_eval::{OrderResult, EXAMPLE_ORDERS};
 
-use super::backtest::{BacktestFile, EnvChoice};
+use crate::backtest::EnvChoice;
+use crate::config::BacktestFile;
 
 /// The kind of a backtest shard task.
 pub const SHARD_TASK: &str = "backtest.shard";
@@ -62,11 +63,12 @@ pub fn run(
     shards: usize,
     orders: &[ParentOrder],
     out: &Path,
+    say: &dyn Fn(&str),
 ) -> Result<Vec<OrderResult>> {
     if shards == 0 {
-        bail!("--shards must be at least 1");
+        crate::bail!("--shards must be at least 1");
     }
-    let cluster = super::evolve::cluster_of(cluster_cfg, out)?
+    let cluster = crate::cluster::cluster_of(cluster_cfg, out)?
         .context("a sharded backtest needs a cluster engine")?;
     let root = cluster.plan().root().to_path_buf();
     let tasks = (0..shards)
@@ -94,12 +96,12 @@ pub fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     let idx = cluster.plan_batch("backtest", tasks)?;
-    eprintln!(
+    say(&format!(
         "{} orders in {shards} shards on {} (tasks in {})",
         orders.len(),
         cluster_cfg.engine.name(),
         root.join(serl_cluster::PLAN_FILE).display()
-    );
+    ));
     cluster.run_batch("backtest", &idx)?;
     let examples: Vec<u64> = orders.iter().take(EXAMPLE_ORDERS).map(|o| o.id).collect();
     let shards: Vec<Vec<ShardRow>> = cluster.read_outputs(&idx)?;
@@ -119,17 +121,27 @@ pub fn run(
     Ok(rows)
 }
 
+/// A shard of a backtest's orders.
+pub struct Shard;
+
+impl super::TaskKind for Shard {
+    const NAME: &'static str = SHARD_TASK;
+    fn run(plan: &Plan, task: &Task) -> Result<()> {
+        run_task(plan, task)
+    }
+}
+
 /// Runs shard task `task` of the backtest's `plan`.
-pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
+fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let input: ShardInput = serde_json::from_value(task.input.clone())
         .with_context(|| format!("task {} is not a backtest shard", task.index))?;
     let cfg = &input.cfg;
     let ds = serl_data::load(&input.data, &cfg.data)
         .with_context(|| format!("loading {}", input.data.display()))?;
     let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
-    let market = super::market_data(&ds, &cfg.data);
+    let market = crate::data::market_data(&ds, &cfg.data);
     let mine = chunk(&orders, input.shard, input.shards);
-    let results = super::backtest::replay(
+    let results = crate::backtest::replay(
         &market,
         mine,
         &input.strategies,

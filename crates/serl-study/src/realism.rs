@@ -1,16 +1,13 @@
-//! `serl simulate realism`: the agent-based market and a parametric
+//! The realism study (`serl simulate realism`): the agent-based market and a parametric
 //! Poisson baseline, each calibrated to a real LOBSTER symbol-day, scored
 //! against it statistic by statistic.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
-use serl_lob::{
-    parse_messages, parse_orderbook, BookRows, LobsterInput, LobsterRecorder, MessageRow,
-};
+use crate::config::{read_toml, SimulateFile};
+use crate::error::{Context, Result, StudyError};
+use serl_lob::{lobster_name, sample_files, LobsterDayFiles, LobsterRecorder};
 use serl_market::{
     lobster_calibration, realism_score, DayFeatures, FitEffort, MarketConfig, OrderStats,
     ParametricFlow, RealismRow, Simulator, StatKind, RESPONSE_LAGS,
@@ -21,136 +18,30 @@ const CENT: i64 = 100;
 const AGENT_BASED: &str = "agent-based";
 const PARAMETRIC: &str = "parametric";
 
-#[derive(Args)]
-pub struct RealismArgs {
+/// What the realism study is asked.
+pub struct RealismRequest {
     /// A LOBSTER sample zip, or a directory of them (the deepest file of
     /// each symbol is used).
-    #[arg(long, default_value = "../shared/data/lobster-2012-06-21")]
     pub lobster: PathBuf,
-    /// Only these symbols of the directory (comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these symbols of the directory.
     pub symbols: Vec<String>,
     /// Simulated days per model and symbol.
-    #[arg(long, default_value_t = 3)]
     pub seeds: u64,
     /// The first seed.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// A TOML with a [market] table (see configs/market.toml).
-    #[arg(long)]
     pub config: Option<PathBuf>,
     /// Also write each model's first simulated day as LOBSTER message and
     /// order-book files under OUT/lobster/.
-    #[arg(long)]
     pub export: bool,
-    #[arg(long)]
     pub out: PathBuf,
-}
-
-/// A real LOBSTER day, read.
-pub(super) struct RealDay {
-    pub symbol: String,
-    pub file: PathBuf,
-    pub messages: Vec<MessageRow>,
-    pub rows: BookRows,
-}
-
-/// Symbol, date and levels of a LOBSTER file's name: a sample zip
-/// (`LOBSTER_SampleFile_SYM_DATE_L.zip`) or a message file
-/// (`SYM_DATE_START_END_message_L.csv`).
-pub(super) fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
-    let stem = p.file_stem()?.to_str()?;
-    let parts: Vec<&str> = stem.split('_').collect();
-    let levels = parts.last()?.parse().ok()?;
-    let at = if parts.first() == Some(&"LOBSTER") {
-        2
-    } else {
-        0
-    };
-    Some((
-        parts.get(at)?.to_uppercase(),
-        parts.get(at + 1)?.to_string(),
-        levels,
-    ))
-}
-
-/// The deepest LOBSTER file of each symbol in `path` (a directory of
-/// sample zips), or `path` itself (a zip or a message CSV).
-pub(super) fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>> {
-    let files: Vec<PathBuf> = if path.is_dir() {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("reading {}", path.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "zip"))
-            .collect();
-        v.sort();
-        v
-    } else if path.exists() {
-        vec![path.to_path_buf()]
-    } else {
-        bail!("{}: no such LOBSTER file or directory", path.display());
-    };
-    let mut best: std::collections::BTreeMap<String, (usize, PathBuf)> = Default::default();
-    for f in files {
-        let Some((symbol, _, levels)) = lobster_name(&f) else {
-            bail!(
-                "{}: not named like a LOBSTER file (LOBSTER_SampleFile_SYM_DATE_LEVELS.zip or \
-                 SYM_DATE_START_END_message_LEVELS.csv)",
-                f.display()
-            );
-        };
-        if best.get(&symbol).is_none_or(|(l, _)| levels > *l) {
-            best.insert(symbol, (levels, f));
-        }
-    }
-    let wanted: Vec<String> = only.iter().map(|s| s.to_uppercase()).collect();
-    for w in &wanted {
-        if !best.contains_key(w) {
-            let have: Vec<&str> = best.keys().map(String::as_str).collect();
-            bail!(
-                "no LOBSTER sample of {w} in {}; it has {}",
-                path.display(),
-                have.join(", ")
-            );
-        }
-    }
-    let out: Vec<(String, PathBuf)> = best
-        .into_iter()
-        .filter(|(s, _)| wanted.is_empty() || wanted.contains(s))
-        .map(|(s, (_, f))| (s, f))
-        .collect();
-    if out.is_empty() {
-        bail!("{}: no LOBSTER sample zip found", path.display());
-    }
-    Ok(out)
-}
-
-pub(super) fn read_day(symbol: String, file: PathBuf) -> Result<RealDay> {
-    let input =
-        LobsterInput::open(&file, None).with_context(|| format!("reading {}", file.display()))?;
-    let messages = parse_messages(&input.message_name, &input.messages)?;
-    let rows = parse_orderbook(&input.orderbook_name, &input.orderbook)?;
-    if rows.len() != messages.len() {
-        bail!(
-            "{}: {} messages but {} order-book rows",
-            file.display(),
-            messages.len(),
-            rows.len()
-        );
-    }
-    Ok(RealDay {
-        symbol,
-        file,
-        messages,
-        rows,
-    })
 }
 
 /// The agent-based market calibrated to the real day, as in `serl simulate
 /// --lobster`: the day's mids, volume and spread, the sample's order size
 /// and cancel rate, and the noise rates fitted to the volume.
 fn agent_market(
-    day: &RealDay,
+    day: &LobsterDayFiles,
     base: &MarketConfig,
 ) -> Result<(serl_market::Calibration, MarketConfig)> {
     let mut cal = lobster_calibration(&day.messages, &day.rows, CENT);
@@ -168,24 +59,33 @@ fn measured(rec: LobsterRecorder) -> (DayFeatures, usize) {
     (DayFeatures::measure(&messages, &rows, CENT), messages.len())
 }
 
-pub fn run(a: RealismArgs) -> Result<ExitCode> {
+/// How far the realism study is.
+pub enum Progress<'a> {
+    /// Days to read or simulate in all.
+    Days(u64),
+    /// The symbol now at work.
+    Symbol(&'a str),
+    /// One more day done.
+    Done,
+}
+
+/// Scores the agent-based market and the parametric baseline against
+/// each real day of `a`, and writes `realism.json` and the report into
+/// `a.out`. `progress` hears the days to simulate in all, then each one
+/// done with the symbol at hand.
+pub fn realism(a: &RealismRequest, progress: &dyn Fn(Progress)) -> Result<Vec<SymbolReport>> {
     let base: MarketConfig = match &a.config {
-        Some(p) => super::read_toml::<super::simulate::SimulateFile>(p)?.market,
+        Some(p) => read_toml::<SimulateFile>(p)?.market,
         None => MarketConfig::default(),
     };
     let files = sample_files(&a.lobster, &a.symbols)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let seeds = a.seeds.max(1);
-    let bar = indicatif::ProgressBar::new(files.len() as u64 * (1 + 2 * seeds)).with_style(
-        indicatif::ProgressStyle::with_template(
-            "realism {bar:30} {pos}/{len} days, eta {eta} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    progress(Progress::Days(files.len() as u64 * (1 + 2 * seeds)));
     let mut reports = Vec::new();
     for (symbol, file) in files {
-        bar.set_message(symbol.clone());
-        let day = read_day(symbol, file)?;
+        progress(Progress::Symbol(&symbol));
+        let day = LobsterDayFiles::read(symbol, file)?;
         let real = DayFeatures::measure(&day.messages, &day.rows, CENT);
         let (cal, market) = agent_market(&day, &base)?;
         let flow =
@@ -195,7 +95,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
                     day.file.display()
                 )
             })?;
-        bar.inc(1);
+        progress(Progress::Done);
         let levels = day.rows.levels();
         let (mut abm, mut cst, mut counts) = (Vec::new(), Vec::new(), [0usize; 2]);
         for k in 0..seeds {
@@ -208,7 +108,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
             let (f, n) = measured(rec);
             abm.push(f);
             counts[0] += n;
-            bar.inc(1);
+            progress(Progress::Done);
             let rec = flow.simulate(seed);
             if a.export && k == 0 {
                 export(&a.out, &day, PARAMETRIC, &rec)?;
@@ -216,7 +116,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
             let (f, n) = measured(rec);
             cst.push(f);
             counts[1] += n;
-            bar.inc(1);
+            progress(Progress::Done);
         }
         let models = vec![
             (AGENT_BASED.to_string(), abm),
@@ -235,21 +135,12 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
             messages,
         });
     }
-    bar.finish_and_clear();
-    write_reports(&a, &reports)?;
-    for r in &reports {
-        let (wins, total) = r.wins();
-        println!(
-            "{} ({} levels): the agent-based market is closer than the parametric baseline on {wins} of {total} statistics",
-            r.day.symbol, r.levels
-        );
-    }
-    println!("report: {}", a.out.join("report.html").display());
-    Ok(ExitCode::SUCCESS)
+    write_reports(a, &reports)?;
+    Ok(reports)
 }
 
 /// Writes a simulated day in LOBSTER's file names, beside the real one's.
-fn export(out: &Path, day: &RealDay, model: &str, rec: &LobsterRecorder) -> Result<()> {
+fn export(out: &Path, day: &LobsterDayFiles, model: &str, rec: &LobsterRecorder) -> Result<()> {
     let dir = out.join("lobster").join(model);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = |what: &str| {
@@ -272,9 +163,9 @@ fn export(out: &Path, day: &RealDay, model: &str, rec: &LobsterRecorder) -> Resu
 }
 
 /// One symbol's scores.
-struct SymbolReport {
-    day: RealDay,
-    levels: usize,
+pub struct SymbolReport {
+    pub day: LobsterDayFiles,
+    pub levels: usize,
     rows: Vec<RealismRow>,
     /// Messages of the real day and the mean per simulated day of each model.
     messages: [usize; 3],
@@ -283,7 +174,7 @@ struct SymbolReport {
 impl SymbolReport {
     /// Statistics on which the agent-based market's distance is below the
     /// baseline's, and how many both scored.
-    fn wins(&self) -> (usize, usize) {
+    pub fn wins(&self) -> (usize, usize) {
         let both: Vec<_> = self.rows.iter().filter(|r| r.scores.len() == 2).collect();
         let wins = both
             .iter()
@@ -293,7 +184,7 @@ impl SymbolReport {
     }
 }
 
-fn write_reports(a: &RealismArgs, reports: &[SymbolReport]) -> Result<()> {
+fn write_reports(a: &RealismRequest, reports: &[SymbolReport]) -> Result<()> {
     let json: Vec<_> = reports
         .iter()
         .map(|r| {
@@ -429,6 +320,6 @@ fn response_plot(r: &SymbolReport) -> Result<(String, String)> {
         .points(),
         &series,
     )
-    .map_err(|e| anyhow::anyhow!("plotting {title}: {e}"))?;
+    .map_err(|e| StudyError::msg(format!("plotting {title}: {e}")))?;
     Ok((title, svg))
 }

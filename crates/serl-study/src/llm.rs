@@ -1,19 +1,20 @@
-//! The language models of `serl evolve` and `serl train`, made from the
-//! `[llm]` table: the designer, and the reward critic of `critic = "llm"`
-//! in `[train.reward_critic]` (of `serl train`, or of `serl evolve`'s
+//! The language models of a study, made from the `[llm]` table: the
+//! designer, and the reward critic of `critic = "llm"` in
+//! `[train.reward_critic]` (of `serl train`, or of `serl evolve`'s
 //! `[evolve.train]` and `[evolve.hierarchy]`; `serl_evolve::LlmCritic`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use crate::bail;
+use crate::error::{Context, Result};
 use serl_evolve::{CriticMaker, EvolveConfig};
 use serl_llm::{
     Backend, BuiltinDesigner, Designer, Flavor, HttpBackend, LlmDesigner, Prompts, Recorder, Replay,
 };
 use serl_train::{CriticConfig, CriticKind, RewardCritic};
 
-use super::evolve::{EvolveFile, LlmChoice, LlmSection};
+use crate::config::{EvolveFile, LlmChoice, LlmSection};
 
 /// The backend of `llm` for a reward critic, recording every exchange into
 /// `transcript` where given.
@@ -107,7 +108,7 @@ pub fn maker_for_evolve(
     llm_critic(llm, prompts, cfg.seed, backend.clone())?;
     let (llm, prompts, seed) = (llm.clone(), prompts.to_path_buf(), cfg.seed);
     Ok(Some(Box::new(move || {
-        llm_critic(&llm, &prompts, seed, backend.clone()).map_err(|e| format!("{e:#}"))
+        llm_critic(&llm, &prompts, seed, backend.clone()).map_err(|e| e.chain())
     })))
 }
 
@@ -145,9 +146,9 @@ pub fn make_designer(
             transcript,
         )?)),
         #[cfg(not(feature = "local"))]
-        LlmChoice::Local => anyhow::bail!(
-            "this serl was built without the embedded backend: build with `--features local`"
-        ),
+        LlmChoice::Local => {
+            bail!("this serl was built without the embedded backend: build with `--features local`")
+        }
         LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
     }
 }

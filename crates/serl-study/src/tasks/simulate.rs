@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use crate::error::Result;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serl_cluster::{Cluster, NewTask, Plan, Task};
 use serl_env::MarketConfig;
@@ -38,6 +38,7 @@ fn run_batch<I: Serialize, O: DeserializeOwned>(
     batch: &str,
     kind: &str,
     inputs: Vec<(u64, I)>,
+    say: &dyn Fn(&str),
 ) -> Result<Vec<O>> {
     let tasks = inputs
         .into_iter()
@@ -51,7 +52,7 @@ fn run_batch<I: Serialize, O: DeserializeOwned>(
         })
         .collect::<Result<Vec<_>>>()?;
     let idx = cluster.plan_batch(batch, tasks)?;
-    eprintln!(
+    say(&format!(
         "{} tasks on {} (plan: {})",
         idx.len(),
         cluster.config().engine.name(),
@@ -60,7 +61,7 @@ fn run_batch<I: Serialize, O: DeserializeOwned>(
             .root()
             .join(serl_cluster::PLAN_FILE)
             .display()
-    );
+    ));
     cluster.run_batch(batch, &idx)?;
     Ok(cluster.read_outputs(&idx)?)
 }
@@ -71,6 +72,7 @@ pub fn days(
     cal: &Calibration,
     market: &MarketConfig,
     seeds: impl Iterator<Item = u64>,
+    say: &dyn Fn(&str),
 ) -> Result<Vec<MinuteStats>> {
     let inputs = seeds
         .map(|s| {
@@ -81,7 +83,7 @@ pub fn days(
             (s, input)
         })
         .collect();
-    run_batch(cluster, "days", DAY_TASK, inputs)
+    run_batch(cluster, "days", DAY_TASK, inputs, say)
 }
 
 /// Every seed's paths of the impact study, as cluster tasks.
@@ -90,6 +92,7 @@ pub fn impact_paths(
     cal: &Calibration,
     market: &MarketConfig,
     spec: &ImpactSpec,
+    say: &dyn Fn(&str),
 ) -> Result<Vec<SeedPaths>> {
     let inputs = (0..spec.seeds.max(1))
         .map(|k| {
@@ -102,11 +105,31 @@ pub fn impact_paths(
             (spec.first_seed + k, input)
         })
         .collect();
-    run_batch(cluster, "impact-seeds", IMPACT_TASK, inputs)
+    run_batch(cluster, "impact-seeds", IMPACT_TASK, inputs, say)
+}
+
+/// A simulated day of one seed.
+pub struct Day;
+
+impl super::TaskKind for Day {
+    const NAME: &'static str = DAY_TASK;
+    fn run(plan: &Plan, task: &Task) -> Result<()> {
+        run_task(plan, task)
+    }
+}
+
+/// One seed of the impact study.
+pub struct ImpactSeed;
+
+impl super::TaskKind for ImpactSeed {
+    const NAME: &'static str = IMPACT_TASK;
+    fn run(plan: &Plan, task: &Task) -> Result<()> {
+        run_task(plan, task)
+    }
 }
 
 /// Runs a `simulate.*` task of `plan`.
-pub fn run_task(plan: &Plan, task: &Task) -> Result<()> {
+fn run_task(plan: &Plan, task: &Task) -> Result<()> {
     let text = match task.kind.as_str() {
         DAY_TASK => {
             let i: DayInput = serde_json::from_value(task.input.clone())?;

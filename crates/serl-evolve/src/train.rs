@@ -1,0 +1,85 @@
+//! Training a design: what training and scoring need from the run (its
+//! config, market and orders), a design trained on them, and the orders
+//! and players it is validated with.
+
+use std::path::Path;
+
+use serl_design::Design;
+use serl_env::{spread_orders, EnvConfig, MarketConfig, MarketData, ParentOrder};
+use serl_eval::StrategyFactory;
+use serl_train::{Algo, Policy, PolicyStrategy, TrainProfile, TrainSession};
+
+use crate::config::EvolveConfig;
+use crate::error::EvolveError;
+use crate::llm_critic::CriticMaker;
+
+/// What training and scoring a design needs: the run's inputs without the
+/// designer, shared by trainings running in parallel. Where the
+/// trainings run is not part of it: that is the executor's (`executor.rs`).
+#[derive(Clone, Copy)]
+pub(crate) struct Scoring<'a> {
+    pub(crate) cfg: &'a EvolveConfig,
+    pub(crate) env_cfg: &'a EnvConfig,
+    pub(crate) market_cfg: &'a MarketConfig,
+    pub(crate) market: &'a MarketData,
+    pub(crate) train_orders: &'a [ParentOrder],
+    pub(crate) val_orders: &'a [ParentOrder],
+    /// Makes an LLM reward critic, for trainings that ask for one.
+    pub(crate) critic: Option<&'a CriticMaker>,
+}
+
+/// Trains `design` and returns its policy and the values its programs
+/// repaired: the final policy, or with `eval_every` > 0 the one that
+/// scored best on the validation orders, checked every that many updates.
+pub(crate) fn train_design(
+    inputs: &Scoring,
+    d: &Design,
+    algo: Algo,
+    steps: usize,
+    seed: u64,
+    dir: Option<&Path>,
+    eval_every: usize,
+) -> Result<(Policy, u64, TrainProfile), EvolveError> {
+    let selects = eval_every > 0;
+    let val_orders = if selects {
+        validation_orders(inputs)
+    } else {
+        Vec::new()
+    };
+    let mut session = TrainSession::for_design(
+        &inputs.cfg.train,
+        d,
+        algo,
+        inputs.market,
+        inputs.env_cfg,
+        inputs.market_cfg,
+        inputs.train_orders,
+        &val_orders,
+    );
+    session.config.total_steps = steps;
+    session.config.seed = seed;
+    let critic = &session.config.reward_critic;
+    if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
+        let make = inputs.critic.ok_or_else(|| EvolveError::Config("reward_critic.critic = \"llm\" needs a language model: [llm] backend openai, ollama or local, and trainings that run here (cluster tasks have no LLM critic)".into()))?;
+        session.reward_critic = Some(make().map_err(EvolveError::Designer)?);
+    }
+    if selects {
+        session.config.eval_every = eval_every;
+    }
+    let out = session.run(dir.map(Path::to_path_buf), false, None)?;
+    Ok((out.policy, out.reward_repaired, out.profile))
+}
+
+/// `validation_orders` of the validation split, spread evenly over it.
+pub(crate) fn validation_orders(inputs: &Scoring) -> Vec<ParentOrder> {
+    spread_orders(inputs.val_orders, inputs.cfg.validation_orders)
+}
+
+/// Fresh greedy players of `policy` under the name `label`, for a backtest:
+/// the one wrapper of a trained policy as a strategy.
+pub fn policy_factory(label: String, policy: Policy) -> StrategyFactory {
+    StrategyFactory {
+        label: label.clone(),
+        make: Box::new(move || Box::new(PolicyStrategy::new(policy.clone(), label.clone()))),
+    }
+}

@@ -1,0 +1,144 @@
+//! Finding LOBSTER days on disk: a file's symbol, date and depth from its
+//! name, the deepest file of each symbol in a folder, and a day read whole.
+
+use std::path::{Path, PathBuf};
+
+use super::{parse_messages, parse_orderbook, BookRows, LobsterInput, MessageRow, ReplayError};
+
+fn samples(message: String) -> ReplayError {
+    ReplayError::Samples { message }
+}
+
+/// Symbol, date and levels of a LOBSTER file's name: a sample zip
+/// (`LOBSTER_SampleFile_SYM_DATE_L.zip`) or a message file
+/// (`SYM_DATE_START_END_message_L.csv`).
+pub fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
+    let stem = p.file_stem()?.to_str()?;
+    let parts: Vec<&str> = stem.split('_').collect();
+    let levels = parts.last()?.parse().ok()?;
+    let at = if parts.first() == Some(&"LOBSTER") {
+        2
+    } else {
+        0
+    };
+    Some((
+        parts.get(at)?.to_uppercase(),
+        parts.get(at + 1)?.to_string(),
+        levels,
+    ))
+}
+
+/// The deepest LOBSTER file of each symbol in `path` (a directory of
+/// sample zips), or `path` itself (a zip or a message CSV); only the
+/// symbols of `only` when it is not empty.
+pub fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>, ReplayError> {
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|source| ReplayError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "zip"))
+            .collect();
+        v.sort();
+        v
+    } else if path.exists() {
+        vec![path.to_path_buf()]
+    } else {
+        return Err(samples(format!(
+            "{}: no such LOBSTER file or directory",
+            path.display()
+        )));
+    };
+    let mut best: std::collections::BTreeMap<String, (usize, PathBuf)> = Default::default();
+    for f in files {
+        let Some((symbol, _, levels)) = lobster_name(&f) else {
+            return Err(samples(format!(
+                "{}: not named like a LOBSTER file (LOBSTER_SampleFile_SYM_DATE_LEVELS.zip or \
+                 SYM_DATE_START_END_message_LEVELS.csv)",
+                f.display()
+            )));
+        };
+        if best.get(&symbol).is_none_or(|(l, _)| levels > *l) {
+            best.insert(symbol, (levels, f));
+        }
+    }
+    let wanted: Vec<String> = only.iter().map(|s| s.to_uppercase()).collect();
+    if let Some(w) = wanted.iter().find(|w| !best.contains_key(*w)) {
+        let have: Vec<&str> = best.keys().map(String::as_str).collect();
+        return Err(samples(format!(
+            "no LOBSTER sample of {w} in {}; it has {}",
+            path.display(),
+            have.join(", ")
+        )));
+    }
+    let out: Vec<(String, PathBuf)> = best
+        .into_iter()
+        .filter(|(s, _)| wanted.is_empty() || wanted.contains(s))
+        .map(|(s, (_, f))| (s, f))
+        .collect();
+    if out.is_empty() {
+        return Err(samples(format!(
+            "{}: no LOBSTER sample zip found",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// A real LOBSTER day, read whole: its messages and the book after each.
+pub struct LobsterDayFiles {
+    /// The symbol, as its file names it.
+    pub symbol: String,
+    /// The zip or message file it was read from.
+    pub file: PathBuf,
+    /// Its messages, in order.
+    pub messages: Vec<MessageRow>,
+    /// The visible book after each message.
+    pub rows: BookRows,
+}
+
+impl LobsterDayFiles {
+    /// Reads the day in `file` (a sample zip or a message CSV beside its
+    /// order-book file); the two must have a row per message.
+    pub fn read(symbol: String, file: PathBuf) -> Result<LobsterDayFiles, ReplayError> {
+        let input = LobsterInput::open(&file, None)?;
+        let messages = parse_messages(&input.message_name, &input.messages)?;
+        let rows = parse_orderbook(&input.orderbook_name, &input.orderbook)?;
+        if rows.len() != messages.len() {
+            return Err(samples(format!(
+                "{}: {} messages but {} order-book rows",
+                file.display(),
+                messages.len(),
+                rows.len()
+            )));
+        }
+        Ok(LobsterDayFiles {
+            symbol,
+            file,
+            messages,
+            rows,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_sample_zips_and_message_files_give_symbol_date_and_depth() {
+        let zip = Path::new("LOBSTER_SampleFile_AAPL_2012-06-21_10.zip");
+        assert_eq!(
+            lobster_name(zip),
+            Some(("AAPL".into(), "2012-06-21".into(), 10))
+        );
+        let csv = Path::new("msft_2012-06-21_34200000_57600000_message_5.csv");
+        assert_eq!(
+            lobster_name(csv),
+            Some(("MSFT".into(), "2012-06-21".into(), 5))
+        );
+        assert_eq!(lobster_name(Path::new("notes.txt")), None);
+    }
+}

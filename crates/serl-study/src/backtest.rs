@@ -1,0 +1,210 @@
+//! A backtest study: strategies over parent orders at one or more venues,
+//! here or as shards on a cluster (`shards`), from bar data or from
+//! LOBSTER days.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serl_data::{Dataset, Split};
+use serl_env::{
+    generate_orders, DynamicVenue, LobsterDay, LobsterVenue, MarketData, ParentOrder, StaticVenue,
+    Venue,
+};
+use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
+
+use crate::config::BacktestFile;
+use crate::error::{Context, Result, StudyError};
+
+/// Where the orders play.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvChoice {
+    Static,
+    Dynamic,
+    /// Static and dynamic.
+    Both,
+    /// The LOBSTER days' real queue.
+    Lobster,
+    /// Static, dynamic and the LOBSTER queue.
+    All,
+}
+
+/// Why `--env lobster|all` without LOBSTER days is refused.
+pub const NEEDS_LOBSTER: &str =
+    "--env lobster and --env all need LOBSTER days: give --lobster PATH";
+
+/// A strategy by its command-line name: a baseline (`twap`, `pov:0.1`,
+/// ...) or a trained policy (`policy:RUN_DIR`), labelled as typed.
+pub fn strategy_factory(s: &str) -> Result<StrategyFactory> {
+    if let Some(dir) = s.strip_prefix("policy:") {
+        return crate::train::policy_factory(Path::new(dir));
+    }
+    let spec = StrategySpec::parse(s).map_err(StudyError::msg)?;
+    let label = spec.label_as_typed(s);
+    Ok(StrategyFactory {
+        label,
+        ..StrategyFactory::from_spec(spec)
+    })
+}
+
+/// Replays `orders` with each of `strategies` at the venues of `env`:
+/// what `serl backtest` does here and each of its shards does on a cluster.
+pub fn replay(
+    market: &MarketData,
+    orders: &[ParentOrder],
+    strategies: &[String],
+    env: EnvChoice,
+    cfg: &BacktestFile,
+    lobster: Option<&LobsterVenue>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<OrderResult>> {
+    let factories: Vec<StrategyFactory> = strategies
+        .iter()
+        .map(|s| strategy_factory(s))
+        .collect::<Result<_>>()?;
+    let reward = cfg.env.default_reward();
+    let dynamic = DynamicVenue {
+        market: cfg.market.clone(),
+        seed: cfg.orders.seed,
+    };
+    let queue = || -> Result<&dyn Venue> {
+        match lobster {
+            Some(l) => Ok(l),
+            None => Err(StudyError::msg(NEEDS_LOBSTER)),
+        }
+    };
+    let envs: Vec<&dyn Venue> = match env {
+        EnvChoice::Static => vec![&StaticVenue],
+        EnvChoice::Dynamic => vec![&dynamic],
+        EnvChoice::Both => vec![&StaticVenue, &dynamic],
+        EnvChoice::Lobster => vec![queue()?],
+        EnvChoice::All => vec![&StaticVenue, &dynamic, queue()?],
+    };
+    Ok(run_backtest(
+        market, orders, &factories, &envs, &cfg.env, &reward, progress,
+    ))
+}
+
+/// The orders a backtest plays, and where they came from.
+pub struct BacktestData {
+    pub ds: Dataset,
+    pub lobster: Option<LobsterVenue>,
+    pub split: Split,
+    pub data_path: PathBuf,
+    pub orders: Vec<ParentOrder>,
+    pub market: MarketData,
+}
+
+impl BacktestData {
+    /// The LOBSTER days at `lobster` when given (orders from every day;
+    /// they play here only), else the bars at `bars` (the orders of
+    /// `split`).
+    pub fn load(
+        lobster: Option<&Path>,
+        bars: Option<&Path>,
+        split: Split,
+        cfg: &BacktestFile,
+    ) -> Result<BacktestData> {
+        match (lobster, bars) {
+            (Some(dir), _) => {
+                if cfg.cluster.engine != serl_cluster::EngineKind::Local {
+                    crate::bail!("--lobster backtests run here: leave --engine local");
+                }
+                Self::lobster(dir, cfg)
+            }
+            (None, Some(path)) => Self::bars(path, split, cfg),
+            (None, None) => crate::bail!("give --data or --lobster"),
+        }
+    }
+
+    /// What the load left out, in one line for the terminal, when anything.
+    pub fn left_out(&self) -> Option<String> {
+        crate::data::left_out_warning(&self.data_path, &self.ds)
+    }
+
+    /// The report of `results` in `out`: the tables, plots and orders,
+    /// with where the orders came from (the orders over the capacity cap
+    /// and what the load left out included).
+    pub fn report(
+        &self,
+        results: &[OrderResult],
+        cfg: &BacktestFile,
+        out: &Path,
+    ) -> Result<serl_eval::ReportData> {
+        let provenance =
+            crate::data::backtest_provenance(&self.data_path, self.split, self.orders.len(), cfg)?;
+        let provenance = serl_eval::Provenance {
+            orders_over_capacity: serl_eval::orders_over_capacity(
+                &self.market,
+                &self.orders,
+                &cfg.env,
+            ),
+            skipped: crate::data::skipped_lines(&self.ds),
+            ..provenance
+        };
+        let report = serl_eval::ReportData::new(results, provenance);
+        serl_eval::write_report(out, results, &report)
+            .with_context(|| format!("writing the report to {}", out.display()))?;
+        Ok(report)
+    }
+
+    /// Bar data at `data`, the orders of `split`.
+    pub fn bars(data: &Path, split: Split, cfg: &BacktestFile) -> Result<BacktestData> {
+        let ds = crate::data::load_data(data, &cfg.data)?;
+        Self::of(ds, None, split, data, cfg)
+    }
+
+    /// The LOBSTER days of `path`, orders drawn from every day.
+    pub fn lobster(path: &Path, cfg: &BacktestFile) -> Result<BacktestData> {
+        let (ds, venue) = lobster_days(path)?;
+        Self::of(ds, Some(venue), Split::All, path, cfg)
+    }
+
+    fn of(
+        ds: Dataset,
+        lobster: Option<LobsterVenue>,
+        split: Split,
+        path: &Path,
+        cfg: &BacktestFile,
+    ) -> Result<BacktestData> {
+        let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
+        let market = crate::data::market_data(&ds, &cfg.data);
+        Ok(BacktestData {
+            ds,
+            lobster,
+            split,
+            data_path: path.to_path_buf(),
+            orders,
+            market,
+        })
+    }
+}
+
+/// The LOBSTER days of `path` (a sample zip or a folder of them, the
+/// deepest file per symbol) as bar sessions, and the venue that replays
+/// their message streams.
+pub fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
+    let mut sessions = Vec::new();
+    let mut days = Vec::new();
+    for (symbol, file) in serl_lob::sample_files(path, &[])? {
+        let (_, date, _) = serl_lob::lobster_name(&file)
+            .with_context(|| format!("{}: not named like a LOBSTER file", file.display()))?;
+        let date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").with_context(|| {
+            format!(
+                "{}: `{date}` in its name is not a YYYY-MM-DD date",
+                file.display()
+            )
+        })?;
+        let real = serl_lob::LobsterDayFiles::read(symbol.clone(), file)?;
+        let day = LobsterDay::new(&symbol, date, real.messages, real.rows);
+        sessions.push(day.session().clone());
+        days.push(std::sync::Arc::new(day));
+    }
+    sessions.sort_by(|a, b| (&a.symbol, a.date).cmp(&(&b.symbol, b.date)));
+    let ds = Dataset {
+        sessions,
+        problems: Vec::new(),
+        files: Vec::new(),
+    };
+    Ok((ds, LobsterVenue::new(days)))
+}

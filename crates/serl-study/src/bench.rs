@@ -1,0 +1,48 @@
+//! `serl bench env`: the environments' figures (`serl_env::bench`), with
+//! the baselines from `serl-eval` that serl-env cannot name itself.
+
+use std::path::Path;
+
+use serl_env::bench::{BenchError, EnvBaselines, EnvFigures};
+use serl_env::{EnvConfig, MarketData, ParentOrder, Reward};
+
+/// The environment figures of the data at `data`, medians of `runs`.
+pub fn env_figures(data: &Path, runs: usize) -> Result<EnvFigures, BenchError> {
+    let baselines = EnvBaselines {
+        backtest: &backtest_baselines,
+        passive_twap: &|| {
+            Box::new(serl_eval::PassiveTwap {
+                placement: serl_env::Placement::Passive { ticks: 0 },
+            })
+        },
+    };
+    serl_env::bench::env_figures(data, runs, &baselines)
+}
+
+/// TWAP, VWAP and AC over `orders` in the static replay, on every core, as
+/// `serl backtest` runs them; the result rows.
+fn backtest_baselines(
+    md: &MarketData,
+    orders: &[ParentOrder],
+    env: &EnvConfig,
+    reward: &dyn Reward,
+) -> usize {
+    let factories: Vec<serl_eval::StrategyFactory> = ["twap", "vwap", "ac"]
+        .iter()
+        .map(|s| {
+            serl_eval::StrategyFactory::from_spec(
+                serl_eval::StrategySpec::parse(s).expect("known strategy"),
+            )
+        })
+        .collect();
+    serl_eval::run_backtest(
+        md,
+        orders,
+        &factories,
+        &[&serl_env::StaticVenue],
+        env,
+        reward,
+        &|_| {},
+    )
+    .len()
+}

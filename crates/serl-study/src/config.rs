@@ -1,0 +1,351 @@
+//! The config files of serl's commands, as written in `configs/`: each is
+//! the tables of the lower crates' configs side by side, read with errors
+//! that name the file, the line and the field.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serl_cluster::ClusterConfig;
+use serl_data::DataConfig;
+use serl_env::{EnvConfig, MarketConfig, OrderConfig};
+use serl_eval::walk_forward::WalkForwardConfig;
+use serl_evolve::EvolveConfig;
+use serl_llm::HttpConfig;
+use serl_train::TrainConfig;
+
+use crate::error::{Context, Result, StudyError};
+
+/// A TOML config file, with errors that name the file (and, from toml,
+/// the line and field).
+pub fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| StudyError::msg(format!("{}: {e}", path.display())))
+}
+
+/// Who designs: the builtin offline search, an OpenAI-compatible server,
+/// Ollama, the embedded GGUF model, or a replay of a recorded transcript.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmChoice {
+    #[default]
+    Builtin,
+    Openai,
+    Ollama,
+    /// The embedded GGUF model of `[llm.local]`.
+    Local,
+    Replay,
+}
+
+/// The `[llm]` table: the designer's backend and how it is asked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSection {
+    pub backend: LlmChoice,
+    pub http: HttpConfig,
+    pub temperature: f64,
+    /// Constrain every reply to its module's JSON schema
+    /// (`response_format` / Ollama's `format`).
+    pub constrained: bool,
+    /// Send each module's GBNF grammar (llama.cpp's `grammar` field)
+    /// instead of its JSON schema.
+    pub gbnf: bool,
+    /// The embedded model (`--llm local`).
+    pub local: LocalSection,
+}
+
+#[cfg(feature = "local")]
+pub type LocalSection = serl_llm::LocalConfig;
+/// Without the `local` feature the table is kept as written, unread.
+#[cfg(not(feature = "local"))]
+pub type LocalSection = toml::Table;
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        LlmSection {
+            backend: LlmChoice::Builtin,
+            http: HttpConfig::default(),
+            temperature: 0.7,
+            constrained: true,
+            gbnf: false,
+            local: LocalSection::default(),
+        }
+    }
+}
+
+impl LlmSection {
+    /// Asks the embedded backend for the GGUF model at `model`.
+    #[cfg(feature = "local")]
+    pub fn set_local_model(&mut self, model: &Path) -> Result<()> {
+        self.local.model = Some(model.to_path_buf());
+        Ok(())
+    }
+
+    /// Without the embedded backend there is no model to set.
+    #[cfg(not(feature = "local"))]
+    pub fn set_local_model(&mut self, _: &Path) -> Result<()> {
+        crate::bail!(
+            "--model is for --llm local, and this serl was built without it (`--features local`)"
+        )
+    }
+}
+
+/// `serl evolve`'s config.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvolveFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+    pub market: MarketConfig,
+    pub evolve: EvolveConfig,
+    pub llm: LlmSection,
+    pub data_path: Option<PathBuf>,
+    pub prompts: Option<PathBuf>,
+    /// Where the trainings run (`[cluster] engine`).
+    pub cluster: ClusterConfig,
+    /// The rolling windows of `--walk-forward` (outside `[evolve]`, which
+    /// every cluster task carries: a run planned before may still resume).
+    pub walk_forward: WalkForwardConfig,
+}
+
+impl EvolveFile {
+    /// The bar data the run reads.
+    pub fn data_path(&self) -> PathBuf {
+        self.data_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("data/lean"))
+    }
+
+    /// The prompt templates the run starts from.
+    pub fn prompt_dir(&self) -> PathBuf {
+        self.prompts
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("prompts"))
+    }
+
+    /// Every table checked, the table named in the error.
+    pub fn validate(&self) -> Result<()> {
+        self.data
+            .validate()
+            .map_err(|m| StudyError::msg(format!("[data] {m}")))?;
+        self.env.validate()?;
+        self.evolve
+            .validate()
+            .map_err(|m| StudyError::msg(format!("[evolve] {m}")))?;
+        self.cluster.validate()?;
+        Ok(())
+    }
+}
+
+/// Validation settings of `serl train`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidationConfig {
+    /// Validation orders scored each time (spread evenly over the split).
+    pub max_orders: usize,
+}
+
+impl Default for ValidationConfig {
+    fn default() -> Self {
+        ValidationConfig { max_orders: 300 }
+    }
+}
+
+/// `serl train`'s config.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+    pub market: MarketConfig,
+    pub train: TrainConfig,
+    pub validation: ValidationConfig,
+    /// A reward program in the reward module's language (docs/modules.md),
+    /// for example `step_pa + (fill_qty - 1 / steps) * timing`; the default
+    /// reward when absent.
+    pub reward: Option<String>,
+    /// The rolling windows of `serl train --walk-forward`.
+    pub walk_forward: WalkForwardConfig,
+    /// Where the bars came from (filled in by `serl train`).
+    pub data_path: Option<PathBuf>,
+    /// The language model of an LLM reward critic
+    /// (`[train.reward_critic] critic = "llm"`; docs/hierarchy.md): the
+    /// `[llm]` table of the evolve configs.
+    pub llm: LlmSection,
+    /// The templates an LLM critic renders (`reward_critic.j2`; default
+    /// `prompts/`).
+    pub prompts: Option<PathBuf>,
+}
+
+impl TrainFile {
+    /// The tables a new run checks, the table named in the error; the
+    /// discrete actions belong to the learner's table.
+    pub fn validate(&self) -> Result<()> {
+        self.data
+            .validate()
+            .map_err(|m| StudyError::msg(format!("[data] {m}")))?;
+        self.env.validate()?;
+        if let serl_env::ActionSpace::Discrete(_) = self.env.action {
+            crate::bail!("[env] action: training sets its discrete actions in [train.ppo] discrete or [train.ddqn] actions; leave [env] action continuous");
+        }
+        Ok(())
+    }
+}
+
+/// `serl backtest`'s config.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BacktestFile {
+    pub data: DataConfig,
+    pub orders: OrderConfig,
+    pub env: EnvConfig,
+    /// The dynamic market's population (for --env dynamic|both).
+    pub market: MarketConfig,
+    /// Where the orders are replayed (`[cluster] engine`).
+    pub cluster: ClusterConfig,
+}
+
+impl BacktestFile {
+    /// The orders, decisions and market a team trained with
+    /// (`RUN_DIR/train.toml`), replayed here.
+    pub fn of_training(t: TrainFile) -> BacktestFile {
+        BacktestFile {
+            data: t.data,
+            orders: t.orders,
+            env: t.env,
+            market: t.market,
+            cluster: ClusterConfig::default(),
+        }
+    }
+
+    /// Every table checked, the table named in the error.
+    pub fn validate(&self) -> Result<()> {
+        self.cluster.validate()?;
+        self.data
+            .validate()
+            .map_err(|m| StudyError::msg(format!("[data] {m}")))?;
+        self.env.validate()?;
+        Ok(())
+    }
+}
+
+/// A `serl simulate` config: the data layer and the market.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimulateFile {
+    pub data: DataConfig,
+    pub market: MarketConfig,
+    /// Where the seeds are simulated (`[cluster] engine`).
+    pub cluster: ClusterConfig,
+}
+
+/// The dotted paths at which two configs differ, with both values: what a
+/// resumed run would change.
+pub fn differences<T: Serialize>(was: &T, now: &T) -> Result<Vec<String>> {
+    let (was, now) = (serde_json::to_value(was)?, serde_json::to_value(now)?);
+    let mut out = Vec::new();
+    differences_at("", &was, &now, &mut out);
+    Ok(out)
+}
+
+fn differences_at(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value::Object;
+    match (a, b) {
+        (Object(x), Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let null = serde_json::Value::Null;
+                let path = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                differences_at(
+                    &path,
+                    x.get(k).unwrap_or(&null),
+                    y.get(k).unwrap_or(&null),
+                    out,
+                );
+            }
+        }
+        _ if a != b => out.push(format!("{at} (the run has {a}, now {b})")),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serl_cluster::EngineKind;
+
+    /// `(file name, path)` of every shipped config whose name starts with
+    /// `prefix`. Read at run time: a clone sharing the target directory
+    /// must check its own files.
+    fn shipped_configs(prefix: &str) -> Vec<(String, PathBuf)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+            .expect("configs/ is readable")
+            .map(|e| e.expect("a directory entry").path())
+            .filter_map(|p| {
+                let name = p.file_name()?.to_string_lossy().to_string();
+                (name.starts_with(prefix) && name.ends_with(".toml")).then_some((name, p))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_shipped_evolve_config_parses_and_validates() {
+        let configs = shipped_configs("evolve");
+        for (name, p) in &configs {
+            let cfg: EvolveFile = read_toml(p).unwrap();
+            cfg.evolve
+                .validate()
+                .unwrap_or_else(|m| panic!("{name}: {m}"));
+        }
+        assert!(configs.len() >= 4, "found {} evolve configs", configs.len());
+    }
+
+    #[test]
+    fn the_slurm_config_is_the_quick_run_on_slurm() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let read = |name: &str| read_toml::<EvolveFile>(&dir.join(name)).unwrap();
+        let (quick, mut slurm) = (read("evolve.toml"), read("evolve-slurm.toml"));
+        assert_eq!(slurm.cluster.engine, EngineKind::Slurm);
+        slurm.cluster = quick.cluster.clone();
+        // Without the embedded backend `[llm.local]` is kept as written,
+        // and the quick config writes its defaults out.
+        slurm.llm.local = quick.llm.local.clone();
+        assert_eq!(
+            toml::to_string(&slurm).unwrap(),
+            toml::to_string(&quick).unwrap(),
+            "evolve-slurm.toml must be evolve.toml with a [cluster] table"
+        );
+    }
+
+    #[test]
+    fn every_shipped_train_config_parses_and_validates() {
+        let configs = shipped_configs("train");
+        for (name, p) in &configs {
+            let cfg: TrainFile = read_toml(p).unwrap();
+            cfg.env.validate().unwrap();
+            cfg.train
+                .validate(cfg.train.obs_dim())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            crate::train::reward_of(&cfg).unwrap_or_else(|e| panic!("{name}: {}", e.chain()));
+        }
+        assert!(configs.len() >= 2, "found {} train configs", configs.len());
+    }
+
+    #[test]
+    fn differences_name_the_setting_and_both_values() {
+        let mut now = TrainFile::default();
+        now.train.seed += 1;
+        let d = differences(&TrainFile::default(), &now).unwrap();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("train.seed (the run has"), "{d:?}");
+    }
+}

@@ -1,0 +1,304 @@
+//! An evolve study: the run directory and its copy of the prompts, the
+//! SE-RL loop on the run's data, the ablations after it, and the report.
+
+use std::path::{Path, PathBuf};
+
+use serl_cluster::Cluster;
+use serl_eval::{Provenance, ReportData};
+use serl_evolve::{
+    evolve, Ablation, AblationRow, EvolveConfig, EvolveError, EvolveInputs, EvolveOutcome, OnEvent,
+};
+use serl_llm::{Designer, Prompts};
+
+use crate::config::{EvolveFile, LlmChoice};
+use crate::data::StudyData;
+use crate::error::{Context, Result};
+
+/// Writes a new run's config and its copy of the prompts (`new_run`);
+/// returns the prompts the run asks with: its own copy, so that a resumed
+/// or replayed run asks exactly what the original asked.
+pub fn prepare_run_dir(out: &Path, cfg: &EvolveFile, new_run: bool) -> Result<PathBuf> {
+    let prompt_dir = cfg.prompt_dir();
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    if new_run {
+        std::fs::write(out.join("evolve.toml"), toml::to_string(cfg)?)
+            .with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
+        if prompt_dir.is_dir() {
+            copy_dir(&prompt_dir, &out.join("prompts"))
+                .with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
+        }
+    }
+    Ok(if out.join("prompts").is_dir() {
+        out.join("prompts")
+    } else {
+        prompt_dir
+    })
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let p = e?.path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `open_test` on a run without a lockbox, and a confirmation (`--seeds`,
+/// `--walk-forward`) on a sealed test split: refused before the run
+/// rather than after it.
+pub fn check_lockbox(
+    cfg: &EvolveFile,
+    out: &Path,
+    open_test: bool,
+    confirming: bool,
+) -> Result<()> {
+    if open_test && !cfg.evolve.lockbox {
+        crate::bail!(
+            "{}: this run has no lockbox ([evolve] lockbox = false): its test is played when the run ends; --open-test is for a run whose test was sealed",
+            out.display()
+        );
+    }
+    let opened = serl_evolve::Lockbox::read(out).is_some_and(|l| !l.sealed());
+    if confirming && cfg.evolve.lockbox && !open_test && !opened {
+        crate::bail!(
+            "--seeds and --walk-forward test on the test split, which this run keeps sealed: declare the design final first (serl evolve --resume {} --open-test)",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// What a run asks besides its config: the confirmation after it, and
+/// how it goes on.
+pub struct EvolveRequest {
+    /// Independent seeds to confirm the best design on (0: none).
+    pub seeds: usize,
+    /// Confirm on the rolling windows of `[walk_forward]` too.
+    pub walk_forward: bool,
+    /// Declare the run final and open its sealed test.
+    pub open_test: bool,
+    /// A new run (its config and prompts are written), or a resumed one.
+    pub new_run: bool,
+    /// The transcript a replayed run reads (default: the run's own).
+    pub replay_from: Option<PathBuf>,
+}
+
+impl EvolveRequest {
+    /// Whether the run is confirmed after it.
+    pub fn confirming(&self) -> bool {
+        self.seeds > 0 || self.walk_forward
+    }
+}
+
+/// A run ready to start: its directory written, its data and orders
+/// loaded, its cluster and designer made.
+pub struct Prepared {
+    /// The prompts the run asks with (its own copy).
+    pub prompts_dir: PathBuf,
+    pub prompts: Prompts,
+    pub data: StudyData,
+    pub cluster: Option<Cluster>,
+    pub designer: Box<dyn Designer>,
+}
+
+/// Everything before the loop: the lockbox flags checked, the run
+/// directory prepared, the prompts, data and orders loaded (with the
+/// confirmation's windows checked), the cluster and the designer made.
+pub fn prepare(out: &Path, cfg: &EvolveFile, req: &EvolveRequest) -> Result<Prepared> {
+    check_lockbox(cfg, out, req.open_test, req.confirming())?;
+    let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
+    let prompts = Prompts::load(&prompts_dir)
+        .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
+    let data = StudyData::load(cfg, req.confirming())?;
+    if req.confirming() {
+        // A team or windows the data cannot fill, before the run too.
+        let walk_forward = req.walk_forward.then_some(&cfg.walk_forward);
+        serl_evolve::check_confirmation(&cfg.evolve, walk_forward, &data.all)?;
+    }
+    let cluster = crate::cluster::cluster_of(&cfg.cluster, out)?;
+    let transcript = out.join("transcript.jsonl");
+    let replay_from = req.replay_from.clone().unwrap_or(transcript.clone());
+    let designer = crate::llm::make_designer(
+        cfg,
+        cfg.llm.backend,
+        &prompts_dir,
+        &transcript,
+        &replay_from,
+    )?;
+    Ok(Prepared {
+        prompts_dir,
+        prompts,
+        data,
+        cluster,
+        designer,
+    })
+}
+
+/// Where a run's test orders came from, and which reward its best design
+/// trained with.
+pub fn provenance(cfg: &EvolveFile, orders: usize, outcome: &EvolveOutcome) -> Result<Provenance> {
+    let reward = format!(
+        "best design: {}",
+        outcome
+            .best
+            .design
+            .as_ref()
+            .map_or("-".into(), |d| d.reward.source().to_string())
+    );
+    crate::data::provenance(
+        &cfg.data_path(),
+        "test",
+        cfg.evolve.seed,
+        orders,
+        (&cfg.orders, &cfg.env),
+        reward,
+    )
+}
+
+/// What an evolve run shows as it goes: a fresh sink for each run of the
+/// loop (the main one, then each ablation's).
+pub type Shown<'a> = dyn Fn(&EvolveConfig) -> OnEvent<'a> + 'a;
+
+/// The data and orders that the main run and every ablation share.
+pub struct Study<'a> {
+    pub cfg: &'a EvolveFile,
+    pub data: &'a StudyData,
+    /// `--open-test`: the main run is declared final.
+    pub open_test: bool,
+    /// Where the trainings run, when not here.
+    pub cluster: Option<&'a Cluster>,
+    /// The run's prompt templates (an LLM critic's too).
+    pub prompts_dir: &'a Path,
+    /// What each run of the loop shows.
+    pub shown: &'a Shown<'a>,
+}
+
+impl Study<'_> {
+    /// One run of the loop into `run_dir`.
+    pub fn evolve(
+        &self,
+        evolve_cfg: EvolveConfig,
+        designer: Box<dyn Designer + '_>,
+        prompts: Prompts,
+        run_dir: &Path,
+    ) -> Result<EvolveOutcome, EvolveError> {
+        let critic = crate::llm::maker_for_evolve(
+            &evolve_cfg,
+            &self.cfg.llm,
+            self.prompts_dir,
+            self.cluster.is_some(),
+        )
+        .map_err(|e| EvolveError::Config(e.chain()))?;
+        let on_event = (self.shown)(&evolve_cfg);
+        evolve(EvolveInputs {
+            critic,
+            cfg: evolve_cfg,
+            env_cfg: self.cfg.env.clone(),
+            market_cfg: self.cfg.market.clone(),
+            market: &self.data.market,
+            train_orders: &self.data.train,
+            val_orders: &self.data.val,
+            test_orders: &self.data.test,
+            designer,
+            prompts: Some(prompts),
+            run_dir: run_dir.to_path_buf(),
+            on_event: Some(on_event),
+            open_test: self.open_test,
+            cluster: self.cluster,
+        })
+    }
+
+    /// The main run's report (`out/report.*`), its test's provenance with
+    /// the orders over the capacity cap and what the load skipped.
+    pub fn report(
+        &self,
+        out: &Path,
+        outcome: &EvolveOutcome,
+        designer: &str,
+        ablations: &[AblationRow],
+    ) -> Result<(ReportData, Provenance)> {
+        let (cfg, data) = (self.cfg, self.data);
+        let provenance = Provenance {
+            orders_over_capacity: serl_eval::orders_over_capacity(
+                &data.market,
+                &data.test,
+                &cfg.env,
+            ),
+            skipped: data.skipped.clone(),
+            ..provenance(cfg, data.test.len(), outcome)?
+        };
+        let modules = &cfg.evolve.modules;
+        let report = serl_evolve::write_report(
+            out,
+            outcome,
+            modules,
+            designer,
+            provenance.clone(),
+            ablations,
+        )?;
+        Ok((report, provenance))
+    }
+
+    /// Each configured ablation, run after the main one (`main`, which
+    /// took `main_secs`) in `ablations/NAME/` with its own report; the
+    /// rows of the table, the main run's (`full`) first, or none without
+    /// ablations. `starting` hears each ablation and its designer's name
+    /// before it runs.
+    pub fn ablations(
+        &self,
+        (main, main_secs): (&EvolveOutcome, f64),
+        out: &Path,
+        starting: &dyn Fn(Ablation, &str),
+    ) -> Result<Vec<AblationRow>> {
+        let cfg = self.cfg;
+        if cfg.evolve.ablations.is_empty() {
+            return Ok(Vec::new());
+        }
+        let full = AblationRow::from_outcome(
+            "full",
+            "the run as configured",
+            main,
+            main_secs,
+            cfg.evolve.seed,
+        );
+        let mut ablations = vec![full];
+        for &ablation in &cfg.evolve.ablations {
+            let sub = out.join("ablations").join(ablation.name());
+            std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
+            let backend = match ablation {
+                Ablation::Builtin => LlmChoice::Builtin,
+                _ => cfg.llm.backend,
+            };
+            let sub_transcript = sub.join("transcript.jsonl");
+            let designer = crate::llm::make_designer(
+                cfg,
+                backend,
+                self.prompts_dir,
+                &sub_transcript,
+                &sub_transcript,
+            )?;
+            let name = designer.name();
+            starting(ablation, &name);
+            let t = std::time::Instant::now();
+            // Ablations run once the main run's test is open.
+            let mut sub_cfg = ablation.apply(&cfg.evolve);
+            sub_cfg.lockbox = false;
+            let prompts = Prompts::load(self.prompts_dir)?;
+            let sub_outcome = self.evolve(sub_cfg, designer, prompts, &sub)?;
+            let provenance = provenance(cfg, self.data.test.len(), &sub_outcome)?;
+            let modules = &cfg.evolve.modules;
+            serl_evolve::write_report(&sub, &sub_outcome, modules, &name, provenance, &[])?;
+            ablations.push(AblationRow::from_outcome(
+                ablation.name(),
+                ablation.describe(),
+                &sub_outcome,
+                t.elapsed().as_secs_f64(),
+                cfg.evolve.seed,
+            ));
+        }
+        Ok(ablations)
+    }
+}

@@ -1,0 +1,46 @@
+//! The studies serl runs, as a library: what `serl` does behind its flags.
+//!
+//! The binary parses flags into the requests and configs here, calls one
+//! function, and prints what comes back; everything a run decides, loads,
+//! trains, tests or writes is in this crate or below it, so a test (or
+//! another front end) reaches all of it without the command line.
+//!
+//! - [`config`]: the config files (`EvolveFile`, `TrainFile`,
+//!   `BacktestFile`, `SimulateFile`), read with errors naming file and line.
+//! - [`data`]: bar data and what its load left out, the market views with
+//!   their cached noise fits, a run's order splits ([`StudyData`]), and
+//!   the provenance of a report.
+//! - [`llm`]: the designer and reward-critic backends of the `[llm]` table.
+//! - [`evolve`] and [`confirm`]: an evolve run's directory, the loop, its
+//!   ablations and report, and the seeds and windows that confirm it.
+//! - [`train`] and [`walk_forward`]: training runs (one, several seeds,
+//!   or one per rolling window) and a run's policy as a strategy.
+//! - [`backtest`] and [`team`]: strategies and teams over parent orders.
+//! - [`simulate`] and [`realism`]: the calibrated market checked against
+//!   a real day, the impact study, and the realism study on LOBSTER days.
+//! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
+//!   registry of task kinds that `serl task run` dispatches through.
+
+pub mod backtest;
+pub mod bench;
+pub mod cluster;
+pub mod config;
+pub mod confirm;
+pub mod data;
+mod error;
+pub mod evolve;
+pub mod evolve_overrides;
+pub mod llm;
+#[cfg(feature = "local")]
+pub mod probe;
+pub mod realism;
+pub mod simulate;
+pub mod tasks;
+pub mod team;
+pub mod train;
+pub mod train_overrides;
+pub mod walk_forward;
+
+pub use config::{read_toml, BacktestFile, EvolveFile, LlmChoice, LlmSection, TrainFile};
+pub use data::StudyData;
+pub use error::{Context, Result, StudyError};

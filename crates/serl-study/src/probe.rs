@@ -1,0 +1,197 @@
+//! What a local model makes of serl's prompts (`serl prompts probe`): each
+//! module's prompt asked `n` times, constrained (as `serl evolve` asks)
+//! and, when asked, free; the share of replies that are well-formed
+//! (extract and parse) and that validate, and the model's speed. The
+//! figures in docs/llm.md come from it.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+use serl_design::{extract, well_formed, Module, ModuleKind};
+use serl_llm::{
+    Designer, LlmDesigner, LocalBackend, LocalConfig, ModuleContext, Prompts, TaskInfo,
+};
+
+use crate::error::{Context, Result, StudyError};
+
+/// What the probe asks.
+pub struct ProbeRequest {
+    /// The GGUF instruct model.
+    pub model: PathBuf,
+    /// Replies per module and mode.
+    pub n: usize,
+    /// Also ask without constraints.
+    pub unconstrained: bool,
+    /// Modules to ask by name (all designable ones when empty).
+    pub modules: Vec<String>,
+    /// Threads (0: one per core).
+    pub threads: usize,
+    pub temperature: f64,
+    /// Base seed (each reply adds its number).
+    pub seed: u64,
+    /// The prompt templates.
+    pub prompts: PathBuf,
+}
+
+/// One module in one mode.
+#[derive(Serialize)]
+pub struct Row {
+    pub module: String,
+    pub constrained: bool,
+    pub replies: usize,
+    pub well_formed: usize,
+    pub valid: usize,
+    pub completion_tokens: u64,
+    pub seconds: f64,
+    pub texts: Vec<String>,
+    /// Why each reply that did not validate was refused.
+    pub errors: Vec<String>,
+}
+
+impl ProbeRequest {
+    /// The modules asked.
+    pub fn kinds(&self) -> Result<Vec<ModuleKind>> {
+        if self.modules.is_empty() {
+            return Ok(ModuleKind::ALL.to_vec());
+        }
+        self.modules
+            .iter()
+            .map(|m| ModuleKind::parse_name(m).with_context(|| format!("unknown module `{m}`")))
+            .collect()
+    }
+
+    /// The decoding modes asked: constrained, and free when asked.
+    pub fn modes(&self) -> &'static [bool] {
+        if self.unconstrained {
+            &[true, false]
+        } else {
+            &[true]
+        }
+    }
+}
+
+/// Asks every module in every mode; `at` hears each module and mode
+/// before it is asked, `tick` each reply.
+pub fn probe(a: &ProbeRequest, at: &dyn Fn(ModuleKind, bool), tick: &dyn Fn()) -> Result<Vec<Row>> {
+    let kinds = a.kinds()?;
+    let backend = LocalBackend::load(&LocalConfig {
+        model: Some(a.model.clone()),
+        threads: a.threads,
+        ..LocalConfig::default()
+    })?;
+    let prompts = Prompts::load(&a.prompts)
+        .with_context(|| format!("loading the prompts in {}", a.prompts.display()))?;
+    let mut designer = LlmDesigner::new(prompts, Box::new(backend), a.seed);
+    designer.temperature = a.temperature;
+    let mut rows = Vec::new();
+    for &constrained in a.modes() {
+        designer.constrained = constrained;
+        for &kind in &kinds {
+            at(kind, constrained);
+            rows.push(ask(&mut designer, kind, constrained, a.n, tick)?);
+        }
+    }
+    Ok(rows)
+}
+
+fn ask(
+    designer: &mut LlmDesigner,
+    kind: ModuleKind,
+    constrained: bool,
+    n: usize,
+    tick: &dyn Fn(),
+) -> Result<Row> {
+    let ctx = ModuleContext::new(
+        kind,
+        TaskInfo::default(),
+        "Design an execution agent that beats TWAP robustly across stocks",
+        "keep the design simple",
+    );
+    let mut row = Row {
+        module: kind.name().into(),
+        constrained,
+        replies: n,
+        well_formed: 0,
+        valid: 0,
+        completion_tokens: 0,
+        seconds: 0.0,
+        texts: Vec::new(),
+        errors: Vec::new(),
+    };
+    for _ in 0..n {
+        let start = Instant::now();
+        let reply = designer.propose(kind, &ctx)?;
+        row.seconds += start.elapsed().as_secs_f64();
+        row.completion_tokens += reply.completion_tokens;
+        row.well_formed += usize::from(well_formed(kind, &reply.text));
+        let text = extract(kind, &reply.text).unwrap_or_default();
+        match Module::parse(kind, &text) {
+            Ok(_) => row.valid += 1,
+            Err(e) => row.errors.push(e.to_string()),
+        }
+        row.texts.push(reply.text);
+        tick();
+    }
+    Ok(row)
+}
+
+/// The model's raw speed on the reward prompt (with the sample context),
+/// unconstrained: prompt
+/// tokens per second (one pass) and generated tokens per second, median of
+/// three replies of up to 128 tokens.
+pub fn speed(a: &ProbeRequest) -> Result<Speed> {
+    use serl_llm::serl_local::{ChatMessage, LocalModel, LocalOptions, Request, Sampling};
+    let mut model = LocalModel::load(
+        &a.model,
+        LocalOptions {
+            threads: a.threads,
+            ..LocalOptions::default()
+        },
+    )
+    .map_err(StudyError::msg)?;
+    let prompts = Prompts::load(&a.prompts)?;
+    // The prompt `serl prompts render reward` prints.
+    let ctx = serl_llm::prompts::sample_context(ModuleKind::Reward, true);
+    let messages = [ChatMessage {
+        role: "user".into(),
+        content: prompts.render("reward", &ctx)?,
+    }];
+    let (mut prompt_rate, mut prompt_tokens) = (0.0, 0);
+    let mut decode_rates = Vec::new();
+    for seed in 0..3 {
+        let g = model
+            .chat(&Request {
+                messages: &messages,
+                max_tokens: 128,
+                sampling: Sampling {
+                    temperature: a.temperature,
+                    top_p: 0.95,
+                    seed: a.seed.wrapping_add(seed),
+                },
+                constraint: None,
+                steer_after: usize::MAX,
+            })
+            .map_err(StudyError::msg)?;
+        if seed == 0 {
+            // The later replies reuse the prompt's cache.
+            prompt_tokens = g.prompt_tokens;
+            prompt_rate = g.prompt_tokens as f64 / g.prompt_secs.max(1e-9);
+        }
+        decode_rates.push(g.completion_tokens as f64 / g.generate_secs.max(1e-9));
+    }
+    decode_rates.sort_by(f64::total_cmp);
+    Ok(Speed {
+        prompt_rate,
+        prompt_tokens,
+        decode_rate: decode_rates[1],
+    })
+}
+
+/// The model's raw speed: prompt tokens per second (and how many), and
+/// the median generated tokens per second.
+pub struct Speed {
+    pub prompt_rate: f64,
+    pub prompt_tokens: usize,
+    pub decode_rate: f64,
+}

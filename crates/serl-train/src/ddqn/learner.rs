@@ -1,0 +1,227 @@
+//! Double DQN as a [`Learner`]: ε-greedy acting into a replay buffer,
+//! gradient steps once it holds enough, and a target network refreshed
+//! every `target_every` environment steps. Its replay buffer is not
+//! checkpointed: a resumed run refills it.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+use serl_design::NetworkSpec;
+
+use super::{optimizer, train_step, DdqnConfig, DdqnStats, Replay};
+use crate::config::TrainConfig;
+use crate::learner::{
+    restore_optimizer, save_optimizer, wrong_algorithm, Experience, Learner, UpdateStats,
+};
+use crate::net::{Head, QNetwork};
+use crate::policy::{Algo, Model, Policy, PolicyMeta};
+use crate::record::UpdateRecord;
+use crate::task::Source;
+use crate::TrainError;
+
+/// DDQN's learner: the online and target Q-networks, the optimiser and
+/// the replay buffer.
+pub struct DdqnLearner {
+    online: QNetwork,
+    target: QNetwork,
+    optim: ModuleOptimizer,
+    replay: Box<Replay>,
+    device: Device,
+}
+
+/// What one DDQN update reports: the mean losses over its gradient steps
+/// (none before learning starts) and the exploration rate.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct DdqnUpdateStats {
+    /// Mean minimised Huber loss, α·L_static + β·L_dynamic (0 before
+    /// learning starts).
+    pub loss: f64,
+    /// Mean loss of the static samples (`None` without any).
+    pub loss_static: Option<f64>,
+    /// Mean loss of the dynamic samples (`None` without any).
+    pub loss_dynamic: Option<f64>,
+    /// The exploration rate ε at the update's start.
+    pub epsilon: f64,
+}
+
+impl UpdateStats for DdqnUpdateStats {
+    fn write_into(&self, rec: &mut UpdateRecord) {
+        rec.loss = self.loss;
+        rec.epsilon = Some(self.epsilon);
+        rec.loss_static = self.loss_static;
+        rec.loss_dynamic = self.loss_dynamic;
+    }
+}
+
+/// Running sums of the losses over an update's gradient steps.
+#[derive(Default)]
+struct LossSums {
+    total: (f64, usize),
+    static_: (f64, usize),
+    dynamic: (f64, usize),
+}
+
+impl LossSums {
+    fn add(&mut self, stats: &DdqnStats) {
+        let add = |acc: &mut (f64, usize), v: f64| *acc = (acc.0 + v, acc.1 + 1);
+        add(&mut self.total, stats.loss);
+        if let Some(v) = stats.loss_static {
+            add(&mut self.static_, v);
+        }
+        if let Some(v) = stats.loss_dynamic {
+            add(&mut self.dynamic, v);
+        }
+    }
+
+    fn mean((sum, n): (f64, usize)) -> Option<f64> {
+        (n > 0).then(|| sum / n as f64)
+    }
+}
+
+impl DdqnLearner {
+    /// One decision of every environment: acts ε-greedily, stores the
+    /// transitions, then takes the gradient steps once the buffer holds
+    /// enough and refreshes the target when `target_every` steps passed.
+    /// `env_steps` is counted on.
+    /// `sources` holds each row's source, read once per update.
+    fn step(
+        &mut self,
+        d: &DdqnConfig,
+        x: &mut Experience,
+        sources: &[Source],
+        env_steps: &mut usize,
+        sums: &mut LossSums,
+    ) {
+        let n = x.venv.len();
+        let width = x.meta.obs_dim * x.meta.spec.window;
+        let policy = Policy {
+            meta: x.meta.clone(),
+            model: Model::Ddqn(self.online.valid()),
+            device: x.device.clone(),
+        };
+        let obs = x.venv.current().to_vec();
+        let acts = policy.act(&obs, n, true, d.epsilon(*env_steps), x.rng);
+        let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
+        let before = *env_steps / d.target_every.max(1);
+        let (rew, done) = x.venv.step(&actions, x.norm, true);
+        let next = x.venv.current();
+        for i in 0..n {
+            // A finished episode's next window is the new episode's;
+            // `done` masks it out of the target.
+            let row = i * width..(i + 1) * width;
+            self.replay.push(
+                &obs[row.clone()],
+                acts[i].raw,
+                rew[i],
+                &next[row],
+                done[i],
+                sources[i],
+            );
+        }
+        *env_steps += n;
+        if self.replay.len() >= d.learning_starts.max(d.batch_size) {
+            for _ in 0..d.gradient_steps {
+                let (m, stats) = train_step(
+                    self.online.clone(),
+                    &self.target,
+                    &mut self.optim,
+                    d,
+                    &self.replay,
+                    x.weights,
+                    x.rng,
+                );
+                self.online = m;
+                sums.add(&stats);
+            }
+        }
+        if *env_steps / d.target_every.max(1) != before {
+            self.target = self.online.valid();
+        }
+    }
+}
+
+impl Learner for DdqnLearner {
+    const ALGO: Algo = Algo::Ddqn;
+    type Config = DdqnConfig;
+    type Stats = DdqnUpdateStats;
+
+    fn config(cfg: &TrainConfig) -> &DdqnConfig {
+        &cfg.ddqn
+    }
+
+    fn build(
+        cfg: &TrainConfig,
+        meta: &PolicyMeta,
+        autodiff: &Device,
+        device: &Device,
+    ) -> Result<Self, TrainError> {
+        let Head::Categorical(k) = meta.head else {
+            unreachable!("DDQN's head is categorical")
+        };
+        let online = QNetwork::new(&meta.spec, meta.obs_dim, k, autodiff)?;
+        Ok(DdqnLearner {
+            target: online.valid(),
+            online,
+            optim: optimizer(&cfg.ddqn),
+            replay: Box::new(Replay::new(
+                cfg.ddqn.buffer,
+                meta.obs_dim * meta.spec.window,
+            )),
+            device: device.clone(),
+        })
+    }
+
+    /// Never: DDQN learns through burn's autodiff, which sums in parallel
+    /// in an order that depends on what else the machine runs.
+    fn reproducible_side_by_side(_cfg: &TrainConfig, _network: &NetworkSpec) -> bool {
+        false
+    }
+
+    fn update(&mut self, cfg: &TrainConfig, mut x: Experience) -> DdqnUpdateStats {
+        let d = Self::config(cfg);
+        let mut env_steps = x.env_steps;
+        let mut sums = LossSums::default();
+        let sources = x.venv.sources();
+        for _ in 0..cfg.decisions_per_update() {
+            self.step(d, &mut x, &sources, &mut env_steps, &mut sums);
+        }
+        DdqnUpdateStats {
+            loss: LossSums::mean(sums.total).unwrap_or(0.0),
+            loss_static: LossSums::mean(sums.static_),
+            loss_dynamic: LossSums::mean(sums.dynamic),
+            epsilon: d.epsilon(x.env_steps),
+        }
+    }
+
+    fn inference(&self) -> Model {
+        Model::Ddqn(self.online.valid())
+    }
+
+    fn save(&self, ck: &Path, current: &Policy) -> Result<(), TrainError> {
+        Policy {
+            meta: current.meta.clone(),
+            model: Model::Ddqn(self.target.clone()),
+            device: self.device.clone(),
+        }
+        .save(ck, "target")?;
+        save_optimizer(ck, &self.optim)
+    }
+
+    fn restore(&mut self, ck: &Path, saved: Model, _meta: &PolicyMeta) -> Result<(), TrainError> {
+        let Model::Ddqn(m) = saved else {
+            return Err(wrong_algorithm(ck));
+        };
+        let Model::Ddqn(target) = Policy::load(ck, "target", &self.device)?.model else {
+            return Err(TrainError::Corrupt {
+                path: ck.join("target.json").display().to_string(),
+                message: "not a DDQN network".into(),
+            });
+        };
+        self.online = m.train();
+        self.target = target;
+        restore_optimizer(ck, &mut self.optim)
+    }
+}

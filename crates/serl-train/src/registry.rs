@@ -1,0 +1,106 @@
+//! The learner registry: which [`Learner`] each `algo` of a config names.
+//! Adding an algorithm is its module (implementing [`Learner`]) and one
+//! arm in [`registered`]; everything else asks the registry.
+
+use burn::tensor::Device;
+use serl_design::NetworkSpec;
+
+use crate::config::TrainConfig;
+use crate::ddqn::DdqnLearner;
+use crate::learner::{AnyLearner, Learner};
+use crate::policy::{Algo, PolicyMeta};
+use crate::ppo::PpoLearner;
+use crate::TrainError;
+
+/// Builds a boxed learner for a config (see [`Learner::build`]).
+type BuildFn =
+    fn(&TrainConfig, &PolicyMeta, &Device, &Device) -> Result<Box<dyn AnyLearner>, TrainError>;
+
+/// One algorithm of the registry: how to build its learner, and what it
+/// promises before one is built.
+#[derive(Clone, Copy)]
+pub struct Registered {
+    /// The algorithm.
+    pub algo: Algo,
+    build: BuildFn,
+    reproducible_side_by_side: fn(&TrainConfig, &NetworkSpec) -> bool,
+}
+
+impl Registered {
+    /// The entry of learner `L`.
+    const fn of<L: Learner + 'static>() -> Self {
+        Registered {
+            algo: L::ALGO,
+            build: build_boxed::<L>,
+            reproducible_side_by_side: L::reproducible_side_by_side,
+        }
+    }
+}
+
+fn build_boxed<L: Learner + 'static>(
+    cfg: &TrainConfig,
+    meta: &PolicyMeta,
+    autodiff: &Device,
+    device: &Device,
+) -> Result<Box<dyn AnyLearner>, TrainError> {
+    Ok(Box::new(L::build(cfg, meta, autodiff, device)?))
+}
+
+/// The registry: the learner `algo` names.
+pub fn registered(algo: Algo) -> Registered {
+    match algo {
+        Algo::Ppo => Registered::of::<PpoLearner>(),
+        Algo::Ddqn => Registered::of::<DdqnLearner>(),
+    }
+}
+
+/// The learner `cfg` trains with (its `algo`), its network initialised on
+/// `autodiff` and acting on `device`.
+pub fn build_learner(
+    cfg: &TrainConfig,
+    meta: &PolicyMeta,
+    autodiff: &Device,
+    device: &Device,
+) -> Result<Box<dyn AnyLearner>, TrainError> {
+    (registered(cfg.algo).build)(cfg, meta, autodiff, device)
+}
+
+/// Whether training `network` with `algo`, under `cfg`'s other settings,
+/// gives the same numbers however many trainings share the machine: then
+/// several may run side by side (parallel candidates) without changing
+/// any result. PPO's fused backend does; burn's autodiff does not.
+pub fn reproducible_side_by_side(cfg: &TrainConfig, algo: Algo, network: &NetworkSpec) -> bool {
+    (registered(algo).reproducible_side_by_side)(cfg, network)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_is_registered_under_its_own_name() {
+        for algo in [Algo::Ppo, Algo::Ddqn] {
+            assert_eq!(registered(algo).algo, algo);
+        }
+    }
+
+    #[test]
+    fn only_fused_ppo_is_reproducible_side_by_side() {
+        let cfg = TrainConfig::default();
+        let mlp = NetworkSpec::default();
+        assert!(reproducible_side_by_side(&cfg, Algo::Ppo, &mlp));
+        assert_eq!(
+            reproducible_side_by_side(&cfg, Algo::Ppo, &mlp),
+            cfg.trains_fused()
+        );
+        assert!(!reproducible_side_by_side(&cfg, Algo::Ddqn, &mlp));
+        let burn = TrainConfig {
+            ppo: crate::ppo::PpoConfig {
+                fused: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(!reproducible_side_by_side(&burn, Algo::Ppo, &mlp));
+    }
+}

@@ -1,0 +1,109 @@
+//! What the subcommands share on their command lines: the value types of
+//! flags that several take, and the checks of their values.
+
+use std::path::Path;
+
+use clap::ValueEnum;
+use serl_cluster::EngineKind;
+use serl_study::backtest::EnvChoice;
+use serl_study::LlmChoice;
+
+/// Who runs the tasks (`--engine`).
+#[derive(Clone, Copy, ValueEnum, Debug)]
+pub enum EngineChoice {
+    Local,
+    Slurm,
+    Hyperqueue,
+    Kubernetes,
+}
+
+impl From<EngineChoice> for EngineKind {
+    fn from(e: EngineChoice) -> Self {
+        match e {
+            EngineChoice::Local => EngineKind::Local,
+            EngineChoice::Slurm => EngineKind::Slurm,
+            EngineChoice::Hyperqueue => EngineKind::Hyperqueue,
+            EngineChoice::Kubernetes => EngineKind::Kubernetes,
+        }
+    }
+}
+
+/// The designer (`--llm`).
+#[derive(Clone, Copy, ValueEnum, Debug)]
+pub enum LlmArg {
+    Builtin,
+    Openai,
+    Ollama,
+    /// The embedded GGUF model of `[llm.local]`.
+    Local,
+    Replay,
+}
+
+impl From<LlmArg> for LlmChoice {
+    fn from(l: LlmArg) -> Self {
+        match l {
+            LlmArg::Builtin => LlmChoice::Builtin,
+            LlmArg::Openai => LlmChoice::Openai,
+            LlmArg::Ollama => LlmChoice::Ollama,
+            LlmArg::Local => LlmChoice::Local,
+            LlmArg::Replay => LlmChoice::Replay,
+        }
+    }
+}
+
+/// Where the orders play (`--env`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum EnvArg {
+    Static,
+    Dynamic,
+    /// Static and dynamic.
+    Both,
+    /// The LOBSTER days' real queue (with --lobster).
+    Lobster,
+    /// Static, dynamic and the LOBSTER queue (with --lobster).
+    All,
+}
+
+impl From<EnvArg> for EnvChoice {
+    fn from(e: EnvArg) -> Self {
+        match e {
+            EnvArg::Static => EnvChoice::Static,
+            EnvArg::Dynamic => EnvChoice::Dynamic,
+            EnvArg::Both => EnvChoice::Both,
+            EnvArg::Lobster => EnvChoice::Lobster,
+            EnvArg::All => EnvChoice::All,
+        }
+    }
+}
+
+/// The value of a flag that must be a positive number. Such a flag also
+/// has `allow_negative_numbers`, so that `--qty-adv -1` reaches this check
+/// and is told what is wrong, rather than being read as an unknown flag.
+pub fn positive(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("must be positive, got {s}")),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
+/// The designable modules' names, in `ModuleKind::ALL`'s order.
+pub fn module_names() -> Vec<&'static str> {
+    serl_design::ModuleKind::ALL
+        .into_iter()
+        .map(serl_design::ModuleKind::name)
+        .collect()
+}
+
+/// The dataset at `path`, loaded under `cfg`; what the load left out is
+/// said on stderr at once.
+pub fn load_data(
+    path: &Path,
+    cfg: &serl_data::DataConfig,
+) -> serl_study::Result<serl_data::Dataset> {
+    let ds = serl_study::data::load_data(path, cfg)?;
+    if let Some(w) = serl_study::data::left_out_warning(path, &ds) {
+        eprintln!("warning: {w}");
+    }
+    Ok(ds)
+}

@@ -1,0 +1,69 @@
+//! `serl backtest --team RUN_DIR --agents N`: trained teams and baselines
+//! working each parent order with N agents at once
+//! (`serl_study::team`), with a progress bar and the tables printed.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use serl_env::TeamMode;
+use serl_study::team::{TeamBacktest, TeamRequest};
+use serl_study::BacktestFile;
+
+use super::BacktestArgs;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TeamModeArg {
+    Cooperative,
+    Competitive,
+}
+
+pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
+    if a.lobster.is_some() {
+        bail!("--team plays bar data (--data), not LOBSTER days");
+    }
+    let request = TeamRequest {
+        teams: &a.teams,
+        strategies: &a.strategies,
+        agents: a.agents,
+        mode: a.mode.map(|m| match m {
+            TeamModeArg::Cooperative => TeamMode::Cooperative,
+            TeamModeArg::Competitive => TeamMode::Competitive,
+        }),
+        env: a.env.map(Into::into),
+        silence: a.silence,
+        held_out: a.held_out,
+        configured: a.config.is_some(),
+    };
+    let data = a.data.as_deref().context("--team needs --data")?;
+    let played = TeamBacktest::prepare(&request, cfg, (data, a.split))?;
+    for w in &played.warnings {
+        eprintln!("warning: {w}");
+    }
+    eprintln!(
+        "{} parent orders from the {} split, {} agents each ({}), at {} venue(s)",
+        played.orders.len(),
+        a.split,
+        played.agents,
+        played.mode.name(),
+        played.venues()
+    );
+    let bar = ProgressBar::new(played.episodes()).with_style(
+        ProgressStyle::with_template(
+            "{spinner} team backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let t0 = std::time::Instant::now();
+    let (report, episodes) = played.play(cfg, &a.out, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    let secs = t0.elapsed().as_secs_f64();
+    print!("{}", serl_eval::team_table(&report));
+    println!(
+        "{episodes} team episodes in {secs:.1}s; report: {}",
+        a.out.join("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

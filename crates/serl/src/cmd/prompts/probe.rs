@@ -1,0 +1,143 @@
+//! `serl prompts probe`: what a local model makes of serl's prompts. Each
+//! module's prompt is asked `--n` times, constrained (as `serl evolve`
+//! asks) and, with `--unconstrained`, free; the table gives the share of
+//! replies that are well-formed (extract and parse) and that validate, and
+//! the model's speed. The figures in docs/llm.md come from it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::super::args::module_names;
+use anyhow::{Context, Result};
+use clap::builder::PossibleValuesParser;
+use clap::Args;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use indicatif::{ProgressBar, ProgressStyle};
+use serl_design::ModuleKind;
+use serl_study::probe::{ProbeRequest, Row};
+
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// The GGUF instruct model.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Replies per module and mode.
+    #[arg(long, default_value_t = 20)]
+    pub n: usize,
+    /// Also ask without constraints.
+    #[arg(long)]
+    pub unconstrained: bool,
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(module_names()),
+          help = format!("Modules to ask, comma-separated (default: all {} designable modules)", ModuleKind::ALL.len()))]
+    pub modules: Vec<String>,
+    /// Threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.7)]
+    pub temperature: f64,
+    /// Base seed (each reply adds its number).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print this many replies per module and mode.
+    #[arg(long, default_value_t = 0)]
+    pub show: usize,
+    /// Also write the figures (and every reply) as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// The prompt templates.
+    #[arg(long, default_value = "prompts")]
+    pub prompts: PathBuf,
+}
+
+pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
+    let request = ProbeRequest {
+        model: a.model.clone(),
+        n: a.n,
+        unconstrained: a.unconstrained,
+        modules: a.modules.clone(),
+        threads: a.threads,
+        temperature: a.temperature,
+        seed: a.seed,
+        prompts: a.prompts.clone(),
+    };
+    let asked = request.kinds()?.len() * request.modes().len() * a.n;
+    let bar = ProgressBar::new(asked as u64).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} replies {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let at = |kind: ModuleKind, constrained| {
+        bar.set_message(format!("{} ({})", kind.name(), mode(constrained)))
+    };
+    let rows = serl_study::probe::probe(&request, &at, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    print_rows(&rows, a.show);
+    let s = serl_study::probe::speed(&request)?;
+    println!(
+        "speed: prompt {:.0} tokens/s ({} tokens), generation {:.1} tokens/s (median of 3)",
+        s.prompt_rate, s.prompt_tokens, s.decode_rate
+    );
+    if let Some(p) = &a.json {
+        std::fs::write(p, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mode(constrained: bool) -> &'static str {
+    if constrained {
+        "constrained"
+    } else {
+        "free"
+    }
+}
+
+fn print_rows(rows: &[Row], show: usize) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header([
+        "module",
+        "decoding",
+        "replies",
+        "well-formed",
+        "valid",
+        "tokens/reply",
+        "tokens/s",
+    ]);
+    let pct = |k: usize, n: usize| format!("{:.0}%", 100.0 * k as f64 / n.max(1) as f64);
+    for r in rows {
+        t.add_row([
+            r.module.clone(),
+            mode(r.constrained).into(),
+            r.replies.to_string(),
+            pct(r.well_formed, r.replies),
+            pct(r.valid, r.replies),
+            format!(
+                "{:.0}",
+                r.completion_tokens as f64 / r.replies.max(1) as f64
+            ),
+            format!("{:.1}", r.completion_tokens as f64 / r.seconds.max(1e-9)),
+        ]);
+    }
+    println!("{t}");
+    for r in rows {
+        if let Some(e) = r.errors.first() {
+            println!(
+                "{} ({}): {} refused; the first: {e}",
+                r.module,
+                mode(r.constrained),
+                r.errors.len()
+            );
+        }
+    }
+    for r in rows {
+        for text in r.texts.iter().take(show) {
+            println!(
+                "--- {} ({}):\n{}",
+                r.module,
+                mode(r.constrained),
+                text.trim()
+            );
+        }
+    }
+}
