@@ -99,11 +99,13 @@ impl BacktestData {
     /// The LOBSTER days at `lobster` when given (orders from every day;
     /// they play here only), else the bars at `bars` (the orders of
     /// `split`).
+    /// `warn` hears at once what the load of bars left out.
     pub fn load(
         lobster: Option<&Path>,
         bars: Option<&Path>,
         split: Split,
         cfg: &BacktestFile,
+        warn: &dyn Fn(&str),
     ) -> Result<BacktestData> {
         match (lobster, bars) {
             (Some(dir), _) => {
@@ -112,14 +114,9 @@ impl BacktestData {
                 }
                 Self::lobster(dir, cfg)
             }
-            (None, Some(path)) => Self::bars(path, split, cfg),
+            (None, Some(path)) => Self::bars(path, split, cfg, warn),
             (None, None) => crate::bail!("give --data or --lobster"),
         }
-    }
-
-    /// What the load left out, in one line for the terminal, when anything.
-    pub fn left_out(&self) -> Option<String> {
-        crate::data::left_out_warning(&self.data_path, &self.ds)
     }
 
     /// The report of `results` in `out`: the tables, plots and orders,
@@ -149,8 +146,16 @@ impl BacktestData {
     }
 
     /// Bar data at `data`, the orders of `split`.
-    pub fn bars(data: &Path, split: Split, cfg: &BacktestFile) -> Result<BacktestData> {
+    pub fn bars(
+        data: &Path,
+        split: Split,
+        cfg: &BacktestFile,
+        warn: &dyn Fn(&str),
+    ) -> Result<BacktestData> {
         let ds = crate::data::load_data(data, &cfg.data)?;
+        if let Some(w) = crate::data::left_out_warning(data, &ds) {
+            warn(&w);
+        }
         Self::of(ds, None, split, data, cfg)
     }
 
@@ -195,7 +200,8 @@ pub fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
                 file.display()
             )
         })?;
-        let real = serl_lob::LobsterDayFiles::read(symbol.clone(), file)?;
+        let real = serl_lob::LobsterDayFiles::read(symbol.clone(), file.clone())
+            .with_context(|| format!("reading {}", file.display()))?;
         let day = LobsterDay::new(&symbol, date, real.messages, real.rows);
         sessions.push(day.session().clone());
         days.push(std::sync::Arc::new(day));

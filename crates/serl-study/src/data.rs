@@ -152,16 +152,18 @@ pub struct StudyData {
     /// What the load left out, one line each (for the report's
     /// provenance).
     pub skipped: Vec<String>,
-    /// The same in one line for the terminal, when anything was.
-    pub left_out: Option<String>,
 }
 
 impl StudyData {
     /// The run's sessions and orders; with `all`, every order of the data
-    /// too (for `--walk-forward`), else none.
-    pub fn load(cfg: &EvolveFile, all: bool) -> Result<StudyData> {
+    /// too (for `--walk-forward`), else none. `warn` hears at once what the
+    /// load left out, when anything.
+    pub fn load(cfg: &EvolveFile, all: bool, warn: &dyn Fn(&str)) -> Result<StudyData> {
         let data_path = cfg.data_path();
         let ds = load_data(&data_path, &cfg.data)?;
+        if let Some(w) = left_out_warning(&data_path, &ds) {
+            warn(&w);
+        }
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
         let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;
@@ -181,7 +183,6 @@ impl StudyData {
         }
         Ok(StudyData {
             skipped: skipped_lines(&ds),
-            left_out: left_out_warning(&data_path, &ds),
             symbols: ds.symbols().len(),
             market: market_data(&ds, &cfg.data),
             train,

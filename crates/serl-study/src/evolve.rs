@@ -107,12 +107,18 @@ pub struct Prepared {
 /// Everything before the loop: the lockbox flags checked, the run
 /// directory prepared, the prompts, data and orders loaded (with the
 /// confirmation's windows checked), the cluster and the designer made.
-pub fn prepare(out: &Path, cfg: &EvolveFile, req: &EvolveRequest) -> Result<Prepared> {
+/// `warn` hears what the data's load left out.
+pub fn prepare(
+    out: &Path,
+    cfg: &EvolveFile,
+    req: &EvolveRequest,
+    warn: &dyn Fn(&str),
+) -> Result<Prepared> {
     check_lockbox(cfg, out, req.open_test, req.confirming())?;
     let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
     let prompts = Prompts::load(&prompts_dir)
         .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
-    let data = StudyData::load(cfg, req.confirming())?;
+    let data = StudyData::load(cfg, req.confirming(), warn)?;
     if req.confirming() {
         // A team or windows the data cannot fill, before the run too.
         let walk_forward = req.walk_forward.then_some(&cfg.walk_forward);

@@ -85,7 +85,8 @@ pub fn realism(a: &RealismRequest, progress: &dyn Fn(Progress)) -> Result<Vec<Sy
     let mut reports = Vec::new();
     for (symbol, file) in files {
         progress(Progress::Symbol(&symbol));
-        let day = LobsterDayFiles::read(symbol, file)?;
+        let day = LobsterDayFiles::read(symbol, file.clone())
+            .with_context(|| format!("reading {}", file.display()))?;
         let real = DayFeatures::measure(&day.messages, &day.rows, CENT);
         let (cal, market) = agent_market(&day, &base)?;
         let flow =

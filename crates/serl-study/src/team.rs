@@ -52,17 +52,18 @@ pub struct TeamBacktest {
     market: MarketData,
     data_path: PathBuf,
     split: Split,
-    /// What the load found worth a warning.
-    pub warnings: Vec<String>,
 }
 
 impl TeamBacktest {
     /// Loads the teams, checks the baselines and venues, then the orders
     /// of `split` of the bars at `data`.
+    /// `warn` hears at once a team played with another shape than it
+    /// trained with, and what the data's load left out.
     pub fn prepare(
         req: &TeamRequest,
         cfg: &BacktestFile,
         (data, split): (&Path, Split),
+        warn: &dyn Fn(&str),
     ) -> Result<TeamBacktest> {
         if cfg.cluster.engine != serl_cluster::EngineKind::Local {
             crate::bail!("team backtests run here: leave --engine local");
@@ -70,7 +71,9 @@ impl TeamBacktest {
         let teams = load_teams(req.teams)?;
         let (agents, mode) = team_shape((req.agents, req.mode), &teams)?;
         let first_dir = req.teams.first().filter(|_| !req.configured);
-        let mut warnings = shape_warnings(&teams, (agents, mode), first_dir.map(|d| d.as_path()));
+        for w in shape_warnings(&teams, (agents, mode), first_dir.map(|d| d.as_path())) {
+            warn(&w);
+        }
         let baselines: Vec<StrategySpec> = req
             .strategies
             .iter()
@@ -83,7 +86,9 @@ impl TeamBacktest {
             .collect::<Result<_>>()?;
         let venues = venues(req.env.unwrap_or(EnvChoice::Dynamic), cfg, req.held_out)?;
         let ds = crate::data::load_data(data, &cfg.data)?;
-        warnings.extend(crate::data::left_out_warning(data, &ds));
+        if let Some(w) = crate::data::left_out_warning(data, &ds) {
+            warn(&w);
+        }
         let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
         Ok(TeamBacktest {
             market: crate::data::market_data(&ds, &cfg.data),
@@ -96,7 +101,6 @@ impl TeamBacktest {
             orders,
             data_path: data.to_path_buf(),
             split,
-            warnings,
         })
     }
 

@@ -52,6 +52,9 @@ pub fn run(
 ) -> Result<WalkForward> {
     let wf = &cfg.walk_forward;
     let all = generate_orders(ds, Split::All, &cfg.data, &cfg.orders)?;
+    // Windows the data cannot fill are refused before anything is written.
+    serl_eval::walk_forward::cut(&all, wf)
+        .map_err(|m| StudyError::msg(format!("[walk_forward] {m}")))?;
     let market = crate::data::market_data(ds, &cfg.data);
     let baselines: Vec<StrategySpec> = wf
         .baselines

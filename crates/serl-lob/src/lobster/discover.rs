@@ -34,10 +34,7 @@ pub fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
 pub fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>, ReplayError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|source| ReplayError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?
+            .map_err(|e| samples(format!("reading {}: {e}", path.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "zip"))
             .collect();

@@ -106,7 +106,7 @@ fn run_evolve_task(run_dir: &Path, task: &Task) -> Result<()> {
         );
     }
     let cfg: EvolveFile = read_toml(&saved)?;
-    let study = StudyData::load(&cfg, false)?;
+    let study = StudyData::load(&cfg, false, &|w| eprintln!("warning: {w}"))?;
     let inputs = serl_evolve::TaskInputs {
         env_cfg: &cfg.env,
         market_cfg: &cfg.market,

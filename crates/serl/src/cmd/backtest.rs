@@ -149,10 +149,9 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         bail!(NEEDS_LOBSTER);
     }
     let t0 = std::time::Instant::now();
-    let data = BacktestData::load(a.lobster.as_deref(), a.data.as_deref(), a.split, &cfg)?;
-    if let Some(w) = data.left_out().filter(|_| a.lobster.is_none()) {
-        eprintln!("warning: {w}");
-    }
+    let warn = |w: &str| eprintln!("warning: {w}");
+    let (lobster, bars) = (a.lobster.as_deref(), a.data.as_deref());
+    let data = BacktestData::load(lobster, bars, a.split, &cfg, &warn)?;
     let (orders, split) = (&data.orders, data.split);
     eprintln!(
         "loaded {} sessions of {} symbols in {:.2}s; {} orders from the {} split",

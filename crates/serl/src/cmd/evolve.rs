@@ -132,10 +132,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         data,
         cluster,
         designer,
-    } = serl_study::evolve::prepare(&out, &cfg, &request)?;
-    if let Some(w) = &data.left_out {
-        eprintln!("warning: {w}");
-    }
+    } = serl_study::evolve::prepare(&out, &cfg, &request, &|w| eprintln!("warning: {w}"))?;
     let designer_name = designer.name();
     say_start(&designer_name, &data, &out, cluster.as_ref());
     let study = Study {

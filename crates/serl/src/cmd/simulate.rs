@@ -118,8 +118,9 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         bar.finish_and_clear();
         eprintln!("{l}");
     };
-    let summary = serl_study::simulate::simulate(&session, a.seeds, &out, &|| bar.inc(1), &said)?;
+    let summary = serl_study::simulate::simulate(&session, a.seeds, &out, &|| bar.inc(1), &said);
     bar.finish_and_clear();
+    let summary = summary?;
     for c in summary.calibration.iter().chain(&summary.stylized_facts) {
         println!(
             "{} {:<55} {:<40} target {}",
@@ -151,8 +152,9 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         eprintln!("{l}");
     };
     let out = &a.out;
-    let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said)?;
+    let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);
     bar.finish_and_clear();
+    let done = done?;
     let (study, delta) = (&done.study, &done.delta);
     for r in &study.rows {
         println!(

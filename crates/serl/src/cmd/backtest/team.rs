@@ -37,10 +37,8 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         configured: a.config.is_some(),
     };
     let data = a.data.as_deref().context("--team needs --data")?;
-    let played = TeamBacktest::prepare(&request, cfg, (data, a.split))?;
-    for w in &played.warnings {
-        eprintln!("warning: {w}");
-    }
+    let warn = |w: &str| eprintln!("warning: {w}");
+    let played = TeamBacktest::prepare(&request, cfg, (data, a.split), &warn)?;
     eprintln!(
         "{} parent orders from the {} split, {} agents each ({}), at {} venue(s)",
         played.orders.len(),
@@ -57,8 +55,9 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         .progress_chars("=> "),
     );
     let t0 = std::time::Instant::now();
-    let (report, episodes) = played.play(cfg, &a.out, &|n| bar.inc(n))?;
+    let played = played.play(cfg, &a.out, &|n| bar.inc(n));
     bar.finish_and_clear();
+    let (report, episodes) = played?;
     let secs = t0.elapsed().as_secs_f64();
     print!("{}", serl_eval::team_table(&report));
     println!(

@@ -42,8 +42,9 @@ pub fn run(c: Confirming, provenance: Provenance) -> Result<ConfirmReport> {
         }
     };
     let run_dir = c.run_dir;
-    let report = serl_study::confirm::confirm(c, provenance, &on_step)?;
+    let report = serl_study::confirm::confirm(c, provenance, &on_step);
     bar.finish_and_clear();
+    let report = report?;
     print!("{}", serl_evolve::confirm_tables(&report));
     println!(
         "confirmation: {}",
