@@ -180,17 +180,16 @@ pub fn cut(all: &[ParentOrder], cfg: &WalkForwardConfig) -> Result<Vec<WindowOrd
 }
 
 /// The walk-forward driver of `serl train --walk-forward` and `serl evolve
-/// --walk-forward`: cuts the windows of `cfg` over `all` (every window is
-/// checked before the first trains), then runs `step` on each in order.
-pub fn run_windows<T, E: From<String>>(
-    all: &[ParentOrder],
-    cfg: &WalkForwardConfig,
+/// --walk-forward`: runs `step` on each window [`cut`] gave (so every
+/// window was checked before the first trains), in order, with the number
+/// of windows.
+pub fn run_windows<T, E>(
+    windows: Vec<WindowOrders>,
     mut step: impl FnMut(&WindowOrders, usize) -> Result<T, E>,
 ) -> Result<Vec<WindowRun<T>>, E> {
-    let cut = cut(all, cfg).map_err(|m| E::from(format!("[walk_forward] {m}")))?;
-    let n = cut.len();
+    let n = windows.len();
     let mut out = Vec::with_capacity(n);
-    for w in cut {
+    for w in windows {
         let outcome = step(&w, n)?;
         out.push(WindowRun {
             train_orders: w.train.len(),
@@ -256,7 +255,8 @@ mod tests {
             })
             .collect();
         let cfg = WalkForwardConfig::default();
-        let runs = run_windows(&orders, &cfg, |w, n| -> Result<(usize, usize), String> {
+        let windows = cut(&orders, &cfg).unwrap();
+        let runs = run_windows(windows, |w, n| -> Result<(usize, usize), String> {
             assert!(w.test.iter().all(|o| w.window.test.contains(&o.date)));
             Ok((w.validation.len(), n))
         })
@@ -267,7 +267,7 @@ mod tests {
             .collect();
         assert_eq!(counts, [(20, 10, 4), (20, 6, 4)]);
         assert!(runs.iter().all(|r| r.outcome.1 == 2));
-        let short = run_windows(&orders[..20], &cfg, |_, _| Ok::<_, String>(()));
-        assert!(short.unwrap_err().starts_with("[walk_forward] needs more"));
+        let short = cut(&orders[..20], &cfg);
+        assert!(short.unwrap_err().starts_with("needs more"));
     }
 }

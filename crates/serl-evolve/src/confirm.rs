@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use serl_cluster::Cluster;
 use serl_design::Design;
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
-use serl_eval::walk_forward::{cut, run_windows, WalkForwardConfig, Window, WindowRun};
+use serl_eval::walk_forward::{
+    cut, run_windows, WalkForwardConfig, Window, WindowOrders, WindowRun,
+};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::Algo;
 
@@ -176,10 +178,12 @@ pub fn check(
     Ok(())
 }
 
-fn cut_windows(wf: &WalkForwardConfig, all_orders: &[ParentOrder]) -> Result<(), EvolveError> {
-    cut(all_orders, wf)
-        .map(|_| ())
-        .map_err(|m| EvolveError::Config(format!("[walk_forward] {m}")))
+/// The windows of `wf` over `all_orders`, each with its orders.
+fn cut_windows(
+    wf: &WalkForwardConfig,
+    all_orders: &[ParentOrder],
+) -> Result<Vec<WindowOrders>, EvolveError> {
+    cut(all_orders, wf).map_err(|m| EvolveError::Config(format!("[walk_forward] {m}")))
 }
 
 /// Retrains and tests as `inputs` asks, into `RUN_DIR/confirm/`; trainings
@@ -265,7 +269,7 @@ fn walk_forward(
     dir: &Path,
 ) -> Result<Vec<WindowResult>, EvolveError> {
     let seed = inputs.cfg.seed ^ FINAL_SEED_MIX;
-    run_windows(inputs.all_orders, wf, |cut, n| {
+    run_windows(cut_windows(wf, inputs.all_orders)?, |cut, n| {
         let w = &cut.window;
         inputs.say(ConfirmStep::TrainingWindow {
             index: w.index,

@@ -53,11 +53,3 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvolveE
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
-
-impl From<String> for EvolveError {
-    /// A config the run cannot use, in words (the walk-forward driver's
-    /// errors).
-    fn from(message: String) -> Self {
-        EvolveError::Config(message)
-    }
-}

@@ -152,10 +152,7 @@ impl BacktestData {
         cfg: &BacktestFile,
         warn: &dyn Fn(&str),
     ) -> Result<BacktestData> {
-        let ds = crate::data::load_data(data, &cfg.data)?;
-        if let Some(w) = crate::data::left_out_warning(data, &ds) {
-            warn(&w);
-        }
+        let ds = crate::data::load_data(data, &cfg.data, warn)?;
         Self::of(ds, None, split, data, cfg)
     }
 
@@ -188,7 +185,7 @@ impl BacktestData {
 /// The LOBSTER days of `path` (a sample zip or a folder of them, the
 /// deepest file per symbol) as bar sessions, and the venue that replays
 /// their message streams.
-pub fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
+fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
     let mut sessions = Vec::new();
     let mut days = Vec::new();
     for (symbol, file) in serl_lob::sample_files(path, &[])? {

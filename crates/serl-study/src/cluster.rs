@@ -9,7 +9,7 @@ use crate::error::Result;
 
 /// The command line that runs one task of the run in `root`, before
 /// `--indices`: `serl task run ROOT`.
-pub fn task_runner(program: &str, root: &Path) -> Vec<String> {
+pub(crate) fn task_runner(program: &str, root: &Path) -> Vec<String> {
     vec![
         program.to_string(),
         "task".into(),
@@ -20,7 +20,7 @@ pub fn task_runner(program: &str, root: &Path) -> Vec<String> {
 
 /// The program that runs a task on `engine`: this very binary (on a
 /// shared filesystem), or the `serl` on a Kubernetes pod's PATH.
-pub fn task_program(engine: EngineKind) -> Result<String> {
+pub(crate) fn task_program(engine: EngineKind) -> Result<String> {
     Ok(match engine {
         EngineKind::Kubernetes => "serl".to_string(),
         _ => std::env::current_exe()?.display().to_string(),
@@ -29,7 +29,7 @@ pub fn task_program(engine: EngineKind) -> Result<String> {
 
 /// The cluster of a run in `out`: its plan there, its tasks run by
 /// [`task_program`] in this working directory.
-pub fn cluster_for(cfg: &ClusterConfig, out: &Path) -> Result<Cluster> {
+pub(crate) fn cluster_for(cfg: &ClusterConfig, out: &Path) -> Result<Cluster> {
     let root = std::path::absolute(out)?;
     let runner = task_runner(&task_program(cfg.engine)?, &root);
     Ok(Cluster::new(

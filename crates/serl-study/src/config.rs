@@ -243,7 +243,7 @@ pub struct SimulateFile {
 
 /// The dotted paths at which two configs differ, with both values: what a
 /// resumed run would change.
-pub fn differences<T: Serialize>(was: &T, now: &T) -> Result<Vec<String>> {
+pub(crate) fn differences<T: Serialize>(was: &T, now: &T) -> Result<Vec<String>> {
     let (was, now) = (serde_json::to_value(was)?, serde_json::to_value(now)?);
     let mut out = Vec::new();
     differences_at("", &was, &now, &mut out);

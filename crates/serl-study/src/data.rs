@@ -11,15 +11,20 @@ use serl_eval::Provenance;
 use crate::config::EvolveFile;
 use crate::error::{Context, Result};
 
-/// The dataset at `path`, loaded under `cfg`, the path named in errors.
-pub fn load_data(path: &Path, cfg: &DataConfig) -> Result<Dataset> {
-    serl_data::load(path, cfg).with_context(|| format!("loading {}", path.display()))
+/// The dataset at `path`, loaded under `cfg`, the path named in errors;
+/// `warn` hears at once what the load left out, when anything.
+pub fn load_data(path: &Path, cfg: &DataConfig, warn: &dyn Fn(&str)) -> Result<Dataset> {
+    let ds = serl_data::load(path, cfg).with_context(|| format!("loading {}", path.display()))?;
+    if let Some(w) = left_out_warning(path, &ds) {
+        warn(&w);
+    }
+    Ok(ds)
 }
 
 /// What the load of `ds` from `path` left out (files skipped, rows
 /// dropped), in one line for the terminal, when anything: no command uses
 /// less data than it was given without a word.
-pub fn left_out_warning(path: &Path, ds: &Dataset) -> Option<String> {
+fn left_out_warning(path: &Path, ds: &Dataset) -> Option<String> {
     let left = ds.left_out();
     if left.is_empty() {
         return None;
@@ -59,7 +64,7 @@ pub fn market_data(ds: &Dataset, cfg: &DataConfig) -> MarketData {
 /// (docs/performance.md): `$SERL_CACHE_DIR/noise-fits`, else
 /// `$XDG_CACHE_HOME/serl/noise-fits`, else `~/.cache/serl/noise-fits`;
 /// none when `SERL_CACHE_DIR` is `off` (or no home is known).
-pub fn fit_cache_dir() -> Option<PathBuf> {
+fn fit_cache_dir() -> Option<PathBuf> {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     let root = match var("SERL_CACHE_DIR") {
         Some(v) if v == "off" => return None,
@@ -118,7 +123,7 @@ pub fn backtest_provenance(
 
 /// The commit of the source this serl was built from, when it is a git
 /// checkout.
-pub fn git_commit() -> String {
+fn git_commit() -> String {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -130,7 +135,7 @@ pub fn git_commit() -> String {
 }
 
 /// Now, in RFC 3339.
-pub fn now() -> String {
+fn now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -160,10 +165,7 @@ impl StudyData {
     /// load left out, when anything.
     pub fn load(cfg: &EvolveFile, all: bool, warn: &dyn Fn(&str)) -> Result<StudyData> {
         let data_path = cfg.data_path();
-        let ds = load_data(&data_path, &cfg.data)?;
-        if let Some(w) = left_out_warning(&data_path, &ds) {
-            warn(&w);
-        }
+        let ds = load_data(&data_path, &cfg.data, warn)?;
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;
         let test = generate_orders(&ds, Split::Test, &cfg.data, &cfg.orders)?;

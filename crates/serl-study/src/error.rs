@@ -47,12 +47,6 @@ pub enum StudyError {
     Module(#[from] serl_design::ModuleError),
 }
 
-impl From<String> for StudyError {
-    fn from(text: String) -> Self {
-        StudyError::Message(text)
-    }
-}
-
 /// A study's result.
 pub type Result<T, E = StudyError> = std::result::Result<T, E>;
 

@@ -17,7 +17,7 @@ use crate::error::{Context, Result};
 /// Writes a new run's config and its copy of the prompts (`new_run`);
 /// returns the prompts the run asks with: its own copy, so that a resumed
 /// or replayed run asks exactly what the original asked.
-pub fn prepare_run_dir(out: &Path, cfg: &EvolveFile, new_run: bool) -> Result<PathBuf> {
+fn prepare_run_dir(out: &Path, cfg: &EvolveFile, new_run: bool) -> Result<PathBuf> {
     let prompt_dir = cfg.prompt_dir();
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     if new_run {
@@ -49,12 +49,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 /// `open_test` on a run without a lockbox, and a confirmation (`--seeds`,
 /// `--walk-forward`) on a sealed test split: refused before the run
 /// rather than after it.
-pub fn check_lockbox(
-    cfg: &EvolveFile,
-    out: &Path,
-    open_test: bool,
-    confirming: bool,
-) -> Result<()> {
+fn check_lockbox(cfg: &EvolveFile, out: &Path, open_test: bool, confirming: bool) -> Result<()> {
     if open_test && !cfg.evolve.lockbox {
         crate::bail!(
             "{}: this run has no lockbox ([evolve] lockbox = false): its test is played when the run ends; --open-test is for a run whose test was sealed",
@@ -145,7 +140,7 @@ pub fn prepare(
 
 /// Where a run's test orders came from, and which reward its best design
 /// trained with.
-pub fn provenance(cfg: &EvolveFile, orders: usize, outcome: &EvolveOutcome) -> Result<Provenance> {
+fn provenance(cfg: &EvolveFile, orders: usize, outcome: &EvolveOutcome) -> Result<Provenance> {
     let reward = format!(
         "best design: {}",
         outcome

@@ -74,10 +74,7 @@ pub fn load_session(s: SessionRequest, warn: &dyn Fn(&str)) -> Result<Session> {
         cfg.cluster.engine = e;
     }
     cfg.cluster.validate()?;
-    let ds = crate::data::load_data(data, &cfg.data)?;
-    if let Some(w) = crate::data::left_out_warning(data, &ds) {
-        warn(&w);
-    }
+    let ds = crate::data::load_data(data, &cfg.data, warn)?;
     let sym = symbol.to_uppercase();
     if ds.symbol_sessions(&sym).is_empty() {
         crate::bail!("unknown symbol `{symbol}` in {}", data.display());

@@ -85,10 +85,7 @@ impl TeamBacktest {
             })
             .collect::<Result<_>>()?;
         let venues = venues(req.env.unwrap_or(EnvChoice::Dynamic), cfg, req.held_out)?;
-        let ds = crate::data::load_data(data, &cfg.data)?;
-        if let Some(w) = crate::data::left_out_warning(data, &ds) {
-            warn(&w);
-        }
+        let ds = crate::data::load_data(data, &cfg.data, warn)?;
         let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
         Ok(TeamBacktest {
             market: crate::data::market_data(&ds, &cfg.data),

@@ -13,28 +13,21 @@ use serl_train::{load_run_policy, OnUpdate, TrainConfig, TrainOutcome, TrainSess
 use crate::config::TrainFile;
 use crate::error::{Context, Result, StudyError};
 
+/// Runs a training given to it (`around` of [`TrainingHooks`]).
+pub type Around = Box<dyn Fn(&mut dyn FnMut())>;
+
 /// What a caller shows of each training: made afresh for every training
 /// (the seeds and windows train one after another), and the wrapper each
 /// training runs in (where a signal may wait for the update under way).
-pub struct TrainingHooks<'a> {
+pub struct TrainingHooks {
     /// What each update shows; dropped when its training ends.
-    pub on_update: &'a dyn Fn(&TrainConfig) -> OnUpdate<'static>,
+    pub on_update: Box<dyn Fn(&TrainConfig) -> OnUpdate<'static>>,
     /// Runs one training.
-    pub around: &'a dyn Fn(&mut dyn FnMut()),
-}
-
-impl TrainingHooks<'_> {
-    /// Hooks that show nothing.
-    pub fn quiet() -> TrainingHooks<'static> {
-        TrainingHooks {
-            on_update: &|_| Box::new(|_| {}),
-            around: &|f| f(),
-        }
-    }
+    pub around: Around,
 }
 
 /// The config's reward program, or the default reward.
-pub fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
+pub(crate) fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     Ok(match &cfg.reward {
         Some(program) => Arc::new(
             serl_design::RewardModule::compile(program)
@@ -237,7 +230,7 @@ pub fn train_seeds(
 
 /// The seeds' best validation PA: mean (none without validation orders,
 /// not 0) and standard deviation.
-pub fn seeds_mean(runs: &[SeedRun]) -> (Option<f64>, f64) {
+fn seeds_mean(runs: &[SeedRun]) -> (Option<f64>, f64) {
     let best: Vec<f64> = runs.iter().filter_map(|r| r.best_val_pa).collect();
     let mean = (!best.is_empty()).then(|| serl_eval::mean(&best));
     (mean, serl_eval::std_dev(&best))

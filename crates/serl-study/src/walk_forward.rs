@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 use serl_data::{Dataset, Split};
 use serl_env::{generate_orders, spread_orders, StaticVenue, Venue};
-use serl_eval::walk_forward::{run_windows, WindowRun};
+use serl_eval::walk_forward::{cut, run_windows, WindowRun};
 use serl_eval::{run_backtest, DayTest, PairedDiff, ReportData, StrategyFactory, StrategySpec};
 
 use crate::config::TrainFile;
@@ -53,8 +53,7 @@ pub fn run(
     let wf = &cfg.walk_forward;
     let all = generate_orders(ds, Split::All, &cfg.data, &cfg.orders)?;
     // Windows the data cannot fill are refused before anything is written.
-    serl_eval::walk_forward::cut(&all, wf)
-        .map_err(|m| StudyError::msg(format!("[walk_forward] {m}")))?;
+    let cut = cut(&all, wf).map_err(|m| StudyError::msg(format!("[walk_forward] {m}")))?;
     let market = crate::data::market_data(ds, &cfg.data);
     let baselines: Vec<StrategySpec> = wf
         .baselines
@@ -79,7 +78,7 @@ pub fn run(
         )
     };
     let mut pooled = Vec::new();
-    let windows = run_windows(&all, wf, |w, _| -> Result<PolicyWindow> {
+    let windows = run_windows(cut, |w, _| -> Result<PolicyWindow> {
         let dir = out.join(format!("window-{}", w.window.index));
         starting(&w.window, &dir);
         let val = match cfg.validation.max_orders {
@@ -133,7 +132,7 @@ pub fn run(
 
 /// The policy against TWAP in one window's report: (ΔPA over orders, day
 /// test).
-pub fn against_twap(r: &ReportData) -> (Option<&PairedDiff>, Option<&DayTest>) {
+fn against_twap(r: &ReportData) -> (Option<&PairedDiff>, Option<&DayTest>) {
     (
         r.vs_twap("static", POLICY),
         r.day_test("static", POLICY, "twap"),

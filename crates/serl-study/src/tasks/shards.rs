@@ -121,23 +121,23 @@ pub fn run(
     Ok(rows)
 }
 
-/// A shard of a backtest's orders.
+/// A shard of a backtest's orders: replays them and writes their rows.
 pub struct Shard;
 
 impl super::TaskKind for Shard {
     const NAME: &'static str = SHARD_TASK;
     fn run(plan: &Plan, task: &Task) -> Result<()> {
-        run_task(plan, task)
+        run_shard(plan, task)
     }
 }
 
 /// Runs shard task `task` of the backtest's `plan`.
-fn run_task(plan: &Plan, task: &Task) -> Result<()> {
+fn run_shard(plan: &Plan, task: &Task) -> Result<()> {
     let input: ShardInput = serde_json::from_value(task.input.clone())
         .with_context(|| format!("task {} is not a backtest shard", task.index))?;
     let cfg = &input.cfg;
-    let ds = serl_data::load(&input.data, &cfg.data)
-        .with_context(|| format!("loading {}", input.data.display()))?;
+    // A task says nothing of what the load left out: its coordinator did.
+    let ds = crate::data::load_data(&input.data, &cfg.data, &|_| {})?;
     let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
     let market = crate::data::market_data(&ds, &cfg.data);
     let mine = chunk(&orders, input.shard, input.shards);

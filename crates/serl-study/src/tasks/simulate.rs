@@ -114,7 +114,9 @@ pub struct Day;
 impl super::TaskKind for Day {
     const NAME: &'static str = DAY_TASK;
     fn run(plan: &Plan, task: &Task) -> Result<()> {
-        run_task(plan, task)
+        let i: DayInput = serde_json::from_value(task.input.clone())?;
+        let day = Simulator::new(&i.cal, &i.market, task.seed).finish();
+        Ok(plan.write_output(task, serde_json::to_string(&day)?.as_bytes())?)
     }
 }
 
@@ -124,21 +126,8 @@ pub struct ImpactSeed;
 impl super::TaskKind for ImpactSeed {
     const NAME: &'static str = IMPACT_TASK;
     fn run(plan: &Plan, task: &Task) -> Result<()> {
-        run_task(plan, task)
+        let i: ImpactInput = serde_json::from_value(task.input.clone())?;
+        let paths = serl_market::impact_seed(&i.cal, &i.market, &i.spec, i.k)?;
+        Ok(plan.write_output(task, serde_json::to_string(&paths)?.as_bytes())?)
     }
-}
-
-/// Runs a `simulate.*` task of `plan`.
-fn run_task(plan: &Plan, task: &Task) -> Result<()> {
-    let text = match task.kind.as_str() {
-        DAY_TASK => {
-            let i: DayInput = serde_json::from_value(task.input.clone())?;
-            serde_json::to_string(&Simulator::new(&i.cal, &i.market, task.seed).finish())?
-        }
-        _ => {
-            let i: ImpactInput = serde_json::from_value(task.input.clone())?;
-            serde_json::to_string(&serl_market::impact_seed(&i.cal, &i.market, &i.spec, i.k)?)?
-        }
-    };
-    Ok(plan.write_output(task, text.as_bytes())?)
 }

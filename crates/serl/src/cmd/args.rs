@@ -1,8 +1,6 @@
 //! What the subcommands share on their command lines: the value types of
 //! flags that several take, and the checks of their values.
 
-use std::path::Path;
-
 use clap::ValueEnum;
 use serl_cluster::EngineKind;
 use serl_study::backtest::EnvChoice;
@@ -95,15 +93,8 @@ pub fn module_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// The dataset at `path`, loaded under `cfg`; what the load left out is
-/// said on stderr at once.
-pub fn load_data(
-    path: &Path,
-    cfg: &serl_data::DataConfig,
-) -> serl_study::Result<serl_data::Dataset> {
-    let ds = serl_study::data::load_data(path, cfg)?;
-    if let Some(w) = serl_study::data::left_out_warning(path, &ds) {
-        eprintln!("warning: {w}");
-    }
-    Ok(ds)
+/// Says a warning on stderr at once (what a load left out, a team played
+/// with another shape than it trained with).
+pub fn warn(w: &str) {
+    eprintln!("warning: {w}");
 }

@@ -13,7 +13,7 @@ use serl_study::backtest::{replay, strategy_factory, BacktestData, EnvChoice, NE
 use serl_study::tasks::shards::{self, Backtest};
 use serl_study::{read_toml, BacktestFile, TrainFile};
 
-use super::args::{positive, EngineChoice, EnvArg};
+use super::args::{positive, warn, EngineChoice, EnvArg};
 use crate::show;
 
 mod team;
@@ -149,7 +149,6 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         bail!(NEEDS_LOBSTER);
     }
     let t0 = std::time::Instant::now();
-    let warn = |w: &str| eprintln!("warning: {w}");
     let (lobster, bars) = (a.lobster.as_deref(), a.data.as_deref());
     let data = BacktestData::load(lobster, bars, a.split, &cfg, &warn)?;
     let (orders, split) = (&data.orders, data.split);

@@ -15,7 +15,7 @@ use serl_study::evolve::{EvolveRequest, Prepared, Study};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::{EvolveFile, StudyData};
 
-use super::args::{EngineChoice, LlmArg};
+use super::args::{warn, EngineChoice, LlmArg};
 use crate::show;
 
 #[derive(Args)]
@@ -132,7 +132,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         data,
         cluster,
         designer,
-    } = serl_study::evolve::prepare(&out, &cfg, &request, &|w| eprintln!("warning: {w}"))?;
+    } = serl_study::evolve::prepare(&out, &cfg, &request, &warn)?;
     let designer_name = designer.name();
     say_start(&designer_name, &data, &out, cluster.as_ref());
     let study = Study {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serl_study::simulate::{ImpactRequest, SessionRequest};
 
-use super::args::EngineChoice;
+use super::args::{warn, EngineChoice};
 
 mod realism;
 
@@ -99,10 +99,6 @@ impl SessionArgs {
             engine: self.engine.map(Into::into),
         })
     }
-}
-
-fn warn(w: &str) {
-    eprintln!("warning: {w}");
 }
 
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {

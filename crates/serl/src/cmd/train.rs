@@ -13,7 +13,7 @@ use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
 use serl_study::TrainFile;
 use serl_train::{DeviceChoice, HybridMode, TrainConfig, UpdateRecord};
 
-use super::args::{load_data, positive};
+use super::args::{positive, warn};
 
 mod walk_forward;
 
@@ -169,7 +169,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     };
     let runs = (a.seeds, a.walk_forward);
     serl_study::train::check_run_dir(&a.out, a.resume, runs)?;
-    let ds = load_data(&data_path, &cfg.data)?;
+    let ds = serl_study::data::load_data(&data_path, &cfg.data, &warn)?;
     if a.walk_forward {
         return walk_forward::run(&cfg, (&ds, &data_path), &a.out, a.resume);
     }
@@ -188,11 +188,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     if a.seeds > 1 {
         return train_seeds(&a, &cfg, &market, orders, &data_path);
     }
-    let (on_update, around) = hooks();
-    let hooks = TrainingHooks {
-        on_update: &on_update,
-        around: &around,
-    };
+    let hooks = hooks();
     let out = serl_study::train::train_one(&cfg, &market, orders, &a.out, a.resume, &hooks)?;
     print!("{}", serl_train::updates_table(&out.records));
     println!(
@@ -248,10 +244,7 @@ fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
 
 /// What every training of the command shows: its own progress bar, with
 /// a stop asked for by a signal taken once an update is on disk.
-fn hooks() -> (
-    impl Fn(&TrainConfig) -> serl_train::OnUpdate<'static>,
-    impl Fn(&mut dyn FnMut()),
-) {
+fn hooks() -> TrainingHooks {
     let on_update = |cfg: &TrainConfig| -> serl_train::OnUpdate<'static> {
         let bar = training_bar(cfg);
         let plain = crate::progress::PlainProgress::for_bar(&bar, "train", "steps");
@@ -263,8 +256,10 @@ fn hooks() -> (
             crate::interrupt::at_clean_point();
         })
     };
-    let around = |f: &mut dyn FnMut()| crate::interrupt::training(f);
-    (on_update, around)
+    TrainingHooks {
+        on_update: Box::new(on_update),
+        around: Box::new(|f| crate::interrupt::training(f)),
+    }
 }
 
 /// A training's bar, cleared when the training lets go of it.
@@ -285,11 +280,7 @@ fn train_seeds(
     orders: (&[serl_env::ParentOrder], &[serl_env::ParentOrder]),
     data_path: &Path,
 ) -> Result<ExitCode> {
-    let (on_update, around) = hooks();
-    let hooks = TrainingHooks {
-        on_update: &on_update,
-        around: &around,
-    };
+    let hooks = hooks();
     let starting = |seed: u64, k: usize, dir: &Path| {
         eprintln!("seed {seed} ({} of {}): {}", k + 1, a.seeds, dir.display());
     };

@@ -11,6 +11,7 @@ use serl_env::TeamMode;
 use serl_study::team::{TeamBacktest, TeamRequest};
 use serl_study::BacktestFile;
 
+use super::super::args::warn;
 use super::BacktestArgs;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -37,7 +38,6 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         configured: a.config.is_some(),
     };
     let data = a.data.as_deref().context("--team needs --data")?;
-    let warn = |w: &str| eprintln!("warning: {w}");
     let played = TeamBacktest::prepare(&request, cfg, (data, a.split), &warn)?;
     eprintln!(
         "{} parent orders from the {} split, {} agents each ({}), at {} venue(s)",

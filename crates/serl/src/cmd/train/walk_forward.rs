@@ -7,18 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serl_data::Dataset;
-use serl_study::train::TrainingHooks;
 use serl_study::TrainFile;
 
 use crate::show;
 
 /// Runs the walk-forward evaluation of `cfg` on `ds` into `out`.
 pub fn run(cfg: &TrainFile, data: (&Dataset, &Path), out: &Path, resume: bool) -> Result<ExitCode> {
-    let (on_update, around) = super::hooks();
-    let hooks = TrainingHooks {
-        on_update: &on_update,
-        around: &around,
-    };
+    let hooks = super::hooks();
     let starting = |w: &serl_eval::walk_forward::Window, dir: &Path| {
         eprintln!(
             "window {}: train {}, test {}: {}",
