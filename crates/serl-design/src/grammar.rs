@@ -45,11 +45,7 @@ fn module_grammar(kind: ModuleKind, dialect: Dialect) -> String {
         ModuleKind::State => (VarSet::from_names(serl_env::obs::design_names()), true),
         _ => (VarSet::from_names(serl_env::obs::feature_names()), true),
     };
-    let mut schema = module_schema(kind);
-    if kind == ModuleKind::Architecture {
-        divisible_heads(&mut schema);
-        first_block_only(&mut schema);
-    }
+    let schema = module_grammar_schema(kind);
     let mut w = Writer {
         dialect,
         rules: Vec::new(),
@@ -67,6 +63,21 @@ fn module_grammar(kind: ModuleKind, dialect: Dialect) -> String {
         out.push_str(GBNF_JSON);
     }
     out
+}
+
+/// The JSON schema the grammars write out: [`module_schema`] with what
+/// they refine beyond it (book attention's heads dividing `d_model`, a GRU
+/// or book attention only as the first block). Every `program` string in
+/// it is, in the grammars, the typed expression language over the
+/// variables that program may read; a value drawn from this schema with
+/// such programs is a sentence of [`module_lark`].
+pub fn module_grammar_schema(kind: ModuleKind) -> Value {
+    let mut schema = module_schema(kind);
+    if kind == ModuleKind::Architecture {
+        divisible_heads(&mut schema);
+        first_block_only(&mut schema);
+    }
+    schema
 }
 
 /// The GBNF rules every module grammar may refer to: the optional space,

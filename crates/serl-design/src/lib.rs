@@ -61,7 +61,7 @@ pub use features::{
     check_features, column_doc, observation_columns, observation_grammar, FeatureDef, FeatureError,
     FeatureSet, MAX_FEATURES, MAX_FEATURE_NAME,
 };
-pub use grammar::{module_gbnf, module_lark};
+pub use grammar::{module_gbnf, module_grammar_schema, module_lark};
 pub use imagination::{ImaginationModule, MAX_JUMPS, MAX_SCENARIOS};
 pub use kind::{ModuleError, ModuleKind};
 pub use modules::{Design, Module, StateModule};

@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 use serl_design::{Design, Module, ModuleKind, SmokeReport};
 use serl_llm::prompts::Example;
 
+use crate::database::Lineage;
 use crate::error::{read_json, write_json, EvolveError};
+use crate::paired::{DayPa, PairedScore};
+use crate::score::candidate_score;
 
 /// Validation metrics of a trained candidate.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -33,6 +36,10 @@ pub struct Validation {
     pub illusory_gain: f64,
     /// Mean PA, bps, in the dynamic market.
     pub pa_dynamic: f64,
+    /// Each validation day's mean PA in the static replay, bps, for the
+    /// paired score against plain PPO (`[evolve.search]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub days: Vec<DayPa>,
 }
 
 /// One module's generation, as recorded.
@@ -50,6 +57,25 @@ pub struct ModuleRecord {
     pub prompt: String,
     /// The designer's replies, in order.
     pub replies: Vec<String>,
+    /// The parent it was taken from as it is (a mutation or crossover of
+    /// the program database), with no attempt of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited_from: Option<String>,
+}
+
+impl ModuleRecord {
+    /// `module` taken as it is from parent `from`: one attempt, accepted.
+    pub(crate) fn inherited(kind: ModuleKind, module: &Module, from: &str) -> Self {
+        ModuleRecord {
+            kind,
+            text: Some(module.text()),
+            attempts: 1,
+            errors: Vec::new(),
+            prompt: String::new(),
+            replies: Vec::new(),
+            inherited_from: Some(from.to_string()),
+        }
+    }
 }
 
 /// A candidate as the run directory keeps it (`candidates/<key>.json`).
@@ -92,6 +118,15 @@ pub struct CandidateResult {
     /// design it stopped has no score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prescreen: Option<Screened>,
+    /// Its daily edge over plain PPO on the validation days, where the run
+    /// searches with a program database (`[evolve.search]`): what the
+    /// search ranks by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<PairedScore>,
+    /// Where it came from in the program database: the operator, its
+    /// parents and its island (`[evolve.search]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage: Option<Lineage>,
 }
 
 /// What the pre-screen (`[evolve.budget.prescreen]`) said of a candidate.
@@ -126,6 +161,20 @@ impl CandidateResult {
             reward_smoke: None,
             reward_terms: None,
             prescreen: None,
+            paired: None,
+            lineage: None,
+        }
+    }
+
+    /// What selection ranks it by: the lower bound of its daily edge over
+    /// plain PPO where the run pairs days (`[evolve.search]`), else its
+    /// score; either charged for the designer's retries
+    /// ([`candidate_score`]). `None` for an unscored candidate.
+    pub fn selection_score(&self) -> Option<f64> {
+        self.score?;
+        match &self.paired {
+            Some(p) => Some(candidate_score(p.lower, self.success_rate)),
+            None => self.score,
         }
     }
 
@@ -165,6 +214,8 @@ pub(crate) struct Designed {
     pub(crate) prompt_tokens: u64,
     pub(crate) completion_tokens: u64,
     pub(crate) reward_smoke: Option<SmokeReport>,
+    /// Where the program database says it came from (none without one).
+    pub(crate) lineage: Option<Lineage>,
 }
 
 impl Designed {
@@ -190,6 +241,7 @@ impl Designed {
         result.prompt_tokens = self.prompt_tokens;
         result.completion_tokens = self.completion_tokens;
         result.reward_smoke = self.reward_smoke.clone();
+        result.lineage = self.lineage.clone();
         result.record(run_dir)
     }
 }
@@ -306,17 +358,18 @@ impl CandidateKind {
     }
 }
 
-/// The best-scoring valid candidate.
+/// The valid candidate with the highest selection score
+/// ([`CandidateResult::selection_score`]).
 pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
-    all.iter().filter(|c| c.score.is_some()).max_by(|a, b| {
-        a.score
-            .unwrap_or(f64::MIN)
-            .total_cmp(&b.score.unwrap_or(f64::MIN))
-    })
+    all.iter()
+        .filter_map(|c| Some((c, c.selection_score()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
 }
 
-fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
-    let m = match kind {
+/// `d`'s `kind` module (`None` for a part the design leaves out).
+pub(crate) fn module_of(d: &Design, kind: ModuleKind) -> Option<Module> {
+    Some(match kind {
         ModuleKind::Reward => Module::Reward(d.reward.clone()),
         ModuleKind::State => Module::State(d.state.clone()),
         ModuleKind::Architecture => Module::Architecture(d.architecture.clone()),
@@ -324,14 +377,19 @@ fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
         ModuleKind::Profiling => Module::Profiling(d.profiling.clone()?),
         ModuleKind::Communication => Module::Communication(d.communication.clone()?),
         ModuleKind::Plan => Module::Plan(d.plan.clone()?),
-    };
-    Some(m.text())
+    })
+}
+
+pub(crate) fn module_text(d: &Design, kind: ModuleKind) -> Option<String> {
+    module_of(d, kind).map(|m| m.text())
 }
 
 /// The `k` best distinct `kind` modules so far, for the prompt's examples.
 pub(crate) fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) -> Vec<Example> {
-    let mut scored: Vec<(&CandidateResult, f64)> =
-        all.iter().filter_map(|c| c.score.map(|s| (c, s))).collect();
+    let mut scored: Vec<(&CandidateResult, f64)> = all
+        .iter()
+        .filter_map(|c| c.selection_score().map(|s| (c, s)))
+        .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut seen = std::collections::HashSet::new();
     scored

@@ -5,6 +5,7 @@ use serl_design::ModuleKind;
 use serl_train::{HybridMode, TrainConfig};
 
 use crate::budget::BudgetConfig;
+use crate::database::SearchConfig;
 use crate::hierarchy::HierarchyConfig;
 
 /// The `[evolve]` table.
@@ -71,6 +72,12 @@ pub struct EvolveConfig {
     /// each a row of the report (none: no rows).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hierarchy: Option<HierarchyConfig>,
+    /// `[evolve.search]`: a program database in islands whose operators
+    /// change good designs (mutate, crossover) as well as writing new
+    /// ones, every design scored by its daily edge over plain PPO (none:
+    /// each round designs afresh from the top-k examples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchConfig>,
 }
 
 /// One part of SE-RL to switch off.
@@ -224,6 +231,7 @@ impl Default for EvolveConfig {
             lockbox: false,
             budget: None,
             hierarchy: None,
+            search: None,
         }
     }
 }
@@ -259,6 +267,9 @@ impl EvolveConfig {
         }
         if let Some(b) = &self.budget {
             b.validate()?;
+        }
+        if let Some(s) = &self.search {
+            s.validate()?;
         }
         if let Some(h) = &self.hierarchy {
             if self.train.learning_team().is_some() && !h.rows.is_empty() {

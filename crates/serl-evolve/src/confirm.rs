@@ -137,6 +137,7 @@ impl ConfirmInputs<'_> {
             train_orders: train,
             val_orders: val,
             critic: None,
+            pairing: None,
         }
     }
 

@@ -93,7 +93,11 @@ pub(crate) fn tune_constants(
     }
     let mut rng = SmallRng::seed_from_u64(inputs.cfg.seed ^ (j as u64 + 0xDE4));
     let noise = Normal::new(0.0, cfg.sigma).map_err(|e| EvolveError::Config(e.to_string()))?;
-    let mut incumbent = (design, best.score.unwrap_or(f64::MIN), constants);
+    let mut incumbent = (
+        design,
+        best.selection_score().unwrap_or(f64::MIN),
+        constants,
+    );
     let mut out = Vec::new();
     for g in 0..cfg.generations {
         // The generation's constants are drawn first, so that its
@@ -144,17 +148,16 @@ pub(crate) fn tune_constants(
         let results = members
             .iter()
             .map(|m| match &m.job {
-                Job::Stored(r) => Ok((**r).clone()),
-                Job::Train(..) => trained
-                    .next()
-                    .expect("one result per job")
-                    .result
-                    .record(dir),
+                Job::Stored(r) => Ok(inputs.pair((**r).clone())),
+                Job::Train(..) => {
+                    let scored = trained.next().expect("one result per job");
+                    inputs.pair(scored.result).record(dir)
+                }
             })
             .collect::<Result<Vec<_>, EvolveError>>()?;
         let mut gen_best: Option<(Design, f64, Vec<f64>)> = None;
         for (r, m) in results.into_iter().zip(&members) {
-            if let (Some(d), Some(s)) = (r.design.clone(), r.score) {
+            if let (Some(d), Some(s)) = (r.design.clone(), r.selection_score()) {
                 if gen_best.as_ref().is_none_or(|b| s > b.1) {
                     gen_best = Some((d, s, m.constants.clone()));
                 }

@@ -13,6 +13,7 @@ use serl_llm::{generate, Designer};
 use crate::candidate::{top_examples, CandidateResult, Designed, ModuleRecord};
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
+use crate::operators::{CandidatePlan, ModulePlan};
 
 /// What designing a round's candidates reads: the config, the task, the
 /// current instructions, the last round's feedback and every result so far.
@@ -45,18 +46,34 @@ impl Round<'_> {
     /// Designs one candidate, module by module. A designer that cannot
     /// answer at all stops the run; a module it fails to write leaves the
     /// candidate invalid.
+    /// `plan` (from the program database) says which modules come from
+    /// parents as they are and which the designer writes under which
+    /// operator; without one, every module is written afresh.
     pub fn design(
         &self,
         designer: &mut dyn Designer,
         key: String,
         seed: u64,
+        plan: Option<&CandidatePlan>,
     ) -> Result<Designed, EvolveError> {
         let mut modules = Vec::new();
         let mut parts: HashMap<ModuleKind, Module> = HashMap::new();
         let (mut prompt_tokens, mut completion_tokens) = (0, 0);
         let reward_smoke: Mutex<Option<SmokeReport>> = Mutex::new(None);
         for &kind in &self.cfg.modules {
-            let ctx = self.context(kind);
+            let mut ctx = self.context(kind);
+            match plan.and_then(|p| p.modules.get(&kind)) {
+                Some(ModulePlan::Inherit { module, from }) => {
+                    modules.push(ModuleRecord::inherited(kind, module, from));
+                    parts.insert(kind, module.clone());
+                    continue;
+                }
+                Some(ModulePlan::Write { operator, parents }) => {
+                    ctx.operator = operator.name().to_string();
+                    ctx.parents = parents.clone();
+                }
+                None => {}
+            }
             // The modules so far, the baseline's elsewhere: a network must
             // fit the observation they make.
             let so_far = assemble(&parts, 0).unwrap_or_else(Design::baseline);
@@ -89,6 +106,7 @@ impl Round<'_> {
                 errors: g.attempts.iter().filter_map(|a| a.error.clone()).collect(),
                 prompt,
                 replies: g.attempts.iter().map(|a| a.reply.clone()).collect(),
+                inherited_from: None,
             });
             if let Some(m) = g.module {
                 parts.insert(kind, m);
@@ -115,6 +133,7 @@ impl Round<'_> {
             prompt_tokens,
             completion_tokens,
             reward_smoke: reward_smoke.into_inner().unwrap_or_else(|p| p.into_inner()),
+            lineage: plan.map(|p| p.lineage.clone()),
         })
     }
 }
@@ -214,6 +233,7 @@ mod tests {
             errors: Vec::new(),
             prompt: String::new(),
             replies: Vec::new(),
+            inherited_from: None,
         }
     }
 

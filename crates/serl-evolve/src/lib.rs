@@ -14,6 +14,7 @@
 //!
 //! | stage | file | what |
 //! |---|---|---|
+//! | program database | `database.rs`, `operators.rs`, `paired.rs` | `[evolve.search]`: designs kept in islands and MAP-Elites cells; parents chosen by score; mutate, crossover, fresh and builtin operators; each design scored by its daily edge over plain PPO |
 //! | candidates | `candidate.rs` | a candidate's states: designed, a scoring job, scored, recorded in the run directory |
 //! | design | `design_stage.rs` | the designer writes each module; replies validated and smoke-tested, errors fed back |
 //! | train and score | `train.rs`, `score.rs` | each design trained on the candidates' budget and validated: a function of its job |
@@ -45,6 +46,7 @@ mod config;
 mod confirm;
 mod confirm_report;
 mod confirm_tables;
+mod database;
 mod dek_high;
 mod dek_low;
 mod design_stage;
@@ -55,10 +57,14 @@ mod hierarchy;
 mod hierarchy_rows;
 mod llm_critic;
 mod lockbox;
+mod operators;
+mod paired;
 mod prescreen;
 mod report;
+mod report_search;
 mod run;
 mod score;
+mod search;
 mod stages;
 mod tasks;
 mod team_test;
@@ -75,11 +81,16 @@ pub use confirm::{
 };
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use confirm_tables::confirm_tables;
+pub use database::{
+    Cell, Database, Island, Lineage, Migration, Operator, OperatorWeights, Program, RoundLine,
+    SearchConfig,
+};
 pub use error::EvolveError;
 pub use hierarchy::{Base, HierarchyConfig, Switch};
 pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
-pub use lockbox::Lockbox;
+pub use lockbox::{now as utc_now, Lockbox};
+pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};

@@ -86,7 +86,7 @@ pub(crate) fn open(dir: &Path, key: &str) -> Result<Lockbox, EvolveError> {
 }
 
 /// The time now, UTC, RFC 3339 to the second.
-fn now() -> String {
+pub fn now() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

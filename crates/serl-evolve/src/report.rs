@@ -88,8 +88,14 @@ pub fn write(
         md.push_str(&v.markdown());
     }
     let (best_line, points) = iterations_table(&mut md, out);
-    let svgs = score_plots(dir, &mut md, best_line, points)?;
+    let mut svgs = score_plots(dir, &mut md, best_line, points)?;
     best_design(&mut md, out, modules);
+    if let Some(db) = crate::database::Database::read(dir) {
+        if let Some(svg) = crate::report_search::section(&mut md, &db, &out.candidates) {
+            std::fs::write(dir.join("lineage.svg"), &svg).map_err(|e| err(dir, e))?;
+            svgs.push(("Lineage".to_string(), svg));
+        }
+    }
 
     serl_eval::write_report(&dir.join("test"), &out.test, &data)
         .map_err(|e| err(&dir.join("test"), e))?;
@@ -221,6 +227,13 @@ fn best_design(md: &mut String, out: &EvolveOutcome, modules: &[ModuleKind]) {
     if let Some(v) = &out.best.validation {
         let _ = writeln!(md, "Validation: score {:.3}, PA {:.3} bps (std {:.2}), WR {:.3}, GLR {:.2}, AFI {:.4}; dynamic PA {:.3}, illusory gain {:.3} bps.\n",
             out.best.score.unwrap_or(0.0), v.pa, v.pa_std, v.wr, v.glr, v.afi, v.pa_dynamic, v.illusory_gain);
+    }
+    if let Some(p) = &out.best.paired {
+        let _ = writeln!(
+            md,
+            "Daily edge over plain PPO on {} validation days: {:+.3} bps ± {:.3} (standard error); lower bound {:+.3} bps, which the search ranked by.\n",
+            p.days, p.mean, p.se, p.lower
+        );
     }
     if let (Some(b), Some(v)) = (&out.baseline.validation, &out.best.validation) {
         let _ = writeln!(

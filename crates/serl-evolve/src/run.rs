@@ -9,7 +9,7 @@
 //! cache), loading each finished candidate instead of training it again,
 //! so at most the candidates in flight are lost.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, SESSION_MINUTES};
@@ -28,8 +28,9 @@ use crate::executor::{self, Executor};
 use crate::hierarchy_rows::HierarchyRow;
 use crate::llm_critic::CriticMaker;
 use crate::lockbox::Lockbox;
+use crate::search::Search;
 use crate::stages::{ProfiledStage, Stages};
-use crate::train::Scoring;
+use crate::train::{Pairing, Scoring};
 
 /// What the loop tells its caller as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +107,10 @@ pub struct IterationSummary {
     pub best_score: Option<f64>,
     /// The best validation PA so far, bps.
     pub best_pa: f64,
+    /// Per operator of the program database (`[evolve.search]`): the
+    /// round's candidates it wrote and how many were valid and scored
+    /// (empty without a database).
+    pub operators: BTreeMap<String, (usize, usize)>,
 }
 
 /// Told about each [`Event`]; candidates train in parallel, so it is
@@ -159,6 +164,7 @@ impl EvolveInputs<'_> {
             train_orders: self.train_orders,
             val_orders: self.val_orders,
             critic: self.critic.as_deref(),
+            pairing: None,
         }
     }
 }
@@ -251,6 +257,15 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let mut last_feedback: Option<Feedback> = None;
     let mut converging = Converging::default();
     let mut iterations_run = 0;
+    // A search scores every design by its daily edge over plain PPO, so
+    // plain PPO is validated first.
+    let mut search = match &cfg.search {
+        Some(s) => {
+            let plain = crate::final_test::baseline(&inputs.scoring(), executor, &dir)?;
+            Some(Search::new(&cfg, s, &plain))
+        }
+        None => None,
+    };
     for j in 0..cfg.iterations {
         let k = match &cfg.budget {
             Some(b) => b.affordable(&all, cfg.candidates),
@@ -269,12 +284,19 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         iterations_run = j + 1;
         let designed = stages.time("design", || {
             let round = (&instructions, last_feedback.as_ref(), &all[..]);
-            design_round(&mut inputs, &task, round, j, k)
+            design_round(&mut inputs, &task, round, (j, k), search.as_mut())
         })?;
-        all.extend(train_round(&inputs, executor, &designed, j, &mut stages)?);
-        let tuned = low_level_round(&inputs, executor, &all, j, &mut stages)?;
+        let pairing = search.as_ref().map(Search::pairing);
+        let trained = train_round(&inputs, executor, &designed, j, &mut stages, pairing)?;
+        all.extend(trained);
+        let tuned_parent = best_of(&all).cloned();
+        let tuned = low_level_round(&inputs, executor, &all, j, &mut stages, pairing)?;
         all.extend(tuned);
-        let summary = summarize_iteration(&all, j, k);
+        let mut summary = summarize_iteration(&all, j, k);
+        if let Some(s) = search.as_mut() {
+            s.end_round(&cfg, &all, j, tuned_parent.as_ref(), &dir)?;
+            summary.operators = s.operators(j);
+        }
         let fb = feedback(&all, j);
         inputs.say(Event::Iteration(summary.clone()));
         if cfg.high_level {
@@ -340,12 +362,16 @@ fn low_level_round(
     all: &[CandidateResult],
     j: usize,
     stages: &mut Stages,
+    pairing: Option<Pairing>,
 ) -> Result<Vec<CandidateResult>, EvolveError> {
     let best = match best_of(all) {
         Some(best) if inputs.cfg.low_level.enabled => best,
         _ => return Ok(Vec::new()),
     };
-    let scoring = inputs.scoring();
+    let scoring = Scoring {
+        pairing,
+        ..inputs.scoring()
+    };
     let tuned = stages.time("low-level DEK", || {
         crate::dek_low::tune_constants(&scoring, executor, best, j, &inputs.run_dir)
     })?;
@@ -399,14 +425,15 @@ fn hierarchy_rows(
     })
 }
 
-/// Designs iteration `j`'s candidates, one after another (the designer is
-/// one conversation).
+/// Designs iteration `j`'s `candidates`, one after another (the designer
+/// is one conversation), each planned by the program database where the
+/// run has one.
 fn design_round(
     inputs: &mut EvolveInputs,
     task: &TaskInfo,
     (instructions, feedback, all): (&Instructions, Option<&Feedback>, &[CandidateResult]),
-    j: usize,
-    candidates: usize,
+    (j, candidates): (usize, usize),
+    mut search: Option<&mut Search>,
 ) -> Result<Vec<Designed>, EvolveError> {
     let cfg = &inputs.cfg;
     let round = Round {
@@ -435,7 +462,12 @@ fn design_round(
         }
         let key = CandidateKind::designed_key(j, k);
         let seed = cfg.seed ^ ((j * 1000 + k) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        designed.push(round.design(inputs.designer.as_mut(), key, seed)?);
+        let plan = search.as_ref().map(|s| s.plan(cfg, (j, k), all, seed));
+        let designer: &mut dyn Designer = match (&plan, search.as_mut()) {
+            (Some(p), Some(s)) if p.builtin() => &mut s.builtin,
+            _ => inputs.designer.as_mut(),
+        };
+        designed.push(round.design(designer, key, seed, plan.as_ref())?);
     }
     Ok(designed)
 }
@@ -450,8 +482,12 @@ fn train_round(
     designed: &[Designed],
     j: usize,
     stages: &mut Stages,
+    pairing: Option<Pairing>,
 ) -> Result<Vec<CandidateResult>, EvolveError> {
-    let scoring = inputs.scoring();
+    let scoring = Scoring {
+        pairing,
+        ..inputs.scoring()
+    };
     inputs.say(Event::Training {
         iteration: j + 1,
         iterations: inputs.cfg.iterations,
@@ -462,7 +498,7 @@ fn train_round(
     let dir = &inputs.run_dir;
     let mut round: Vec<Option<CandidateResult>> = designed
         .iter()
-        .map(|d| CandidateResult::recorded(dir, &d.key))
+        .map(|d| CandidateResult::recorded(dir, &d.key).map(|r| scoring.pair(r)))
         .collect();
     let jobs: Vec<ScoreJob> = designed
         .iter()
@@ -500,7 +536,7 @@ fn train_round(
         stages.add("train", result.train_secs);
         stages.add_profile(ProfiledStage::Candidates, &result.train_profile);
         stages.add("evaluate", eval_secs);
-        *slot = Some(d.record(result, dir)?);
+        *slot = Some(d.record(scoring.pair(result), dir)?);
     }
     Ok(round.into_iter().flatten().collect())
 }
@@ -554,10 +590,14 @@ fn summarize_iteration(all: &[CandidateResult], j: usize, designed: usize) -> It
         valid: count(CandidateKind::Designed),
         designed,
         low_level_trials: count(CandidateKind::LowLevel),
-        best_score: scored.iter().filter_map(|c| c.score).max_by(f64::total_cmp),
+        best_score: scored
+            .iter()
+            .filter_map(|c| c.selection_score())
+            .max_by(f64::total_cmp),
         best_pa: best_of(all)
             .and_then(|c| c.validation.as_ref())
             .map_or(0.0, |v| v.pa),
+        operators: BTreeMap::new(),
     }
 }
 

@@ -143,6 +143,7 @@ pub(crate) fn validate(
         afi: s.afi,
         illusory_gain: static_subset - pa_dynamic,
         pa_dynamic,
+        days: crate::paired::day_means(&rows),
     }
 }
 

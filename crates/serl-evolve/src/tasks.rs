@@ -108,6 +108,7 @@ pub fn run_task(inputs: &TaskInputs, root: &Path, task: &Task) -> Result<(), Evo
         train_orders: inputs.train_orders,
         val_orders: inputs.val_orders,
         critic: None,
+        pairing: None,
     };
     let out = root.join(&task.output);
     match task.kind.as_str() {

@@ -94,6 +94,9 @@ pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &dyn Reward) ->
         afi: s.team.afi,
         illusory_gain: mean(&replayed) - mean(&played),
         pa_dynamic: s.score.mean,
+        // A team is scored on its dynamic episodes alone: no static days
+        // to pair, so a search ranks teams by their score.
+        days: Vec::new(),
     }
 }
 

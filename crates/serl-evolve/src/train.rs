@@ -9,6 +9,7 @@ use serl_env::{spread_orders, EnvConfig, MarketConfig, MarketData, ParentOrder};
 use serl_eval::StrategyFactory;
 use serl_train::{Algo, Policy, PolicyStrategy, TrainProfile, TrainSession};
 
+use crate::candidate::CandidateResult;
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
 use crate::llm_critic::CriticMaker;
@@ -26,6 +27,29 @@ pub(crate) struct Scoring<'a> {
     pub(crate) val_orders: &'a [ParentOrder],
     /// Makes an LLM reward critic, for trainings that ask for one.
     pub(crate) critic: Option<&'a CriticMaker>,
+    /// Plain PPO's validation days, where results are scored by their
+    /// daily edge over it (`[evolve.search]`).
+    pub(crate) pairing: Option<Pairing<'a>>,
+}
+
+/// What a result's daily edge is measured against.
+#[derive(Clone, Copy)]
+pub(crate) struct Pairing<'a> {
+    /// Plain PPO's validation days.
+    pub(crate) plain: &'a [crate::paired::DayPa],
+    /// Standard errors below the mean for the lower bound.
+    pub(crate) z: f64,
+}
+
+impl Scoring<'_> {
+    /// `r` with its daily edge over plain PPO, where this scoring pairs
+    /// days (else as it is).
+    pub(crate) fn pair(&self, mut r: CandidateResult) -> CandidateResult {
+        if let (Some(p), Some(v)) = (self.pairing, r.validation.as_ref()) {
+            r.paired = crate::paired::paired(&v.days, p.plain, p.z);
+        }
+        r
+    }
 }
 
 /// Trains `design` and returns its policy and the values its programs

@@ -38,7 +38,9 @@
 //! over a given [`VarSet`] (llama.cpp and compatible servers), and
 //! [`json_schema`] wraps it in a JSON schema for structured-output APIs.
 //! Every string the grammar derives parses; the checker adds types and
-//! bounds.
+//! bounds. [`Tree`] is a program's syntax tree as a public value (parse,
+//! change a subtree, print back), and [`ProgramDraw`] draws random trees
+//! of the typed grammar ([`typed_rules`]) at a temperature.
 //!
 //! ```
 //! use serl_expr::{Program, VarSet};
@@ -81,11 +83,13 @@ mod grammar;
 mod ops;
 mod syntax;
 mod terms;
+mod tree;
 
 pub use compile::{Program, State, WindowKind};
 pub use grammar::{
     gbnf, gbnf_with, json_schema, lark, lark_rules, typed_rules, Dialect, LARK_DEPTH,
 };
+pub use tree::{Op, ProgramDraw, Tree, Uniform, NODE_BUDGET, WINDOW_FUNCTIONS};
 
 /// Whether `src` is a sentence of the language: it lexes and parses
 /// within the default [`Limits`]; names, types and windows are not

@@ -6,7 +6,9 @@
 //! - A [`Designer`] proposes modules (`serl-design`) from a
 //!   [`ModuleContext`]: [`LlmDesigner`] renders a prompt template and asks
 //!   a chat model; [`BuiltinDesigner`] is the offline designer, a seeded
-//!   search with no model.
+//!   search with no model; [`GrammarDesigner`] draws each module at
+//!   random from its own grammar (`--llm grammar`), the no-knowledge
+//!   floor.
 //! - [`generate`] drives either kind: extract, validate, smoke-test and
 //!   retry with the error until a module passes ([`Generated`]).
 //! - [`prompts`]: minijinja templates in a directory (`prompts/`), one per
@@ -30,6 +32,7 @@
 mod backend;
 mod builtin;
 mod designer;
+mod grammar_designer;
 mod http;
 #[cfg(feature = "local")]
 mod local;
@@ -40,6 +43,7 @@ mod templates;
 pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema};
 pub use builtin::BuiltinDesigner;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
+pub use grammar_designer::GrammarDesigner;
 pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
 #[cfg(feature = "local")]
 pub use local::{LocalBackend, LocalConfig};

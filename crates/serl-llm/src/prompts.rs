@@ -123,6 +123,11 @@ impl Prompts {
                 problems.push(e);
             }
         }
+        // Where the operator templates are, the module prompts must show
+        // the parents through them.
+        if self.has("mutate") || self.has("crossover") {
+            problems.extend(check_operators(self));
+        }
         problems
     }
 }
@@ -134,6 +139,38 @@ pub struct Example {
     pub source: String,
     /// The best score of a candidate that used it.
     pub score: f64,
+}
+
+/// A design an operator starts from: a parent the program database chose
+/// (`[evolve.search]`), shown with what it achieved so that the designer
+/// can change it to do better.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Parent {
+    /// Its key in the run (`i2_c1`).
+    pub key: String,
+    /// This module's text in the parent.
+    pub source: String,
+    /// Its score (what the search ranks by).
+    pub score: f64,
+    /// The lower confidence bound of its paired difference against plain
+    /// PPO over validation days, bps, when the run scores by days.
+    pub lower_bound: Option<f64>,
+    /// Mean validation PA, bps (whole order).
+    pub pa: f64,
+    /// Standard deviation of the validation PA across orders, bps.
+    pub pa_std: f64,
+    /// Win rate: share of orders with positive PA.
+    pub wr: f64,
+    /// Average fill incompleteness: share of the order left unfilled.
+    pub afi: f64,
+    /// Mean PA in the dynamic market, bps.
+    pub pa_dynamic: f64,
+    /// Each reward term on the trained policy's validation episodes
+    /// (`term`, `mean`, `std`, `repaired_share`); empty for other modules.
+    pub terms: Vec<Value>,
+    /// The operator that made it (`fresh`, `mutate`, `crossover`,
+    /// `builtin`).
+    pub made_by: String,
 }
 
 /// One candidate's results in the feedback block.
@@ -245,6 +282,12 @@ pub struct ModuleContext {
     /// (`serl_design::module_schema`): a program comes back as
     /// `{"program": "..."}`, so the templates ask for that shape.
     pub constrained: bool,
+    /// What the designer is asked to do: `fresh` (a new module, today's
+    /// prompt), `mutate` (change `parents[0]`'s module to do better) or
+    /// `crossover` (combine `parents[0]`'s and `parents[1]`'s).
+    pub operator: String,
+    /// The designs the operator starts from (none for `fresh`).
+    pub parents: Vec<Parent>,
 }
 
 impl ModuleContext {
@@ -289,6 +332,8 @@ impl ModuleContext {
             error: None,
             history: Vec::new(),
             constrained: false,
+            operator: "fresh".into(),
+            parents: Vec::new(),
         }
     }
 
@@ -346,6 +391,77 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
             vec![json!({"instruction": "penalise inventory late in the day", "score": 0.42})];
     }
     c.to_value()
+}
+
+/// A `kind` context for `operator` (`mutate` or `crossover`) with real
+/// parents (the default reward and the timing gain, with their results):
+/// what `serl prompts check` renders the operator templates with.
+pub fn operator_context(kind: ModuleKind, operator: &str) -> Value {
+    let mut c: ModuleContext =
+        ModuleContext::new(kind, TaskInfo::default(), "beat TWAP", "keep it simple");
+    let sources = [
+        serl_design::DEFAULT_REWARD_PROGRAM.to_string(),
+        "twap_gain - 0.5 * abs(remaining_inv - time_left) / steps".to_string(),
+    ];
+    let count = if operator == "crossover" { 2 } else { 1 };
+    c.operator = operator.to_string();
+    c.parents = sources
+        .iter()
+        .take(count)
+        .enumerate()
+        .map(|(i, source)| Parent {
+            key: format!("i0_c{i}"),
+            source: if kind == ModuleKind::Reward {
+                source.clone()
+            } else {
+                String::new()
+            },
+            score: 1.5 - i as f64,
+            lower_bound: Some(0.4),
+            pa: 2.0,
+            pa_std: 12.0,
+            wr: 0.55,
+            afi: 0.08,
+            pa_dynamic: 1.1,
+            terms: vec![json!({"term": "step_pa", "mean": 0.4, "std": 1.2, "repaired_share": 0.0})],
+            made_by: "fresh".into(),
+        })
+        .collect();
+    c.to_value()
+}
+
+/// Whether `prompts`' module templates show the parents under each
+/// operator: every `kind` prompt rendered with [`operator_context`] must
+/// carry each parent's module text. One message per template that does
+/// not (a prompt directory written before the operators existed, whose
+/// `feedback.j2` does not include `mutate.j2` and `crossover.j2`).
+pub fn check_operators(prompts: &Prompts) -> Vec<LlmError> {
+    let mut problems = Vec::new();
+    for operator in ["mutate", "crossover"] {
+        let kind = ModuleKind::Reward;
+        let ctx = operator_context(kind, operator);
+        match prompts.render(kind.name(), &ctx) {
+            Err(e) => problems.push(e),
+            Ok(text) => {
+                let missing = ctx["parents"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|p| !text.contains(p["source"].as_str().unwrap_or_default()));
+                if missing {
+                    problems.push(LlmError::Template {
+                        file: prompts.dir().join("reward.j2").display().to_string(),
+                        line: 0,
+                        message: format!(
+                            "the {operator} operator's prompt does not show its parents' modules; \
+                             include {operator}.j2 (the shipped feedback.j2 does)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -406,6 +522,43 @@ mod tests {
         }
     }
 
+    /// Each operator's prompt carries its parents' module text, scores and
+    /// validation breakdown, and the request to change or combine them.
+    #[test]
+    fn each_operator_prompt_shows_its_parents_and_what_they_achieved() {
+        let p = Prompts::load(&shipped()).unwrap();
+        assert!(check_operators(&p).is_empty());
+        let mutate = p
+            .render("reward", &operator_context(ModuleKind::Reward, "mutate"))
+            .unwrap();
+        for needle in [
+            serl_design::DEFAULT_REWARD_PROGRAM,
+            "Improve this reward (from design i0_c0",
+            "0.4 bps at the lower bound",
+            "AFI 0.08",
+            "`step_pa`: mean 0.4",
+            "Write the whole new reward",
+        ] {
+            assert!(mutate.contains(needle), "`{needle}` not in:\n{mutate}");
+        }
+        let cross = p
+            .render("reward", &operator_context(ModuleKind::Reward, "crossover"))
+            .unwrap();
+        assert!(
+            cross.contains("Combine these two reward modules"),
+            "{cross}"
+        );
+        assert!(cross.contains("twap_gain - 0.5 * abs(remaining_inv - time_left) / steps"));
+        assert!(cross.contains(serl_design::DEFAULT_REWARD_PROGRAM));
+        let fresh = p
+            .render("reward", &sample_context(ModuleKind::Reward, true))
+            .unwrap();
+        assert!(
+            !fresh.contains("Improve this"),
+            "a fresh prompt shows no parent"
+        );
+    }
+
     #[test]
     fn an_undefined_variable_and_a_syntax_error_name_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
@@ -423,6 +576,22 @@ mod tests {
         assert!(
             e.contains("reward.j2") && e.contains("line 2") && e.contains("undefined"),
             "{e}"
+        );
+        // A directory whose feedback block predates the operators loads,
+        // but a search would not show the model its parents: said so.
+        std::fs::write(dir.path().join("feedback.j2"), "no parents here\n").unwrap();
+        std::fs::write(
+            dir.path().join("reward.j2"),
+            "{% include \"feedback.j2\" %}\n",
+        )
+        .unwrap();
+        let p = Prompts::load(dir.path()).unwrap();
+        let problems = check_operators(&p);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].to_string().contains("include mutate.j2"),
+            "{}",
+            problems[0]
         );
         std::fs::write(dir.path().join("state.j2"), "ok\n{% if x %}\nno end").unwrap();
         let e = Prompts::load(dir.path()).err().unwrap().to_string();

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 use serl_design::ModuleKind;
 
-use crate::prompts::sample_context;
+use crate::prompts::{operator_context, sample_context};
 
 /// A template serl renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,6 +25,12 @@ pub enum Template {
     /// The LLM reward critic of `serl train` (`[train.reward_critic]
     /// critic = "llm"`).
     RewardCritic,
+    /// The program database's mutate operator: a parent's module and the
+    /// request to change it, included by `feedback.j2`.
+    Mutate,
+    /// The program database's crossover operator: two parents' modules to
+    /// combine, included by `feedback.j2`.
+    Crossover,
 }
 
 impl Template {
@@ -39,6 +45,8 @@ impl Template {
                 Template::Feedback,
                 Template::Refine,
                 Template::RewardCritic,
+                Template::Mutate,
+                Template::Crossover,
             ])
             .collect()
     }
@@ -56,6 +64,8 @@ impl Template {
             Template::Feedback => "feedback",
             Template::Refine => "refine",
             Template::RewardCritic => "reward_critic",
+            Template::Mutate => "mutate",
+            Template::Crossover => "crossover",
         }
     }
 
@@ -70,7 +80,10 @@ impl Template {
     pub fn required(self) -> bool {
         !matches!(
             self,
-            Template::Module(ModuleKind::Plan) | Template::RewardCritic
+            Template::Module(ModuleKind::Plan)
+                | Template::RewardCritic
+                | Template::Mutate
+                | Template::Crossover
         )
     }
 
@@ -82,6 +95,8 @@ impl Template {
             Template::Feedback => "last round's results, included by every module template",
             Template::Refine => "high-level DEK: a new micro instruction",
             Template::RewardCritic => "the LLM reward critic in training",
+            Template::Mutate => "[evolve.search]: change a parent's module",
+            Template::Crossover => "[evolve.search]: combine two parents' modules",
         }
     }
 
@@ -97,6 +112,8 @@ impl Template {
                 sample_context(ModuleKind::Reward, false),
             ],
             Template::RewardCritic => vec![critic_context()],
+            Template::Mutate => vec![operator_context(ModuleKind::Reward, "mutate")],
+            Template::Crossover => vec![operator_context(ModuleKind::Reward, "crossover")],
         }
     }
 }

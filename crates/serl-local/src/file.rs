@@ -11,11 +11,15 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use crate::error::LocalError;
 
 /// The architectures the backend runs, as GGUF's `general.architecture`
-/// names them: candle's `quantized_llama`. With the byte-level BPE
-/// tokenizer this covers SmolLM2, Llama 3 and their fine-tunes;
-/// SentencePiece models (Llama 2, TinyLlama, Mistral) are refused by the
-/// tokenizer check.
-pub const ARCHITECTURES: &[&str] = &["llama"];
+/// names them: `llama` (SmolLM2, Llama 2, 3, 3.1 and 3.2, TinyLlama,
+/// Mistral 7B) and `gemma3` by serl's own forward pass; `qwen2` (Qwen2,
+/// Qwen2.5), `qwen3` and `phi3` (Phi-3 mini 4k) by candle-transformers'
+/// quantized models.
+pub const ARCHITECTURES: &[&str] = &["llama", "gemma3", "qwen2", "qwen3", "phi3"];
+
+/// The tokenizers the backend reads (`tokenizer.ggml.model`): byte-level
+/// BPE (`gpt2`) and SentencePiece (`llama`).
+pub const TOKENIZERS: &[&str] = &["gpt2", "llama"];
 
 /// A GGUF file whose header has been read and checked.
 pub struct ModelFile {
@@ -77,15 +81,27 @@ impl ModelFile {
         let arch = self.string("general.architecture")?;
         if !ARCHITECTURES.contains(&arch.as_str()) {
             return Err(self.unsupported(format!(
-                "architecture `{arch}`; the local backend runs {} models (SmolLM2, Llama, TinyLlama, Mistral)",
+                "architecture `{arch}`; the local backend runs {} models",
                 ARCHITECTURES.join(", ")
             )));
         }
         let tokenizer = self.string("tokenizer.ggml.model")?;
-        if tokenizer != "gpt2" {
+        if !TOKENIZERS.contains(&tokenizer.as_str()) {
             return Err(self.unsupported(format!(
-                "tokenizer `{tokenizer}`; the local backend reads byte-level BPE (`gpt2`) tokenizers"
+                "tokenizer `{tokenizer}`; the local backend reads byte-level BPE (`gpt2`) and SentencePiece (`llama`) tokenizers"
             )));
+        }
+        // candle's Phi-3 has neither LongRoPE (Phi-3 128k, Phi-3.5) nor
+        // another rotary base.
+        let long_rope = ["rope_factors_long.weight", "rope_factors_short.weight"];
+        if arch == "phi3"
+            && long_rope
+                .iter()
+                .any(|t| self.content.tensor_infos.contains_key(*t))
+        {
+            return Err(self.unsupported(
+                "Phi-3 with LongRoPE factors (128k context, Phi-3.5); the local backend runs Phi-3 mini 4k".into(),
+            ));
         }
         Ok(())
     }

@@ -5,20 +5,25 @@
 //! can have a real model design. No serl crate is below it; `serl-llm`
 //! wraps it as a `Backend`.
 //!
-//! - **Weights:** candle parses the GGUF file; the llama forward pass is
-//!   serl's own (`engine`), in llama.cpp's manner: Q4_0, Q4_1 and Q8_0
-//!   weights stay in their blocks and are multiplied by 8-bit activations
-//!   with integer dot products (AVX2 where the CPU has it); other layouts
-//!   (K-quants, F16, F32) are rounded to 8 bits on loading. candle's own
-//!   quantized llama ran SmolLM2 3× slower than llama.cpp (no SIMD for
-//!   Q4_1, a key-value cache grown by concatenation); it remains the
-//!   reference the tests check the forward pass against. burn has no GGUF
-//!   loader.
-//! - **Key-value cache:** kept between requests; a request that starts
-//!   like the last one (the system prompt, a module asked again) reads
-//!   only the tokens that differ.
-//! - **Vocabulary:** the tokenizer, each token's bytes and the end-of-turn
-//!   tokens come from the file's `tokenizer.ggml.*` metadata.
+//! - **Weights:** candle parses the GGUF file ([`ARCHITECTURES`] run). The
+//!   `llama` and `gemma3` forward pass is serl's own (`engine`), in
+//!   llama.cpp's manner: Q4_0, Q4_1 and Q8_0 weights stay in their blocks
+//!   and are multiplied by 8-bit activations with integer dot products
+//!   (AVX2 where the CPU has it); other layouts (K-quants, F16, F32) are
+//!   rounded to 8 bits on loading. candle's own quantized llama ran
+//!   SmolLM2 3× slower than llama.cpp (no SIMD for Q4_1, a key-value cache
+//!   grown by concatenation), and its quantized Gemma 3 computes another
+//!   network (SiLU, no sliding window when generating); they remain the
+//!   references the tests check the forward pass against. `qwen2`,
+//!   `qwen3` and `phi3` run through candle-transformers' quantized models.
+//!   burn has no GGUF loader.
+//! - **Key-value cache:** kept between requests; with serl's forward pass
+//!   a request that starts like the last one (the system prompt, a module
+//!   asked again) reads only the tokens that differ; candle's models read
+//!   from their one cache only a prompt that continues it.
+//! - **Vocabulary:** the tokenizer (byte-level BPE, or SentencePiece as
+//!   llama.cpp encodes it), each token's bytes and the end-of-turn tokens
+//!   come from the file's `tokenizer.ggml.*` metadata.
 //! - **Chat template:** the file's `tokenizer.chat_template`, rendered
 //!   with minijinja.
 //! - **Sampling:** seeded temperature and top-p ([`Sampling`]): the same
@@ -39,6 +44,7 @@ mod file;
 mod grammar;
 mod model;
 mod sample;
+mod spm;
 mod template;
 mod testmodel;
 mod vocab;
@@ -48,6 +54,6 @@ pub use file::ARCHITECTURES;
 pub use grammar::ByteGrammar;
 pub use model::{Constraint, Generation, LocalModel, LocalOptions, Request, DEFAULT_CACHE_SLOTS};
 pub use sample::{Sampler, Sampling};
-pub use template::{ChatMessage, ChatTemplate};
+pub use template::{ChatMessage, ChatTemplate, GEMMA_TEMPLATE};
 pub use testmodel::{write_test_model, TestModelSpec};
 pub use vocab::steer_rank;

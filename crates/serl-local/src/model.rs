@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use llguidance::{Matcher, ParserFactory};
 
-use crate::engine::{Llama, State};
+use crate::engine::{Network, State};
 use crate::error::LocalError;
 use crate::file::ModelFile;
 use crate::sample::{Sampler, Sampling};
@@ -95,7 +95,7 @@ pub struct Generation {
 /// A GGUF instruct model, loaded and ready to answer.
 pub struct LocalModel {
     path: String,
-    network: Llama,
+    network: Network,
     /// The key-value caches of the last conversations.
     cache: Conversations,
     vocab: Arc<Vocab>,
@@ -123,7 +123,8 @@ impl LocalModel {
             .get("token_embd.weight")
             .and_then(|t| t.shape.dims().first().copied())
             .ok_or_else(|| file.unsupported("no `token_embd.weight` matrix".into()))?;
-        let model_context = match file.integer("llama.context_length") {
+        let arch = file.string("general.architecture")?;
+        let model_context = match file.integer(&format!("{arch}.context_length")) {
             Some(c) if c > 0 => c as usize,
             _ => MAX_CONTEXT,
         };
@@ -133,12 +134,11 @@ impl LocalModel {
         }
         .min(MAX_CONTEXT);
         let name = path.display().to_string();
-        let network = Llama::read(&file.content, &mut file.reader, context).map_err(|e| {
-            LocalError::Unsupported {
+        let network = Network::read(path, &file.content, &mut file.reader, &arch, context)
+            .map_err(|e| LocalError::Unsupported {
                 path: name.clone(),
                 message: format!("reading the weights: {e}"),
-            }
-        })?;
+            })?;
         let tok_env = vocab.tok_env(n_vocab);
         let mut factory = ParserFactory::new_simple(&tok_env)
             .map_err(|e| LocalError::Constraint(e.to_string()))?;
@@ -171,6 +171,54 @@ impl LocalModel {
         self.context
     }
 
+    /// The next-token logits after `tokens`, read like a prompt (from the
+    /// kept conversation that shares the most with them): what the
+    /// sampler would draw the next token from. For tests and probes.
+    pub fn logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+        self.check_tokens(tokens)?;
+        let mut state = self.cache.take(tokens);
+        let pool = self.pool.clone();
+        let logits = pool.install(|| self.network.logits(&mut state, tokens));
+        self.cache.put(state);
+        logits.map_err(|e| LocalError::Run(format!("{}: {e}", self.path)))
+    }
+
+    /// The prompt's tokens: `text` as the model's tokenizer encodes it
+    /// (special tokens written out become their ids).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, LocalError> {
+        self.vocab.encode(text)
+    }
+
+    /// The width of the logits: the embedding's rows.
+    pub fn vocab_size(&self) -> usize {
+        self.n_vocab
+    }
+
+    fn check_tokens(&self, tokens: &[u32]) -> Result<(), LocalError> {
+        if tokens.is_empty() {
+            return Err(LocalError::Run(format!(
+                "{}: an empty prompt (no tokens)",
+                self.path
+            )));
+        }
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.n_vocab) {
+            return Err(LocalError::Unsupported {
+                path: self.path.clone(),
+                message: format!(
+                    "the tokenizer gave token {t}, past the embedding's {} rows",
+                    self.n_vocab
+                ),
+            });
+        }
+        if tokens.len() + 1 >= self.context {
+            return Err(LocalError::ContextFull {
+                tokens: tokens.len(),
+                context: self.context,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks that `constraint` compiles against this vocabulary.
     pub fn check(&self, constraint: &Constraint) -> Result<(), LocalError> {
         self.matcher(constraint).map(|_| ())
@@ -191,27 +239,7 @@ impl LocalModel {
             self.template
                 .render(request.messages, &self.vocab.bos_text, &self.vocab.eos_text)?;
         let tokens = self.vocab.encode(&prompt)?;
-        if tokens.is_empty() {
-            return Err(LocalError::Run(format!(
-                "{}: the chat template rendered an empty prompt",
-                self.path
-            )));
-        }
-        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.n_vocab) {
-            return Err(LocalError::Unsupported {
-                path: self.path.clone(),
-                message: format!(
-                    "the tokenizer gave token {t}, past the embedding's {} rows",
-                    self.n_vocab
-                ),
-            });
-        }
-        if tokens.len() + 1 >= self.context {
-            return Err(LocalError::ContextFull {
-                tokens: tokens.len(),
-                context: self.context,
-            });
-        }
+        self.check_tokens(&tokens)?;
         let mut matcher = request.constraint.map(|c| self.matcher(c)).transpose()?;
         let pool = self.pool.clone();
         pool.install(|| self.decode(&tokens, request, matcher.as_mut()))
@@ -225,12 +253,16 @@ impl LocalModel {
     ) -> Result<Generation, LocalError> {
         let start = Instant::now();
         let mut state = self.cache.take(prompt);
-        // (`logits` reads the last token again whatever is kept.)
-        let cached_tokens = state.shared(prompt).min(prompt.len() - 1);
-        let mut logits = self.network.logits(&mut state, prompt);
-        let prompt_secs = start.elapsed().as_secs_f64();
-        let result = self.generate(&mut state, &mut logits, prompt.len(), request, matcher);
+        let cached_tokens = self.network.reusable(&state, prompt);
+        let result = self.network.logits(&mut state, prompt).map(|logits| {
+            let prompt_secs = start.elapsed().as_secs_f64();
+            let mut logits = logits;
+            let reply = self.generate(&mut state, &mut logits, prompt.len(), request, matcher);
+            (prompt_secs, reply)
+        });
         self.cache.put(state);
+        let (prompt_secs, result) =
+            result.map_err(|e| LocalError::Run(format!("{}: {e}", self.path)))?;
         let (reply, finished) = result?;
         Ok(Generation {
             text: self.vocab.decode(&reply),
@@ -297,7 +329,10 @@ impl LocalModel {
                 finished = stopped;
                 break;
             }
-            *logits = self.network.next(state, token);
+            *logits = self
+                .network
+                .next(state, token)
+                .map_err(|e| LocalError::Run(format!("{}: {e}", self.path)))?;
         }
         Ok((reply, finished))
     }

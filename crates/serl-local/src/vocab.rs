@@ -1,7 +1,8 @@
 //! The model's vocabulary, read from the GGUF metadata: the tokenizer
-//! that encodes prompts (candle builds it from `tokenizer.ggml.*`), each
-//! token's bytes for decoding and for llguidance's token trie, and the
-//! tokens that end a turn.
+//! that encodes prompts (byte-level BPE, which candle builds from
+//! `tokenizer.ggml.*`, or SentencePiece, [`crate::spm`]), each token's
+//! bytes for decoding and for llguidance's token trie, and the tokens that
+//! end a turn.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use tokenizers::Tokenizer;
 
 use crate::error::LocalError;
 use crate::file::ModelFile;
+use crate::spm::{byte_token, Spm};
 
 /// Token texts that end an assistant's turn in the common chat formats.
 const END_OF_TURN: &[&str] = &[
@@ -24,9 +26,30 @@ const END_OF_TURN: &[&str] = &[
     "</s>",
 ];
 
+/// How text becomes tokens.
+enum Encoder {
+    /// Byte-level BPE (`gpt2`).
+    Bpe(Box<Tokenizer>),
+    /// SentencePiece (`llama`).
+    Spm(Box<Spm>),
+}
+
+impl Encoder {
+    /// `prefix`: a prompt, which SentencePiece may start with a space.
+    fn encode(&self, text: &str, prefix: bool) -> Result<Vec<TokenId>, String> {
+        match self {
+            Encoder::Bpe(t) => t
+                .encode(text, false)
+                .map(|e| e.get_ids().to_vec())
+                .map_err(|e| e.to_string()),
+            Encoder::Spm(s) => Ok(s.encode(text, prefix)),
+        }
+    }
+}
+
 /// A GGUF model's vocabulary.
 pub struct Vocab {
-    tokenizer: Tokenizer,
+    encoder: Encoder,
     /// Each token's bytes; special tokens start with
     /// [`TokTrie::SPECIAL_TOKEN_MARKER`].
     bytes: Vec<Vec<u8>>,
@@ -45,15 +68,7 @@ pub struct Vocab {
 impl Vocab {
     /// Reads the vocabulary of `file`.
     pub fn read(file: &ModelFile) -> Result<Vocab, LocalError> {
-        let mut tokenizer = Tokenizer::from_gguf(&file.content)
-            .map_err(|e| file.unsupported(format!("tokenizer: {e}")))?;
-        let pre = file.string("tokenizer.ggml.pre").unwrap_or_default();
-        if !matches!(pre.as_str(), "qwen2" | "smaug-bpe" | "lfm2" | "llama3") {
-            // candle's GPT-2 default adds a space before every text
-            // segment; chat models (SmolLM2 among them) do not, and the
-            // grammar's forced bytes must tokenize as written.
-            tokenizer.with_pre_tokenizer(Some(ByteLevel::default().add_prefix_space(false)));
-        }
+        let sentencepiece = file.string("tokenizer.ggml.model")? == "llama";
         let texts: Vec<String> = file
             .value("tokenizer.ggml.tokens")?
             .to_vec()
@@ -74,11 +89,20 @@ impl Vocab {
                 .unwrap_or_default(),
             None => Vec::new(),
         };
+        let encoder = if sentencepiece {
+            Encoder::Spm(Box::new(spm(file, &texts, &types)?))
+        } else {
+            Encoder::Bpe(Box::new(bpe(file)?))
+        };
         let chars = byte_level_chars();
+        let chars = (!sentencepiece).then_some(&chars);
         let bytes: Vec<Vec<u8>> = texts
             .iter()
             .enumerate()
-            .map(|(id, text)| token_bytes(text, types.get(id).copied().unwrap_or(1), &chars))
+            .map(|(id, text)| {
+                let kind = types.get(id).copied().unwrap_or(1);
+                token_bytes(text, kind, chars)
+            })
             .collect();
         let text_of = |key: &str| {
             file.integer(key)
@@ -108,7 +132,7 @@ impl Vocab {
             .map(|t| steer_rank(&bytes[t], stop.contains(&(t as TokenId))))
             .collect();
         Ok(Vocab {
-            tokenizer,
+            encoder,
             bytes,
             stop,
             steer,
@@ -120,11 +144,9 @@ impl Vocab {
     /// The tokens of `text`; special tokens written out (`<|im_start|>`)
     /// become their ids.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, LocalError> {
-        let enc = self
-            .tokenizer
-            .encode(text, false)
-            .map_err(|e| LocalError::Run(format!("tokenizer: {e}")))?;
-        Ok(enc.get_ids().to_vec())
+        self.encoder
+            .encode(text, true)
+            .map_err(|e| LocalError::Run(format!("tokenizer: {e}")))
     }
 
     /// The text of `tokens`, special tokens left out.
@@ -179,9 +201,50 @@ pub fn steer_rank(bytes: &[u8], stops: bool) -> u8 {
     }
 }
 
+/// The byte-level BPE tokenizer of `file`.
+fn bpe(file: &ModelFile) -> Result<Tokenizer, LocalError> {
+    let mut tokenizer = Tokenizer::from_gguf(&file.content)
+        .map_err(|e| file.unsupported(format!("tokenizer: {e}")))?;
+    let pre = file.string("tokenizer.ggml.pre").unwrap_or_default();
+    if !matches!(pre.as_str(), "qwen2" | "smaug-bpe" | "lfm2" | "llama3") {
+        // candle's GPT-2 default adds a space before every text
+        // segment; chat models (SmolLM2 among them) do not, and the
+        // grammar's forced bytes must tokenize as written.
+        tokenizer.with_pre_tokenizer(Some(ByteLevel::default().add_prefix_space(false)));
+    }
+    Ok(tokenizer)
+}
+
+/// The SentencePiece tokenizer of `file`: its scores, and whether it
+/// starts a text with a space (`tokenizer.ggml.add_space_prefix`, true
+/// unless the file says otherwise, as llama.cpp reads it).
+fn spm(file: &ModelFile, texts: &[String], types: &[u32]) -> Result<Spm, LocalError> {
+    let scores: Vec<f32> = file
+        .value("tokenizer.ggml.scores")?
+        .to_vec()
+        .map_err(|_| file.unsupported("`tokenizer.ggml.scores` is not an array".into()))?
+        .iter()
+        .map(|v| v.to_f32().unwrap_or(0.0))
+        .collect();
+    if scores.len() != texts.len() {
+        return Err(file.unsupported(format!(
+            "{} scores for {} tokens",
+            scores.len(),
+            texts.len()
+        )));
+    }
+    let prefix = match file.content.metadata.get("tokenizer.ggml.add_space_prefix") {
+        Some(v) => v.to_bool().unwrap_or(true),
+        None => true,
+    };
+    Ok(Spm::new(texts, scores, types, prefix))
+}
+
 /// The bytes a token stands for. Control and unused tokens are special;
-/// the others are byte-level BPE text (GPT-2's byte-to-character map).
-fn token_bytes(text: &str, token_type: u32, chars: &HashMap<char, u8>) -> Vec<u8> {
+/// the others are byte-level BPE text (GPT-2's byte-to-character map,
+/// `chars`) or, without it, SentencePiece text (`▁` a space, `<0xAB>` a
+/// byte).
+fn token_bytes(text: &str, token_type: u32, chars: Option<&HashMap<char, u8>>) -> Vec<u8> {
     // GGUF token types: 1 normal, 2 unknown, 3 control, 4 user-defined,
     // 5 unused, 6 byte.
     if matches!(token_type, 2 | 3 | 5) {
@@ -189,6 +252,14 @@ fn token_bytes(text: &str, token_type: u32, chars: &HashMap<char, u8>) -> Vec<u8
         b.extend_from_slice(text.as_bytes());
         return b;
     }
+    let Some(chars) = chars else {
+        if token_type == 6 {
+            if let Some(b) = byte_token(text) {
+                return vec![b];
+            }
+        }
+        return text.replace('\u{2581}', " ").into_bytes();
+    };
     let mapped: Option<Vec<u8>> = text.chars().map(|c| chars.get(&c).copied()).collect();
     mapped.unwrap_or_else(|| text.as_bytes().to_vec())
 }
@@ -223,11 +294,7 @@ impl TokenizerEnv for TrieEnv {
 
     fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
         self.trie.tokenize_with_greedy_fallback(s, |s| {
-            self.vocab
-                .tokenizer
-                .encode(s, false)
-                .map(|e| e.get_ids().to_vec())
-                .unwrap_or_default()
+            self.vocab.encoder.encode(s, false).unwrap_or_default()
         })
     }
 }

@@ -212,4 +212,8 @@ fn files_it_cannot_run_are_named_with_the_reason() {
     );
     let e = err(&mamba);
     assert!(e.contains("unsupported") && e.contains("`mamba`"), "{e}");
+    // The message lists what runs.
+    for arch in serl_local::ARCHITECTURES {
+        assert!(e.contains(arch), "{e}");
+    }
 }

@@ -35,6 +35,9 @@ pub enum LlmChoice {
     /// The embedded GGUF model of `[llm.local]`.
     Local,
     Replay,
+    /// No model: each module drawn at random from its own grammar (the
+    /// random-search control, `serl_llm::GrammarDesigner`).
+    Grammar,
 }
 
 /// The `[llm]` table: the designer's backend and how it is asked.

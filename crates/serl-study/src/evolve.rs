@@ -10,6 +10,7 @@ use serl_evolve::{
 };
 use serl_llm::{Designer, Prompts};
 
+use crate::bail;
 use crate::config::{EvolveFile, LlmChoice};
 use crate::data::StudyData;
 use crate::error::{Context, Result};
@@ -113,6 +114,16 @@ pub fn prepare(
     let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
     let prompts = Prompts::load(&prompts_dir)
         .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
+    if cfg.evolve.search.is_some() {
+        // A search shows the model its parents through the operator
+        // templates; a prompt directory without them would not.
+        if let Some(e) = serl_llm::prompts::check_operators(&prompts)
+            .into_iter()
+            .next()
+        {
+            bail!("[evolve.search] needs the operator templates: {e}");
+        }
+    }
     let data = StudyData::load(cfg, req.confirming(), warn)?;
     if req.confirming() {
         // A team or windows the data cannot fill, before the run too.

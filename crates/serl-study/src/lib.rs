@@ -18,6 +18,8 @@
 //! - [`backtest`] and [`team`]: strategies and teams over parent orders.
 //! - [`simulate`] and [`realism`]: the calibrated market checked against
 //!   a real day, the impact study, and the realism study on LOBSTER days.
+//! - [`search_study`] and [`search_study_report`]: the equal-budget study
+//!   of designers (`serl evolve study`), its lockbox and report.
 //! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
 //!   registry of task kinds that `serl task run` dispatches through.
 
@@ -34,6 +36,8 @@ pub mod llm;
 #[cfg(feature = "local")]
 pub mod probe;
 pub mod realism;
+pub mod search_study;
+pub mod search_study_report;
 pub mod simulate;
 pub mod tasks;
 pub mod team;

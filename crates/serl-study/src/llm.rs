@@ -31,7 +31,7 @@ fn critic_backend(llm: &LlmSection, transcript: Option<&Path>) -> Result<Arc<dyn
         LlmChoice::Local => recorded(serl_llm::LocalBackend::load(&llm.local)?, transcript)?,
         #[cfg(not(feature = "local"))]
         LlmChoice::Local => bail!("this serl was built without the embedded backend: build with `--features local`"),
-        LlmChoice::Builtin | LlmChoice::Replay => bail!(
+        LlmChoice::Builtin | LlmChoice::Replay | LlmChoice::Grammar => bail!(
             "[train.reward_critic] critic = \"llm\" needs [llm] backend = \"openai\", \"ollama\" or \"local\" (to replay a run's weights, set [train.reward_critic] replay = \"RUN/metrics.jsonl\")"
         ),
     })
@@ -130,6 +130,10 @@ pub fn make_designer(
     };
     match backend {
         LlmChoice::Builtin => Ok(Box::new(BuiltinDesigner::new(cfg.evolve.seed))),
+        LlmChoice::Grammar => Ok(Box::new(serl_llm::GrammarDesigner::new(
+            cfg.evolve.seed,
+            cfg.llm.temperature,
+        ))),
         LlmChoice::Openai | LlmChoice::Ollama => {
             let mut http = cfg.llm.http.clone();
             if backend == LlmChoice::Ollama {

@@ -35,6 +35,9 @@ pub enum LlmArg {
     /// The embedded GGUF model of `[llm.local]`.
     Local,
     Replay,
+    /// No model: each module drawn at random from its own grammar (the
+    /// random-search control).
+    Grammar,
 }
 
 impl From<LlmArg> for LlmChoice {
@@ -45,6 +48,7 @@ impl From<LlmArg> for LlmChoice {
             LlmArg::Ollama => LlmChoice::Ollama,
             LlmArg::Local => LlmChoice::Local,
             LlmArg::Replay => LlmChoice::Replay,
+            LlmArg::Grammar => LlmChoice::Grammar,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod confirm;
 mod resume;
+mod study;
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -19,7 +20,10 @@ use super::args::{warn, EngineChoice, LlmArg};
 use crate::show;
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvolveArgs {
+    #[command(subcommand)]
+    pub action: Option<EvolveAction>,
     /// An evolve config: [data], [orders], [env], [market], [evolve], [llm].
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -81,6 +85,15 @@ pub struct EvolveArgs {
     pub walk_forward: bool,
 }
 
+#[derive(clap::Subcommand)]
+pub enum EvolveAction {
+    /// The equal-budget study of designers: several arms (the random
+    /// grammar, the builtin search, a model without and with the program
+    /// database) over several search seeds; the test sealed until the
+    /// winner is declared (configs/study.toml).
+    Study(study::StudyArgs),
+}
+
 /// The run directory and its config: a resumed run's saved one, or the
 /// given config with the command line's overrides; validated.
 fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
@@ -106,7 +119,10 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
     Ok(serl_study::evolve_overrides::resolve(start, &overrides)?)
 }
 
-pub fn run(a: EvolveArgs) -> Result<ExitCode> {
+pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
+    if let Some(EvolveAction::Study(s)) = a.action.take() {
+        return study::run(s);
+    }
     let (out, cfg) = resolve(&a)?;
     let dir = out.clone();
     // No clean points here: a signal stops evolve at once, and `--resume`
@@ -149,7 +165,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
         println!(
             "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
             outcome.best.key,
-            outcome.best.score.unwrap_or(0.0),
+            outcome.best.selection_score().unwrap_or(0.0),
             l.sealed_at,
             out.join("lockbox.json").display(),
             out.display()
@@ -186,7 +202,7 @@ pub fn run(a: EvolveArgs) -> Result<ExitCode> {
     println!(
         "best design {} (validation score {:.3}); {}; report: {}",
         outcome.best.key,
-        outcome.best.score.unwrap_or(0.0),
+        outcome.best.selection_score().unwrap_or(0.0),
         resume::took(main_secs, outcome.wall_secs),
         out.join("report.html").display()
     );
@@ -281,15 +297,25 @@ fn show_event(bar: &ProgressBar, e: Event) {
             format!("iteration {iteration}/{iterations}: training {designs} designs on {engine}")
         }),
         Event::CandidateDone => bar.inc(1),
-        Event::Iteration(s) => say(format!(
-            "iteration {}: {} valid of {} designed, {} low-level DEK trials (the Dual-Level Enhancement Kit's ES on the best design's constants), best score {}, best validation PA so far {:.3} bps",
-            s.iteration,
-            s.valid,
-            s.designed,
-            s.low_level_trials,
-            s.best_score.map_or("-".into(), |v| format!("{v:.3}")),
-            s.best_pa
-        )),
+        Event::Iteration(s) => {
+            say(format!(
+                "iteration {}: {} valid of {} designed, {} low-level DEK trials (the Dual-Level Enhancement Kit's ES on the best design's constants), best score {}, best validation PA so far {:.3} bps",
+                s.iteration,
+                s.valid,
+                s.designed,
+                s.low_level_trials,
+                s.best_score.map_or("-".into(), |v| format!("{v:.3}")),
+                s.best_pa
+            ));
+            if !s.operators.is_empty() {
+                let ops: Vec<String> = s
+                    .operators
+                    .iter()
+                    .map(|(op, (n, valid))| format!("{op} {valid}/{n}"))
+                    .collect();
+                say(format!("  operators (valid/written): {}", ops.join(", ")));
+            }
+        }
         Event::Converged { iterations } => say(format!("converged after {iterations} iterations")),
         Event::BudgetSpent { iterations } => say(format!(
             "[evolve.budget] spent after {iterations} iterations: no more designs"

@@ -1,99 +1,70 @@
-//! The llama network (GGUF's `llama` layout: RMS norm, rotary attention
-//! with grouped keys and values, a gated SiLU feed-forward block), with a
-//! key-value cache that keeps the longest shared prefix between requests.
+//! The decoder: GGUF's `llama` layout (RMS norm, rotary attention with
+//! grouped keys and values, a gated SiLU feed-forward block) and Gemma 3's
+//! variations on it (query and key norms, a norm after each block, GELU, a
+//! scaled embedding, a sliding window), with a key-value cache that keeps
+//! the longest shared prefix between requests.
 
 use std::io::{Read, Seek};
 use std::sync::Arc;
 
-use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use rayon::prelude::*;
 
+use super::config::{Config, Flavor, RopeTable};
 use super::quant::{matmul, LayoutError, QActs, QMatrix};
-
-/// The network's shape, from the file's `llama.*` metadata.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Config {
-    pub layers: usize,
-    pub embedding: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub head_dim: usize,
-    pub feed_forward: usize,
-    pub rope_base: f32,
-    pub rms_eps: f32,
-    pub vocab: usize,
-}
-
-impl Config {
-    fn kv_dim(&self) -> usize {
-        self.kv_heads * self.head_dim
-    }
-}
 
 struct Layer {
     attn_norm: Vec<f32>,
     /// Queries, keys and values stacked: one product per token.
     qkv: QMatrix,
+    /// Gemma 3: RMS norms of each query and key head.
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
     output: QMatrix,
+    /// Gemma 3: the attention's output normed before it is added.
+    post_attn_norm: Option<Vec<f32>>,
     ffn_norm: Vec<f32>,
     /// Gate and up stacked.
     gate_up: QMatrix,
     down: QMatrix,
+    /// Gemma 3: the feed-forward output normed before it is added.
+    post_ffn_norm: Option<Vec<f32>>,
+    /// Attends through the sliding window, with the local rotary table.
+    sliding: bool,
 }
 
 /// The weights.
-pub struct Llama {
+pub struct Decoder {
     config: Config,
     embedding: Arc<QMatrix>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
     output: Arc<QMatrix>,
-    /// cos and sin of each position's angle for each rotated pair,
-    /// `context × head_dim / 2`.
-    rope: (Vec<f32>, Vec<f32>),
+    /// The rotary tables of whole-context and of sliding-window layers.
+    rope: [RopeTable; 2],
+    context: usize,
 }
 
 /// What a tensor or a metadata field lacks.
 pub type LoadError = String;
 
-impl Llama {
-    /// Reads the weights named in `content` from `reader`, for contexts of
-    /// up to `context` tokens.
+impl Decoder {
+    /// Reads the weights named in `content` from `reader`, for the
+    /// architecture `arch` and contexts of up to `context` tokens.
     pub fn read<R: Read + Seek>(
         content: &Content,
         reader: &mut R,
+        arch: &str,
         context: usize,
-    ) -> Result<Llama, LoadError> {
-        let config = config(content)?;
+    ) -> Result<Decoder, LoadError> {
+        let config = Config::read(content, arch)?;
         let mut loader = Loader { content, reader };
         // Grown as layers are read: the count comes from the file.
         let mut layers = Vec::new();
         for i in 0..config.layers {
-            let p = format!("blk.{i}");
-            let (q, kv, ff) = (
-                config.heads * config.head_dim,
-                config.kv_dim(),
-                config.feed_forward,
-            );
-            let qkv = loader.stacked(&[
-                (&format!("{p}.attn_q.weight"), q),
-                (&format!("{p}.attn_k.weight"), kv),
-                (&format!("{p}.attn_v.weight"), kv),
-            ])?;
-            let gate_up = loader.stacked(&[
-                (&format!("{p}.ffn_gate.weight"), ff),
-                (&format!("{p}.ffn_up.weight"), ff),
-            ])?;
-            layers.push(Layer {
-                attn_norm: loader.vector(&format!("{p}.attn_norm.weight"))?,
-                qkv,
-                output: loader.matrix(&format!("{p}.attn_output.weight"))?,
-                ffn_norm: loader.vector(&format!("{p}.ffn_norm.weight"))?,
-                gate_up,
-                down: loader.matrix(&format!("{p}.ffn_down.weight"))?,
-            });
+            layers.push(loader.layer(&config, i)?);
         }
         let embedding = Arc::new(loader.matrix("token_embd.weight")?);
         let output = if content.tensor_infos.contains_key("output.weight") {
@@ -102,18 +73,39 @@ impl Llama {
             // Tied: the same matrix, not a copy.
             embedding.clone()
         };
-        let mut llama = Llama {
-            config,
+        // Llama 3.1 and 3.2: each pair's frequency is divided by its factor.
+        let factors = if content.tensor_infos.contains_key("rope_freqs.weight") {
+            let f = loader.vector("rope_freqs.weight")?;
+            if f.len() != config.head_dim / 2 || !f.iter().all(|&x| x > 0.0) {
+                return Err(format!(
+                    "`rope_freqs.weight` has {} values, not {} positive factors",
+                    f.len(),
+                    config.head_dim / 2
+                ));
+            }
+            Some(f)
+        } else {
+            None
+        };
+        let empty = || RopeTable::new(2, 1.0, 1.0, None, 0);
+        let mut decoder = Decoder {
             norm: loader.vector("output_norm.weight")?,
-            rope: (Vec::new(), Vec::new()),
+            rope: [empty(), empty()],
             layers,
             embedding,
             output,
+            context,
+            config,
         };
-        // Shapes first: the table's size follows from them.
-        llama.check_shapes()?;
-        llama.rope = rope_table(config.head_dim, config.rope_base, context);
-        Ok(llama)
+        // Shapes first: the tables' sizes follow from them.
+        decoder.check_shapes()?;
+        let c = &decoder.config;
+        let f = factors.as_deref();
+        decoder.rope = [
+            RopeTable::new(c.head_dim, c.rope_base, c.rope_scale, f, context),
+            RopeTable::new(c.head_dim, c.rope_base_local, 1.0, f, context),
+        ];
+        Ok(decoder)
     }
 
     fn check_shapes(&self) -> Result<(), LoadError> {
@@ -138,18 +130,26 @@ impl Llama {
         }
         expect("token_embd.weight", &self.embedding, c.vocab, e)?;
         expect("output.weight", &self.output, c.vocab, e)?;
+        let d = c.head_dim;
         for l in &self.layers {
-            expect(
-                "attn_q/k/v",
-                &l.qkv,
-                c.heads * c.head_dim + 2 * c.kv_dim(),
-                e,
-            )?;
-            expect("attn_output", &l.output, e, c.heads * c.head_dim)?;
+            expect("attn_q/k/v", &l.qkv, c.q_dim() + 2 * c.kv_dim(), e)?;
+            expect("attn_output", &l.output, e, c.q_dim())?;
             expect("ffn_gate/up", &l.gate_up, 2 * c.feed_forward, e)?;
             expect("ffn_down", &l.down, e, c.feed_forward)?;
-            if l.attn_norm.len() != e || l.ffn_norm.len() != e {
+            let norms = [&l.post_attn_norm, &l.post_ffn_norm];
+            if l.attn_norm.len() != e
+                || l.ffn_norm.len() != e
+                || norms
+                    .iter()
+                    .any(|n| n.as_ref().is_some_and(|n| n.len() != e))
+            {
                 return Err("a norm's length is not the embedding's".into());
+            }
+            if [&l.q_norm, &l.k_norm]
+                .iter()
+                .any(|n| n.as_ref().is_some_and(|n| n.len() != d))
+            {
+                return Err("a query or key norm's length is not the head's".into());
             }
         }
         Ok(())
@@ -161,90 +161,10 @@ impl Llama {
         &self.config
     }
 
-    /// Positions the rotary table covers.
+    /// Positions the rotary tables cover.
     pub fn context(&self) -> usize {
-        self.rope.0.len() / (self.config.head_dim / 2)
+        self.context
     }
-}
-
-fn config(content: &Content) -> Result<Config, LoadError> {
-    let get = |key: &str| content.metadata.get(key);
-    let int = |key: &str| -> Result<usize, LoadError> {
-        get(key)
-            .and_then(crate::file::integer)
-            .filter(|&v| v > 0)
-            .map(|v| v as usize)
-            .ok_or_else(|| format!("no positive `{key}` in the metadata"))
-    };
-    let float = |key: &str, default: f32| -> f32 {
-        match get(key) {
-            Some(Value::F64(v)) => *v as f32,
-            Some(v) => v.to_f32().unwrap_or(default),
-            None => default,
-        }
-    };
-    let embedding = int("llama.embedding_length")?;
-    let heads = int("llama.attention.head_count")?;
-    let kv_heads = get("llama.attention.head_count_kv")
-        .and_then(crate::file::integer)
-        .map(|v| v as usize)
-        .unwrap_or(heads);
-    if !embedding.is_multiple_of(heads) || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
-        return Err(format!(
-            "{heads} heads and {kv_heads} key-value heads do not divide an embedding of {embedding}"
-        ));
-    }
-    let head_dim = embedding / heads;
-    if !head_dim.is_multiple_of(2) {
-        return Err(format!("an odd head width ({head_dim}) cannot be rotated"));
-    }
-    // What the forward pass does not do: rotating part of a head, and
-    // Llama 3.1's frequency factors or other rope scaling.
-    if let Some(n) = get("llama.rope.dimension_count").and_then(crate::file::integer) {
-        if n as usize != head_dim {
-            return Err(format!(
-                "rotary embedding over {n} of a head's {head_dim} values is not supported"
-            ));
-        }
-    }
-    if content.tensor_infos.contains_key("rope_freqs.weight")
-        || get("llama.rope.scaling.type").is_some()
-    {
-        return Err(
-            "rope scaling (`rope_freqs.weight`, `llama.rope.scaling.*`) is not supported".into(),
-        );
-    }
-    let vocab = content
-        .tensor_infos
-        .get("token_embd.weight")
-        .and_then(|t| t.shape.dims().first().copied())
-        .ok_or("no `token_embd.weight` matrix")?;
-    Ok(Config {
-        layers: int("llama.block_count")?,
-        embedding,
-        heads,
-        kv_heads,
-        head_dim,
-        feed_forward: int("llama.feed_forward_length")?,
-        rope_base: float("llama.rope.freq_base", 10_000.0),
-        rms_eps: float("llama.attention.layer_norm_rms_epsilon", 1e-5),
-        vocab,
-    })
-}
-
-fn rope_table(head_dim: usize, base: f32, context: usize) -> (Vec<f32>, Vec<f32>) {
-    let pairs = head_dim / 2;
-    let mut cos = Vec::with_capacity(context * pairs);
-    let mut sin = Vec::with_capacity(context * pairs);
-    for pos in 0..context {
-        for i in 0..pairs {
-            let freq = 1.0 / base.powf((2 * i) as f32 / head_dim as f32);
-            let angle = pos as f32 * freq;
-            cos.push(angle.cos());
-            sin.push(angle.sin());
-        }
-    }
-    (cos, sin)
 }
 
 struct Loader<'a, R> {
@@ -294,6 +214,43 @@ impl<R: Read + Seek> Loader<'_, R> {
                 QMatrix::from_f32(&values, rows, cols).map_err(fail)
             }
         }
+    }
+
+    /// Layer `i`'s weights.
+    fn layer(&mut self, c: &Config, i: usize) -> Result<Layer, LoadError> {
+        let p = format!("blk.{i}");
+        let (q, kv, ff) = (c.q_dim(), c.kv_dim(), c.feed_forward);
+        let qkv = self.stacked(&[
+            (&format!("{p}.attn_q.weight"), q),
+            (&format!("{p}.attn_k.weight"), kv),
+            (&format!("{p}.attn_v.weight"), kv),
+        ])?;
+        let gate_up = self.stacked(&[
+            (&format!("{p}.ffn_gate.weight"), ff),
+            (&format!("{p}.ffn_up.weight"), ff),
+        ])?;
+        let gemma = c.flavor == Flavor::Gemma3;
+        let mut norm = |name: &str| -> Result<Option<Vec<f32>>, LoadError> {
+            gemma
+                .then(|| self.vector(&format!("{p}.{name}.weight")))
+                .transpose()
+        };
+        let (q_norm, k_norm) = (norm("attn_q_norm")?, norm("attn_k_norm")?);
+        let post_attn_norm = norm("post_attention_norm")?;
+        let post_ffn_norm = norm("post_ffw_norm")?;
+        Ok(Layer {
+            attn_norm: self.vector(&format!("{p}.attn_norm.weight"))?,
+            qkv,
+            q_norm,
+            k_norm,
+            output: self.matrix(&format!("{p}.attn_output.weight"))?,
+            post_attn_norm,
+            ffn_norm: self.vector(&format!("{p}.ffn_norm.weight"))?,
+            gate_up,
+            down: self.matrix(&format!("{p}.ffn_down.weight"))?,
+            post_ffn_norm,
+            sliding: c.sliding(i),
+        })
     }
 
     /// Matrices with the same columns, one above the other, each of the
@@ -356,7 +313,7 @@ impl State {
     }
 }
 
-impl Llama {
+impl Decoder {
     /// The next-token logits after `tokens`, given everything already in
     /// `state`: cached tokens that `tokens` does not start with are
     /// dropped, the shared prefix is kept (a request that repeats most of
@@ -399,7 +356,7 @@ impl Llama {
     /// Runs `tokens` (after `state.tokens`) through the network; returns
     /// the last token's final normed hidden state.
     fn forward(&self, state: &mut State, tokens: &[u32]) -> Vec<f32> {
-        let c = self.config;
+        let c = &self.config;
         let (n, e) = (tokens.len(), c.embedding);
         let start = state.tokens.len();
         assert!(start + n <= self.context(), "past the context");
@@ -408,36 +365,21 @@ impl Llama {
         let mut x = vec![0f32; n * e];
         for (row, &t) in x.chunks_exact_mut(e).zip(tokens) {
             self.embedding.row(t as usize, row);
-        }
-        let q_dim = c.heads * c.head_dim;
-        let mut normed = vec![0f32; n * e];
-        let mut qkv = vec![0f32; n * (q_dim + 2 * c.kv_dim())];
-        let mut attended = vec![0f32; n * q_dim];
-        let mut delta = vec![0f32; n * e];
-        let mut gate_up = vec![0f32; n * 2 * c.feed_forward];
-        let mut hidden = vec![0f32; n * c.feed_forward];
-        for (i, layer) in self.layers.iter().enumerate() {
-            rms_norm(&x, &layer.attn_norm, c.rms_eps, &mut normed);
-            state.acts.quantize(&normed, e);
-            matmul(&layer.qkv, &state.acts, &mut qkv);
-            self.rotate_and_cache(state, i, start, &mut qkv);
-            self.attend(state, i, start, &qkv, &mut attended);
-            state.acts.quantize(&attended, q_dim);
-            matmul(&layer.output, &state.acts, &mut delta);
-            add(&mut x, &delta);
-            rms_norm(&x, &layer.ffn_norm, c.rms_eps, &mut normed);
-            state.acts.quantize(&normed, e);
-            matmul(&layer.gate_up, &state.acts, &mut gate_up);
-            let f = c.feed_forward;
-            for (h, gu) in hidden.chunks_exact_mut(f).zip(gate_up.chunks_exact(2 * f)) {
-                let (gate, up) = gu.split_at(f);
-                for ((h, &g), &u) in h.iter_mut().zip(gate).zip(up) {
-                    *h = g / (1.0 + (-g).exp()) * u;
-                }
+            if c.embed_scale != 1.0 {
+                row.iter_mut().for_each(|v| *v *= c.embed_scale);
             }
-            state.acts.quantize(&hidden, f);
-            matmul(&layer.down, &state.acts, &mut delta);
-            add(&mut x, &delta);
+        }
+        let mut s = Scratch {
+            normed: vec![0f32; n * e],
+            qkv: vec![0f32; n * (c.q_dim() + 2 * c.kv_dim())],
+            attended: vec![0f32; n * c.q_dim()],
+            delta: vec![0f32; n * e],
+            gate_up: vec![0f32; n * 2 * c.feed_forward],
+            hidden: vec![0f32; n * c.feed_forward],
+        };
+        for (i, layer) in self.layers.iter().enumerate() {
+            self.attention(state, i, layer, start, &mut x, &mut s);
+            self.feed_forward(state, layer, &mut x, &mut s);
         }
         state.tokens.extend_from_slice(tokens);
         let mut out = vec![0f32; e];
@@ -445,21 +387,100 @@ impl Llama {
         out
     }
 
+    /// The attention block of layer `i`, added to `x`.
+    fn attention(
+        &self,
+        state: &mut State,
+        i: usize,
+        layer: &Layer,
+        start: usize,
+        x: &mut [f32],
+        s: &mut Scratch,
+    ) {
+        let c = &self.config;
+        rms_norm(x, &layer.attn_norm, c.rms_eps, &mut s.normed);
+        state.acts.quantize(&s.normed, c.embedding);
+        matmul(&layer.qkv, &state.acts, &mut s.qkv);
+        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+            let q_dim = c.q_dim();
+            for row in s.qkv.chunks_exact_mut(q_dim + 2 * c.kv_dim()) {
+                let (q, kv) = row.split_at_mut(q_dim);
+                rms_norm_in_place(q, qn, c.rms_eps);
+                rms_norm_in_place(&mut kv[..c.kv_dim()], kn, c.rms_eps);
+            }
+        }
+        self.rotate_and_cache(state, i, layer.sliding, start, &mut s.qkv);
+        self.attend(state, i, layer.sliding, start, &s.qkv, &mut s.attended);
+        state.acts.quantize(&s.attended, c.q_dim());
+        matmul(&layer.output, &state.acts, &mut s.delta);
+        if let Some(w) = &layer.post_attn_norm {
+            rms_norm_in_place(&mut s.delta, w, c.rms_eps);
+        }
+        add(x, &s.delta);
+    }
+
+    /// The feed-forward block, added to `x`.
+    fn feed_forward(&self, state: &mut State, layer: &Layer, x: &mut [f32], s: &mut Scratch) {
+        let c = &self.config;
+        rms_norm(x, &layer.ffn_norm, c.rms_eps, &mut s.normed);
+        state.acts.quantize(&s.normed, c.embedding);
+        matmul(&layer.gate_up, &state.acts, &mut s.gate_up);
+        let f = c.feed_forward;
+        let gelu = c.flavor == Flavor::Gemma3;
+        for (h, gu) in s
+            .hidden
+            .chunks_exact_mut(f)
+            .zip(s.gate_up.chunks_exact(2 * f))
+        {
+            let (gate, up) = gu.split_at(f);
+            for ((h, &g), &u) in h.iter_mut().zip(gate).zip(up) {
+                *h = if gelu {
+                    gelu_tanh(g)
+                } else {
+                    g / (1.0 + (-g).exp())
+                } * u;
+            }
+        }
+        state.acts.quantize(&s.hidden, f);
+        matmul(&layer.down, &state.acts, &mut s.delta);
+        if let Some(w) = &layer.post_ffn_norm {
+            rms_norm_in_place(&mut s.delta, w, c.rms_eps);
+        }
+        add(x, &s.delta);
+    }
+
     /// Rotates each token's queries and keys by its position, and appends
     /// its keys and values to layer `layer`'s cache.
-    fn rotate_and_cache(&self, state: &mut State, layer: usize, start: usize, qkv: &mut [f32]) {
-        let c = self.config;
-        let (q_dim, kv) = (c.heads * c.head_dim, c.kv_dim());
+    fn rotate_and_cache(
+        &self,
+        state: &mut State,
+        layer: usize,
+        sliding: bool,
+        start: usize,
+        qkv: &mut [f32],
+    ) {
+        let c = &self.config;
+        let (q_dim, kv) = (c.q_dim(), c.kv_dim());
         let pairs = c.head_dim / 2;
+        let table = &self.rope[usize::from(sliding)];
         for (t, row) in qkv.chunks_exact_mut(q_dim + 2 * kv).enumerate() {
             let pos = start + t;
-            let cos = &self.rope.0[pos * pairs..(pos + 1) * pairs];
-            let sin = &self.rope.1[pos * pairs..(pos + 1) * pairs];
+            let cos = &table.cos[pos * pairs..(pos + 1) * pairs];
+            let sin = &table.sin[pos * pairs..(pos + 1) * pairs];
             for head in row[..q_dim + kv].chunks_exact_mut(c.head_dim) {
-                for (i, pair) in head.chunks_exact_mut(2).enumerate() {
-                    let (a, b) = (pair[0], pair[1]);
-                    pair[0] = a * cos[i] - b * sin[i];
-                    pair[1] = a * sin[i] + b * cos[i];
+                if c.neox {
+                    let (lo, hi) = head.split_at_mut(pairs);
+                    for i in 0..pairs {
+                        let (a, b) = (lo[i], hi[i]);
+                        lo[i] = a * cos[i] - b * sin[i];
+                        hi[i] = a * sin[i] + b * cos[i];
+                    }
+                } else {
+                    for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                        let (a, b) = (pair[0], pair[1]);
+                        pair[0] = a * cos[i] - b * sin[i];
+                        pair[1] = a * sin[i] + b * cos[i];
+                    }
                 }
             }
             state.keys[layer].extend_from_slice(&row[q_dim..q_dim + kv]);
@@ -468,32 +489,55 @@ impl Llama {
     }
 
     /// Causal attention of each new token over the cache (which already
-    /// holds the new tokens' keys and values).
-    fn attend(&self, state: &State, layer: usize, start: usize, qkv: &[f32], out: &mut [f32]) {
-        let c = self.config;
-        let (q_dim, kv, d) = (c.heads * c.head_dim, c.kv_dim(), c.head_dim);
-        let group = c.heads / c.kv_heads;
+    /// holds the new tokens' keys and values); a sliding-window layer sees
+    /// only the last `window` positions, its own included (llama.cpp's
+    /// standard window).
+    fn attend(
+        &self,
+        state: &State,
+        layer: usize,
+        sliding: bool,
+        start: usize,
+        qkv: &[f32],
+        out: &mut [f32],
+    ) {
+        let c = &self.config;
+        let (q_dim, kv, d) = (c.q_dim(), c.kv_dim(), c.head_dim);
+        let (heads, group) = (c.heads, c.heads / c.kv_heads);
+        let window = if sliding { c.window } else { usize::MAX };
         let (keys, values) = (&state.keys[layer], &state.values[layer]);
-        let scale = 1.0 / (d as f32).sqrt();
+        let scale = c.attn_scale;
         // One task per (token, head): enough to share among the threads
         // even for a single token.
         out.par_chunks_exact_mut(d)
             .enumerate()
             .for_each_init(Vec::new, |scores, (i, out)| {
-                let (t, h) = (i / c.heads, i % c.heads);
+                let (t, h) = (i / heads, i % heads);
                 let row = t * (q_dim + 2 * kv);
                 let q = &qkv[row + h * d..row + (h + 1) * d];
-                let kv_off = (h / group) * d;
+                let seen = start + t + 1;
+                let from = seen.saturating_sub(window);
+                let at = from * kv + (h / group) * d;
                 let head = super::simd::Head {
-                    keys: &keys[kv_off..],
-                    values: &values[kv_off..],
+                    keys: &keys[at..],
+                    values: &values[at..],
                     stride: kv,
-                    seen: start + t + 1,
+                    seen: seen - from,
                     scale,
                 };
                 head.attend(q, scores, out);
             });
     }
+}
+
+/// Buffers of one forward pass.
+struct Scratch {
+    normed: Vec<f32>,
+    qkv: Vec<f32>,
+    attended: Vec<f32>,
+    delta: Vec<f32>,
+    gate_up: Vec<f32>,
+    hidden: Vec<f32>,
 }
 
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
@@ -505,6 +549,25 @@ fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
             *o = v * inv * w;
         }
     }
+}
+
+/// Each row of `weight.len()` values of `x` normed (an embedding, or each
+/// query or key head).
+fn rms_norm_in_place(x: &mut [f32], weight: &[f32], eps: f32) {
+    let e = weight.len();
+    for row in x.chunks_exact_mut(e) {
+        let mean = row.iter().map(|v| v * v).sum::<f32>() / e as f32;
+        let inv = 1.0 / (mean + eps).sqrt();
+        for (v, &w) in row.iter_mut().zip(weight) {
+            *v *= inv * w;
+        }
+    }
+}
+
+/// GELU, tanh approximation (Gemma's `gelu_pytorch_tanh`, ggml's gelu).
+fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)).tanh())
 }
 
 fn add(x: &mut [f32], delta: &[f32]) {

@@ -1,0 +1,77 @@
+//! `serl evolve study`: the equal-budget study of designers.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serl_study::search_study::{StudyFile, StudyRunner};
+
+use super::shown;
+use crate::cmd::args::warn;
+
+#[derive(Args)]
+pub struct StudyArgs {
+    /// A study file: `base` (an evolve config), `seeds` and `[[arms]]`
+    /// (configs/study.toml).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// The study's directory; a study found there is resumed.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Each run's progress bar, as `serl evolve` shows it.
+fn study_shown(cfg: &serl_evolve::EvolveConfig) -> serl_evolve::OnEvent<'static> {
+    shown(cfg)
+}
+
+pub fn run(a: StudyArgs) -> Result<ExitCode> {
+    let file = StudyFile::load(&a.config)?;
+    let out = a.out.clone();
+    crate::interrupt::install(move || {
+        format!(
+            "resume with `serl evolve study --config CONFIG --out {}`",
+            out.display()
+        )
+    })?;
+    let runs = file.arms.len() * file.seeds.len();
+    eprintln!(
+        "study: {} arms × {} seeds = {runs} evolve runs in {}",
+        file.arms.len(),
+        file.seeds.len(),
+        a.out.display()
+    );
+    let starting = |arm: &str, seed: u64, resuming: bool| {
+        eprintln!(
+            "{} arm {arm}, seed {seed}",
+            if resuming { "resuming" } else { "running" }
+        )
+    };
+    let runner = StudyRunner {
+        file: &file,
+        out: &a.out,
+        shown: study_shown,
+        warn: &warn,
+        starting: &starting,
+    };
+    let result = runner.run()?;
+    let l = &result.lockbox;
+    println!(
+        "winner on validation: {} (runner-up {}); tested once: {}",
+        l.winner,
+        l.runner_up,
+        l.tests
+            .iter()
+            .map(|t| format!(
+                "{} seed {} {:+.2} bps vs plain PPO",
+                t.arm,
+                t.seed,
+                t.best_pa - t.plain_pa
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    println!("report: {}", a.out.join("report.html").display());
+    Ok(ExitCode::SUCCESS)
+}
