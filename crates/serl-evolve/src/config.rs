@@ -270,6 +270,9 @@ impl EvolveConfig {
         }
         if let Some(s) = &self.search {
             s.validate()?;
+            if self.train.learning_team().is_some() {
+                return Err("[evolve.search] scores each design by its daily edge over plain PPO in the static replay; a team is validated on dynamic episodes only: drop [evolve.search] or [evolve.train.team]".into());
+            }
         }
         if let Some(h) = &self.hierarchy {
             if self.train.learning_team().is_some() && !h.rows.is_empty() {

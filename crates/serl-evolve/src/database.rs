@@ -434,21 +434,22 @@ impl Database {
         elites.last().map(|e| e.0.clone())
     }
 
-    /// The operator, island and parents of candidate `k` of round `j`:
-    /// islands dealt in turn, the operator drawn by weight, and an
-    /// operator whose parents the island lacks falls back (crossover to
-    /// mutate, mutate to fresh). Seeded by the run's seed, the round and
-    /// the candidate, so a replay draws the same.
+    /// The operator and parents of candidate `k` of round `j`, which
+    /// lives on `island`: the operator drawn by weight, and an operator
+    /// whose parents the island lacks falls back (crossover to mutate,
+    /// mutate to fresh). Seeded by the run's seed, the round and the
+    /// candidate, so a replay draws the same.
     pub(crate) fn choose(
         &self,
         cfg: &SearchConfig,
         seed: u64,
         (j, k): (usize, usize),
+        island: usize,
         all: &[CandidateResult],
     ) -> Choice {
         let mix = ((j as u64) << 32 | k as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         let mut rng = SmallRng::seed_from_u64(seed ^ 0x5EA2_C4DB ^ mix);
-        let island = k % self.islands.len();
+        let island = island % self.islands.len();
         let mut operator = cfg.operators.draw(&mut rng);
         let t = cfg.temperature;
         let first = match operator.parents() {

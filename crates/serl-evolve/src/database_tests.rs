@@ -65,7 +65,7 @@ fn an_invalid_design_is_listed_but_never_becomes_a_parent() {
         ..SearchConfig::default()
     };
     for k in 0..200 {
-        let c = db.choose(&cfg, 7, (1, k), &all);
+        let c = db.choose(&cfg, 7, (1, k), 0, &all);
         assert_eq!(c.operator, Operator::Mutate);
         assert_eq!(c.parents, ["i0_c1"], "draw {k}");
     }
@@ -85,11 +85,11 @@ fn an_island_without_parents_writes_afresh_and_crossover_needs_two() {
         ..SearchConfig::default()
     };
     // Island 0 has one design and no other island has any: a mutation.
-    let c = db.choose(&cross, 7, (1, 0), &all);
+    let c = db.choose(&cross, 7, (1, 0), 0, &all);
     assert_eq!((c.island, c.operator), (0, Operator::Mutate));
     assert_eq!(c.parents, ["i0_c0"]);
     // Island 1 has none: a fresh design.
-    let c = db.choose(&cross, 7, (1, 1), &all);
+    let c = db.choose(&cross, 7, (1, 1), 1, &all);
     assert_eq!((c.island, c.operator), (1, Operator::Fresh));
     assert!(c.parents.is_empty());
 }
@@ -162,7 +162,7 @@ fn the_same_seed_draws_the_same_choices_and_a_cold_temperature_picks_the_best() 
     let cfg = SearchConfig::default();
     let draws = |seed| -> Vec<Choice> {
         (0..20)
-            .map(|k| db.choose(&cfg, seed, (3, k), &all))
+            .map(|k| db.choose(&cfg, seed, (3, k), 0, &all))
             .collect()
     };
     assert_eq!(draws(7), draws(7));
@@ -172,7 +172,7 @@ fn the_same_seed_draws_the_same_choices_and_a_cold_temperature_picks_the_best() 
         ..SearchConfig::default()
     };
     for k in 0..50 {
-        let c = db.choose(&cold, 7, (1, k), &all);
+        let c = db.choose(&cold, 7, (1, k), 0, &all);
         if c.operator == Operator::Mutate {
             assert_eq!(c.parents, ["b"]);
         }

@@ -208,9 +208,9 @@ pub(crate) fn feedback(all: &[CandidateResult], j: usize) -> Feedback {
         .iter()
         .filter(|c| c.reward_smoke.is_some())
         .max_by(|a, b| {
-            a.score
+            a.selection_score()
                 .unwrap_or(f64::MIN)
-                .total_cmp(&b.score.unwrap_or(f64::MIN))
+                .total_cmp(&b.selection_score().unwrap_or(f64::MIN))
         });
     Feedback {
         candidates: scored
@@ -219,7 +219,7 @@ pub(crate) fn feedback(all: &[CandidateResult], j: usize) -> Feedback {
                 let v = c.validation.clone().unwrap_or_default();
                 CandidateFeedback {
                     name: c.key.clone(),
-                    score: c.score.unwrap_or(0.0),
+                    score: c.selection_score().unwrap_or(0.0),
                     pa: v.pa,
                     pa_std: v.pa_std,
                     pa_dynamic: v.pa_dynamic,

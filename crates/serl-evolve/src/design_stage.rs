@@ -119,8 +119,14 @@ impl Round<'_> {
             .as_ref()
             .and_then(|d| network_fits(&self.cfg.train, d).err())
         {
-            if let Some(last) = modules.last_mut() {
-                last.errors.push(e);
+            // The network's record carries it where the network was
+            // designed or inherited, else the last module's.
+            let at = modules
+                .iter()
+                .rposition(|m| m.kind == ModuleKind::Architecture)
+                .or(modules.len().checked_sub(1));
+            if let Some(m) = at.and_then(|i| modules.get_mut(i)) {
+                m.errors.push(e);
             }
             design = None;
         }

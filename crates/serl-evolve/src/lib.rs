@@ -93,6 +93,7 @@ pub use lockbox::{now as utc_now, Lockbox};
 pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
+pub use score::candidate_score;
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
 pub use train::policy_factory;
 pub use verdict::{verdict, Verdict, VerdictRow};

@@ -127,9 +127,13 @@ pub(crate) fn plan(
                 plans.insert(kind, plan);
             }
         }
-        _ => {
-            // Fresh and builtin write every module with no parent.
+        (op, _) => {
+            // Fresh and builtin write every module with no parent; an
+            // operator left without its parents writes afresh too.
             lineage.parents.clear();
+            if op != Operator::Builtin {
+                lineage.operator = Operator::Fresh;
+            }
         }
     }
     CandidatePlan {

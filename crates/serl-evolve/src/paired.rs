@@ -66,6 +66,12 @@ pub fn paired(design: &[DayPa], plain: &[DayPa], z: f64) -> Option<PairedScore> 
             Some(d.pa - p.pa)
         })
         .collect();
+    bound(&diffs, z)
+}
+
+/// The mean of `diffs`, its standard error and its lower bound `z`
+/// standard errors below; `None` for no differences.
+fn bound(diffs: &[f64], z: f64) -> Option<PairedScore> {
     if diffs.is_empty() {
         return None;
     }
@@ -82,7 +88,7 @@ pub fn paired(design: &[DayPa], plain: &[DayPa], z: f64) -> Option<PairedScore> 
         se,
         lower: mean - z * se,
         days: diffs.len(),
-        diffs,
+        diffs: diffs.to_vec(),
     })
 }
 
@@ -91,8 +97,9 @@ pub fn paired(design: &[DayPa], plain: &[DayPa], z: f64) -> Option<PairedScore> 
 pub struct FoldStability {
     /// The round's winner on all validation days.
     pub winner: String,
-    /// Each fold's winner (the highest mean difference on that block of
-    /// days alone).
+    /// Each fold's winner: the highest selection score on that block of
+    /// days alone (the lower bound of its daily edge there, charged for
+    /// the designer's retries, as the round's winner is chosen).
     pub fold_winners: Vec<String>,
     /// Share of folds whose winner is the round's.
     pub agreement: f64,
@@ -115,24 +122,33 @@ fn blocks(days: usize, folds: usize) -> Option<Vec<std::ops::Range<usize>>> {
     )
 }
 
-/// Which of `round` (key and paired score) wins each of `folds` blocks of
-/// days, against `winner`, the round's choice on all days. `None` without
-/// enough days or designs.
+/// One design of a round as the folds see it: its key, its daily edge
+/// over plain PPO and its designer's success rate.
+pub(crate) type Contender<'a> = (String, &'a PairedScore, f64);
+
+/// Which of `round` wins each of `folds` blocks of days (by the same rule
+/// as the round's winner: the lower bound `z` standard errors below the
+/// mean on the block's days, charged for retries), against `winner`, the
+/// round's choice on all days. `None` without enough days or designs.
 pub(crate) fn fold_stability(
-    round: &[(String, &PairedScore)],
+    round: &[Contender],
     winner: &str,
     folds: usize,
+    z: f64,
 ) -> Option<FoldStability> {
-    let days = round.iter().map(|(_, p)| p.diffs.len()).min()?;
+    let days = round.iter().map(|(_, p, _)| p.diffs.len()).min()?;
     let blocks = blocks(days, folds)?;
     let fold_winners: Vec<String> = blocks
         .iter()
         .filter_map(|b| {
-            let mean = |p: &PairedScore| p.diffs[b.clone()].iter().sum::<f64>() / b.len() as f64;
+            let score = |(_, p, success): &Contender| {
+                let lower = bound(&p.diffs[b.clone()], z).map_or(f64::MIN, |s| s.lower);
+                crate::score::candidate_score(lower, *success)
+            };
             round
                 .iter()
-                .max_by(|x, y| mean(x.1).total_cmp(&mean(y.1)))
-                .map(|(k, _)| k.clone())
+                .max_by(|x, y| score(x).total_cmp(&score(y)))
+                .map(|(k, _, _)| k.clone())
         })
         .collect();
     let agree = fold_winners.iter().filter(|w| *w == winner).count();
@@ -185,13 +201,15 @@ mod tests {
         let plain = days(&[0.0; 6]);
         let a = paired(&days(&[5.0, 5.0, 0.0, 0.0, 0.0, 0.0]), &plain, 1.0).unwrap();
         let b = paired(&days(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]), &plain, 1.0).unwrap();
-        let round = vec![("a".to_string(), &a), ("b".to_string(), &b)];
-        let s = fold_stability(&round, "a", 3).unwrap();
+        let round = vec![("a".to_string(), &a, 1.0), ("b".to_string(), &b, 1.0)];
+        let s = fold_stability(&round, "a", 3, 1.0).unwrap();
         assert_eq!(s.fold_winners, ["a", "b", "b"]);
         assert!((s.agreement - 1.0 / 3.0).abs() < 1e-12);
-        assert!(
-            fold_stability(&round, "a", 7).is_none(),
-            "fewer days than folds"
-        );
+        let too_many = fold_stability(&round, "a", 7, 1.0);
+        assert!(too_many.is_none(), "fewer days than folds");
+        // A design charged for its retries loses a block it wins on its edge.
+        let round = vec![("a".to_string(), &a, 0.1), ("b".to_string(), &b, 1.0)];
+        let s = fold_stability(&round, "b", 3, 1.0).unwrap();
+        assert_eq!(s.fold_winners, ["b", "b", "b"]);
     }
 }

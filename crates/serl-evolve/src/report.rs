@@ -129,7 +129,7 @@ fn iterations_table(md: &mut String, out: &EvolveOutcome) -> (Points, Points) {
     for j in 0..iters {
         let cs: Vec<&CandidateResult> =
             out.candidates.iter().filter(|c| c.iteration == j).collect();
-        let scores: Vec<f64> = cs.iter().filter_map(|c| c.score).collect();
+        let scores: Vec<f64> = cs.iter().filter_map(|c| c.selection_score()).collect();
         for s in &scores {
             points.push(((j + 1) as f64, *s));
         }
@@ -226,7 +226,7 @@ fn best_design(md: &mut String, out: &EvolveOutcome, modules: &[ModuleKind]) {
     let _ = writeln!(md, "## The best design: `{}`\n", out.best.key);
     if let Some(v) = &out.best.validation {
         let _ = writeln!(md, "Validation: score {:.3}, PA {:.3} bps (std {:.2}), WR {:.3}, GLR {:.2}, AFI {:.4}; dynamic PA {:.3}, illusory gain {:.3} bps.\n",
-            out.best.score.unwrap_or(0.0), v.pa, v.pa_std, v.wr, v.glr, v.afi, v.pa_dynamic, v.illusory_gain);
+            out.best.selection_score().unwrap_or(0.0), v.pa, v.pa_std, v.wr, v.glr, v.afi, v.pa_dynamic, v.illusory_gain);
     }
     if let Some(p) = &out.best.paired {
         let _ = writeln!(
@@ -251,7 +251,10 @@ fn best_design(md: &mut String, out: &EvolveOutcome, modules: &[ModuleKind]) {
             .candidates
             .iter()
             .filter(|c| c.iteration == j && c.score.is_some())
-            .max_by(|a, b| a.score.unwrap_or(0.0).total_cmp(&b.score.unwrap_or(0.0)))
+            .max_by(|a, b| {
+                let s = |c: &&CandidateResult| c.selection_score().unwrap_or(0.0);
+                s(a).total_cmp(&s(b))
+            })
         {
             bests.push(b);
         }

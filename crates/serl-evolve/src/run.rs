@@ -257,15 +257,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let mut last_feedback: Option<Feedback> = None;
     let mut converging = Converging::default();
     let mut iterations_run = 0;
-    // A search scores every design by its daily edge over plain PPO, so
-    // plain PPO is validated first.
-    let mut search = match &cfg.search {
-        Some(s) => {
-            let plain = crate::final_test::baseline(&inputs.scoring(), executor, &dir)?;
-            Some(Search::new(&cfg, s, &plain))
-        }
-        None => None,
-    };
+    let mut search = start_search(&inputs, executor)?;
     for j in 0..cfg.iterations {
         let k = match &cfg.budget {
             Some(b) => b.affordable(&all, cfg.candidates),
@@ -290,11 +282,14 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         let trained = train_round(&inputs, executor, &designed, j, &mut stages, pairing)?;
         all.extend(trained);
         let tuned_parent = best_of(&all).cloned();
-        let tuned = low_level_round(&inputs, executor, &all, j, &mut stages, pairing)?;
+        let mut tuned = low_level_round(&inputs, executor, &all, j, &mut stages, pairing)?;
+        if let (Some(s), Some(p)) = (search.as_ref(), tuned_parent.as_ref()) {
+            s.adopt_tuned(&mut tuned, p, &dir)?;
+        }
         all.extend(tuned);
         let mut summary = summarize_iteration(&all, j, k);
         if let Some(s) = search.as_mut() {
-            s.end_round(&cfg, &all, j, tuned_parent.as_ref(), &dir)?;
+            s.end_round(&cfg, &all, j, &dir)?;
             summary.operators = s.operators(j);
         }
         let fb = feedback(&all, j);
@@ -321,25 +316,10 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let best = best_of(&all)
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
-    let scoring = inputs.scoring();
     let baseline = validated_baseline(&inputs, executor, &best)?;
     let design = best.design.clone().expect("scored candidates have designs");
-    let trained = stages.time("final training", || {
-        crate::final_test::retrain(&scoring, executor, &design, &dir)
-    })?;
-    let lockbox = match (cfg.lockbox, inputs.open_test) {
-        (true, false) => Some(crate::lockbox::seal(&dir, &best.key, &design)?),
-        (true, true) => Some(crate::lockbox::open(&dir, &best.key)?),
-        (false, _) => None,
-    };
+    let (test, lockbox) = seal_or_test(&inputs, executor, &best.key, &design, &mut stages)?;
     let sealed = lockbox.as_ref().is_some_and(Lockbox::sealed);
-    let test = if sealed {
-        Vec::new()
-    } else {
-        stages.time("test", || {
-            crate::final_test::test(&scoring, inputs.test_orders, trained, &dir)
-        })?
-    };
     let hierarchy = hierarchy_rows(&inputs, executor, &design, sealed, &mut stages)?;
     Ok(EvolveOutcome {
         candidates: all,
@@ -352,6 +332,50 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         wall_secs: stages.wall_secs(),
         hierarchy,
     })
+}
+
+/// The program database of `[evolve.search]` (none without it). It scores
+/// every design by its daily edge over plain PPO, so plain PPO is
+/// validated first.
+fn start_search(
+    inputs: &EvolveInputs,
+    executor: &dyn Executor,
+) -> Result<Option<Search>, EvolveError> {
+    let Some(s) = &inputs.cfg.search else {
+        return Ok(None);
+    };
+    let plain = crate::final_test::baseline(&inputs.scoring(), executor, &inputs.run_dir)?;
+    Ok(Some(Search::new(&inputs.cfg, s, &plain)))
+}
+
+/// The lockbox sealed (nothing retrained or played) or opened, or none;
+/// unless sealed, the best design (`key`) and the baselines retrained
+/// with the final budget and tested once. A sealed run leaves the final
+/// retraining to the opening: most runs of a study are never opened.
+fn seal_or_test(
+    inputs: &EvolveInputs,
+    executor: &dyn Executor,
+    key: &str,
+    design: &serl_design::Design,
+    stages: &mut Stages,
+) -> Result<(Vec<OrderResult>, Option<Lockbox>), EvolveError> {
+    let dir = &inputs.run_dir;
+    let lockbox = match (inputs.cfg.lockbox, inputs.open_test) {
+        (true, false) => Some(crate::lockbox::seal(dir, key, design)?),
+        (true, true) => Some(crate::lockbox::open(dir, key)?),
+        (false, _) => None,
+    };
+    if lockbox.as_ref().is_some_and(Lockbox::sealed) {
+        return Ok((Vec::new(), lockbox));
+    }
+    let scoring = inputs.scoring();
+    let trained = stages.time("final training", || {
+        crate::final_test::retrain(&scoring, executor, design, dir)
+    })?;
+    let test = stages.time("test", || {
+        crate::final_test::test(&scoring, inputs.test_orders, trained, dir)
+    })?;
+    Ok((test, lockbox))
 }
 
 /// Iteration `j`'s low-level DEK trials on the best design so far (none
@@ -401,7 +425,7 @@ fn validated_baseline(
 fn designed_best(all: &[CandidateResult], j: usize) -> Option<f64> {
     all.iter()
         .filter(|c| c.iteration == j && c.kind() == CandidateKind::Designed)
-        .filter_map(|c| c.score)
+        .filter_map(|c| c.selection_score())
         .max_by(f64::total_cmp)
 }
 

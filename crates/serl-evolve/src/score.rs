@@ -30,7 +30,7 @@ pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Alg
 /// needed more attempts never scores higher than the same PA in fewer.
 /// (PA × success alone would rank a losing design *higher* the more
 /// attempts it took: -4 × 0.5 = -2 > -4.)
-pub(crate) fn candidate_score(pa: f64, success_rate: f64) -> f64 {
+pub fn candidate_score(pa: f64, success_rate: f64) -> f64 {
     let s = success_rate.clamp(1e-6, 1.0);
     if pa >= 0.0 {
         pa * s

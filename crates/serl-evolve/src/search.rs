@@ -14,7 +14,7 @@ use crate::config::EvolveConfig;
 use crate::database::{Database, Lineage, Operator, RoundLine, SearchConfig};
 use crate::error::EvolveError;
 use crate::operators::CandidatePlan;
-use crate::paired::{fold_stability, DayPa, PairedScore};
+use crate::paired::{fold_stability, DayPa};
 use crate::train::Pairing;
 
 /// The search's state across rounds.
@@ -59,19 +59,40 @@ impl Search {
         all: &[CandidateResult],
         seed: u64,
     ) -> CandidatePlan {
-        let choice = self.db.choose(&self.cfg, cfg.seed, (j, k), all);
+        // Islands are dealt in turn across rounds, so that a round of
+        // fewer candidates than islands still reaches every island.
+        let island = (j * cfg.candidates + k) % self.cfg.islands.max(1);
+        let choice = self.db.choose(&self.cfg, cfg.seed, (j, k), island, all);
         crate::operators::plan(&choice, &cfg.modules, all, seed)
     }
 
-    /// Adds round `j`'s candidates (`all` holds them), the low-level
-    /// trials as `tune` children of the design they tuned, migrates on
-    /// schedule, and writes the database in `dir`.
+    /// The low-level DEK's trials as `tune` children of `parent`, the
+    /// design they tuned, on its island; recorded again with their lineage.
+    pub fn adopt_tuned(
+        &self,
+        tuned: &mut [CandidateResult],
+        parent: &CandidateResult,
+        dir: &Path,
+    ) -> Result<(), EvolveError> {
+        for r in tuned.iter_mut() {
+            r.lineage = Some(Lineage {
+                operator: Operator::Tune,
+                parents: vec![parent.key.clone()],
+                island: parent.lineage.as_ref().map_or(0, |l| l.island),
+                module: None,
+            });
+            *r = r.clone().record(dir)?;
+        }
+        Ok(())
+    }
+
+    /// Adds round `j`'s candidates (`all` holds them) with their lineage,
+    /// migrates on schedule, and writes the database in `dir`.
     pub fn end_round(
         &mut self,
         cfg: &EvolveConfig,
         all: &[CandidateResult],
         j: usize,
-        tuned_parent: Option<&CandidateResult>,
         dir: &Path,
     ) -> Result<(), EvolveError> {
         let round: Vec<&CandidateResult> = all.iter().filter(|c| c.iteration == j).collect();
@@ -80,15 +101,8 @@ impl Search {
             ..RoundLine::default()
         };
         for c in &round {
-            let lineage = match (c.kind(), &c.lineage, tuned_parent) {
-                (CandidateKind::LowLevel, _, Some(p)) => Lineage {
-                    operator: Operator::Tune,
-                    parents: vec![p.key.clone()],
-                    island: p.lineage.as_ref().map_or(0, |l| l.island),
-                    module: None,
-                },
-                (_, Some(l), _) => l.clone(),
-                _ => continue,
+            let Some(lineage) = c.lineage.clone() else {
+                continue;
             };
             if c.kind() == CandidateKind::Designed {
                 let e: &mut (usize, usize) = line
@@ -100,7 +114,7 @@ impl Search {
             }
             self.db.add(c, lineage, &cfg.train, all);
         }
-        line.stability = stability(&round, self.cfg.folds);
+        line.stability = stability(&round, self.cfg.folds, self.cfg.z);
         self.db.rounds.push(line);
         self.db.migrate(j + 1, self.cfg.migrate_every, all);
         self.db.write(dir)
@@ -118,21 +132,26 @@ impl Search {
 }
 
 /// How often the round's winner (by selection score) also wins each
-/// day-blocked fold.
-fn stability(round: &[&CandidateResult], folds: usize) -> Option<crate::paired::FoldStability> {
-    let paired: Vec<(String, &PairedScore)> = round
-        .iter()
-        .filter(|c| c.kind() == CandidateKind::Designed && c.score.is_some())
-        .filter_map(|c| Some((c.key.clone(), c.paired.as_ref()?)))
+/// day-blocked fold, by the same rule.
+fn stability(
+    round: &[&CandidateResult],
+    folds: usize,
+    z: f64,
+) -> Option<crate::paired::FoldStability> {
+    let designed = || {
+        round
+            .iter()
+            .filter(|c| c.kind() == CandidateKind::Designed && c.score.is_some())
+    };
+    let contenders: Vec<crate::paired::Contender> = designed()
+        .filter_map(|c| Some((c.key.clone(), c.paired.as_ref()?, c.success_rate)))
         .collect();
-    let winner = round
-        .iter()
-        .filter(|c| c.kind() == CandidateKind::Designed)
+    let winner = designed()
         .filter_map(|c| Some((c, c.selection_score()?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?
         .0;
-    if paired.len() < 2 {
+    if contenders.len() < 2 {
         return None;
     }
-    fold_stability(&paired, &winner.key, folds)
+    fold_stability(&contenders, &winner.key, folds, z)
 }

@@ -19,7 +19,9 @@ use crate::error::{Context, Result, StudyError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EnvChoice {
+    /// The historical replay, with no market impact.
     Static,
+    /// The simulated multi-agent market.
     Dynamic,
     /// Static and dynamic.
     Both,
@@ -87,11 +89,17 @@ pub fn replay(
 
 /// The orders a backtest plays, and where they came from.
 pub struct BacktestData {
+    /// The bar sessions (the LOBSTER days' sessions for `--lobster`).
     pub ds: Dataset,
+    /// The venue replaying the LOBSTER days, when they were given.
     pub lobster: Option<LobsterVenue>,
+    /// The split the orders come from (`All` for LOBSTER days).
     pub split: Split,
+    /// The bar file or LOBSTER days loaded, for the provenance.
     pub data_path: PathBuf,
+    /// The parent orders to play.
     pub orders: Vec<ParentOrder>,
+    /// The market views of `ds` the orders play against.
     pub market: MarketData,
 }
 

@@ -28,12 +28,16 @@ pub fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Debug, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum LlmChoice {
+    /// The builtin offline search, no model asked.
     #[default]
     Builtin,
+    /// An OpenAI-compatible chat server (`[llm.http]`).
     Openai,
+    /// An Ollama server (`[llm.http]`, Ollama's API).
     Ollama,
     /// The embedded GGUF model of `[llm.local]`.
     Local,
+    /// The replies of a recorded transcript, replayed in order.
     Replay,
     /// No model: each module drawn at random from its own grammar (the
     /// random-search control, `serl_llm::GrammarDesigner`).
@@ -44,8 +48,12 @@ pub enum LlmChoice {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSection {
+    /// Who designs (`--llm`).
     pub backend: LlmChoice,
+    /// How to reach the chat server of `openai` and `ollama`.
     pub http: HttpConfig,
+    /// The sampling temperature of every ask (and the size of a grammar
+    /// draw).
     pub temperature: f64,
     /// Constrain every reply to its module's JSON schema
     /// (`response_format` / Ollama's `format`).
@@ -57,6 +65,7 @@ pub struct LlmSection {
     pub local: LocalSection,
 }
 
+/// The `[llm.local]` table: the embedded backend's model and settings.
 #[cfg(feature = "local")]
 pub type LocalSection = serl_llm::LocalConfig;
 /// Without the `local` feature the table is kept as written, unread.
@@ -97,13 +106,23 @@ impl LlmSection {
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EvolveFile {
+    /// How the bars are read, cleaned and split (`[data]`).
     pub data: DataConfig,
+    /// The parent orders drawn (`[orders]`).
     pub orders: OrderConfig,
+    /// The environment the candidates train and score in (`[env]`).
     pub env: EnvConfig,
+    /// The dynamic market's population (`[market]`).
     pub market: MarketConfig,
+    /// The search itself (`[evolve]`).
     pub evolve: EvolveConfig,
+    /// The designer's backend and how it is asked (`[llm]`).
     pub llm: LlmSection,
+    /// The bar data the run reads; `data/lean` when absent
+    /// ([`EvolveFile::data_path`]).
     pub data_path: Option<PathBuf>,
+    /// The prompt templates the run starts from; `prompts/` when absent
+    /// ([`EvolveFile::prompt_dir`]).
     pub prompts: Option<PathBuf>,
     /// Where the trainings run (`[cluster] engine`).
     pub cluster: ClusterConfig,
@@ -159,11 +178,17 @@ impl Default for ValidationConfig {
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainFile {
+    /// How the bars are read, cleaned and split (`[data]`).
     pub data: DataConfig,
+    /// The parent orders drawn (`[orders]`).
     pub orders: OrderConfig,
+    /// The environment the agent trains in (`[env]`).
     pub env: EnvConfig,
+    /// The dynamic market's population (`[market]`).
     pub market: MarketConfig,
+    /// The learner and its schedule (`[train]`).
     pub train: TrainConfig,
+    /// How the policy is scored while it trains (`[validation]`).
     pub validation: ValidationConfig,
     /// A reward program in the reward module's language (docs/modules.md),
     /// for example `step_pa + (fill_qty - 1 / steps) * timing`; the default
@@ -201,8 +226,11 @@ impl TrainFile {
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BacktestFile {
+    /// How the bars are read, cleaned and split (`[data]`).
     pub data: DataConfig,
+    /// The parent orders drawn (`[orders]`).
     pub orders: OrderConfig,
+    /// The environment the orders play in (`[env]`).
     pub env: EnvConfig,
     /// The dynamic market's population (for --env dynamic|both).
     pub market: MarketConfig,
@@ -238,7 +266,9 @@ impl BacktestFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimulateFile {
+    /// How the bars are read, cleaned and split (`[data]`).
     pub data: DataConfig,
+    /// The simulated market's population (`[market]`).
     pub market: MarketConfig,
     /// Where the seeds are simulated (`[cluster] engine`).
     pub cluster: ClusterConfig,

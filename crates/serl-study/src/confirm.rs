@@ -16,12 +16,19 @@ use crate::error::Result;
 
 /// What `--seeds` and `--walk-forward` ask of a run.
 pub struct Confirming<'a> {
+    /// The run's config.
     pub cfg: &'a EvolveFile,
+    /// The run's sessions and orders (with every order, for walk-forward).
     pub data: &'a StudyData,
+    /// The run's best design.
     pub best: &'a Design,
+    /// The run directory; the report goes into its `confirm/`.
     pub run_dir: &'a Path,
+    /// Where the seeds' trainings run; here when `None`.
     pub cluster: Option<&'a Cluster>,
+    /// Independent seeds to retrain (0: none).
     pub seeds: usize,
+    /// The rolling windows to retrain on, if any.
     pub walk_forward: Option<&'a WalkForwardConfig>,
 }
 

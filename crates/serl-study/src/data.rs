@@ -146,10 +146,15 @@ fn now() -> String {
 /// The sessions and orders of a run: what the coordinator and each of
 /// its tasks load alike from the run's config.
 pub struct StudyData {
+    /// How many symbols the data holds.
     pub symbols: usize,
+    /// The market views the orders play on.
     pub market: MarketData,
+    /// The train split's orders.
     pub train: Vec<ParentOrder>,
+    /// The validation split's orders.
     pub val: Vec<ParentOrder>,
+    /// The test split's orders.
     pub test: Vec<ParentOrder>,
     /// Every order of the data in one id space (walk-forward's windows),
     /// when asked for.

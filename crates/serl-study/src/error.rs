@@ -15,34 +15,49 @@ pub enum StudyError {
     /// Where a lower error happened; the error itself is the source.
     #[error("{context}")]
     Context {
+        /// The file or step, in words (`loading data/x`).
         context: String,
+        /// The lower error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A file or directory that could not be read or written.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// JSON that did not parse or serialize.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// A config that could not be written back as TOML.
     #[error(transparent)]
     TomlWrite(#[from] toml::ser::Error),
+    /// Bar data that did not load.
     #[error(transparent)]
     Data(#[from] serl_data::DataError),
+    /// A message the order book refused.
     #[error(transparent)]
     Lob(#[from] serl_lob::LobError),
+    /// A LOBSTER day that could not be opened, parsed or replayed.
     #[error(transparent)]
     Replay(#[from] serl_lob::ReplayError),
+    /// Orders or an environment that could not be set up.
     #[error(transparent)]
     Env(#[from] serl_env::EnvError),
+    /// An impact study that could not run.
     #[error(transparent)]
     Impact(#[from] serl_market::ImpactError),
+    /// A training that failed.
     #[error(transparent)]
     Train(#[from] serl_train::TrainError),
+    /// A designer or reward-critic backend that failed.
     #[error(transparent)]
     Llm(#[from] serl_llm::LlmError),
+    /// An evolve run that failed.
     #[error(transparent)]
     Evolve(#[from] serl_evolve::EvolveError),
+    /// A cluster plan that could not be read, or a batch that did not finish.
     #[error(transparent)]
     Cluster(#[from] serl_cluster::ClusterError),
+    /// A module (reward, state, network) that did not build.
     #[error(transparent)]
     Module(#[from] serl_design::ModuleError),
 }
@@ -71,7 +86,9 @@ impl StudyError {
 
 /// Says where an error happened: `.context("reading x")?`.
 pub trait Context<T> {
+    /// The error, if any, as a [`StudyError::Context`] saying `what`.
     fn context(self, what: impl Display) -> Result<T>;
+    /// [`Context::context`] with the words made only on an error.
     fn with_context<S: Display>(self, what: impl FnOnce() -> S) -> Result<T>;
 }
 

@@ -94,9 +94,13 @@ impl EvolveRequest {
 pub struct Prepared {
     /// The prompts the run asks with (its own copy).
     pub prompts_dir: PathBuf,
+    /// The prompt templates, loaded from `prompts_dir`.
     pub prompts: Prompts,
+    /// The run's sessions and orders.
     pub data: StudyData,
+    /// Where the trainings run; here when `None`.
     pub cluster: Option<Cluster>,
+    /// Who designs (`[llm] backend`).
     pub designer: Box<dyn Designer>,
 }
 
@@ -176,7 +180,9 @@ pub type Shown<'a> = dyn Fn(&EvolveConfig) -> OnEvent<'a> + 'a;
 
 /// The data and orders that the main run and every ablation share.
 pub struct Study<'a> {
+    /// The run's config.
     pub cfg: &'a EvolveFile,
+    /// The run's sessions and orders.
     pub data: &'a StudyData,
     /// `--open-test`: the main run is declared final.
     pub open_test: bool,

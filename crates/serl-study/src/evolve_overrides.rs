@@ -12,24 +12,37 @@ use crate::error::Result;
 /// The settings a command line gives over a config.
 #[derive(Clone, Debug, Default)]
 pub struct EvolveOverrides {
+    /// `--data`: the bar data the run reads.
     pub data: Option<PathBuf>,
+    /// `--llm`: who designs.
     pub llm: Option<LlmChoice>,
+    /// `--model`: the GGUF model of `--llm local`.
     pub model: Option<PathBuf>,
+    /// `--base-url`: the chat server of `--llm openai|ollama`.
     pub base_url: Option<String>,
+    /// `--gbnf`: send GBNF grammars instead of JSON schemas.
     pub gbnf: bool,
+    /// `--prompts`: the prompt templates the run starts from.
     pub prompts: Option<PathBuf>,
+    /// `--lockbox`: keep the test split sealed until the run is final.
     pub lockbox: bool,
+    /// `--engine`: where the trainings run.
     pub engine: Option<EngineKind>,
+    /// `--seed`: the run's seed.
     pub seed: Option<u64>,
 }
 
 /// Where a run comes from: a config for a new run in `out`, or the run
 /// directory to resume.
 pub enum EvolveStart<'a> {
+    /// A new run.
     New {
+        /// The run directory to create.
         out: &'a Path,
+        /// The config file; the defaults when `None`.
         config: Option<&'a Path>,
     },
+    /// The run directory of a run to resume.
     Resume(&'a Path),
 }
 

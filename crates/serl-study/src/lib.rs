@@ -23,6 +23,8 @@
 //! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
 //!   registry of task kinds that `serl task run` dispatches through.
 
+#![deny(missing_docs)]
+
 pub mod backtest;
 pub mod bench;
 pub mod cluster;

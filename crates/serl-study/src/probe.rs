@@ -27,6 +27,7 @@ pub struct ProbeRequest {
     pub modules: Vec<String>,
     /// Threads (0: one per core).
     pub threads: usize,
+    /// The sampling temperature.
     pub temperature: f64,
     /// Base seed (each reply adds its number).
     pub seed: u64,
@@ -37,13 +38,21 @@ pub struct ProbeRequest {
 /// One module in one mode.
 #[derive(Serialize)]
 pub struct Row {
+    /// The module's name.
     pub module: String,
+    /// Whether the replies were constrained to the module's grammar.
     pub constrained: bool,
+    /// Replies asked for.
     pub replies: usize,
+    /// Replies that were well-formed (extracted and parsed).
     pub well_formed: usize,
+    /// Replies that validated.
     pub valid: usize,
+    /// Tokens generated over all replies.
     pub completion_tokens: u64,
+    /// Wall seconds over all replies.
     pub seconds: f64,
+    /// Each reply's text.
     pub texts: Vec<String>,
     /// Why each reply that did not validate was refused.
     pub errors: Vec<String>,
@@ -191,7 +200,10 @@ pub fn speed(a: &ProbeRequest) -> Result<Speed> {
 /// The model's raw speed: prompt tokens per second (and how many), and
 /// the median generated tokens per second.
 pub struct Speed {
+    /// Prompt tokens per second, one pass.
     pub prompt_rate: f64,
+    /// Tokens in the prompt.
     pub prompt_tokens: usize,
+    /// Generated tokens per second, the median of three replies.
     pub decode_rate: f64,
 }

@@ -34,6 +34,7 @@ pub struct RealismRequest {
     /// Also write each model's first simulated day as LOBSTER message and
     /// order-book files under OUT/lobster/.
     pub export: bool,
+    /// The directory the reports are written to.
     pub out: PathBuf,
 }
 
@@ -165,7 +166,9 @@ fn export(out: &Path, day: &LobsterDayFiles, model: &str, rec: &LobsterRecorder)
 
 /// One symbol's scores.
 pub struct SymbolReport {
+    /// The real day the models were scored against.
     pub day: LobsterDayFiles,
+    /// The order book levels of the day's files.
     pub levels: usize,
     rows: Vec<RealismRow>,
     /// Messages of the real day and the mean per simulated day of each model.

@@ -69,6 +69,14 @@ impl StudyFile {
         if s.seeds.is_empty() {
             return Err(bad("seeds: give at least one search seed".into()));
         }
+        if let Some(d) = s
+            .seeds
+            .iter()
+            .enumerate()
+            .find(|(i, x)| s.seeds[..*i].contains(x))
+        {
+            return Err(bad(format!("seeds: {} is given twice", d.1)));
+        }
         if s.arms.len() < 2 {
             return Err(bad("arms: a study compares at least two arms".into()));
         }
@@ -88,6 +96,24 @@ impl StudyFile {
             }
             if a.llm == LlmChoice::Replay {
                 return Err(bad(format!("arms[{i}].llm: replay cannot be an arm")));
+            }
+            // A model arm without its file would fail when its turn came,
+            // perhaps an hour in: said now.
+            match (&a.model, a.llm) {
+                (None, LlmChoice::Local) => {
+                    return Err(bad(format!(
+                        "arms[{i}] `{}`: llm = \"local\" needs model = \"PATH.gguf\"",
+                        a.name
+                    )))
+                }
+                (Some(m), LlmChoice::Local) if !m.exists() => {
+                    return Err(bad(format!(
+                        "arms[{i}] `{}`: model {} does not exist (README, \"The embedded model\", says how to get it)",
+                        a.name,
+                        m.display()
+                    )))
+                }
+                _ => {}
             }
         }
         if !(s.z.is_finite() && s.z >= 0.0) {
@@ -141,17 +167,36 @@ pub struct ArmRun {
 pub fn study_score(c: &CandidateResult, plain: &CandidateResult, z: f64) -> Option<f64> {
     c.score?;
     let p = paired_of(c, plain, z)?;
-    Some(if p.lower >= 0.0 {
-        p.lower * c.success_rate.clamp(1e-6, 1.0)
-    } else {
-        p.lower / c.success_rate.clamp(1e-6, 1.0)
-    })
+    Some(serl_evolve::candidate_score(p.lower, c.success_rate))
 }
 
 fn paired_of(c: &CandidateResult, plain: &CandidateResult, z: f64) -> Option<PairedScore> {
     let days = &c.validation.as_ref()?.days;
     let plain_days = &plain.validation.as_ref()?.days;
     serl_evolve::paired_days(days, plain_days, z)
+}
+
+impl ArmRun {
+    /// A run whose `designed` designs were all invalid.
+    fn empty(arm: &str, seed: u64, designed: usize) -> ArmRun {
+        ArmRun {
+            arm: arm.to_string(),
+            seed,
+            curve: vec![None; designed],
+            chosen: String::new(),
+            chosen_paired: None,
+            chosen_score: None,
+            chosen_reward: String::new(),
+            candidates: designed,
+            valid: 0,
+            designed,
+            tokens: 0,
+            secs: 0.0,
+            operators: Default::default(),
+            best_designs: Vec::new(),
+            worst_designs: Vec::new(),
+        }
+    }
 }
 
 /// The study's record of a finished run.
@@ -269,8 +314,17 @@ impl StudyRunner<'_> {
         }
         let resuming = dir.join("evolve.toml").exists();
         (self.starting)(&arm.name, seed, resuming);
-        let (outcome, _) = self.evolve(arm, seed, &dir, false)?;
-        let run = arm_run(&arm.name, seed, &outcome, &dir, self.file.z);
+        let (outcome, cfg) = self.evolve(arm, seed, &dir, false)?;
+        let run = match outcome {
+            Some(outcome) => arm_run(&arm.name, seed, &outcome, &dir, self.file.z),
+            // Every design invalid: a result of the arm, not a failure
+            // of the study.
+            None => ArmRun::empty(
+                &arm.name,
+                seed,
+                cfg.evolve.iterations * cfg.evolve.candidates,
+            ),
+        };
         let text = serde_json::to_string_pretty(&run).unwrap_or_default();
         serl_report::write_atomic(&record, text.as_bytes())
             .with_context(|| format!("writing {}", record.display()))?;
@@ -278,14 +332,15 @@ impl StudyRunner<'_> {
     }
 
     /// Runs (or resumes) `arm`'s run with `seed` in `dir`, its test
-    /// opened when `open_test` (the lockbox declared), with its config.
+    /// opened when `open_test` (the lockbox declared), with its config;
+    /// no outcome when every design of the run was invalid.
     pub fn evolve(
         &self,
         arm: &Arm,
         seed: u64,
         dir: &Path,
         open_test: bool,
-    ) -> Result<(EvolveOutcome, EvolveFile)> {
+    ) -> Result<(Option<EvolveOutcome>, EvolveFile)> {
         let resuming = dir.join("evolve.toml").exists();
         let (dir, cfg) = if resuming {
             resolve(EvolveStart::Resume(dir), &EvolveOverrides::default())?
@@ -308,8 +363,10 @@ impl StudyRunner<'_> {
                     .clone()
                     .unwrap_or_else(SearchConfig::default)
             });
-            // Equal budgets: every arm runs every iteration.
+            // Equal budgets: every arm runs every iteration, and no arm
+            // stops early for its tokens or seconds.
             cfg.evolve.convergence.window = cfg.evolve.iterations + 1;
+            cfg.evolve.budget = None;
             cfg.evolve.ablations.clear();
             cfg.validate()?;
             (dir, cfg)
@@ -332,8 +389,11 @@ impl StudyRunner<'_> {
             prompts_dir: &p.prompts_dir,
             shown: &shown,
         };
-        let outcome = study.evolve(cfg.evolve.clone(), p.designer, p.prompts, &dir)?;
-        Ok((outcome, cfg))
+        match study.evolve(cfg.evolve.clone(), p.designer, p.prompts, &dir) {
+            Ok(outcome) => Ok((Some(outcome), cfg)),
+            Err(serl_evolve::EvolveError::NoValidDesign(_)) => Ok((None, cfg)),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -373,8 +433,9 @@ impl StudyRunner<'_> {
                     {
                         (self.starting)(&format!("{} (test)", arm.name), seed, true);
                         let dir = self.run_dir(&arm.name, seed);
-                        let (outcome, _) = self.evolve(arm, seed, &dir, true)?;
-                        tests.extend(report::test_line(&arm.name, seed, &outcome.test));
+                        if let (Some(outcome), _) = self.evolve(arm, seed, &dir, true)? {
+                            tests.extend(report::test_line(&arm.name, seed, &outcome.test));
+                        }
                     }
                 }
                 let l = report::StudyLockbox {

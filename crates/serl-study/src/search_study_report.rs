@@ -21,12 +21,19 @@ pub struct ArmSummary {
     pub arm: String,
     /// Search seeds run.
     pub seeds: usize,
-    /// Mean over seeds of the best study score at the full budget.
-    pub best_mean: f64,
-    /// Lowest and highest over seeds.
-    pub best_min: f64,
+    /// Mean over seeds of the study score of the design each run chose
+    /// (the one its test would play): what the study ranks arms by.
+    /// `-inf` when no seed chose a scored design.
+    pub chosen_mean: f64,
+    /// Lowest over seeds (seeds without a choice left out).
+    pub chosen_min: f64,
     /// Highest over seeds.
-    pub best_max: f64,
+    pub chosen_max: f64,
+    /// Seeds whose run chose no scored design (every design invalid).
+    pub no_choice: usize,
+    /// Mean over seeds of the best study score among all the run's
+    /// designs (the end of its curve).
+    pub best_mean: f64,
     /// Mean over seeds of the chosen design's daily edge over plain PPO,
     /// bps (mean of days).
     pub chosen_edge: f64,
@@ -36,8 +43,10 @@ pub struct ArmSummary {
     pub tokens: f64,
     /// Mean seconds per run.
     pub secs: f64,
-    /// Candidates per run.
-    pub candidates: usize,
+    /// Candidates per run, mean over seeds (designed ones, invalid
+    /// included, and low-level trials, whose count depends on the
+    /// designs: a design without constants has none).
+    pub candidates: f64,
     /// Valid share of designed candidates.
     pub valid_rate: f64,
 }
@@ -70,15 +79,23 @@ fn final_best(r: &ArmRun) -> Option<f64> {
     r.curve.iter().rev().find_map(|x| *x)
 }
 
+/// The mean of the finite values of `v`, `-inf` for none.
+fn mean_of(v: &[f64]) -> f64 {
+    let f: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if f.is_empty() {
+        f64::NEG_INFINITY
+    } else {
+        f.iter().sum::<f64>() / f.len() as f64
+    }
+}
+
 /// Each arm over its seeds, in the study's order.
 pub fn summarize(arms: &[String], runs: &[ArmRun]) -> Vec<ArmSummary> {
     arms.iter()
         .map(|arm| {
             let rs: Vec<&ArmRun> = runs.iter().filter(|r| &r.arm == arm).collect();
-            let bests: Vec<f64> = rs
-                .iter()
-                .map(|r| final_best(r).unwrap_or(f64::NAN))
-                .collect();
+            let chosen: Vec<f64> = rs.iter().filter_map(|r| r.chosen_score).collect();
+            let bests: Vec<f64> = rs.iter().filter_map(|r| final_best(r)).collect();
             let n = rs.len().max(1) as f64;
             let designed: usize = rs.iter().map(|r| r.designed).sum();
             let valid: usize = rs.iter().map(|r| r.valid).sum();
@@ -89,17 +106,19 @@ pub fn summarize(arms: &[String], runs: &[ArmRun]) -> Vec<ArmSummary> {
             ArmSummary {
                 arm: arm.clone(),
                 seeds: rs.len(),
-                best_mean: bests.iter().sum::<f64>() / n,
-                best_min: bests.iter().copied().fold(f64::INFINITY, f64::min),
-                best_max: bests.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                chosen_edge: edges.iter().sum::<f64>() / edges.len().max(1) as f64,
+                chosen_mean: mean_of(&chosen),
+                chosen_min: chosen.iter().copied().fold(f64::INFINITY, f64::min),
+                chosen_max: chosen.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                no_choice: rs.len() - chosen.len(),
+                best_mean: mean_of(&bests),
+                chosen_edge: mean_of(&edges),
                 chosen_beats_plain: rs
                     .iter()
                     .filter(|r| r.chosen_paired.as_ref().is_some_and(|p| p.lower > 0.0))
                     .count(),
                 tokens: rs.iter().map(|r| r.tokens as f64).sum::<f64>() / n,
                 secs: rs.iter().map(|r| r.secs).sum::<f64>() / n,
-                candidates: rs.first().map_or(0, |r| r.candidates),
+                candidates: rs.iter().map(|r| r.candidates as f64).sum::<f64>() / n,
                 valid_rate: valid as f64 / designed.max(1) as f64,
             }
         })
@@ -132,9 +151,9 @@ fn sign_flip_p(d: &[f64]) -> f64 {
     }
     let observed = d.iter().sum::<f64>().abs();
     if n > 20 {
-        let mean = observed / n as f64;
+        let mean = d.iter().sum::<f64>() / n as f64;
         let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-        let z = mean / (sd / (n as f64).sqrt()).max(1e-12);
+        let z = mean.abs() / (sd / (n as f64).sqrt()).max(1e-12);
         return (2.0 * (1.0 - normal_cdf(z))).min(1.0);
     }
     let mut extreme = 0u64;
@@ -167,12 +186,13 @@ fn normal_cdf(z: f64) -> f64 {
     0.5 * (1.0 + erf.copysign(z))
 }
 
-/// Every pair of arms, their best scores paired by seed.
+/// Every pair of arms, the study scores of the designs their runs chose,
+/// paired by seed (seeds where either chose none left out).
 pub fn compare(arms: &[String], runs: &[ArmRun]) -> Vec<Comparison> {
     let best = |arm: &str, seed: u64| {
         runs.iter()
             .find(|r| r.arm == arm && r.seed == seed)
-            .and_then(final_best)
+            .and_then(|r| r.chosen_score)
     };
     let mut out = Vec::new();
     for (i, a) in arms.iter().enumerate() {
@@ -210,11 +230,12 @@ pub fn compare(arms: &[String], runs: &[ArmRun]) -> Vec<Comparison> {
     out
 }
 
-/// The winner and the runner-up on validation: the highest mean best
-/// score over seeds.
+/// The arms from the winner down, on validation alone: by the mean over
+/// seeds of the study score of the design each run chose (an arm whose
+/// runs chose nothing last).
 pub fn ranking(summaries: &[ArmSummary]) -> Vec<String> {
     let mut s: Vec<&ArmSummary> = summaries.iter().collect();
-    s.sort_by(|a, b| b.best_mean.total_cmp(&a.best_mean));
+    s.sort_by(|a, b| b.chosen_mean.total_cmp(&a.chosen_mean));
     s.into_iter().map(|a| a.arm.clone()).collect()
 }
 
@@ -281,28 +302,41 @@ pub fn write(
     let mut md = String::from("# Designer study: equal budgets, several search seeds\n\n");
     let _ = writeln!(
         md,
-        "Every arm ran the same task, data and budget ({} candidates per run, convergence off) once per search seed. A design's study score is the lower bound (mean − z·se) of its daily edge over plain PPO trained and validated the same way, charged for the designer's retries; the test split stayed sealed until the winner was declared.\n",
-        summaries.first().map_or(0, |s| s.candidates)
+        "Every arm ran the same task, data and budget (the same rounds and candidates per round, convergence and `[evolve.budget]` off) once per search seed. A design's study score is the lower bound (mean − z·se) of its daily edge over plain PPO trained and validated the same way, charged for the designer's retries. Arms are ranked by the study score of the design each run chose (the design its test would play); the test split stayed sealed until the winner was declared.\n"
     );
-    md.push_str("## Arms\n\n| arm | seeds | best score (mean) | min | max | chosen design's edge over plain PPO (bps) | seeds beating plain PPO | valid designs | tokens per run | seconds per run |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let wall: f64 = runs.iter().map(|r| r.secs).sum();
+    let _ = writeln!(
+        md,
+        "{} runs took {:.1} minutes of wall time in all (each run's own seconds, over every process that worked on it; the test openings are extra).\n",
+        runs.len(),
+        wall / 60.0
+    );
+    md.push_str("## Arms\n\n| arm | seeds | chosen design's score (mean) | min | max | best of all its designs (mean) | chosen design's edge over plain PPO (bps) | seeds whose chosen design beats plain PPO at its lower bound | valid designs | candidates per run | tokens per run | seconds per run |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in &summaries {
+        let none = if s.no_choice > 0 {
+            format!(" ({} chose none)", s.no_choice)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             md,
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:+.3} | {}/{} | {:.0}% | {:.0} | {:.0} |",
+            "| {} | {}{none} | {:.3} | {:.3} | {:.3} | {:.3} | {:+.3} | {}/{} | {:.0}% | {:.1} | {:.0} | {:.0} |",
             s.arm,
             s.seeds,
+            s.chosen_mean,
+            s.chosen_min,
+            s.chosen_max,
             s.best_mean,
-            s.best_min,
-            s.best_max,
             s.chosen_edge,
             s.chosen_beats_plain,
             s.seeds,
             100.0 * s.valid_rate,
+            s.candidates,
             s.tokens,
             s.secs
         );
     }
-    md.push_str("\n## Each arm against each other (best score, paired by seed)\n\n| a | b | seeds | mean a − b | 95% CI | p (sign-flip) | q (BH) |\n|---|---|---:|---:|---|---:|---:|\n");
+    md.push_str("\n## Each arm against each other (the chosen designs' scores, paired by seed)\n\n| a | b | seeds | mean a − b | 95% CI | p (sign-flip) | q (BH) |\n|---|---|---:|---:|---|---:|---:|\n");
     for c in &comparisons {
         let _ = writeln!(
             md,
@@ -311,7 +345,13 @@ pub fn write(
         );
     }
     md.push_str("\nWith n seeds the exact sign-flip p-value cannot go below 2/2ⁿ (0.25 with 3 seeds): the interval says more than the p-value in a small study.\n\n");
-    let svg = curve_chart(&mut md, arms, runs);
+    let mut svgs: Vec<(String, String, &str)> = Vec::new();
+    if let Some(svg) = curve_chart(&mut md, arms, runs) {
+        svgs.push(("Best score so far".into(), svg, "curves.svg"));
+    }
+    if let Some(svg) = chosen_chart(&mut md, &summaries) {
+        svgs.push(("The chosen designs".into(), svg, "chosen.svg"));
+    }
     operators_table(&mut md, runs);
     designs(&mut md, runs);
     lockbox_section(&mut md, &summaries, lockbox);
@@ -320,10 +360,10 @@ pub fn write(
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     write("report.md", &md)?;
-    let svgs: Vec<(String, String)> = svg.into_iter().map(|s| ("Best score".into(), s)).collect();
-    if let Some((_, s)) = svgs.first() {
-        write("curves.svg", s)?;
+    for (_, svg, file) in &svgs {
+        write(file, svg)?;
     }
+    let svgs: Vec<(String, String)> = svgs.into_iter().map(|(t, s, _)| (t, s)).collect();
     write("report.html", &serl_report::html(&md, &svgs))?;
     let json = serde_json::json!({"arms": summaries, "comparisons": comparisons, "runs": runs});
     write(
@@ -354,13 +394,39 @@ fn curve_chart(md: &mut String, arms: &[String], runs: &[ArmRun]) -> Option<Stri
         .collect();
     let chart = serl_report::Chart::new(
         "Best study score so far (mean over seeds)",
-        "candidates trained",
+        "candidates made (invalid designs included)",
         "lower bound of the daily edge over plain PPO",
     )
     .integer_x();
     let mut svg = String::new();
     serl_report::lines_chart(&mut svg, &chart, &series).ok()?;
-    md.push_str("## Best score against candidates trained\n\n![Best score so far](curves.svg)\n\n");
+    md.push_str("## Best score against candidates made\n\n![Best score so far](curves.svg)\n\nThe mean over seeds of the best study score among the designs made so far; the spread over seeds is in the next chart and the table above.\n\n");
+    Some(svg)
+}
+
+/// Each arm's chosen designs: the mean study score over seeds, with the
+/// lowest and highest seed as its band.
+fn chosen_chart(md: &mut String, summaries: &[ArmSummary]) -> Option<String> {
+    let shown: Vec<&ArmSummary> = summaries
+        .iter()
+        .filter(|s| s.chosen_mean.is_finite())
+        .collect();
+    if shown.is_empty() {
+        return None;
+    }
+    let chart = serl_report::Chart::new(
+        "The chosen designs' study scores: mean, lowest and highest seed",
+        "arm",
+        "lower bound of the daily edge over plain PPO",
+    )
+    .x_labels(shown.iter().map(|s| s.arm.clone()).collect());
+    let points = shown
+        .iter()
+        .map(|s| (s.chosen_mean, s.chosen_min, s.chosen_max))
+        .collect();
+    let mut svg = String::new();
+    serl_report::intervals_chart(&mut svg, &chart, &[("chosen".to_string(), points)]).ok()?;
+    md.push_str("![The chosen designs](chosen.svg)\n\n");
     Some(svg)
 }
 

@@ -20,7 +20,9 @@ use crate::error::{Context, Result, StudyError};
 
 /// Which real session to simulate, and how.
 pub struct SessionRequest {
+    /// The bar data holding the session.
     pub data: PathBuf,
+    /// The symbol (any case).
     pub symbol: String,
     /// The session.
     pub date: chrono::NaiveDate,
@@ -39,20 +41,31 @@ pub struct SessionRequest {
 /// and the stylized facts over all seeds.
 #[derive(Serialize)]
 pub struct Summary {
+    /// The symbol simulated.
     pub symbol: String,
+    /// The session's date, `YYYY-MM-DD`.
     pub date: String,
+    /// Simulated days.
     pub seeds: u64,
+    /// The simulated days checked against the real one.
     pub calibration: Vec<Check>,
+    /// The stylized facts, over all simulated days.
     pub stylized_facts: Vec<Check>,
 }
 
 /// A real session turned into the simulator's calibration.
 pub struct Session {
+    /// The symbol, upper case.
     pub symbol: String,
+    /// The session.
     pub date: chrono::NaiveDate,
     data: PathBuf,
+    /// The first seed.
     pub seed: u64,
+    /// The real day's numbers the simulator is calibrated to.
     pub cal: Calibration,
+    /// The market's population, with LOBSTER's order statistics applied
+    /// when given.
     pub market: MarketConfig,
     spread_bps: f64,
     /// Order statistics taken from LOBSTER, when given.
@@ -395,6 +408,7 @@ pub struct ImpactRequest {
     pub sizes: Vec<f64>,
     /// The execution window, minutes since the open.
     pub start_minute: usize,
+    /// The window's end (exclusive), minutes since the open.
     pub end_minute: usize,
 }
 
@@ -415,8 +429,11 @@ impl ImpactRequest {
 /// What the impact study found: its rows, and the fitted exponent as text
 /// with whether it is concave (between 0.3 and 0.7).
 pub struct ImpactOutcome {
+    /// The study's rows and fit.
     pub study: ImpactStudy,
+    /// The fitted exponent δ of `I ∝ (Q/V)^δ`, as text.
     pub delta: String,
+    /// Whether δ is concave (between 0.3 and 0.7).
     pub concave: bool,
 }
 

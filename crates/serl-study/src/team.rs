@@ -45,9 +45,12 @@ pub struct TeamBacktest {
     teams: Vec<TrainedTeam>,
     baselines: Vec<StrategySpec>,
     venues: Vec<Box<dyn Venue>>,
+    /// Members per team.
     pub agents: usize,
+    /// How the members share the work.
     pub mode: TeamMode,
     silence: bool,
+    /// The parent orders the teams play.
     pub orders: Vec<ParentOrder>,
     market: MarketData,
     data_path: PathBuf,

@@ -180,11 +180,17 @@ pub fn train_one(
 /// One seed's training, as `seeds.json` lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SeedRun {
+    /// The training's seed.
     pub seed: u64,
+    /// Its run directory (`OUT/seed-<seed>`).
     pub run_dir: String,
+    /// Its best validation PA, if it was validated.
     pub best_val_pa: Option<f64>,
+    /// Its last validation PA, if any.
     pub final_val_pa: Option<f64>,
+    /// Environment steps it took.
     pub env_steps: usize,
+    /// Its wall seconds.
     pub secs: f64,
 }
 

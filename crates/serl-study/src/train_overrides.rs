@@ -14,15 +14,20 @@ use crate::error::Result;
 /// critic) or independent PPO for a team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learner {
+    /// PPO, one agent.
     Ppo,
+    /// DDQN, one agent (discrete actions).
     Ddqn,
+    /// MAPPO: a team with a centralised critic.
     Mappo,
+    /// Independent PPO: a team, each member its own critic.
     Ippo,
 }
 
 /// The settings a command line gives over a config.
 #[derive(Clone, Debug, Default)]
 pub struct TrainOverrides {
+    /// `--algo`: the learner.
     pub algo: Option<Learner>,
     /// Learning agents per parent order (a team from 2).
     pub agents: Option<usize>,
@@ -30,10 +35,15 @@ pub struct TrainOverrides {
     pub team_mode: Option<TeamMode>,
     /// Train the team without messages.
     pub no_communication: bool,
+    /// Environment steps to train for.
     pub total_steps: Option<usize>,
+    /// The training's seed.
     pub seed: Option<u64>,
+    /// Minutes between decisions.
     pub decision_minutes: Option<u16>,
+    /// The hybrid weighting, or a single environment for ablations.
     pub hybrid: Option<HybridMode>,
+    /// Where tensors live.
     pub device: Option<DeviceChoice>,
     /// Order size as a fraction of ADV.
     pub qty_adv: Option<f64>,
@@ -49,6 +59,7 @@ pub struct TrainRequest<'a> {
     pub config: Option<&'a Path>,
     /// The bar data (may change on resume).
     pub data: Option<PathBuf>,
+    /// The command line's settings over the config.
     pub overrides: &'a TrainOverrides,
 }
 

@@ -24,6 +24,7 @@ pub const POLICY: &str = "policy";
 /// What a window's policy gave, beside its window in `walk_forward.json`.
 #[derive(Debug, Serialize)]
 pub struct PolicyWindow {
+    /// The window's best validation PA, if it was validated.
     pub best_val_pa: Option<f64>,
     /// The policy's test summary and its tests against the baselines.
     pub report: ReportData,
@@ -34,6 +35,7 @@ pub type WindowResult = WindowRun<PolicyWindow>;
 
 /// What a walk-forward training gave.
 pub struct WalkForward {
+    /// Each window's record, in order.
     pub windows: Vec<WindowResult>,
     /// The test days of all windows, pooled.
     pub pooled: ReportData,

@@ -12,7 +12,9 @@ use crate::error::Result;
 /// What `serl task check` measured.
 #[derive(Serialize)]
 pub struct CheckReport {
+    /// The engine checked, by its config name.
     pub engine: &'static str,
+    /// Probes in the array.
     pub tasks: usize,
     /// Wall seconds of the array of `tasks` probes, submission to the last output.
     pub array_secs: f64,

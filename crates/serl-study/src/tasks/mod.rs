@@ -27,6 +27,7 @@ pub trait TaskKind {
 
 /// A registered kind: its name and how it runs.
 pub struct Registered {
+    /// The kind's [`TaskKind::NAME`].
     pub name: &'static str,
     run: fn(&Plan, &Task) -> Result<()>,
 }
@@ -132,9 +133,13 @@ pub fn open_plan(run_dir: &Path) -> Result<Plan> {
 
 /// One batch of a plan: its kind, its tasks, and which are pending.
 pub struct BatchState {
+    /// The batch's name.
     pub batch: String,
+    /// Its tasks' kind (empty when it has none).
     pub kind: String,
+    /// Its tasks' indices in the plan.
     pub indices: Vec<usize>,
+    /// The indices of its tasks not yet done.
     pub pending: Vec<usize>,
 }
 

@@ -40,10 +40,15 @@ struct ShardRow {
 
 /// The backtest as the coordinator resolved it.
 pub struct Backtest<'a> {
+    /// The bar data each shard loads.
     pub data: &'a Path,
+    /// The split the orders come from.
     pub split: Split,
+    /// The strategies by their command-line names.
     pub strategies: &'a [String],
+    /// Where the orders play.
     pub env: EnvChoice,
+    /// The backtest's config.
     pub cfg: &'a BacktestFile,
 }
 

@@ -28,10 +28,11 @@ fn study_shown(cfg: &serl_evolve::EvolveConfig) -> serl_evolve::OnEvent<'static>
 
 pub fn run(a: StudyArgs) -> Result<ExitCode> {
     let file = StudyFile::load(&a.config)?;
-    let out = a.out.clone();
+    let (config, out) = (a.config.clone(), a.out.clone());
     crate::interrupt::install(move || {
         format!(
-            "resume with `serl evolve study --config CONFIG --out {}`",
+            "resume with `serl evolve study --config {} --out {}`",
+            config.display(),
             out.display()
         )
     })?;
