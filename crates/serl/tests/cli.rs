@@ -641,8 +641,9 @@ fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
 }
 
 /// `serl prompts list` names exactly the templates `serl prompts render`
-/// accepts: one per designable module (the plan included) and the four
-/// that are not a module's (the reward critic included). Each listed one
+/// accepts: one per designable module (the plan included), the four that
+/// are not a module's (the reward critic included) and the program
+/// database's two operators. Each listed one
 /// renders, `check` counts them, and `probe` offers every module.
 #[test]
 fn prompts_list_names_exactly_the_templates_render_accepts() {
@@ -654,7 +655,14 @@ fn prompts_list_names_exactly_the_templates_render_accepts() {
         .collect();
     let modules = serl_design::ModuleKind::ALL.map(|k| k.name());
     let mut expected: Vec<&str> = modules.to_vec();
-    expected.extend(["system", "feedback", "refine", "reward_critic"]);
+    expected.extend([
+        "system",
+        "feedback",
+        "refine",
+        "reward_critic",
+        "mutate",
+        "crossover",
+    ]);
     assert_eq!(listed, expected, "{}", text(&o));
     for name in &listed {
         let o = serl(&["prompts", "render", name]);
