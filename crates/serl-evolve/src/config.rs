@@ -78,6 +78,11 @@ pub struct EvolveConfig {
     /// each round designs afresh from the top-k examples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchConfig>,
+    /// Fine-tune the designing model between rounds on its designs'
+    /// pairs (SE-RL's low-level enhancement of the designer; the embedded
+    /// model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finetune: Option<crate::learner::FinetuneConfig>,
 }
 
 /// One part of SE-RL to switch off.
@@ -232,6 +237,7 @@ impl Default for EvolveConfig {
             budget: None,
             hierarchy: None,
             search: None,
+            finetune: None,
         }
     }
 }
@@ -273,6 +279,9 @@ impl EvolveConfig {
             if self.train.learning_team().is_some() {
                 return Err("[evolve.search] scores each design by its daily edge over plain PPO in the static replay; a team is validated on dynamic episodes only: drop [evolve.search] or [evolve.train.team]".into());
             }
+        }
+        if let Some(f) = &self.finetune {
+            f.validate()?;
         }
         if let Some(h) = &self.hierarchy {
             if self.train.learning_team().is_some() && !h.rows.is_empty() {

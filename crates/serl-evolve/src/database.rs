@@ -156,6 +156,17 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// The instruction its prompt ends with before the high-level DEK
+    /// rewrites it (`mutate.j2`, `crossover.j2` fall back to the same
+    /// words); none for the operators without a prompt of their own.
+    pub fn instruction(self) -> &'static str {
+        match self {
+            Operator::Mutate => "Change it to do better: keep what works and change one or two things (a term, a constant, a feature, a layer, a scenario).",
+            Operator::Crossover => "Keep the strengths of both (for example the terms or features that each relies on), reconciled into a single valid module.",
+            _ => "",
+        }
+    }
+
     /// Its name in configs, prompts and reports.
     pub fn name(self) -> &'static str {
         match self {

@@ -2,7 +2,7 @@
 //! tell the next round, and instructions the designer rewrites from their
 //! history of scores.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -13,6 +13,7 @@ use serl_llm::Designer;
 
 use crate::candidate::CandidateResult;
 use crate::config::EvolveConfig;
+use crate::database::Operator;
 
 /// Most characters a rewritten instruction may have; a longer one is
 /// ignored.
@@ -35,6 +36,11 @@ pub(crate) struct Instructions {
     pub history: HashMap<ModuleKind, Vec<(String, Option<f64>)>>,
     pub macro_instruction: String,
     pub macro_history: Vec<(String, Option<f64>)>,
+    /// With the program database: the instruction each operator's prompt
+    /// ends with (`mutate`, `crossover`), rewritten from its own history
+    /// (the best score of the designs it made in each round).
+    pub operators: BTreeMap<String, String>,
+    pub operator_history: BTreeMap<String, Vec<(String, Option<f64>)>>,
     /// Every instruction the cache brought back, in order.
     pub replays: Vec<Replay>,
     rng: SmallRng,
@@ -65,6 +71,14 @@ impl Instructions {
             history: HashMap::new(),
             macro_instruction: cfg.macro_instruction.clone(),
             macro_history: Vec::new(),
+            operators: match &cfg.search {
+                Some(_) => [Operator::Mutate, Operator::Crossover]
+                    .into_iter()
+                    .map(|o| (o.name().to_string(), o.instruction().to_string()))
+                    .collect(),
+                None => BTreeMap::new(),
+            },
+            operator_history: BTreeMap::new(),
             replays: Vec::new(),
             rng: SmallRng::seed_from_u64(cfg.seed ^ 0x1A57_CAC4),
         }
@@ -97,6 +111,7 @@ impl Instructions {
             }
         }
         if llm {
+            self.refine_operators(designer, round);
             self.macro_history
                 .push((self.macro_instruction.clone(), score));
             let history = self.macro_history.clone();
@@ -107,6 +122,26 @@ impl Instructions {
             let ctx = self.context(round, round.cfg.modules[0], MACRO, &history);
             if let Some(text) = rewrite(designer, &ctx) {
                 self.macro_instruction = text;
+            }
+        }
+    }
+
+    /// Each operator's instruction, judged by the best score of the
+    /// designs it made in the round (replayed or rewritten as a module's).
+    fn refine_operators(&mut self, designer: &mut dyn Designer, round: &Refining) {
+        let names: Vec<String> = self.operators.keys().cloned().collect();
+        for op in names {
+            let score = round.operator_best.get(&op).copied().flatten();
+            let history = self.operator_history.entry(op.clone()).or_default();
+            history.push((self.operators[&op].clone(), score));
+            let history = history.clone();
+            if let Some(best) = self.replay(round, &op, &history) {
+                self.operators.insert(op, best);
+                continue;
+            }
+            let ctx = self.context(round, round.cfg.modules[0], &op, &history);
+            if let Some(text) = rewrite(designer, &ctx) {
+                self.operators.insert(op, text);
             }
         }
     }
@@ -173,6 +208,7 @@ impl Instructions {
         serde_json::json!({
             "modules": modules,
             "macro": self.macro_history,
+            "operators": self.operator_history,
             "replays": self.replays,
         })
     }
@@ -185,6 +221,9 @@ pub(crate) struct Refining<'a> {
     /// The round, from 0.
     pub iteration: usize,
     pub best_score: Option<f64>,
+    /// The best score of the round's designs by the operator that made
+    /// them (with the program database).
+    pub operator_best: BTreeMap<String, Option<f64>>,
     pub feedback: &'a Feedback,
 }
 
@@ -349,9 +388,42 @@ mod tests {
             task: &TaskInfo::default(),
             iteration: j,
             best_score: best,
+            operator_best: BTreeMap::from([("mutate".to_string(), best)]),
             feedback: &fb,
         };
         ins.refine(d, &round);
+    }
+
+    /// With the program database, each operator's instruction is judged by
+    /// the designs it made and rewritten from its own history.
+    #[test]
+    fn operator_instructions_keep_their_own_history() {
+        let cfg = EvolveConfig {
+            search: Some(crate::database::SearchConfig::default()),
+            instruction_replay: 0.0,
+            ..EvolveConfig::default()
+        };
+        let mut ins = Instructions::new(&cfg);
+        assert_eq!(ins.operators["mutate"], Operator::Mutate.instruction());
+        let mut model = Rewriter {
+            decline: false,
+            llm: true,
+        };
+        refine(&mut ins, &mut model, &cfg, 0, Some(2.0));
+        assert_eq!(
+            ins.operator_history["mutate"],
+            vec![(Operator::Mutate.instruction().to_string(), Some(2.0))]
+        );
+        assert_eq!(
+            ins.operator_history["crossover"],
+            vec![(Operator::Crossover.instruction().to_string(), None)],
+            "a round in which crossover made nothing scores it none"
+        );
+        assert_eq!(ins.operators["mutate"], "mutate (round 1)");
+        assert!(ins.log()["operators"]["crossover"].is_array());
+        // Without the database there is nothing to rewrite.
+        let plain = Instructions::new(&EvolveConfig::default());
+        assert!(plain.operators.is_empty());
     }
 
     #[test]

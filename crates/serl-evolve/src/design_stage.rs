@@ -21,6 +21,9 @@ pub(crate) struct Round<'a> {
     pub cfg: &'a EvolveConfig,
     pub task: &'a TaskInfo,
     pub micro: &'a HashMap<ModuleKind, String>,
+    /// Each operator's instruction (`mutate`, `crossover`), as the
+    /// high-level DEK last left it.
+    pub operator_instructions: &'a std::collections::BTreeMap<String, String>,
     /// The research direction, as the high-level DEK last left it.
     pub macro_instruction: &'a str,
     pub feedback: Option<&'a Feedback>,
@@ -71,6 +74,11 @@ impl Round<'_> {
                 Some(ModulePlan::Write { operator, parents }) => {
                     ctx.operator = operator.name().to_string();
                     ctx.parents = parents.clone();
+                    ctx.operator_instruction = self
+                        .operator_instructions
+                        .get(operator.name())
+                        .cloned()
+                        .unwrap_or_default();
                 }
                 None => {}
             }

@@ -55,10 +55,12 @@ mod executor;
 mod final_test;
 mod hierarchy;
 mod hierarchy_rows;
+mod learner;
 mod llm_critic;
 mod lockbox;
 mod operators;
 mod paired;
+mod pairs;
 mod prescreen;
 mod report;
 mod report_search;
@@ -88,9 +90,13 @@ pub use database::{
 pub use error::EvolveError;
 pub use hierarchy::{Base, HierarchyConfig, Switch};
 pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
+pub use learner::{FinetuneConfig, Learned, Learner};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::{now as utc_now, Lockbox};
 pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore};
+pub use pairs::{
+    pairs_from_candidates, read_run_pairs, sft_from_candidates, Pair, PairKind, SftExample,
+};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
 pub use score::candidate_score;

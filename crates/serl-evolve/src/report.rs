@@ -96,6 +96,7 @@ pub fn write(
             svgs.push(("Lineage".to_string(), svg));
         }
     }
+    fine_tunings(&mut md, dir);
 
     serl_eval::write_report(&dir.join("test"), &out.test, &data)
         .map_err(|e| err(&dir.join("test"), e))?;
@@ -117,6 +118,35 @@ pub fn write(
 }
 
 type Points = Vec<(f64, f64)>;
+
+/// The designer's fine-tunings between rounds (`[evolve.finetune]`,
+/// `finetune/adapters.json`), when the run had them.
+fn fine_tunings(md: &mut String, dir: &Path) {
+    let path = dir.join("finetune").join("adapters.json");
+    let Some(learned) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<crate::Learned>>(&t).ok())
+    else {
+        return;
+    };
+    md.push_str("## The designer, fine-tuned between rounds\n\n| after round | examples | held-out loss, base → adapter | seconds | adapter |\n|---:|---:|---|---:|---|\n");
+    for l in &learned {
+        let loss = l
+            .heldout_loss
+            .map_or("-".into(), |(b, a)| format!("{b:.4} → {a:.4}"));
+        let adapter = l.adapter.as_ref().map_or("(too few examples)".into(), |a| {
+            format!("`{}`", a.display())
+        });
+        let _ = writeln!(
+            md,
+            "| {} | {} | {loss} | {:.0} | {adapter} |",
+            l.iteration, l.examples, l.secs
+        );
+    }
+    md.push_str(
+        "\nThe rounds after each fine-tuning were designed with its adapter (docs/llm.md).\n\n",
+    );
+}
 
 /// The table of iterations; returns the best score so far and every
 /// candidate's score, by iteration, for the plots.

@@ -10,7 +10,7 @@
 //! so at most the candidates in flight are lost.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, SESSION_MINUTES};
 use serl_eval::OrderResult;
@@ -83,6 +83,8 @@ pub enum Event {
         /// Rows (besides the design alone).
         rows: usize,
     },
+    /// The designer was fine-tuned on the pairs so far (`[evolve.finetune]`).
+    FineTuned(crate::learner::Learned),
     /// The best design and plain PPO, validated alike.
     Validated {
         /// The best design's validation PA, bps.
@@ -90,6 +92,24 @@ pub enum Event {
         /// Plain PPO's, bps.
         baseline_pa: f64,
     },
+}
+
+/// The learner's fine-tuning after round `j`, into
+/// `finetune/adapter-{j + 1}`.
+fn learn(
+    inputs: &mut EvolveInputs,
+    j: usize,
+    all: &[CandidateResult],
+    dir: &Path,
+) -> Result<crate::learner::Learned, EvolveError> {
+    let out = dir.join("finetune").join(format!("adapter-{}", j + 1));
+    let designer = inputs.designer.as_mut();
+    match inputs.learner.as_mut() {
+        Some(l) => l.learn(j, all, &out, designer),
+        None => Err(EvolveError::Config(
+            "no learner for [evolve.finetune]".into(),
+        )),
+    }
 }
 
 /// What one iteration found.
@@ -152,6 +172,9 @@ pub struct EvolveInputs<'a> {
     /// Makes an LLM reward critic for the trainings whose config asks for
     /// one (`critic = "llm"`); without it such a training is an error.
     pub critic: Option<Box<CriticMaker>>,
+    /// Fine-tunes the designer between rounds (`[evolve.finetune]`); a
+    /// run that asks for it without one is refused.
+    pub learner: Option<Box<dyn crate::learner::Learner + 'a>>,
 }
 
 impl EvolveInputs<'_> {
@@ -258,6 +281,12 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let mut converging = Converging::default();
     let mut iterations_run = 0;
     let mut search = start_search(&inputs, executor)?;
+    if cfg.finetune.is_some() && inputs.learner.is_none() {
+        return Err(EvolveError::Config(
+            "[evolve.finetune] fine-tunes the designing model: it needs the embedded model (`--llm local` with [llm.local] model)".into(),
+        ));
+    }
+    let mut learned = Vec::new();
     for j in 0..cfg.iterations {
         let k = match &cfg.budget {
             Some(b) => b.affordable(&all, cfg.candidates),
@@ -294,6 +323,16 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         }
         let fb = feedback(&all, j);
         inputs.say(Event::Iteration(summary.clone()));
+        if cfg
+            .finetune
+            .as_ref()
+            .is_some_and(|f| f.after(j, cfg.iterations))
+        {
+            let l = stages.time("fine-tuning", || learn(&mut inputs, j, &all, &dir))?;
+            learned.push(l.clone());
+            write_json(&dir.join("finetune").join("adapters.json"), &learned)?;
+            inputs.say(Event::FineTuned(l));
+        }
         if cfg.high_level {
             stages.time("high-level DEK", || {
                 let round = Refining {
@@ -301,6 +340,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
                     task: &task,
                     iteration: j,
                     best_score: designed_best(&all, j),
+                    operator_best: operator_best(&all, j),
                     feedback: &fb,
                 };
                 instructions.refine(inputs.designer.as_mut(), &round)
@@ -429,6 +469,24 @@ fn designed_best(all: &[CandidateResult], j: usize) -> Option<f64> {
         .max_by(f64::total_cmp)
 }
 
+/// The best score of round `j`'s designs by the operator that made them
+/// (`None`: it made none that scored).
+fn operator_best(all: &[CandidateResult], j: usize) -> BTreeMap<String, Option<f64>> {
+    let mut best: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    for c in all
+        .iter()
+        .filter(|c| c.iteration == j && c.kind() == CandidateKind::Designed)
+    {
+        if let Some(l) = &c.lineage {
+            let slot = best.entry(l.operator.name().to_string()).or_default();
+            if let Some(s) = c.selection_score() {
+                *slot = Some(slot.map_or(s, |b| b.max(s)));
+            }
+        }
+    }
+    best
+}
+
 /// The hierarchy rows of `[evolve.hierarchy]` on `design` (none without
 /// them), tested unless the lockbox is `sealed`.
 fn hierarchy_rows(
@@ -464,6 +522,7 @@ fn design_round(
         cfg,
         task,
         micro: &instructions.micro,
+        operator_instructions: &instructions.operators,
         macro_instruction: &instructions.macro_instruction,
         feedback,
         history: all,

@@ -190,4 +190,16 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> String;
     /// Sends one request and waits for the answer.
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// Answers with a LoRA adapter's updates from now on (`None`: the
+    /// base model): only the embedded model runs one.
+    fn set_adapter(&self, adapter: Option<&std::path::Path>) -> Result<(), LlmError> {
+        match adapter {
+            None => Ok(()),
+            Some(dir) => Err(LlmError::Local(format!(
+                "{}: only the embedded model (`--llm local`) runs an adapter ({})",
+                self.name(),
+                dir.display()
+            ))),
+        }
+    }
 }

@@ -36,6 +36,18 @@ pub trait Designer: Send {
     /// A rewritten micro instruction for `ctx.module`, from
     /// `ctx.history` (high-level DEK).
     fn refine(&mut self, ctx: &ModuleContext) -> Result<Reply, LlmError>;
+    /// Designs with a LoRA adapter on its model from now on (`None`: the
+    /// base model); a designer without a model it can adapt refuses.
+    fn set_adapter(&mut self, adapter: Option<&std::path::Path>) -> Result<(), LlmError> {
+        match adapter {
+            None => Ok(()),
+            Some(dir) => Err(LlmError::Local(format!(
+                "the {} designer has no model to fine-tune ({})",
+                self.name(),
+                dir.display()
+            ))),
+        }
+    }
 }
 
 /// What constrains a reply: a GBNF grammar, a JSON schema, their Lark
@@ -129,6 +141,10 @@ impl LlmDesigner {
 }
 
 impl Designer for LlmDesigner {
+    fn set_adapter(&mut self, adapter: Option<&std::path::Path>) -> Result<(), LlmError> {
+        self.backend.set_adapter(adapter)
+    }
+
     fn name(&self) -> String {
         format!("LLM: {}", self.backend.name())
     }

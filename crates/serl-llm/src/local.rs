@@ -2,11 +2,11 @@
 //! every reply constrained by the request's Lark grammar (the module's
 //! grammar with programs spelled out) or, failing one, its JSON schema.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use serl_local::{ChatMessage, Constraint, LocalModel, LocalOptions, Request, Sampling};
+use serl_local::{Adapter, ChatMessage, Constraint, LocalModel, LocalOptions, Request, Sampling};
 
 use crate::backend::{Backend, ChatRequest, ChatResponse, LlmError};
 
@@ -16,6 +16,9 @@ use crate::backend::{Backend, ChatRequest, ChatResponse, LlmError};
 pub struct LocalConfig {
     /// The GGUF instruct model.
     pub model: Option<PathBuf>,
+    /// A LoRA adapter directory trained on that model (`serl llm
+    /// finetune`), applied to every reply.
+    pub adapter: Option<PathBuf>,
     /// Threads for the matrix products (0: one per core).
     pub threads: usize,
     /// Context length in tokens (0: the model's, at most 8192).
@@ -41,6 +44,7 @@ impl Default for LocalConfig {
     fn default() -> Self {
         LocalConfig {
             model: None,
+            adapter: None,
             threads: 0,
             context_length: 0,
             cache_slots: serl_local::DEFAULT_CACHE_SLOTS,
@@ -57,6 +61,8 @@ pub struct LocalBackend {
     model: Mutex<LocalModel>,
     config: LocalConfig,
     name: String,
+    /// The adapter's directory name, for logs.
+    adapter: Mutex<Option<String>>,
 }
 
 impl LocalBackend {
@@ -80,17 +86,42 @@ impl LocalBackend {
             || path.display().to_string(),
             |n| n.to_string_lossy().into(),
         );
-        Ok(LocalBackend {
+        let backend = LocalBackend {
             model: Mutex::new(model),
             config: config.clone(),
             name,
-        })
+            adapter: Mutex::new(None),
+        };
+        if let Some(adapter) = &config.adapter {
+            backend.set_adapter(Some(adapter))?;
+        }
+        Ok(backend)
     }
 }
 
 impl Backend for LocalBackend {
     fn name(&self) -> String {
-        format!("local {}", self.name)
+        match self.adapter.lock().ok().and_then(|a| a.clone()) {
+            Some(a) => format!("local {} + {a}", self.name),
+            None => format!("local {}", self.name),
+        }
+    }
+
+    fn set_adapter(&self, adapter: Option<&Path>) -> Result<(), LlmError> {
+        let read = adapter
+            .map(|dir| Adapter::load(dir).map_err(|e| LlmError::Local(e.to_string())))
+            .transpose()?;
+        let mut model = self
+            .model
+            .lock()
+            .map_err(|_| LlmError::Local("the model panicked in an earlier request".into()))?;
+        model
+            .set_adapter(read)
+            .map_err(|e| LlmError::Local(e.to_string()))?;
+        if let Ok(mut a) = self.adapter.lock() {
+            *a = adapter.map(|d| d.display().to_string());
+        }
+        Ok(())
     }
 
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {

@@ -288,6 +288,9 @@ pub struct ModuleContext {
     pub operator: String,
     /// The designs the operator starts from (none for `fresh`).
     pub parents: Vec<Parent>,
+    /// The operator's instruction as the high-level DEK last rewrote it
+    /// (empty: the template's own words).
+    pub operator_instruction: String,
 }
 
 impl ModuleContext {
@@ -334,6 +337,7 @@ impl ModuleContext {
             constrained: false,
             operator: "fresh".into(),
             parents: Vec::new(),
+            operator_instruction: String::new(),
         }
     }
 
@@ -550,6 +554,18 @@ mod tests {
         );
         assert!(cross.contains("twap_gain - 0.5 * abs(remaining_inv - time_left) / steps"));
         assert!(cross.contains(serl_design::DEFAULT_REWARD_PROGRAM));
+        assert!(cross.contains("Keep the strengths of both"), "{cross}");
+        // The high-level DEK's rewrite of an operator's instruction
+        // replaces the template's own words.
+        let mut ctx = operator_context(ModuleKind::Reward, "mutate");
+        ctx["operator_instruction"] = "Try a smaller penalty on the inventory.".into();
+        let rewritten = p.render("reward", &ctx).unwrap();
+        assert!(rewritten
+            .contains("Try a smaller penalty on the inventory. Write the whole new reward"));
+        assert!(
+            !rewritten.contains("change one or two things"),
+            "{rewritten}"
+        );
         let fresh = p
             .render("reward", &sample_context(ModuleKind::Reward, true))
             .unwrap();

@@ -76,6 +76,10 @@ impl<B: Backend> Backend for Recorder<B> {
         self.inner.name()
     }
 
+    fn set_adapter(&self, adapter: Option<&Path>) -> Result<(), LlmError> {
+        self.inner.set_adapter(adapter)
+    }
+
     fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let key = req.key();
         if let Some(r) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {

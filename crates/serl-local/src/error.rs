@@ -70,6 +70,15 @@ pub enum LocalError {
     /// The grammar or JSON schema constraining a reply does not compile.
     #[error("the constraint does not compile: {0}")]
     Constraint(String),
+    /// An adapter directory is unreadable, malformed, or was trained on
+    /// another model.
+    #[error("{path}: adapter: {message}")]
+    Adapter {
+        /// The adapter's file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The model failed while running (a tensor error).
     #[error("the model failed: {0}")]
     Run(String),

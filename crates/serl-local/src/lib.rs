@@ -38,6 +38,7 @@
 
 #![deny(missing_docs)]
 
+mod adapter;
 mod engine;
 mod error;
 mod file;
@@ -48,7 +49,10 @@ mod spm;
 mod template;
 mod testmodel;
 mod vocab;
+mod weights;
 
+pub use adapter::{model_hash, Adapter, AdapterConfig, BaseModel, LowRank, Target};
+pub use engine::{Config as ModelShape, Flavor, RopeTable};
 pub use error::LocalError;
 pub use file::ARCHITECTURES;
 pub use grammar::ByteGrammar;
@@ -57,3 +61,4 @@ pub use sample::{Sampler, Sampling};
 pub use template::{ChatMessage, ChatTemplate, GEMMA_TEMPLATE};
 pub use testmodel::{write_test_model, TestModelSpec};
 pub use vocab::steer_rank;
+pub use weights::FloatWeights;

@@ -2,12 +2,13 @@
 //! decoding loop (prompt in one pass, then one token at a time, masked by
 //! the grammar when there is one).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use llguidance::{Matcher, ParserFactory};
 
+use crate::adapter::{model_hash, Adapter};
 use crate::engine::{Network, State};
 use crate::error::LocalError;
 use crate::file::ModelFile;
@@ -95,6 +96,9 @@ pub struct Generation {
 /// A GGUF instruct model, loaded and ready to answer.
 pub struct LocalModel {
     path: String,
+    file: PathBuf,
+    /// The adapter's base model hash, once computed.
+    hash: Option<String>,
     network: Network,
     /// The key-value caches of the last conversations.
     cache: Conversations,
@@ -150,6 +154,8 @@ impl LocalModel {
         let pool = Arc::new(pool);
         Ok(LocalModel {
             path: name,
+            file: path.to_path_buf(),
+            hash: None,
             network,
             cache: Conversations::new(options.cache_slots),
             vocab,
@@ -164,6 +170,51 @@ impl LocalModel {
     /// The model file, for logs.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// BLAKE3 of the model file (what an adapter names its base by).
+    pub fn hash(&mut self) -> Result<String, LocalError> {
+        if self.hash.is_none() {
+            self.hash = Some(model_hash(&self.file)?);
+        }
+        Ok(self.hash.clone().unwrap_or_default())
+    }
+
+    /// Runs with `adapter`'s low-rank updates from now on (`None`: the base
+    /// model). An adapter trained on another file is refused; the kept
+    /// conversations are dropped (their caches were computed without it).
+    pub fn set_adapter(&mut self, adapter: Option<Adapter>) -> Result<(), LocalError> {
+        if let Some(a) = &adapter {
+            let hash = self.hash()?;
+            if a.base.hash != hash {
+                return Err(LocalError::Adapter {
+                    path: self.path.clone(),
+                    message: format!(
+                        "the adapter was trained on `{}` (hash {}…), not on this file (hash {}…)",
+                        a.base.file,
+                        &a.base.hash[..a.base.hash.len().min(12)],
+                        &hash[..12]
+                    ),
+                });
+            }
+        }
+        self.network
+            .set_adapter(adapter.map(Arc::new))
+            .map_err(|message| LocalError::Adapter {
+                path: self.path.clone(),
+                message,
+            })?;
+        self.cache.clear();
+        Ok(())
+    }
+
+    /// The tokens of the prompt that `messages` render to, the reply's
+    /// first token to follow (what [`LocalModel::chat`] reads).
+    pub fn prompt_tokens(&self, messages: &[ChatMessage]) -> Result<Vec<u32>, LocalError> {
+        let prompt = self
+            .template
+            .render(messages, &self.vocab.bos_text, &self.vocab.eos_text)?;
+        self.vocab.encode(&prompt)
     }
 
     /// The context length in tokens.
@@ -235,10 +286,7 @@ impl LocalModel {
     /// logits do not depend on what was kept (a kept prefix gives exactly
     /// a fresh start's).
     pub fn chat(&mut self, request: &Request) -> Result<Generation, LocalError> {
-        let prompt =
-            self.template
-                .render(request.messages, &self.vocab.bos_text, &self.vocab.eos_text)?;
-        let tokens = self.vocab.encode(&prompt)?;
+        let tokens = self.prompt_tokens(request.messages)?;
         self.check_tokens(&tokens)?;
         let mut matcher = request.constraint.map(|c| self.matcher(c)).transpose()?;
         let pool = self.pool.clone();
@@ -372,6 +420,11 @@ impl Conversations {
         } else {
             self.slots[i].0.fork(shared)
         }
+    }
+
+    /// Drops every kept conversation.
+    fn clear(&mut self) {
+        self.slots.clear();
     }
 
     /// Keeps `state`, dropping the least recently used past capacity.

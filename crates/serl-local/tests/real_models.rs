@@ -8,12 +8,11 @@
 mod common;
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use candle_core::quantized::gguf_file::{self, Content, Value};
-use candle_core::Device;
+use candle_core::quantized::gguf_file::Content;
 use serl_local::{ChatMessage, Constraint, LocalModel, LocalOptions, Request, Sampling};
 use tokenizers::models::bpe::BPE;
 use tokenizers::normalizers::replace::Replace;

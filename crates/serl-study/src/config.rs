@@ -93,6 +93,21 @@ impl LlmSection {
         Ok(())
     }
 
+    /// `--adapter`: the LoRA adapter of `[llm.local]`.
+    #[cfg(feature = "local")]
+    pub fn set_local_adapter(&mut self, adapter: &Path) -> Result<()> {
+        self.local.adapter = Some(adapter.to_path_buf());
+        Ok(())
+    }
+
+    /// Without the embedded backend there is no adapter to set.
+    #[cfg(not(feature = "local"))]
+    pub fn set_local_adapter(&mut self, _: &Path) -> Result<()> {
+        crate::bail!(
+            "--adapter is for --llm local, and this serl was built without it (`--features local`)"
+        )
+    }
+
     /// Without the embedded backend there is no model to set.
     #[cfg(not(feature = "local"))]
     pub fn set_local_model(&mut self, _: &Path) -> Result<()> {

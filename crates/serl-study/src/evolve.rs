@@ -211,7 +211,9 @@ impl Study<'_> {
         )
         .map_err(|e| EvolveError::Config(e.chain()))?;
         let on_event = (self.shown)(&evolve_cfg);
+        let learner = crate::llm::learner_for_evolve(&evolve_cfg, &self.cfg.llm);
         evolve(EvolveInputs {
+            learner,
             critic,
             cfg: evolve_cfg,
             env_cfg: self.cfg.env.clone(),

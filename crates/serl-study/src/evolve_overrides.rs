@@ -18,6 +18,8 @@ pub struct EvolveOverrides {
     pub llm: Option<LlmChoice>,
     /// `--model`: the GGUF model of `--llm local`.
     pub model: Option<PathBuf>,
+    /// `--adapter`: a LoRA adapter for that model.
+    pub adapter: Option<PathBuf>,
     /// `--base-url`: the chat server of `--llm openai|ollama`.
     pub base_url: Option<String>,
     /// `--gbnf`: send GBNF grammars instead of JSON schemas.
@@ -102,6 +104,9 @@ impl EvolveOverrides {
         }
         if let Some(m) = &self.model {
             cfg.llm.set_local_model(m)?;
+        }
+        if let Some(a) = &self.adapter {
+            cfg.llm.set_local_adapter(a)?;
         }
         if let Some(u) = &self.base_url {
             cfg.llm.http.base_url = Some(u.clone());

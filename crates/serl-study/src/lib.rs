@@ -20,6 +20,8 @@
 //!   a real day, the impact study, and the realism study on LOBSTER days.
 //! - [`search_study`] and [`search_study_report`]: the equal-budget study
 //!   of designers (`serl evolve study`), its lockbox and report.
+//! - `finetune` (with the embedded model): the designer fine-tuned on its
+//!   runs' pairs into a LoRA adapter (`serl llm finetune`).
 //! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
 //!   registry of task kinds that `serl task run` dispatches through.
 
@@ -34,6 +36,8 @@ pub mod data;
 mod error;
 pub mod evolve;
 pub mod evolve_overrides;
+#[cfg(feature = "local")]
+pub mod finetune;
 pub mod llm;
 #[cfg(feature = "local")]
 pub mod probe;

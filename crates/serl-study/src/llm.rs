@@ -156,3 +156,23 @@ pub fn make_designer(
         LlmChoice::Replay => llm(Box::new(Replay::open(replay_from)?)),
     }
 }
+
+/// `[evolve.finetune]`'s learner: the embedded model of `[llm.local]`
+/// fine-tuned between rounds; none for another designer (the loop then
+/// refuses the table, saying why).
+pub fn learner_for_evolve<'a>(
+    cfg: &serl_evolve::EvolveConfig,
+    llm: &crate::config::LlmSection,
+) -> Option<Box<dyn serl_evolve::Learner + 'a>> {
+    #[cfg(feature = "local")]
+    if let (Some(f), LlmChoice::Local, Some(model)) = (&cfg.finetune, llm.backend, &llm.local.model)
+    {
+        return Some(Box::new(crate::finetune::LocalLearner::new(
+            model.clone(),
+            f.tune.clone(),
+        )));
+    }
+    #[cfg(not(feature = "local"))]
+    let _ = (cfg, llm);
+    None
+}

@@ -19,6 +19,8 @@ use crate::error::{Context, Result, StudyError};
 pub struct ProbeRequest {
     /// The GGUF instruct model.
     pub model: PathBuf,
+    /// A LoRA adapter for it (`serl llm finetune`).
+    pub adapter: Option<PathBuf>,
     /// Replies per module and mode.
     pub n: usize,
     /// Also ask without constraints.
@@ -86,6 +88,7 @@ pub fn probe(a: &ProbeRequest, at: &dyn Fn(ModuleKind, bool), tick: &dyn Fn()) -
     let kinds = a.kinds()?;
     let backend = LocalBackend::load(&LocalConfig {
         model: Some(a.model.clone()),
+        adapter: a.adapter.clone(),
         threads: a.threads,
         ..LocalConfig::default()
     })?;

@@ -59,6 +59,12 @@ pub struct Arm {
     /// table, or its defaults); without it, each round designs afresh.
     #[serde(default)]
     pub search: bool,
+    /// Fine-tune the designer between rounds (`[evolve.finetune]`, e.g.
+    /// `{ every = 1, tune = { epochs = 2 } }`; `llm = "local"` only);
+    /// without it, the model stays as it is (a base's `[evolve.finetune]`
+    /// is dropped).
+    #[serde(default)]
+    pub finetune: Option<serl_evolve::FinetuneConfig>,
 }
 
 impl StudyFile {
@@ -363,6 +369,7 @@ impl StudyRunner<'_> {
                     .clone()
                     .unwrap_or_else(SearchConfig::default)
             });
+            cfg.evolve.finetune = arm.finetune.clone();
             // Equal budgets: every arm runs every iteration, and no arm
             // stops early for its tokens or seconds.
             cfg.evolve.convergence.window = cfg.evolve.iterations + 1;

@@ -41,6 +41,9 @@ enum Command {
     /// The designer's prompt templates: list, render, check.
     #[command(subcommand)]
     Prompts(cmd::prompts::PromptsCommand),
+    /// The designing model learns from its runs: count pairs, fine-tune.
+    #[command(subcommand)]
+    Llm(cmd::llm::LlmCommand),
     /// Train a PPO or DDQN execution policy in the hybrid environment.
     Train(cmd::train::TrainArgs),
     /// Simulate a real symbol-day in the multi-agent market and check it.
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Train(a) => cmd::train::run(a),
         Command::Evolve(a) => cmd::evolve::run(a),
         Command::Prompts(c) => cmd::prompts::run(c),
+        Command::Llm(c) => cmd::llm::run(c),
         Command::Task(c) => cmd::task::run(c),
     };
     match result {

@@ -19,14 +19,23 @@ pub enum Flavor {
 /// The network's shape, from the file's `{arch}.*` metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// The layout.
     pub flavor: Flavor,
+    /// Decoder blocks.
     pub layers: usize,
+    /// The embedding's width.
     pub embedding: usize,
+    /// Query heads.
     pub heads: usize,
+    /// Key and value heads (grouped: each serves `heads / kv_heads`).
     pub kv_heads: usize,
+    /// The width of a head.
     pub head_dim: usize,
+    /// The feed-forward block's hidden width.
     pub feed_forward: usize,
+    /// The RMS norms' epsilon.
     pub rms_eps: f32,
+    /// Tokens in the vocabulary (the embedding's rows).
     pub vocab: usize,
     /// Rotary base of the layers that see the whole context.
     pub rope_base: f32,
@@ -48,12 +57,27 @@ pub struct Config {
 }
 
 impl Config {
+    /// The width of the keys (and of the values) of one token.
     pub fn kv_dim(&self) -> usize {
         self.kv_heads * self.head_dim
     }
 
+    /// The width of the queries of one token.
     pub fn q_dim(&self) -> usize {
         self.heads * self.head_dim
+    }
+
+    /// The (outputs, inputs) of a projection an adapter can update.
+    pub fn projection(&self, target: crate::adapter::Target) -> (usize, usize) {
+        use crate::adapter::Target;
+        let (e, f) = (self.embedding, self.feed_forward);
+        match target {
+            Target::Q => (self.q_dim(), e),
+            Target::K | Target::V => (self.kv_dim(), e),
+            Target::O => (e, self.q_dim()),
+            Target::Gate | Target::Up => (f, e),
+            Target::Down => (e, f),
+        }
     }
 
     /// Whether layer `i` attends through a sliding window.
@@ -211,11 +235,14 @@ impl Meta<'_> {
 /// as llama.cpp's rope computes it (Llama 3.1's `rope_freqs.weight` are the
 /// factors).
 pub struct RopeTable {
+    /// cos of each (position, pair)'s angle.
     pub cos: Vec<f32>,
+    /// sin of each (position, pair)'s angle.
     pub sin: Vec<f32>,
 }
 
 impl RopeTable {
+    /// The table of `context` positions for heads of `head_dim`.
     pub fn new(
         head_dim: usize,
         base: f32,

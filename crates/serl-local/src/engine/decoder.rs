@@ -14,6 +14,8 @@ use rayon::prelude::*;
 
 use super::config::{Config, Flavor, RopeTable};
 use super::quant::{matmul, LayoutError, QActs, QMatrix};
+use crate::adapter::{Adapter, Prepared, Target};
+use std::collections::BTreeMap;
 
 struct Layer {
     attn_norm: Vec<f32>,
@@ -45,6 +47,8 @@ pub struct Decoder {
     /// The rotary tables of whole-context and of sliding-window layers.
     rope: [RopeTable; 2],
     context: usize,
+    /// Low-rank updates added to the projections (unmerged), per layer.
+    adapter: Option<Vec<BTreeMap<Target, Prepared>>>,
 }
 
 /// What a tensor or a metadata field lacks.
@@ -96,6 +100,7 @@ impl Decoder {
             output,
             context,
             config,
+            adapter: None,
         };
         // Shapes first: the tables' sizes follow from them.
         decoder.check_shapes()?;
@@ -164,6 +169,60 @@ impl Decoder {
     /// Positions the rotary tables cover.
     pub fn context(&self) -> usize {
         self.context
+    }
+
+    /// Adds `adapter`'s updates to the projections from now on (`None`
+    /// removes them), after checking that its shapes are this network's.
+    pub fn set_adapter(&mut self, adapter: Option<Arc<Adapter>>) -> Result<(), LoadError> {
+        if let Some(a) = &adapter {
+            let c = &self.config;
+            if a.layers.len() != c.layers {
+                return Err(format!(
+                    "the adapter has {} layers, the model {}",
+                    a.layers.len(),
+                    c.layers
+                ));
+            }
+            for (i, layer) in a.layers.iter().enumerate() {
+                for (&t, lr) in layer {
+                    let (rows, cols) = c.projection(t);
+                    if (lr.rows, lr.cols) != (rows, cols) || lr.a.len() != lr.rank() * cols {
+                        return Err(format!(
+                            "layer {i}'s `{}` update is {} × {}, the projection {rows} × {cols}",
+                            t.name(),
+                            lr.rows,
+                            lr.cols
+                        ));
+                    }
+                }
+            }
+        }
+        self.adapter = adapter.map(|a| {
+            let scale = a.config.scale();
+            a.layers
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .map(|(&t, lr)| (t, Prepared::new(lr, scale)))
+                        .collect()
+                })
+                .collect()
+        });
+        Ok(())
+    }
+
+    /// Adds the adapter's updates of `targets` in layer `layer` to `out`
+    /// (rows of `stride`, each target's outputs after the previous one's).
+    fn low_rank(&self, layer: usize, targets: &[Target], input: &[f32], out: &mut [f32]) {
+        let Some(layers) = &self.adapter else { return };
+        let stride = out.len() / (input.len() / self.config.projection(targets[0]).1);
+        let mut offset = 0;
+        for &t in targets {
+            if let Some(p) = layers.get(layer).and_then(|l| l.get(&t)) {
+                p.add(input, out, offset, stride);
+            }
+            offset += self.config.projection(t).0;
+        }
     }
 }
 
@@ -379,7 +438,7 @@ impl Decoder {
         };
         for (i, layer) in self.layers.iter().enumerate() {
             self.attention(state, i, layer, start, &mut x, &mut s);
-            self.feed_forward(state, layer, &mut x, &mut s);
+            self.feed_forward(state, i, layer, &mut x, &mut s);
         }
         state.tokens.extend_from_slice(tokens);
         let mut out = vec![0f32; e];
@@ -401,6 +460,7 @@ impl Decoder {
         rms_norm(x, &layer.attn_norm, c.rms_eps, &mut s.normed);
         state.acts.quantize(&s.normed, c.embedding);
         matmul(&layer.qkv, &state.acts, &mut s.qkv);
+        self.low_rank(i, &[Target::Q, Target::K, Target::V], &s.normed, &mut s.qkv);
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
             let q_dim = c.q_dim();
             for row in s.qkv.chunks_exact_mut(q_dim + 2 * c.kv_dim()) {
@@ -413,6 +473,7 @@ impl Decoder {
         self.attend(state, i, layer.sliding, start, &s.qkv, &mut s.attended);
         state.acts.quantize(&s.attended, c.q_dim());
         matmul(&layer.output, &state.acts, &mut s.delta);
+        self.low_rank(i, &[Target::O], &s.attended, &mut s.delta);
         if let Some(w) = &layer.post_attn_norm {
             rms_norm_in_place(&mut s.delta, w, c.rms_eps);
         }
@@ -420,11 +481,19 @@ impl Decoder {
     }
 
     /// The feed-forward block, added to `x`.
-    fn feed_forward(&self, state: &mut State, layer: &Layer, x: &mut [f32], s: &mut Scratch) {
+    fn feed_forward(
+        &self,
+        state: &mut State,
+        i: usize,
+        layer: &Layer,
+        x: &mut [f32],
+        s: &mut Scratch,
+    ) {
         let c = &self.config;
         rms_norm(x, &layer.ffn_norm, c.rms_eps, &mut s.normed);
         state.acts.quantize(&s.normed, c.embedding);
         matmul(&layer.gate_up, &state.acts, &mut s.gate_up);
+        self.low_rank(i, &[Target::Gate, Target::Up], &s.normed, &mut s.gate_up);
         let f = c.feed_forward;
         let gelu = c.flavor == Flavor::Gemma3;
         for (h, gu) in s
@@ -443,6 +512,7 @@ impl Decoder {
         }
         state.acts.quantize(&s.hidden, f);
         matmul(&layer.down, &state.acts, &mut s.delta);
+        self.low_rank(i, &[Target::Down], &s.hidden, &mut s.delta);
         if let Some(w) = &layer.post_ffn_norm {
             rms_norm_in_place(&mut s.delta, w, c.rms_eps);
         }

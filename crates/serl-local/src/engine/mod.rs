@@ -17,7 +17,7 @@ mod candle;
 mod config;
 mod decoder;
 mod quant;
-mod simd;
+pub(crate) mod simd;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -25,7 +25,11 @@ use std::sync::Mutex;
 use candle_core::quantized::gguf_file::Content;
 
 pub use self::candle::CANDLE_ARCHITECTURES;
+pub use config::{Config, Flavor, RopeTable};
 pub use decoder::{Decoder, State};
+
+use crate::adapter::Adapter;
+use std::sync::Arc;
 
 /// The architectures serl's own decoder runs.
 pub const OWN_ARCHITECTURES: &[&str] = &["llama", "gemma3"];
@@ -75,6 +79,18 @@ impl Network {
         match self {
             Network::Own(d) => Ok(d.logits(state, tokens)),
             Network::Candle(net) => lock(net)?.logits(tokens).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Adds `adapter`'s low-rank updates from now on (`None` removes them).
+    pub fn set_adapter(&mut self, adapter: Option<Arc<Adapter>>) -> Result<(), String> {
+        match self {
+            Network::Own(d) => d.set_adapter(adapter),
+            Network::Candle(_) if adapter.is_some() => Err(format!(
+                "adapters run on serl's own forward pass ({}), not on candle's models",
+                OWN_ARCHITECTURES.join(", ")
+            )),
+            Network::Candle(_) => Ok(()),
         }
     }
 

@@ -38,6 +38,10 @@ pub struct EvolveArgs {
     /// The GGUF model for `--llm local` (overrides `[llm.local] model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// A LoRA adapter for that model (`serl llm finetune`; overrides
+    /// `[llm.local] adapter`).
+    #[arg(long)]
+    pub adapter: Option<PathBuf>,
     /// The server for `--llm openai|ollama` (overrides `[llm.http]
     /// base_url`), e.g. `http://127.0.0.1:8000/v1`.
     #[arg(long)]
@@ -101,6 +105,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
         data: a.data.clone(),
         llm: a.llm.map(Into::into),
         model: a.model.clone(),
+        adapter: a.adapter.clone(),
         base_url: a.base_url.clone(),
         gbnf: a.gbnf,
         prompts: a.prompts.clone(),
@@ -316,6 +321,19 @@ fn show_event(bar: &ProgressBar, e: Event) {
                 say(format!("  operators (valid/written): {}", ops.join(", ")));
             }
         }
+        Event::FineTuned(l) => say(match (&l.adapter, l.heldout_loss) {
+            (Some(dir), Some((before, after))) => format!(
+                "after iteration {}: the designer fine-tuned on {} examples ({:.0} s), held-out loss {before:.4} -> {after:.4}; designing with {}",
+                l.iteration,
+                l.examples,
+                l.secs,
+                dir.display()
+            ),
+            _ => format!(
+                "after iteration {}: {} examples, too few to fine-tune the designer on",
+                l.iteration, l.examples
+            ),
+        }),
         Event::Converged { iterations } => say(format!("converged after {iterations} iterations")),
         Event::BudgetSpent { iterations } => say(format!(
             "[evolve.budget] spent after {iterations} iterations: no more designs"

@@ -7,6 +7,7 @@ pub mod backtest;
 pub mod bench;
 pub mod data;
 pub mod evolve;
+pub mod llm;
 pub mod lob;
 pub mod prompts;
 pub mod simulate;

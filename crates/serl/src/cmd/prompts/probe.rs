@@ -21,6 +21,9 @@ pub struct ProbeArgs {
     /// The GGUF instruct model.
     #[arg(long)]
     pub model: PathBuf,
+    /// A LoRA adapter for the model (`serl llm finetune`).
+    #[arg(long)]
+    pub adapter: Option<PathBuf>,
     /// Replies per module and mode.
     #[arg(long, default_value_t = 20)]
     pub n: usize,
@@ -53,6 +56,7 @@ pub struct ProbeArgs {
 pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
     let request = ProbeRequest {
         model: a.model.clone(),
+        adapter: a.adapter.clone(),
         n: a.n,
         unconstrained: a.unconstrained,
         modules: a.modules.clone(),

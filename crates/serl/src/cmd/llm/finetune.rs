@@ -1,0 +1,151 @@
+//! `serl llm finetune`: a LoRA adapter for the embedded model, trained on
+//! the pairs of one or more evolve runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serl_study::finetune::{finetune, write_report, FinetuneRequest, Objective, TuneConfig};
+
+use crate::progress::PlainProgress;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ObjectiveArg {
+    /// The chosen reply's log-likelihood (the best reply of each prompt).
+    Sft,
+    /// Preference pairs against the frozen base.
+    Dpo,
+}
+
+#[derive(Args)]
+pub struct FinetuneArgs {
+    /// Evolve run directories whose pairs are the data.
+    #[arg(long = "from", required = true, num_args = 1..)]
+    pub from: Vec<PathBuf>,
+    /// The GGUF model the adapter is for (the one the runs designed with,
+    /// or another of the same tokenizer).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The adapter's directory; a checkpoint of the same settings and
+    /// pairs found there is resumed.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The objective (default: the settings file's, else dpo).
+    #[arg(long, value_enum)]
+    pub objective: Option<ObjectiveArg>,
+    /// A TOML file of settings (`rank`, `alpha`, `targets`,
+    /// `learning_rate`, `epochs`, `batch`, `beta`, `holdout`, `seed`, …:
+    /// the fields of `[evolve.finetune.tune]`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Passes over the examples at most.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// The seed of the adapter's start, the split and the order.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
+    let mut c: TuneConfig = match &a.config {
+        Some(p) => serl_study::read_toml(p)?,
+        None => TuneConfig::default(),
+    };
+    if let Some(o) = a.objective {
+        c.objective = match o {
+            ObjectiveArg::Sft => Objective::Sft,
+            ObjectiveArg::Dpo => Objective::Dpo,
+        };
+    }
+    if let Some(e) = a.epochs {
+        c.epochs = e;
+    }
+    if let Some(s) = a.seed {
+        c.seed = s;
+    }
+    Ok(c)
+}
+
+pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
+    let config = settings(&a)?;
+    let resume = format!(
+        "resume with the same command: serl llm finetune --from {} --model {} --out {}",
+        a.from
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        a.model.display(),
+        a.out.display()
+    );
+    crate::interrupt::install(move || resume.clone())?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("finetune {bar:30} {pos}/{len} steps  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut plain: Option<PlainProgress> = None;
+    let req = FinetuneRequest {
+        runs: a.from.clone(),
+        model: a.model.clone(),
+        out: a.out.clone(),
+        config,
+    };
+    let outcome = finetune(&req, &mut |p| {
+        if bar.length() != Some(p.steps) {
+            bar.set_length(p.steps);
+            plain = PlainProgress::for_bar(&bar, "finetune", "steps");
+        }
+        bar.set_position(p.step);
+        let msg = match p.doing {
+            "reference" => "the base model's log-probabilities of every reply".to_string(),
+            "evaluating" => format!("the held-out examples after epoch {}", p.epoch),
+            _ => format!("epoch {}, loss {:.4}", p.epoch, p.loss),
+        };
+        bar.set_message(msg.clone());
+        if let Some(pp) = &plain {
+            pp.at(p.step, &msg);
+        }
+    })
+    .context("serl llm finetune")?;
+    bar.finish_and_clear();
+    let r = &outcome.report;
+    for e in &r.epochs {
+        let kept = if e.epoch == r.best_epoch {
+            "  (kept)"
+        } else {
+            ""
+        };
+        match (e.margin, e.accuracy) {
+            (Some(m), Some(acc)) => eprintln!(
+                "epoch {}: held-out loss {:.4}, margin {m:+.3}, accuracy {:.0}%{kept}",
+                e.epoch,
+                e.loss,
+                acc * 100.0
+            ),
+            _ => eprintln!(
+                "epoch {}: held-out loss {:.4} (NLL per token){kept}",
+                e.epoch, e.loss
+            ),
+        }
+    }
+    eprintln!(
+        "{} examples ({} held out, {} too long for the context); {} steps, {:.1} reply tokens/s, {:.1} s",
+        outcome.examples,
+        r.heldout_examples,
+        outcome.too_long,
+        r.steps.len(),
+        r.tokens_per_sec(),
+        r.secs
+    );
+    let html = write_report(&a.out, &a.from, &outcome)?;
+    println!(
+        "adapter: {} (use it with `--adapter {}` or [llm.local] adapter)",
+        a.out.display(),
+        a.out.display()
+    );
+    println!("report: {}", html.display());
+    Ok(ExitCode::SUCCESS)
+}
