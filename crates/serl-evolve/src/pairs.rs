@@ -10,7 +10,13 @@
 //! - **valid**: a reply the validator refused, against the accepted reply
 //!   of the same module (the refusal's reason kept);
 //! - **mutation**: a mutated design that scored higher than its parent:
-//!   its reply chosen over the parent's module on the mutation's prompt.
+//!   its reply chosen over the parent's module on the mutation's prompt
+//!   (the reply that wrote it: an ancestor's, where the parent kept the
+//!   module as it was).
+//!
+//! Scores are what the run ranks by ([`CandidateResult::selection_score`]);
+//! modules a design inherited are nobody's reply to its prompt and give
+//! nothing. `serl evolve` writes them to `finetune/` (`report.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +26,7 @@ use serl_design::ModuleKind;
 
 use crate::candidate::{CandidateKind, CandidateResult, ModuleRecord};
 use crate::database::Operator;
-use crate::error::EvolveError;
+use crate::error::{file_err, EvolveError};
 
 /// Why a pair prefers its chosen reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -35,6 +41,9 @@ pub enum PairKind {
 }
 
 impl PairKind {
+    /// Every kind, in the order tables list them.
+    pub const ALL: [PairKind; 3] = [PairKind::Better, PairKind::Valid, PairKind::Mutation];
+
     /// Its name in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -83,6 +92,35 @@ pub struct SftExample {
     pub source: String,
 }
 
+impl Pair {
+    /// The record DPO and ORPO trainers read (TRL's preference format,
+    /// `finetune/dpo.jsonl`): the pair without its kind, kept so that
+    /// outside scripts written for earlier runs still read it.
+    pub(crate) fn dpo_record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "prompt": self.prompt,
+            "chosen": self.chosen,
+            "rejected": self.rejected,
+            "score_chosen": self.score_chosen,
+            "score_rejected": self.score_rejected,
+        })
+    }
+}
+
+impl SftExample {
+    /// The chat record SFT trainers read (`finetune/sft.jsonl`): the
+    /// user message and the reply, with its design's score.
+    pub(crate) fn chat_record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "messages": [
+                {"role": "user", "content": self.prompt},
+                {"role": "assistant", "content": self.reply},
+            ],
+            "score": self.score,
+        })
+    }
+}
+
 /// The accepted reply of a module the designer wrote itself.
 fn accepted(m: &ModuleRecord) -> Option<&str> {
     if m.inherited_from.is_some() || m.text.is_none() {
@@ -94,10 +132,17 @@ fn accepted(m: &ModuleRecord) -> Option<&str> {
         .filter(|r| !r.trim().is_empty())
 }
 
-/// Designed candidates' own modules, with their scores.
+/// Designed candidates' own modules, with their candidates, in iteration
+/// and key order whatever the order of `all` (the pairs come out the same
+/// from a run however its records were listed).
 fn own_modules(all: &[CandidateResult]) -> impl Iterator<Item = (&CandidateResult, &ModuleRecord)> {
-    all.iter()
+    let mut designed: Vec<&CandidateResult> = all
+        .iter()
         .filter(|c| c.kind() == CandidateKind::Designed)
+        .collect();
+    designed.sort_by(|a, b| (a.iteration, &a.key).cmp(&(b.iteration, &b.key)));
+    designed
+        .into_iter()
         .flat_map(|c| c.modules.iter().map(move |m| (c, m)))
         .filter(|(_, m)| m.inherited_from.is_none() && !m.prompt.is_empty())
 }
@@ -126,7 +171,8 @@ fn by_prompt(all: &[CandidateResult]) -> Vec<((ModuleKind, &str), Vec<Scored<'_>
         .collect()
 }
 
-/// Every pair of the three kinds in `all`, in a fixed order.
+/// Every pair of the three kinds in `all`, in a fixed order: better
+/// (by module and prompt, best first), valid, mutation.
 pub fn pairs_from_candidates(all: &[CandidateResult]) -> Vec<Pair> {
     let mut out = Vec::new();
     for ((module, prompt), g) in by_prompt(all) {
@@ -149,10 +195,22 @@ pub fn pairs_from_candidates(all: &[CandidateResult]) -> Vec<Pair> {
             }
         }
     }
+    out.extend(refusals(all));
+    out.extend(mutations(all));
+    out
+}
+
+/// Each reply the validator refused against the accepted reply of the
+/// same module. `generate` (serl-llm) records one reply per attempt and
+/// stops at the first accepted one, so the accepted reply is the last
+/// and `errors[i]` is why `replies[i]` was refused.
+fn refusals(all: &[CandidateResult]) -> Vec<Pair> {
+    let mut out = Vec::new();
     for (c, m) in own_modules(all) {
         let Some(chosen) = accepted(m) else { continue };
         let failed = &m.replies[..m.replies.len() - 1];
         for (reply, reason) in failed.iter().zip(&m.errors) {
+            // An empty reply is a request that failed, not the model's.
             if reply.trim().is_empty() || reply == chosen {
                 continue;
             }
@@ -169,7 +227,6 @@ pub fn pairs_from_candidates(all: &[CandidateResult]) -> Vec<Pair> {
             });
         }
     }
-    out.extend(mutations(all));
     out
 }
 
@@ -196,13 +253,7 @@ fn mutations(all: &[CandidateResult]) -> Vec<Pair> {
         let Some(parent_score) = parent.selection_score().filter(|&p| p < score) else {
             continue;
         };
-        // The parent's reply for this module, if it wrote one itself.
-        let rejected = parent
-            .modules
-            .iter()
-            .find(|pm| pm.kind == m.kind)
-            .and_then(accepted)
-            .filter(|r| *r != chosen);
+        let rejected = written_reply(&by_key, parent, m.kind).filter(|r| *r != chosen);
         if let Some(rejected) = rejected {
             out.push(Pair {
                 kind: PairKind::Mutation,
@@ -218,6 +269,26 @@ fn mutations(all: &[CandidateResult]) -> Vec<Pair> {
         }
     }
     out
+}
+
+/// The reply that wrote `c`'s module of `kind`: its own or, where `c`
+/// took the module as it was from a parent (the modules a mutation did
+/// not rewrite), the ancestor's that wrote it, so that a mutation of a
+/// mutation is still compared with what the model wrote. The walk stops
+/// after as many steps as there are candidates (no cycle runs forever).
+fn written_reply<'a>(
+    by_key: &BTreeMap<&str, &'a CandidateResult>,
+    mut c: &'a CandidateResult,
+    kind: ModuleKind,
+) -> Option<&'a str> {
+    for _ in 0..=by_key.len() {
+        let m = c.modules.iter().find(|m| m.kind == kind)?;
+        match &m.inherited_from {
+            None => return accepted(m),
+            Some(from) => c = by_key.get(from.as_str())?,
+        }
+    }
+    None
 }
 
 /// Each prompt's best-scored accepted reply.
@@ -238,29 +309,10 @@ pub fn sft_from_candidates(all: &[CandidateResult]) -> Vec<SftExample> {
 }
 
 /// The pairs and SFT examples of the run in `run_dir` (its
-/// `candidates/*.json`), sources prefixed with the directory.
+/// `candidates/*.json`, the records `--resume` reads), sources prefixed
+/// with the directory so that pairs of several runs stay traceable.
 pub fn read_run_pairs(run_dir: &Path) -> Result<(Vec<Pair>, Vec<SftExample>), EvolveError> {
-    let dir = run_dir.join("candidates");
-    let entries = std::fs::read_dir(&dir).map_err(|e| {
-        EvolveError::Config(format!(
-            "{}: no candidate records ({e}); give an evolve run directory",
-            dir.display()
-        ))
-    })?;
-    let mut paths: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    let mut all = Vec::with_capacity(paths.len());
-    for p in paths {
-        let text = std::fs::read_to_string(&p)
-            .map_err(|e| EvolveError::Config(format!("{}: {e}", p.display())))?;
-        let c: CandidateResult = serde_json::from_str(&text)
-            .map_err(|e| EvolveError::Config(format!("{}: {e}", p.display())))?;
-        all.push(c);
-    }
-    all.sort_by(|a, b| a.iteration.cmp(&b.iteration).then(a.key.cmp(&b.key)));
+    let all = read_candidates(run_dir)?;
     let tag = run_dir.display().to_string();
     let mut pairs = pairs_from_candidates(&all);
     for p in &mut pairs {
@@ -271,6 +323,34 @@ pub fn read_run_pairs(run_dir: &Path) -> Result<(Vec<Pair>, Vec<SftExample>), Ev
         s.source = format!("{tag}:{}", s.source);
     }
     Ok((pairs, sft))
+}
+
+/// Every candidate record of the run in `run_dir`, in iteration and key
+/// order; none at all is an error, since a directory without them is not
+/// an evolve run (or one that designed nothing yet).
+fn read_candidates(run_dir: &Path) -> Result<Vec<CandidateResult>, EvolveError> {
+    let dir = run_dir.join("candidates");
+    let not_a_run = |why: String| EvolveError::File {
+        path: dir.display().to_string(),
+        message: format!("{why}; give the directory of an evolve run"),
+    };
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| not_a_run(format!("no candidate records ({e})")))?;
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    if paths.is_empty() {
+        return Err(not_a_run("no candidate records (`<key>.json`)".into()));
+    }
+    paths.sort();
+    let mut all = Vec::with_capacity(paths.len());
+    for p in paths {
+        let text = std::fs::read_to_string(&p).map_err(|e| file_err(&p, e))?;
+        all.push(serde_json::from_str::<CandidateResult>(&text).map_err(|e| file_err(&p, e))?);
+    }
+    all.sort_by(|a, b| a.iteration.cmp(&b.iteration).then(a.key.cmp(&b.key)));
+    Ok(all)
 }
 
 #[cfg(test)]

@@ -120,17 +120,120 @@ fn a_mutation_that_beat_its_parent_is_preferred_to_the_parents_module() {
 
 #[test]
 fn pairs_come_out_in_the_same_order_every_time() {
-    let all: Vec<CandidateResult> = (0..6)
+    let mut all: Vec<CandidateResult> = (0..6)
         .map(|k| {
             candidate(
                 &format!("i0_c{k}"),
                 Some(k as f64 % 4.0),
-                vec![module("P", &[&format!("r{k}")], &[])],
+                vec![module("P", &["x", &format!("r{k}")], &["no expression"])],
             )
         })
         .collect();
+    for k in 0..3 {
+        all.push(mutated(
+            candidate(
+                &format!("i1_c{k}"),
+                Some(5.0 + k as f64),
+                vec![module(&format!("M{k}"), &[&format!("m{k}")], &[])],
+            ),
+            &format!("i0_c{k}"),
+        ));
+    }
     let first = pairs_from_candidates(&all);
+    let count = |kind| first.iter().filter(|p| p.kind == kind).count();
+    // Scores 0 1 2 3 0 1: the best (3) over the five lower ones; one
+    // refusal each; each mutation beat its parent.
+    assert_eq!(PairKind::ALL.map(count), [5, 6, 3], "{:?}", kinds(&first));
     let mut reversed = all.clone();
     reversed.reverse();
-    assert_eq!(kinds(&first), kinds(&pairs_from_candidates(&reversed)));
+    assert_eq!(first, pairs_from_candidates(&reversed));
+    assert_eq!(sft_from_candidates(&all), sft_from_candidates(&reversed));
+}
+
+#[test]
+fn a_mutation_of_a_mutation_is_compared_with_the_reply_that_wrote_the_module() {
+    // i1_c0 rewrote the state and kept i0_c0's reward; i2_c0 rewrote the
+    // reward of i1_c0 and beat it: its rival is i0_c0's reply.
+    let grandparent = candidate("i0_c0", Some(1.0), vec![module("P", &["first"], &[])]);
+    let mut kept = module("", &[], &[]);
+    kept.text = Some("first".into());
+    kept.inherited_from = Some("i0_c0".into());
+    let parent = mutated(candidate("i1_c0", Some(2.0), vec![kept]), "i0_c0");
+    let child = mutated(
+        candidate("i2_c0", Some(3.0), vec![module("M", &["third"], &[])]),
+        "i1_c0",
+    );
+    let pairs = pairs_from_candidates(&[grandparent, parent, child]);
+    assert_eq!(kinds(&pairs), vec![(PairKind::Mutation, "third", "first")]);
+    assert_eq!(pairs[0].source, "i2_c0>i1_c0");
+    assert_eq!(
+        (pairs[0].score_chosen, pairs[0].score_rejected),
+        (Some(3.0), Some(2.0))
+    );
+}
+
+#[test]
+fn equal_scores_prefer_nothing_and_low_level_trials_are_not_replies() {
+    let mut trial = candidate("i0_c9", Some(9.0), vec![module("P", &["c"], &[])]);
+    trial.key = "ll0_g0_m0".into();
+    let all = vec![
+        candidate("i0_c0", Some(2.0), vec![module("P", &["a"], &[])]),
+        candidate("i0_c1", Some(2.0), vec![module("P", &["b"], &[])]),
+        trial,
+    ];
+    assert!(pairs_from_candidates(&all).is_empty());
+    let sft = sft_from_candidates(&all);
+    assert_eq!(sft.len(), 1);
+    assert_eq!((sft[0].reply.as_str(), sft[0].score), ("a", Some(2.0)));
+}
+
+#[test]
+fn the_trainers_records_keep_their_shape() {
+    let all = vec![
+        candidate("i0_c0", Some(1.0), vec![module("P", &["a"], &[])]),
+        candidate("i0_c1", Some(3.0), vec![module("P", &["b"], &[])]),
+    ];
+    let pairs = pairs_from_candidates(&all);
+    assert_eq!(
+        pairs[0].dpo_record(),
+        serde_json::json!({"prompt": "P", "chosen": "b", "rejected": "a", "score_chosen": 3.0, "score_rejected": 1.0})
+    );
+    assert_eq!(
+        sft_from_candidates(&all)[0].chat_record(),
+        serde_json::json!({"messages": [{"role": "user", "content": "P"}, {"role": "assistant", "content": "b"}], "score": 3.0})
+    );
+    // pairs.jsonl's record: the kind and module in snake case, and back.
+    let v = serde_json::to_value(&pairs[0]).unwrap();
+    assert_eq!(
+        (v["kind"].as_str(), v["module"].as_str()),
+        (Some("better"), Some("reward"))
+    );
+    let back: Pair = serde_json::from_value(v).unwrap();
+    assert_eq!(back, pairs[0]);
+}
+
+#[test]
+fn a_directory_without_candidate_records_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = read_run_pairs(&dir.path().join("missing")).unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+    std::fs::create_dir_all(dir.path().join("empty").join("candidates")).unwrap();
+    let e = read_run_pairs(&dir.path().join("empty")).unwrap_err();
+    assert!(
+        e.to_string().contains("empty") && e.to_string().contains("no candidate records"),
+        "{e}"
+    );
+    // A run's records, written as the run writes them.
+    let run = dir.path().join("run");
+    let all = [
+        candidate("i0_c1", Some(3.0), vec![module("P", &["b"], &[])]),
+        candidate("i0_c0", Some(1.0), vec![module("P", &["a"], &[])]),
+    ];
+    for c in all {
+        c.record(&run).unwrap();
+    }
+    let (pairs, sft) = read_run_pairs(&run).unwrap();
+    assert_eq!(kinds(&pairs), vec![(PairKind::Better, "b", "a")]);
+    assert_eq!(pairs[0].source, format!("{}:i0_c1>i0_c0", run.display()));
+    assert_eq!(sft[0].source, format!("{}:i0_c1", run.display()));
 }

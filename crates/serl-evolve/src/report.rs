@@ -11,6 +11,7 @@ use serl_report::{html, lines_chart, Chart};
 
 use crate::candidate::CandidateResult;
 use crate::error::{write_json, EvolveError};
+use crate::pairs::{pairs_from_candidates, sft_from_candidates, Pair, SftExample};
 use crate::run::EvolveOutcome;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> EvolveError {
@@ -408,59 +409,44 @@ fn spend(md: &mut String, out: &EvolveOutcome) {
     }
 }
 
-/// `finetune/sft.jsonl`: each iteration's winning module with its prompt;
-/// `finetune/dpo.jsonl`: (winner, loser) pairs on the same prompt.
+/// `finetune/`: what the designer can learn from this run
+/// ([`crate::pairs`]), in the formats outside trainers read (TRL and most
+/// LoRA tools) and in full for `serl llm`: `sft.jsonl` each prompt's best
+/// reply as a chat record, `dpo.jsonl` every pair as `{prompt, chosen,
+/// rejected, score_chosen, score_rejected}`, `pairs.jsonl` the same pairs
+/// with their kind, module, the refusal's reason and where they come from.
 fn write_finetune(dir: &Path, all: &[CandidateResult]) -> Result<(), EvolveError> {
     let fdir = dir.join("finetune");
     std::fs::create_dir_all(&fdir).map_err(|e| err(&fdir, e))?;
-    let (mut sft, mut dpo) = (String::new(), String::new());
-    let iters = all.iter().map(|c| c.iteration + 1).max().unwrap_or(0);
-    for j in 0..iters {
-        let mut cs: Vec<&CandidateResult> = all
-            .iter()
-            .filter(|c| c.iteration == j && !c.modules.is_empty())
-            .collect();
-        cs.sort_by(|a, b| {
-            b.score
-                .unwrap_or(f64::MIN)
-                .total_cmp(&a.score.unwrap_or(f64::MIN))
-        });
-        let Some(win) = cs.first().filter(|c| c.score.is_some()) else {
-            continue;
-        };
-        for m in &win.modules {
-            let Some(text) = &m.text else { continue };
-            let _ = writeln!(
-                sft,
-                "{}",
-                json!({"messages": [{"role": "user", "content": m.prompt}, {"role": "assistant", "content": text}], "score": win.score})
-            );
-            for lose in cs.iter().skip(1) {
-                if let Some(lm) = lose.modules.iter().find(|x| x.kind == m.kind) {
-                    let rejected = lm
-                        .text
-                        .clone()
-                        .or_else(|| lm.replies.last().cloned())
-                        .unwrap_or_default();
-                    if rejected != *text && lm.prompt == m.prompt {
-                        let _ = writeln!(
-                            dpo,
-                            "{}",
-                            json!({"prompt": m.prompt, "chosen": text, "rejected": rejected, "score_chosen": win.score, "score_rejected": lose.score})
-                        );
-                    }
-                }
-            }
-        }
+    let tag = dir.display().to_string();
+    let mut pairs = pairs_from_candidates(all);
+    for p in &mut pairs {
+        p.source = format!("{tag}:{}", p.source);
     }
-    std::fs::write(fdir.join("sft.jsonl"), sft).map_err(|e| err(&fdir, e))?;
-    std::fs::write(fdir.join("dpo.jsonl"), dpo).map_err(|e| err(&fdir, e))?;
+    let files = [
+        (
+            "sft.jsonl",
+            jsonl(sft_from_candidates(all).iter().map(SftExample::chat_record)),
+        ),
+        ("dpo.jsonl", jsonl(pairs.iter().map(Pair::dpo_record))),
+        ("pairs.jsonl", jsonl(pairs.iter().map(|p| json!(p)))),
+    ];
+    for (name, text) in files {
+        let path = fdir.join(name);
+        std::fs::write(&path, text).map_err(|e| err(&path, e))?;
+    }
     write_json(
         &fdir.join("README.json"),
         &json!({
-            "sft.jsonl": "chat-format SFT records: the winning module of each iteration with its prompt",
-            "dpo.jsonl": "preference pairs {prompt, chosen, rejected} on the same prompt, for DPO/ORPO trainers",
-            "howto": "see docs/evolve.md, section Fine-tuning your own model"
+            "sft.jsonl": "chat-format SFT records {messages: [user prompt, assistant reply], score}: each prompt's best-scored accepted reply, as the model wrote it",
+            "dpo.jsonl": "preference pairs {prompt, chosen, rejected, score_chosen, score_rejected} on the same prompt, for DPO/ORPO trainers: every pair of pairs.jsonl",
+            "pairs.jsonl": "the same pairs with their kind (better: the higher-scored design's reply; valid: an accepted reply over one the validator refused, with its reason; mutation: a mutation's reply over the parent's module it beat), module and source (run:candidate keys)",
+            "howto": "see docs/evolve.md, section Fine-tuning your own model; `serl llm pairs RUN` counts them"
         }),
     )
+}
+
+/// One JSON record a line.
+fn jsonl(records: impl Iterator<Item = serde_json::Value>) -> String {
+    records.map(|r| format!("{r}\n")).collect()
 }

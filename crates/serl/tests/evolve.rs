@@ -229,6 +229,7 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         "test/report.html",
         "finetune/sft.jsonl",
         "finetune/dpo.jsonl",
+        "finetune/pairs.jsonl",
         "prompts/reward.j2",
         "instructions.json",
     ] {

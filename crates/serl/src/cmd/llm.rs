@@ -42,22 +42,24 @@ pub fn run(c: LlmCommand) -> Result<ExitCode> {
     }
 }
 
+/// Pairs of each kind of [`PairKind::ALL`], in its order.
+type Counts = [usize; PairKind::ALL.len()];
+
 fn pairs(a: PairsArgs) -> Result<ExitCode> {
-    let kinds = [PairKind::Better, PairKind::Valid, PairKind::Mutation];
-    // module → (count per kind, SFT examples)
-    let mut counts: BTreeMap<&'static str, ([usize; 3], usize)> = BTreeMap::new();
+    // module → (count per kind of PairKind::ALL, SFT examples)
+    let mut counts: BTreeMap<&'static str, (Counts, usize)> = BTreeMap::new();
     for run in &a.runs {
         let (pairs, sft) =
             read_run_pairs(run).with_context(|| format!("reading {}", run.display()))?;
         for p in &pairs {
-            let k = kinds.iter().position(|&k| k == p.kind).unwrap_or(0);
+            let k = PairKind::ALL.iter().position(|&k| k == p.kind).unwrap_or(0);
             counts.entry(p.module.name()).or_default().0[k] += 1;
         }
         for s in &sft {
             counts.entry(s.module.name()).or_default().1 += 1;
         }
     }
-    let mut total = ([0usize; 3], 0usize);
+    let mut total = ([0usize; PairKind::ALL.len()], 0usize);
     for (k, s) in counts.values() {
         for (t, n) in total.0.iter_mut().zip(k) {
             *t += n;
@@ -65,7 +67,15 @@ fn pairs(a: PairsArgs) -> Result<ExitCode> {
         total.1 += s;
     }
     if a.json {
-        let row = |(k, s): &([usize; 3], usize)| serde_json::json!({"better": k[0], "valid": k[1], "mutation": k[2], "sft": s});
+        let row = |(k, s): &(Counts, usize)| {
+            let mut r: serde_json::Map<String, serde_json::Value> = PairKind::ALL
+                .iter()
+                .zip(k)
+                .map(|(kind, n)| (kind.name().to_string(), (*n).into()))
+                .collect();
+            r.insert("sft".into(), (*s).into());
+            serde_json::Value::Object(r)
+        };
         let modules: BTreeMap<&str, serde_json::Value> =
             counts.iter().map(|(m, c)| (*m, row(c))).collect();
         let out = serde_json::json!({"modules": modules, "total": row(&total)});
@@ -74,23 +84,15 @@ fn pairs(a: PairsArgs) -> Result<ExitCode> {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
-        "module",
-        "better",
-        "valid",
-        "mutation",
-        "pairs",
-        "SFT examples",
-    ]);
-    let line = |name: &str, (k, s): &([usize; 3], usize)| {
-        vec![
-            name.to_string(),
-            k[0].to_string(),
-            k[1].to_string(),
-            k[2].to_string(),
-            k.iter().sum::<usize>().to_string(),
-            s.to_string(),
-        ]
+    let mut header = vec!["module"];
+    header.extend(PairKind::ALL.map(PairKind::name));
+    header.extend(["pairs", "SFT examples"]);
+    t.set_header(header);
+    let line = |name: &str, (k, s): &(Counts, usize)| {
+        let mut cells = vec![name.to_string()];
+        cells.extend(k.iter().map(usize::to_string));
+        cells.extend([k.iter().sum::<usize>().to_string(), s.to_string()]);
+        cells
     };
     for (m, c) in &counts {
         t.add_row(line(m, c));
