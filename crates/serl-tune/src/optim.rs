@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 
 use crate::TuneError;
@@ -33,19 +32,18 @@ impl AdamW {
         }
     }
 
-    /// One step over `vars` with `grads`, clipped to a global norm of at
+    /// One step over `vars` with `grads` (each variable's, in the same
+    /// order; `None`: no gradient reached it), clipped to a global norm of at
     /// most `clip` (0: no clipping); returns the norm before clipping.
     pub fn step(
         &mut self,
         vars: &[(String, Var)],
-        grads: &GradStore,
+        grads: &[Option<Tensor>],
         clip: f64,
     ) -> Result<f64, TuneError> {
         let mut norm2 = 0f64;
-        for (_, v) in vars {
-            if let Some(g) = grads.get(v.as_tensor()) {
-                norm2 += g.sqr()?.sum_all()?.to_scalar::<f32>()? as f64;
-            }
+        for g in grads.iter().flatten() {
+            norm2 += g.sqr()?.sum_all()?.to_scalar::<f32>()? as f64;
         }
         let norm = norm2.sqrt();
         let factor = if clip > 0.0 && norm > clip {
@@ -56,8 +54,8 @@ impl AdamW {
         self.steps += 1;
         let t = self.steps as i32;
         let (c1, c2) = (1.0 - BETA1.powi(t), 1.0 - BETA2.powi(t));
-        for (name, v) in vars {
-            let Some(g) = grads.get(v.as_tensor()) else {
+        for ((name, v), g) in vars.iter().zip(grads) {
+            let Some(g) = g else {
                 continue;
             };
             let g = (g * factor)?;

@@ -586,23 +586,29 @@ impl Run<'_> {
             let step = state.report.steps.len() as u64 + 1;
             lora.with_dropout_seed(c.seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let started = Instant::now();
-            let mut total: Option<Tensor> = None;
-            let mut tokens = 0;
+            // One backward pass per example, the gradients added up: the
+            // peak memory is one example's graph, not the batch's.
+            let vars = lora.vars();
+            let mut grads: Vec<Option<Tensor>> = vec![None; vars.len()];
+            let (mut loss, mut tokens) = (0.0, 0);
             for &i in batch {
-                let (loss, n) = self.loss(lora, cache.as_ref(), last, i, &state.reference)?;
+                let (l, n) = self.loss(lora, cache.as_ref(), last, i, &state.reference)?;
+                let l = (l / batch.len() as f64)?;
+                let g = l.backward()?;
+                for (sum, (_, v)) in grads.iter_mut().zip(&vars) {
+                    if let Some(g) = g.get(v.as_tensor()) {
+                        *sum = Some(match sum.take() {
+                            Some(s) => (s + g)?,
+                            None => g.clone(),
+                        });
+                    }
+                }
+                loss += l.to_scalar::<f32>()? as f64;
                 tokens += n;
-                total = Some(match total {
-                    Some(t) => (t + loss)?,
-                    None => loss,
-                });
             }
-            let Some(total) = total else { continue };
-            let loss = (total / batch.len() as f64)?;
-            let grads = loss.backward()?;
-            let grad_norm = opt.step(&lora.vars(), &grads, c.clip)?;
+            let grad_norm = opt.step(&vars, &grads, c.clip)?;
             state.report.reply_secs += started.elapsed().as_secs_f64();
             state.report.reply_tokens += tokens;
-            let loss = loss.to_scalar::<f32>()? as f64;
             if !loss.is_finite() {
                 return Err(TuneError::Data(format!(
                     "the loss is {loss} at step {step}; lower `learning_rate`"
