@@ -60,3 +60,63 @@ fn reply_len() -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(40)
 }
+
+/// DPO over a file of pairs (`SERL_TUNE_PAIRS`: JSON lines of
+/// `prompt_ids`, `chosen_ids`, `rejected_ids`), one epoch, nothing held
+/// out: the trainer's reply tokens per second, as PyTorch + PEFT's
+/// reference script reports them (docs/llm.md).
+#[test]
+#[ignore = "needs a model file and pairs: SERL_TUNE_MODEL, SERL_TUNE_PAIRS"]
+fn a_real_models_training_speed_on_pairs() {
+    let (Some(path), Some(pairs)) = (
+        std::env::var_os("SERL_TUNE_MODEL").map(PathBuf::from),
+        std::env::var_os("SERL_TUNE_PAIRS").map(PathBuf::from),
+    ) else {
+        eprintln!("skipped: set SERL_TUNE_MODEL and SERL_TUNE_PAIRS");
+        return;
+    };
+    let ids = |v: &serde_json::Value, k: &str| -> Vec<u32> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let examples: Vec<serl_tune::Example> = std::fs::read_to_string(pairs)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            serl_tune::Example {
+                prompt: ids(&v, "prompt_ids"),
+                chosen: ids(&v, "chosen_ids"),
+                rejected: Some(ids(&v, "rejected_ids")),
+            }
+        })
+        .collect();
+    let longest = examples
+        .iter()
+        .map(|e| e.prompt.len() + e.chosen.len().max(e.rejected.as_ref().unwrap().len()))
+        .max()
+        .unwrap();
+    let model = FloatModel::read(&path, longest + 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = serl_tune::TuneConfig {
+        epochs: 1,
+        holdout: 0.0,
+        ..serl_tune::TuneConfig::default()
+    };
+    let base = serl_local::BaseModel {
+        file: "model".into(),
+        hash: "-".into(),
+    };
+    let r = serl_tune::train(&model, base, &examples, &config, dir.path(), &mut |_| {}).unwrap();
+    eprintln!(
+        "{} pairs, {} reply tokens in {:.2} s of forward, backward and steps: {:.1} tokens/s; {:.1} s in all",
+        examples.len(),
+        r.reply_tokens,
+        r.reply_secs,
+        r.tokens_per_sec(),
+        r.secs
+    );
+}
