@@ -57,7 +57,10 @@ pub struct Learned {
     /// The held-out loss before and after (the base model's, the kept
     /// adapter's).
     pub heldout_loss: Option<(f64, f64)>,
-    /// Seconds it took.
+    /// Seconds the training took, over every process that worked on it
+    /// (the adapter's own record, so a resumed run that reads it back
+    /// keeps it); without an adapter, the seconds spent finding too few
+    /// examples.
     pub secs: f64,
 }
 

@@ -200,8 +200,12 @@ impl Learner for LocalLearner {
             let r = &outcome.report;
             learned.adapter = Some(dir.to_path_buf());
             learned.heldout_loss = Some((r.epochs[0].loss, r.epochs[r.best_epoch].loss));
+            // The training's own seconds, kept in its checkpoint: a
+            // resumed run reads the adapter back in a second.
+            learned.secs = r.secs;
+        } else {
+            learned.secs = start.elapsed().as_secs_f64();
         }
-        learned.secs = start.elapsed().as_secs_f64();
         Ok(learned)
     }
 }
