@@ -44,6 +44,10 @@ pub struct Provenance {
     /// line: what`), so a report says what it left out.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub skipped: Vec<String>,
+    /// Every record of the run directory that could not be read and was
+    /// recomputed (`file: what was wrong`), so a repaired run says so.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub repairs: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -755,6 +759,16 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
     if !p.skipped.is_empty() {
         let _ = writeln!(md, "\n**Skipped while loading** ({}):\n", p.skipped.len());
         for s in &p.skipped {
+            let _ = writeln!(md, "- `{s}`");
+        }
+    }
+    if !p.repairs.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**Repaired: records that could not be read and were recomputed** ({}):\n",
+            p.repairs.len()
+        );
+        for s in &p.repairs {
             let _ = writeln!(md, "- `{s}`");
         }
     }

@@ -49,7 +49,15 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvolveE
     serl_report::write_atomic(path, text.as_bytes()).map_err(|e| file_err(path, e))
 }
 
-/// A JSON file the run wrote earlier; `None` when absent or cut short.
+/// A JSON file the run wrote earlier; `None` when absent, or when it is
+/// there but unreadable, which is said and listed as a repair
+/// ([`crate::repairs`]): the caller recomputes it either way.
 pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    match crate::repairs::read_record(path) {
+        Ok(v) => v,
+        Err(problem) => {
+            crate::repairs::note(path, &problem);
+            None
+        }
+    }
 }

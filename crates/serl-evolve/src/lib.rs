@@ -62,6 +62,7 @@ mod operators;
 mod paired;
 mod pairs;
 mod prescreen;
+pub mod repairs;
 mod report;
 mod report_search;
 mod run;

@@ -2,6 +2,7 @@
 //! the tables of the lower crates' configs side by side, read with errors
 //! that name the file, the line and the field.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use serl_llm::HttpConfig;
 use serl_train::TrainConfig;
 
 use crate::error::{Context, Result, StudyError};
+pub use crate::paths::Base;
 
 /// A TOML config file, with errors that name the file (and, from toml,
 /// the line and field).
@@ -86,6 +88,19 @@ impl Default for LlmSection {
 }
 
 impl LlmSection {
+    /// The model and adapter of `[llm.local]` made absolute against `base`.
+    #[cfg(feature = "local")]
+    pub fn resolve_paths(&mut self, base: Base, w: &mut BTreeMap<String, PathBuf>) -> Result<()> {
+        crate::paths::resolve("llm.local.model", &mut self.local.model, base, w)?;
+        crate::paths::resolve("llm.local.adapter", &mut self.local.adapter, base, w)
+    }
+
+    /// Without the embedded backend `[llm.local]` is kept as written, unread.
+    #[cfg(not(feature = "local"))]
+    pub fn resolve_paths(&mut self, _: Base, _: &mut BTreeMap<String, PathBuf>) -> Result<()> {
+        Ok(())
+    }
+
     /// Asks the embedded backend for the GGUF model at `model`.
     #[cfg(feature = "local")]
     pub fn set_local_model(&mut self, model: &Path) -> Result<()> {
@@ -144,9 +159,36 @@ pub struct EvolveFile {
     /// The rolling windows of `--walk-forward` (outside `[evolve]`, which
     /// every cluster task carries: a run planned before may still resume).
     pub walk_forward: WalkForwardConfig,
+    /// The run's paths as they were written (in the config or on the
+    /// command line), by field; the fields above hold them absolute
+    /// (written by the run into its `evolve.toml`, crate::paths).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub paths_as_written: BTreeMap<String, PathBuf>,
 }
 
 impl EvolveFile {
+    /// Reads the config file at `path`; its relative paths are taken from
+    /// its directory.
+    pub fn read(path: &Path) -> Result<EvolveFile> {
+        let mut cfg: EvolveFile = read_toml(path)?;
+        cfg.resolve_paths(Base::Config(path))?;
+        Ok(cfg)
+    }
+
+    /// Makes every path absolute against `base` (the defaults too, when
+    /// it is the working directory), keeping each as written.
+    pub fn resolve_paths(&mut self, base: Base) -> Result<()> {
+        if matches!(base, Base::WorkingDir) {
+            self.data_path
+                .get_or_insert_with(|| PathBuf::from("data/lean"));
+            self.prompts.get_or_insert_with(|| PathBuf::from("prompts"));
+        }
+        let w = &mut self.paths_as_written;
+        crate::paths::resolve("data_path", &mut self.data_path, base, w)?;
+        crate::paths::resolve("prompts", &mut self.prompts, base, w)?;
+        self.llm.resolve_paths(base, w)
+    }
+
     /// The bar data the run reads.
     pub fn data_path(&self) -> PathBuf {
         self.data_path
@@ -220,9 +262,28 @@ pub struct TrainFile {
     /// The templates an LLM critic renders (`reward_critic.j2`; default
     /// `prompts/`).
     pub prompts: Option<PathBuf>,
+    /// The run's paths as written, by field (crate::paths).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub paths_as_written: BTreeMap<String, PathBuf>,
 }
 
 impl TrainFile {
+    /// Reads the config file at `path`; its relative paths are taken from
+    /// its directory.
+    pub fn read(path: &Path) -> Result<TrainFile> {
+        let mut cfg: TrainFile = read_toml(path)?;
+        cfg.resolve_paths(Base::Config(path))?;
+        Ok(cfg)
+    }
+
+    /// Makes every path absolute against `base`, keeping each as written.
+    pub fn resolve_paths(&mut self, base: Base) -> Result<()> {
+        let w = &mut self.paths_as_written;
+        crate::paths::resolve("data_path", &mut self.data_path, base, w)?;
+        crate::paths::resolve("prompts", &mut self.prompts, base, w)?;
+        self.llm.resolve_paths(base, w)
+    }
+
     /// The tables a new run checks, the table named in the error; the
     /// discrete actions belong to the learner's table.
     pub fn validate(&self) -> Result<()> {

@@ -22,8 +22,8 @@ fn prepare_run_dir(out: &Path, cfg: &EvolveFile, new_run: bool) -> Result<PathBu
     let prompt_dir = cfg.prompt_dir();
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     if new_run {
-        std::fs::write(out.join("evolve.toml"), toml::to_string(cfg)?)
-            .with_context(|| format!("writing {}", out.join("evolve.toml").display()))?;
+        write_config(out, cfg)?;
+        crate::rundir::record_fingerprints(out, cfg)?;
         if prompt_dir.is_dir() {
             copy_dir(&prompt_dir, &out.join("prompts"))
                 .with_context(|| format!("copying {} into the run", prompt_dir.display()))?;
@@ -34,6 +34,15 @@ fn prepare_run_dir(out: &Path, cfg: &EvolveFile, new_run: bool) -> Result<PathBu
     } else {
         prompt_dir
     })
+}
+
+/// Writes the run's config, `RUN/evolve.toml`, whole or not at all.
+pub(crate) fn write_config(out: &Path, cfg: &EvolveFile) -> Result<()> {
+    let path = out.join("evolve.toml");
+    let tmp = out.join(".evolve.toml.tmp");
+    std::fs::write(&tmp, toml::to_string(cfg)?)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -115,6 +124,9 @@ pub fn prepare(
     warn: &dyn Fn(&str),
 ) -> Result<Prepared> {
     check_lockbox(cfg, out, req.open_test, req.confirming())?;
+    if !req.new_run {
+        crate::rundir::set_aside_unreadable(out)?;
+    }
     let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
     let prompts = Prompts::load(&prompts_dir)
         .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
@@ -248,6 +260,10 @@ impl Study<'_> {
                 &cfg.env,
             ),
             skipped: data.skipped.clone(),
+            repairs: serl_evolve::repairs::read_repairs(out)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             ..provenance(cfg, data.test.len(), outcome)?
         };
         let modules = &cfg.evolve.modules;

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serl_cluster::EngineKind;
 
-use crate::config::{read_toml, EvolveFile, LlmChoice};
+use crate::config::{read_toml, Base, EvolveFile, LlmChoice};
 use crate::error::Result;
+use crate::paths::{absolute, check_present};
 
 /// The settings a command line gives over a config.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +61,7 @@ pub fn resolve(start: EvolveStart, o: &EvolveOverrides) -> Result<(PathBuf, Evol
                 );
             }
             let mut cfg: EvolveFile = read_toml(&saved)?;
+            let moved = repoint_moved(o, &mut cfg)?;
             refuse_changes(o, &cfg, dir)?;
             if let Some(l) = o.llm {
                 // A resumed LLM run may be finished by replaying its transcript.
@@ -69,7 +71,13 @@ pub fn resolve(start: EvolveStart, o: &EvolveOverrides) -> Result<(PathBuf, Evol
                 // A resumed run may finish on another engine: tasks are the same.
                 cfg.cluster.engine = e;
             }
+            check_paths_present(&cfg, dir)?;
             cfg.validate()?;
+            if moved {
+                same_data(dir, &cfg)?;
+                // The new places hold for every later resume too.
+                crate::evolve::write_config(dir, &cfg)?;
+            }
             Ok((dir.to_path_buf(), cfg))
         }
         EvolveStart::New { out, config } => {
@@ -81,10 +89,11 @@ pub fn resolve(start: EvolveStart, o: &EvolveOverrides) -> Result<(PathBuf, Evol
                 );
             }
             let mut cfg = match config {
-                Some(p) => read_toml(p)?,
+                Some(p) => EvolveFile::read(p)?,
                 None => EvolveFile::default(),
             };
             o.apply(&mut cfg)?;
+            cfg.resolve_paths(Base::WorkingDir)?;
             cfg.validate()?;
             Ok((out.to_path_buf(), cfg))
         }
@@ -123,6 +132,76 @@ impl EvolveOverrides {
     }
 }
 
+/// `--data`, `--model` and `--adapter` on a resumed run whose recorded
+/// path is gone (the data or model moved, the run directory went to
+/// another machine): the run reads them from the new place. `true` when
+/// a path changed. Where the recorded path is still there, the flag is
+/// left to [`refuse_changes`].
+fn repoint_moved(o: &EvolveOverrides, cfg: &mut EvolveFile) -> Result<bool> {
+    let mut moved = false;
+    let mut repoint = |given: &Option<PathBuf>, recorded: &mut Option<PathBuf>| -> Result<()> {
+        if let Some(g) = given {
+            if !recorded.as_ref().is_some_and(|r| r.exists()) {
+                *recorded = Some(absolute(g)?);
+                moved = true;
+            }
+        }
+        Ok(())
+    };
+    repoint(&o.data, &mut cfg.data_path)?;
+    #[cfg(feature = "local")]
+    {
+        repoint(&o.model, &mut cfg.llm.local.model)?;
+        repoint(&o.adapter, &mut cfg.llm.local.adapter)?;
+    }
+    Ok(moved)
+}
+
+/// Data found at a new place must be the data the run started with.
+fn same_data(dir: &Path, cfg: &EvolveFile) -> Result<()> {
+    use crate::rundir::{data_fingerprint, Fingerprints, FINGERPRINTS_FILE};
+    let Ok(Some(recorded)) =
+        serl_evolve::repairs::read_record::<Fingerprints>(&dir.join(FINGERPRINTS_FILE))
+    else {
+        return Ok(());
+    };
+    let data = cfg.data_path();
+    match data_fingerprint(&data) {
+        Some(now) if now != recorded.data => crate::bail!(
+            "--data {}: not the data the run started with (fingerprint {now}; the run recorded {} in {})",
+            data.display(),
+            recorded.data,
+            dir.join(FINGERPRINTS_FILE).display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// What a resumed run reads from outside its directory is still there,
+/// or the error names the path and the flag that points elsewhere.
+fn check_paths_present(cfg: &EvolveFile, dir: &Path) -> Result<()> {
+    let w = &cfg.paths_as_written;
+    check_present("data_path", Some(&cfg.data_path()), w, "--data", dir)?;
+    #[cfg(feature = "local")]
+    if cfg.llm.backend == LlmChoice::Local {
+        check_present(
+            "llm.local.model",
+            cfg.llm.local.model.as_deref(),
+            w,
+            "--model",
+            dir,
+        )?;
+        check_present(
+            "llm.local.adapter",
+            cfg.llm.local.adapter.as_deref(),
+            w,
+            "--adapter",
+            dir,
+        )?;
+    }
+    Ok(())
+}
+
 /// A resumed run keeps the settings it started with (its `evolve.toml`):
 /// a flag that would change one is refused, named, rather than ignored.
 /// `--llm` and `--engine` are applied (a run may be finished by replaying
@@ -138,8 +217,9 @@ fn refuse_changes(a: &EvolveOverrides, cfg: &EvolveFile, dir: &Path) -> Result<(
     if let Some(s) = a.seed {
         differs("--seed", s.to_string(), cfg.evolve.seed.to_string());
     }
+    let abs = |p: &Option<PathBuf>| p.as_deref().map(|p| absolute(p).unwrap_or(p.to_path_buf()));
     if a.data.is_some() {
-        differs("--data", shown(&a.data), shown(&cfg.data_path));
+        differs("--data", shown(&abs(&a.data)), shown(&abs(&cfg.data_path)));
     }
     if a.prompts.is_some() {
         differs("--prompts", shown(&a.prompts), shown(&cfg.prompts));
@@ -157,6 +237,24 @@ fn refuse_changes(a: &EvolveOverrides, cfg: &EvolveFile, dir: &Path) -> Result<(
     if a.lockbox && !cfg.evolve.lockbox {
         differs("--lockbox", "on".into(), "off".into());
     }
+    #[cfg(feature = "local")]
+    {
+        if a.model.is_some() {
+            differs(
+                "--model",
+                shown(&abs(&a.model)),
+                shown(&abs(&cfg.llm.local.model)),
+            );
+        }
+        if a.adapter.is_some() {
+            differs(
+                "--adapter",
+                shown(&abs(&a.adapter)),
+                shown(&abs(&cfg.llm.local.adapter)),
+            );
+        }
+    }
+    #[cfg(not(feature = "local"))]
     if a.model.is_some() {
         changed.push(format!("--model {}", shown(&a.model)));
     }
@@ -179,7 +277,13 @@ mod tests {
             out: dir,
             config: None,
         };
-        let (_, cfg) = resolve(start, &EvolveOverrides::default()).unwrap();
+        // Its data: any directory that is there (a resumed run checks).
+        let data = EvolveOverrides {
+            data: Some(dir.to_path_buf()),
+            ..EvolveOverrides::default()
+        };
+        let (_, cfg) = resolve(start, &data).unwrap();
+        assert!(cfg.data_path.as_ref().is_some_and(|p| p.is_absolute()));
         std::fs::write(dir.join("evolve.toml"), toml::to_string(&cfg).unwrap()).unwrap();
         cfg
     }

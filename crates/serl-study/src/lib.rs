@@ -22,6 +22,9 @@
 //!   of designers (`serl evolve study`), its lockbox and report.
 //! - `finetune` (with the embedded model): the designer fine-tuned on its
 //!   runs' pairs into a LoRA adapter (`serl llm finetune`).
+//! - [`paths`]: portable runs: every path made absolute when a run starts.
+//! - [`rundir`]: what every run directory shares: one coordinator at a
+//!   time (its lock).
 //! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
 //!   registry of task kinds that `serl task run` dispatches through.
 
@@ -39,9 +42,11 @@ pub mod evolve_overrides;
 #[cfg(feature = "local")]
 pub mod finetune;
 pub mod llm;
+pub mod paths;
 #[cfg(feature = "local")]
 pub mod probe;
 pub mod realism;
+pub mod rundir;
 pub mod search_study;
 pub mod search_study_report;
 pub mod simulate;

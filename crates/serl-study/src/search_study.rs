@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serl_evolve::{CandidateResult, EvolveOutcome, PairedScore, SearchConfig};
 
-use crate::config::{read_toml, EvolveFile, LlmChoice};
+use crate::config::{read_toml, Base, EvolveFile, LlmChoice};
 use crate::error::{Context, Result};
 use crate::evolve::{EvolveRequest, Study};
 use crate::evolve_overrides::{resolve, EvolveOverrides, EvolveStart};
@@ -27,8 +27,8 @@ use crate::evolve_overrides::{resolve, EvolveOverrides, EvolveStart};
 #[serde(deny_unknown_fields)]
 pub struct StudyFile {
     /// The evolve config every arm starts from: the task, data and budget
-    /// (iterations, candidates, training steps). Relative paths are from
-    /// the working directory, as on the command line.
+    /// (iterations, candidates, training steps). Relative paths here and
+    /// in `model` are from the study file's directory.
     pub base: PathBuf,
     /// Search seeds: each arm runs once per seed.
     pub seeds: Vec<u64>,
@@ -70,7 +70,15 @@ pub struct Arm {
 impl StudyFile {
     /// Reads and checks a study file, naming the field at fault.
     pub fn load(path: &Path) -> Result<StudyFile> {
-        let s: StudyFile = read_toml(path)?;
+        let mut s: StudyFile = read_toml(path)?;
+        let mut written = std::collections::BTreeMap::new();
+        let mut base = Some(s.base.clone());
+        crate::paths::resolve("base", &mut base, Base::Config(path), &mut written)?;
+        s.base = base.unwrap_or_default();
+        for (i, a) in s.arms.iter_mut().enumerate() {
+            let field = format!("arms[{i}].model");
+            crate::paths::resolve(&field, &mut a.model, Base::Config(path), &mut written)?;
+        }
         let bad = |m: String| crate::error::StudyError::msg(format!("{}: {m}", path.display()));
         if s.seeds.is_empty() {
             return Err(bad("seeds: give at least one search seed".into()));

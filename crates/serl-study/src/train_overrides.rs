@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serl_env::TeamMode;
 use serl_train::{Algo, Critic, DeviceChoice, HybridMode, TeamConfig, TrainConfig};
 
-use crate::config::{read_toml, TrainFile};
+use crate::config::{read_toml, Base, TrainFile};
 use crate::error::Result;
 
 /// The learner asked for: PPO or DDQN for one agent, MAPPO (a centralised
@@ -76,13 +76,14 @@ pub fn resolve(r: &TrainRequest) -> Result<TrainFile> {
         read_toml(&saved)?
     } else {
         match r.config {
-            Some(p) => read_toml(p)?,
+            Some(p) => TrainFile::read(p)?,
             None => TrainFile::default(),
         }
     };
     if let Some(d) = &r.data {
         cfg.data_path = Some(d.clone());
     }
+    cfg.resolve_paths(Base::WorkingDir)?;
     let checked = if r.resume {
         Some(saved.as_path())
     } else {
@@ -111,10 +112,11 @@ pub fn resolve(r: &TrainRequest) -> Result<TrainFile> {
 /// than ignored; flags that repeat the run's settings are fine.
 fn refuse_changes_on_resume(r: &TrainRequest, saved: &TrainFile) -> Result<()> {
     let mut wanted = match r.config {
-        Some(p) => read_toml(p)?,
+        Some(p) => TrainFile::read(p)?,
         None => saved.clone(),
     };
     wanted.data_path = saved.data_path.clone();
+    wanted.paths_as_written = saved.paths_as_written.clone();
     r.overrides.apply(&mut wanted)?;
     wanted.train.total_steps = saved.train.total_steps;
     let changed = crate::config::differences(saved, &wanted)?;

@@ -146,12 +146,13 @@ pub enum TrainError {
         message: String,
     },
     /// A file or directory cannot be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or directory.
         path: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a source: a chain of
+        /// sources would say it twice).
+        error: std::io::Error,
     },
     /// A saved file (policy, checkpoint, run marker) does not parse, or
     /// does not fit the network or algorithm it is loaded for.
@@ -172,7 +173,7 @@ impl TrainError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         TrainError::Io {
             path: path.display().to_string(),
-            source,
+            error: source,
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -26,6 +26,30 @@ static HINT: OnceLock<Hint> = OnceLock::new();
 static TRAINING: AtomicBool = AtomicBool::new(false);
 /// The signal that asked to stop at the next clean point (0: none).
 static PENDING: AtomicI32 = AtomicI32::new(0);
+
+/// The run directory this command holds (one coordinator per run); let
+/// go on a signal as on a normal end.
+static HELD: Mutex<Option<serl_study::rundir::RunLock>> = Mutex::new(None);
+
+/// Takes `dir`'s run lock for this command line until the command ends
+/// ([`release`]) or a signal stops it; a second coordinator of the same
+/// run is refused with the holder's name.
+pub fn lock_run(dir: &std::path::Path) -> Result<()> {
+    let mut args = std::env::args();
+    let command = std::iter::once("serl".to_string())
+        .chain(args.by_ref().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let lock = serl_study::rundir::RunLock::acquire(dir, &command, &|l| eprintln!("{l}"))?;
+    *HELD.lock().unwrap_or_else(|p| p.into_inner()) = Some(lock);
+    Ok(())
+}
+
+/// Lets go of the run lock, if this command holds one.
+pub fn release() {
+    let held = HELD.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(held);
+}
 
 /// Handles SIGINT and SIGTERM from now on; `hint` says how to go on.
 pub fn install(hint: impl Fn() -> String + Send + Sync + 'static) -> Result<()> {
@@ -72,5 +96,6 @@ fn stop(sig: i32) -> ! {
     let _ = std::io::stdout().flush();
     let hint = HINT.get().map(|h| h()).unwrap_or_default();
     eprintln!("\ninterrupted: {hint}");
+    release();
     std::process::exit(128 + sig)
 }

@@ -51,6 +51,9 @@ enum Command {
     /// Throughput figures for the environments and the market simulator.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// A run directory: check that it is whole.
+    #[command(subcommand)]
+    Run(cmd::run::RunCommand),
     /// A run's planned tasks: run one (what a Slurm, HyperQueue or
     /// Kubernetes array runs), list them, write a Kubernetes manifest.
     #[command(subcommand)]
@@ -78,7 +81,9 @@ fn main() -> ExitCode {
         Command::Prompts(c) => cmd::prompts::run(c),
         Command::Llm(c) => cmd::llm::run(c),
         Command::Task(c) => cmd::task::run(c),
+        Command::Run(c) => cmd::run::run(c),
     };
+    interrupt::release();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -73,7 +73,7 @@ fn path(p: &Path) -> &str {
 
 /// configs/evolve.toml with a `[cluster]` table added.
 fn quick_config(dir: &Path, cluster: &str) -> PathBuf {
-    let base = std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap();
+    let base = common::shipped_config("configs/evolve.toml");
     let p = dir.join("evolve-cluster.toml");
     std::fs::write(&p, format!("{base}\n{cluster}\n")).unwrap();
     p

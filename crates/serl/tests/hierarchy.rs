@@ -180,16 +180,7 @@ fn serl_train_runs_every_switch_with_a_language_model_as_the_reward_critic() {
     let dir = tempfile::tempdir().unwrap();
     let first = vec![0.5, 1.0, 1.0, 2.0, 3.0];
     let (url, prompts) = critic_server(first.clone());
-    let cfg = std::fs::read_to_string(common::repo().join("configs/train-hierarchy.toml"))
-        .unwrap()
-        .replace(
-            "data_path = \"data/lean\"",
-            &format!(
-                "data_path = {:?}\nprompts = {:?}",
-                common::repo().join("data/lean"),
-                common::repo().join("prompts")
-            ),
-        )
+    let cfg = common::shipped_config("configs/train-hierarchy.toml")
         .replace("total_steps = 8192", "total_steps = 2048")
         .replace("steps = 2048 ", "steps = 256 ")
         .replace("every = 4\n", "every = 1\n")

@@ -137,6 +137,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
+    crate::interrupt::lock_run(&a.out)?;
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }

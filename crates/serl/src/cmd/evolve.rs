@@ -129,6 +129,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         return study::run(s);
     }
     let (out, cfg) = resolve(&a)?;
+    crate::interrupt::lock_run(&out)?;
     let dir = out.clone();
     // No clean points here: a signal stops evolve at once, and `--resume`
     // goes on from what its run directory holds.

@@ -10,6 +10,7 @@ pub mod evolve;
 pub mod llm;
 pub mod lob;
 pub mod prompts;
+pub mod run;
 pub mod simulate;
 pub mod task;
 pub mod train;

@@ -108,6 +108,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         None => {}
     }
     let out = a.out.clone().context("--out is required")?;
+    crate::interrupt::lock_run(&out)?;
     let session = serl_study::simulate::load_session(a.session.request()?, &warn)?;
     let bar = indicatif::ProgressBar::new(a.seeds);
     let said = |l: &str| {
@@ -148,6 +149,7 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         eprintln!("{l}");
     };
     let out = &a.out;
+    crate::interrupt::lock_run(out)?;
     let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);
     bar.finish_and_clear();
     let done = done?;

@@ -164,6 +164,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     crate::interrupt::install(resume_hint(&a))?;
     let cfg = resolve(&a)?;
+    crate::interrupt::lock_run(&a.out)?;
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
     };

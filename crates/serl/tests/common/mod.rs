@@ -48,7 +48,7 @@ pub fn backtest_lean(split: &str, strategies: &[&str], out: &Path, extra: &[&str
 /// 2 candidates, 512-step trainings) and `extra` appended, in `dir`.
 #[allow(dead_code)] // for the evolve tests
 pub fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
-    let base = std::fs::read_to_string(repo().join(shipped)).unwrap();
+    let base = shipped_config(shipped);
     let cfg = base
         .replace("iterations = 3", "iterations = 2")
         .replace("candidates = 3", "candidates = 2")
@@ -64,6 +64,16 @@ pub fn tiny_config_from(dir: &Path, shipped: &str, extra: &str) -> PathBuf {
     let p = dir.join("evolve.toml");
     std::fs::write(&p, cfg).unwrap();
     p
+}
+
+/// A shipped config's text, its relative paths (taken from `configs/`)
+/// made absolute, so that it can be written anywhere.
+#[allow(dead_code)] // not every test binary copies a config
+pub fn shipped_config(shipped: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(shipped)).unwrap();
+    let dir = repo().join(shipped);
+    let dir = dir.parent().unwrap().to_str().unwrap();
+    text.replace("\"../", &format!("\"{dir}/../"))
 }
 
 /// The JSON body of one HTTP request read from `stream` (null when it is

@@ -36,6 +36,7 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
             out.display()
         )
     })?;
+    crate::interrupt::lock_run(&a.out)?;
     let runs = file.arms.len() * file.seeds.len();
     eprintln!(
         "study: {} arms × {} seeds = {runs} evolve runs in {}",

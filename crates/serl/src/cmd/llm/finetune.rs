@@ -81,6 +81,7 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
         a.out.display()
     );
     crate::interrupt::install(move || resume.clone())?;
+    crate::interrupt::lock_run(&a.out)?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("finetune {bar:30} {pos}/{len} steps  {msg}")

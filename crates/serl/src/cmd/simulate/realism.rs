@@ -35,6 +35,7 @@ pub struct RealismArgs {
 }
 
 pub fn run(a: RealismArgs) -> Result<ExitCode> {
+    crate::interrupt::lock_run(&a.out)?;
     let request = RealismRequest {
         lobster: a.lobster,
         symbols: a.symbols,

@@ -1,0 +1,277 @@
+//! `serl run check`: is a run directory whole? Every record readable,
+//! every output its plan promises present, the data it read unchanged;
+//! and the repairs it has had.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serl_evolve::repairs::{problem_of, read_repairs, Repair};
+
+use crate::config::{read_toml, EvolveFile};
+use crate::error::Result;
+
+/// What a check of a run directory found.
+#[derive(Debug, Default, Serialize)]
+pub struct CheckReport {
+    /// Records read (JSON files and JSON-lines files).
+    pub records: usize,
+    /// Outputs of the run's task plan checked.
+    pub planned: usize,
+    /// Whether the run has finished (its report is written).
+    pub finished: bool,
+    /// What is wrong, one line each (`file: what`); empty for a whole run.
+    pub problems: Vec<String>,
+    /// Records that were unreadable earlier and recomputed.
+    pub repairs: Vec<Repair>,
+}
+
+impl CheckReport {
+    /// Whether nothing is wrong.
+    pub fn whole(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Files a finished evolve run always writes.
+const FINISHED: [&str; 4] = [
+    "report.md",
+    "costs.json",
+    "test/summary.json",
+    "test/orders.csv",
+];
+
+/// The data's fingerprint, recorded when the run starts.
+pub const FINGERPRINTS_FILE: &str = "fingerprints.json";
+
+/// What a run read from outside itself, fingerprinted when it started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprints {
+    /// The bar data: its files' names and sizes.
+    pub data: String,
+}
+
+/// Checks the evolve run directory `dir`.
+pub fn check_run(dir: &Path) -> Result<CheckReport> {
+    let config = dir.join("evolve.toml");
+    if !config.is_file() {
+        crate::bail!(
+            "{} has no evolve.toml: it is not a run directory of `serl evolve`",
+            dir.display()
+        );
+    }
+    let mut r = CheckReport {
+        finished: dir.join("report.html").is_file(),
+        repairs: read_repairs(dir),
+        ..CheckReport::default()
+    };
+    let cfg = match read_toml::<EvolveFile>(&config) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            r.problems.push(format!("evolve.toml: {}", e.chain()));
+            None
+        }
+    };
+    check_records(dir, dir, &mut r);
+    check_plan(dir, &mut r);
+    if r.finished {
+        for f in FINISHED {
+            if !dir.join(f).is_file() {
+                r.problems
+                    .push(format!("{f}: missing (a finished run writes it)"));
+            }
+        }
+    }
+    if let Some(cfg) = cfg {
+        check_fingerprints(dir, &cfg, &mut r);
+    }
+    Ok(r)
+}
+
+/// Every `.json` and `.jsonl` below `at` (the prompt templates and the
+/// trainers' binary checkpoints aside) reads as JSON.
+fn check_records(run: &Path, at: &Path, r: &mut CheckReport) {
+    let Ok(entries) = std::fs::read_dir(at) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        let name = p.strip_prefix(run).unwrap_or(&p).display().to_string();
+        if p.is_dir() {
+            if name != "prompts" && name != "repaired" {
+                check_records(run, &p, r);
+            }
+            continue;
+        }
+        let problem = match p.extension().and_then(|e| e.to_str()) {
+            Some("json") => json_problem(&p),
+            Some("jsonl") if name != serl_evolve::repairs::REPAIRS_FILE => jsonl_problem(&p),
+            _ => continue,
+        };
+        r.records += 1;
+        if let Some(why) = problem {
+            r.problems.push(format!("{name}: {why}"));
+        }
+    }
+}
+
+fn json_problem(p: &Path) -> Option<String> {
+    let text = match std::fs::read_to_string(p) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("unreadable ({e})")),
+    };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .err()
+        .map(|e| problem_of(&text, &e))
+}
+
+fn jsonl_problem(p: &Path) -> Option<String> {
+    let text = match std::fs::read_to_string(p) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("unreadable ({e})")),
+    };
+    text.lines().enumerate().find_map(|(i, l)| {
+        serde_json::from_str::<serde_json::Value>(l)
+            .err()
+            .map(|e| format!("line {}: {}", i + 1, problem_of(l, &e)))
+    })
+}
+
+/// A finished run's task plan (`tasks.jsonl`) promises every task's
+/// output.
+fn check_plan(dir: &Path, r: &mut CheckReport) {
+    let Ok(text) = std::fs::read_to_string(dir.join("tasks.jsonl")) else {
+        return;
+    };
+    for line in text.lines() {
+        let Ok(task) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue; // named by check_records
+        };
+        let Some(output) = task["output"].as_str() else {
+            continue;
+        };
+        r.planned += 1;
+        if r.finished && !dir.join(output).is_file() {
+            r.problems.push(format!(
+                "{output}: missing (task {} of the plan, kind {}, writes it)",
+                task["index"], task["kind"]
+            ));
+        }
+    }
+}
+
+fn check_fingerprints(dir: &Path, cfg: &EvolveFile, r: &mut CheckReport) {
+    let Ok(Some(recorded)) =
+        serl_evolve::repairs::read_record::<Fingerprints>(&dir.join(FINGERPRINTS_FILE))
+    else {
+        return;
+    };
+    let data = cfg.data_path();
+    match data_fingerprint(&data) {
+        Some(now) if now != recorded.data => r.problems.push(format!(
+            "{}: the data at {} is not the data the run started with (fingerprint {now}, recorded {})",
+            FINGERPRINTS_FILE,
+            data.display(),
+            recorded.data
+        )),
+        None => r.problems.push(format!(
+            "{}: the run's data {} is not there",
+            FINGERPRINTS_FILE,
+            data.display()
+        )),
+        _ => {}
+    }
+}
+
+/// A fingerprint of the bar data at `path`: its files' names (relative)
+/// and sizes, hashed (FNV-1a); cheap on a large directory, and it changes
+/// when a file is added, removed, renamed or rewritten to another size.
+pub fn data_fingerprint(path: &Path) -> Option<String> {
+    let mut files = Vec::new();
+    list_files(path, path, &mut files).ok()?;
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, size) in &files {
+        for b in name.bytes().chain(size.to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    Some(format!("{} files, {h:016x}", files.len()))
+}
+
+fn list_files(root: &Path, at: &Path, out: &mut Vec<(String, u64)>) -> std::io::Result<()> {
+    let meta = std::fs::metadata(at)?;
+    if meta.is_file() {
+        let name = at.strip_prefix(root).unwrap_or(at).display().to_string();
+        out.push((name, meta.len()));
+        return Ok(());
+    }
+    for e in std::fs::read_dir(at)? {
+        list_files(root, &e?.path(), out)?;
+    }
+    Ok(())
+}
+
+/// Before a run resumes: every JSON record of `dir` that cannot be read
+/// is named in a warning, listed in the run's repairs, and moved aside
+/// into `RUN/repaired/` (nothing is deleted), so the run recomputes it
+/// as it would a missing one.
+pub fn set_aside_unreadable(dir: &Path) -> Result<Vec<Repair>> {
+    let mut r = CheckReport::default();
+    check_records(dir, dir, &mut r);
+    let before = read_repairs(dir).len();
+    for line in &r.problems {
+        let Some((file, problem)) = line.split_once(": ") else {
+            continue;
+        };
+        if !file.ends_with(".json") {
+            continue; // a JSON-lines log keeps its readable lines
+        }
+        let from = dir.join(file);
+        let aside = dir.join("repaired").join(file);
+        if let Some(parent) = aside.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        serl_evolve::repairs::note(&from, problem);
+        std::fs::rename(&from, &aside)?;
+    }
+    Ok(read_repairs(dir).split_off(before))
+}
+
+/// Records the run's fingerprints when it starts (kept if already there).
+pub fn record_fingerprints(dir: &Path, cfg: &EvolveFile) -> Result<()> {
+    let path = dir.join(FINGERPRINTS_FILE);
+    if path.exists() {
+        return Ok(());
+    }
+    let Some(data) = data_fingerprint(&cfg.data_path()) else {
+        return Ok(()); // the data's own load names what is missing
+    };
+    let text = serde_json::to_string_pretty(&Fingerprints { data })?;
+    serl_report::write_atomic(&path, text.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_fingerprint_changes_with_a_file_and_not_with_the_directory() {
+        let a = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(a.path().join("AAPL")).unwrap();
+        std::fs::write(a.path().join("AAPL/2018.csv"), "1,2,3\n").unwrap();
+        let fa = data_fingerprint(a.path()).unwrap();
+        let b = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(b.path().join("AAPL")).unwrap();
+        std::fs::write(b.path().join("AAPL/2018.csv"), "4,5,6\n").unwrap();
+        assert_eq!(
+            data_fingerprint(b.path()).unwrap(),
+            fa,
+            "same names and sizes"
+        );
+        std::fs::write(b.path().join("AAPL/2019.csv"), "7\n").unwrap();
+        assert_ne!(data_fingerprint(b.path()).unwrap(), fa);
+        assert!(data_fingerprint(&b.path().join("none")).is_none());
+    }
+}
