@@ -90,6 +90,9 @@ impl Cluster {
         std::fs::create_dir_all(root.join("tasks")).map_err(|e| io_err(root, e))?;
         let text = serde_json::to_string_pretty(&setup).map_err(|e| io_err(&path, e))?;
         serl_report::write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))?;
+        for line in crate::jobs::cancel_leftovers(root, config.engine) {
+            tracing::warn!("{line}");
+        }
         Ok(Cluster {
             plan: Mutex::new(Plan::open_to_append(root)?),
             config,
@@ -197,6 +200,7 @@ impl Cluster {
             );
         }
         Err(ClusterError::TaskFailed {
+            reason: scheduler_reason(&tail, &self.config),
             index: t.index,
             output: root.join(&t.output).display().to_string(),
             attempts: self.config.retries + 1,
@@ -271,8 +275,19 @@ impl Submission<'_> {
             let handles: Vec<_> = arrays
                 .iter()
                 .map(|array| {
+                    let submitted = move |id: &str| {
+                        let job = crate::jobs::Job {
+                            engine: c.engine.name().into(),
+                            id: id.into(),
+                            batch: self.batch.into(),
+                            attempt,
+                        };
+                        crate::jobs::record(self.root, &job);
+                    };
                     scope.spawn(move || match c.engine {
-                        EngineKind::Slurm => run_engine(c.engine, self.slurm(array, logs)),
+                        EngineKind::Slurm => {
+                            run_engine_with(c.engine, self.slurm(array, logs), &submitted)
+                        }
                         EngineKind::Hyperqueue => {
                             run_engine(c.engine, self.hyperqueue(array, logs))
                         }
@@ -408,28 +423,60 @@ impl Submission<'_> {
 /// (an array job whose tasks all exited 0). A submission the scheduler
 /// refused outright (a bad partition, an array too long) is an error
 /// with its message, not a failed task.
-fn run_engine(engine: EngineKind, mut cmd: Command) -> Result<bool, ClusterError> {
+fn run_engine(engine: EngineKind, cmd: Command) -> Result<bool, ClusterError> {
+    run_engine_with(engine, cmd, &|_| {})
+}
+
+/// [`run_engine`], calling `submitted` with the job id as soon as the
+/// scheduler prints it (`sbatch --parsable` prints it on acceptance, then
+/// waits), so the id is on record while the job runs.
+fn run_engine_with(
+    engine: EngineKind,
+    mut cmd: Command,
+    submitted: &dyn Fn(&str),
+) -> Result<bool, ClusterError> {
+    use std::io::{BufRead, Read};
     let program = cmd.get_program().to_string_lossy().to_string();
     tracing::debug!(?cmd, "submitting");
-    let out = cmd.output().map_err(|e| ClusterError::Submit {
+    let submit_err = |e: std::io::Error| ClusterError::Submit {
         engine: engine.name(),
         program: program.clone(),
         message: e.to_string(),
-    })?;
-    if out.status.success() {
+    };
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(submit_err)?;
+    let mut err_pipe = child.stderr.take();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_string(&mut text);
+        }
+        text
+    });
+    let mut stdout = String::new();
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if stdout.is_empty() {
+                if let Some(id) = job_id(&line) {
+                    submitted(id);
+                }
+            }
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+    }
+    let status = child.wait().map_err(submit_err)?;
+    let stderr = stderr_reader.join().unwrap_or_default().trim().to_string();
+    if status.success() {
         return Ok(true);
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     // sbatch --parsable prints the job id, hq "Job submitted ...", once
     // the job is accepted: without it nothing ran.
     let accepted = match engine {
-        EngineKind::Slurm => stdout.lines().any(|l| {
-            l.trim()
-                .split(';')
-                .next()
-                .is_some_and(|id| id.parse::<u64>().is_ok())
-        }),
+        EngineKind::Slurm => stdout.lines().any(|l| job_id(l).is_some()),
         EngineKind::Hyperqueue => stdout.contains("submitted") || stderr.contains("submitted"),
         _ => true,
     };
@@ -443,8 +490,43 @@ fn run_engine(engine: EngineKind, mut cmd: Command) -> Result<bool, ClusterError
             },
         });
     }
-    tracing::warn!("{program} exited with {}: {stderr}", out.status);
+    tracing::warn!("{program} exited with {status}: {stderr}");
     Ok(false)
+}
+
+/// Why the scheduler stopped a task, from the line its daemon writes
+/// into the task's log (Slurm's `*** JOB 12 ON node CANCELLED AT ... DUE
+/// TO TIME LIMIT ***`), with the setting that decides it.
+fn scheduler_reason(tail: &str, config: &ClusterConfig) -> String {
+    let setting = |name: &str, v: &Option<String>| {
+        v.as_ref()
+            .map_or(format!("[cluster.slurm] {name} unset"), |v| {
+                format!("[cluster.slurm] {name} = \"{v}\"")
+            })
+    };
+    if tail.contains("DUE TO TIME LIMIT") {
+        format!(
+            ": the scheduler stopped it at its time limit ({})",
+            setting("time", &config.slurm.time)
+        )
+    } else if tail.contains("DUE TO PREEMPTION") {
+        ": the scheduler preempted it".into()
+    } else if tail.contains("oom-kill") || tail.contains("OUT_OF_MEMORY") {
+        format!(
+            ": the scheduler killed it for its memory ({})",
+            setting("mem", &config.slurm.mem)
+        )
+    } else if tail.contains("CANCELLED AT") {
+        ": the scheduler cancelled it (scancel, or an administrator)".into()
+    } else {
+        String::new()
+    }
+}
+
+/// The job id of `sbatch --parsable`'s line (`12` or `12;cluster`).
+fn job_id(line: &str) -> Option<&str> {
+    let id = line.trim().split(';').next()?;
+    id.parse::<u64>().is_ok().then_some(id)
 }
 
 /// `args` as one `sh` command line, each quoted.

@@ -73,10 +73,15 @@ pub enum ClusterError {
         message: String,
     },
     /// A task kept failing.
-    #[error("task {index} ({output}) failed {attempts} times; its log, {log}, ends:\n{tail}")]
+    #[error(
+        "task {index} ({output}) failed {attempts} times{reason}; its log, {log}, ends:\n{tail}"
+    )]
     TaskFailed {
         /// The task's index.
         index: usize,
+        /// Why the scheduler stopped it, when its log says (`: the
+        /// scheduler stopped it at its time limit ...`), else empty.
+        reason: String,
         /// Its output.
         output: String,
         /// How often it was submitted.

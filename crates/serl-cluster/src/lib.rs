@@ -34,6 +34,7 @@ mod config;
 mod engine;
 mod error;
 pub mod indices;
+mod jobs;
 pub mod manifest;
 mod plan;
 mod probe;
@@ -41,6 +42,7 @@ mod probe;
 pub use config::{ClusterConfig, EngineKind, HyperQueueConfig, KubernetesConfig, SlurmConfig};
 pub use engine::{BatchReport, Cluster, Setup, SETUP_FILE};
 pub use error::ClusterError;
+pub use jobs::{recorded as recorded_jobs, Job, JOBS_FILE};
 pub use plan::{NewTask, Plan, Task, PLAN_FILE};
 pub use probe::{hostname, probe_task, run_probe, ProbeOutput, PROBE_TASK};
 

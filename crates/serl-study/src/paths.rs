@@ -35,7 +35,12 @@ pub fn resolve(
     let Some(p) = path.as_ref() else {
         return Ok(());
     };
-    if p.is_absolute() || p.as_os_str() == "default" {
+    if p.as_os_str() == "default" {
+        return Ok(());
+    }
+    if p.is_absolute() {
+        // Folded (`/a/b/../c` is `/a/c`), so that one place is one path.
+        *path = Some(absolute(p)?);
         return Ok(());
     }
     let resolved = match base {

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::slurm::{skip_note, skipped, Slurm};
 use common::{read_json, repo, serl, text};
 use serde_json::Value;
 
@@ -353,59 +354,6 @@ fn task_run_explains_a_missing_index_and_a_missing_plan() {
 }
 
 /// A one-node Slurm cluster for the test's lifetime.
-struct Slurm {
-    dir: tempfile::TempDir,
-    conf: PathBuf,
-}
-
-impl Slurm {
-    fn script() -> PathBuf {
-        repo().join("crates/serl/tests/slurm.sh")
-    }
-
-    /// Up, or why not.
-    fn up() -> Result<Slurm, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let o = Command::new("bash")
-            .arg(Self::script())
-            .args(["up", path(&dir.path().join("slurm"))])
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if !o.status.success() {
-            return Err(format!(
-                "{said} {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ));
-        }
-        Ok(Slurm {
-            conf: PathBuf::from(said.lines().last().unwrap_or_default()),
-            dir,
-        })
-    }
-}
-
-impl Drop for Slurm {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(Self::script())
-            .args(["down", path(&self.dir.path().join("slurm"))])
-            .status();
-    }
-}
-
-/// Where test `test` notes that it was skipped, for `.ci/run` to print.
-fn skip_note(test: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-tests-skipped-{test}.txt"))
-}
-
-/// Says the test was skipped, here and where `.ci/run` prints it.
-fn skipped(test: &str, why: &str) {
-    let line = format!("{test}: skipped: {why}");
-    eprintln!("{line}");
-    let _ = std::fs::write(skip_note(test), format!("{line}\n"));
-}
-
 #[test]
 fn a_slurm_array_job_per_batch_gives_the_local_run_s_tables() {
     let name = "a_slurm_array_job_per_batch_gives_the_local_run_s_tables";

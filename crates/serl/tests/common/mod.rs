@@ -1,5 +1,8 @@
 //! Running the `serl` binary from the repository root, as a user does.
 
+#[allow(dead_code)] // for the tests on a Slurm cluster
+pub mod slurm;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
