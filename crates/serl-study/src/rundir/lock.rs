@@ -88,6 +88,10 @@ fn gone(h: &Holder, now: i64) -> Option<String> {
 /// An exclusive hold on a run directory, released when dropped.
 pub struct RunLock {
     path: PathBuf,
+    /// The run directory, when taking the lock created it: removed on
+    /// release if nothing else was written there (a command refused
+    /// before it began leaves no directory behind).
+    created: Option<PathBuf>,
     holder: Holder,
     stop: Arc<AtomicBool>,
     renewer: Option<JoinHandle<()>>,
@@ -108,6 +112,7 @@ impl RunLock {
         lease_secs: u64,
         say: &dyn Fn(&str),
     ) -> Result<RunLock> {
+        let created = (!dir.exists()).then(|| dir.to_path_buf());
         std::fs::create_dir_all(dir).context(format!("creating {}", dir.display()))?;
         let path = dir.join(LOCK_FILE);
         let pid = std::process::id();
@@ -124,7 +129,7 @@ impl RunLock {
         // the second creates ours (unless another process was faster).
         for _ in 0..2 {
             if create_new(&path, &holder)? {
-                return Ok(RunLock::hold(path, holder));
+                return Ok(RunLock::hold(path, holder, created));
             }
             let Some(current) = read_holder(&path) else {
                 // Being written this instant, or left unreadable: a lock
@@ -158,7 +163,7 @@ impl RunLock {
         )
     }
 
-    fn hold(path: PathBuf, holder: Holder) -> RunLock {
+    fn hold(path: PathBuf, holder: Holder, created: Option<PathBuf>) -> RunLock {
         let stop = Arc::new(AtomicBool::new(false));
         let renewer = {
             let (path, mut holder, stop) = (path.clone(), holder.clone(), stop.clone());
@@ -170,6 +175,7 @@ impl RunLock {
         };
         RunLock {
             path,
+            created,
             holder,
             stop,
             renewer,
@@ -198,6 +204,10 @@ impl Drop for RunLock {
         // a lease ran out) keeps it.
         if read_holder(&self.path).is_some_and(|h| same_holder(&h, &self.holder)) {
             let _ = std::fs::remove_file(&self.path);
+        }
+        if let Some(dir) = &self.created {
+            // Fails, as it should, unless the directory is empty.
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }

@@ -117,3 +117,15 @@ fn an_unreadable_lock_file_is_refused_while_fresh() {
         .to_string();
     assert!(e.contains("cannot be read yet"), "{e}");
 }
+
+#[test]
+fn a_directory_the_lock_created_goes_with_it_when_nothing_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    drop(RunLock::acquire(&run, "serl evolve", &quiet).unwrap());
+    assert!(!run.exists(), "an empty run directory was left behind");
+    let lock = RunLock::acquire(&run, "serl evolve", &quiet).unwrap();
+    std::fs::write(run.join("evolve.toml"), "").unwrap();
+    drop(lock);
+    assert!(run.join("evolve.toml").exists() && !run.join(LOCK_FILE).exists());
+}
