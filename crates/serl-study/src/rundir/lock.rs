@@ -125,6 +125,7 @@ impl RunLock {
             renewed: unix_now(),
             lease_secs: lease_secs.max(1),
         };
+        refuse_a_live_enclosing_holder(dir)?;
         // Two rounds: a dead holder's file is moved away in the first, and
         // the second creates ours (unless another process was faster).
         for _ in 0..2 {
@@ -210,6 +211,28 @@ impl Drop for RunLock {
             let _ = std::fs::remove_dir(dir);
         }
     }
+}
+
+/// A run inside a directory another live command holds (an arm of a
+/// study while `serl evolve study` runs it) belongs to that command.
+fn refuse_a_live_enclosing_holder(dir: &Path) -> Result<()> {
+    let Ok(abs) = crate::paths::absolute(dir) else {
+        return Ok(());
+    };
+    for above in abs.ancestors().skip(1) {
+        let Some(h) = read_holder(&above.join(LOCK_FILE)) else {
+            continue;
+        };
+        if gone(&h, unix_now()).is_none() && h.pid != std::process::id() {
+            crate::bail!(
+                "{} is inside {}, which is in use by {}; wait for it to finish, or stop it",
+                dir.display(),
+                above.display(),
+                h
+            );
+        }
+    }
+    Ok(())
 }
 
 fn same_holder(a: &Holder, b: &Holder) -> bool {

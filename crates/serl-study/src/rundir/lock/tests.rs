@@ -129,3 +129,23 @@ fn a_directory_the_lock_created_goes_with_it_when_nothing_was_written() {
     drop(lock);
     assert!(run.join("evolve.toml").exists() && !run.join(LOCK_FILE).exists());
 }
+
+#[test]
+fn a_run_inside_a_held_directory_is_refused_while_its_holder_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = unix_now();
+    // A study on another host holds the directory above the arm's run.
+    write_holder(dir.path(), &holder("node-4", 99, now));
+    let arm = dir.path().join("smollm2/seed1");
+    let e = RunLock::acquire(&arm, "serl evolve --resume", &quiet)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("is inside") && e.contains("process 99 on node-4"),
+        "{e}"
+    );
+    // Once that lease has run out, the run is free.
+    write_holder(dir.path(), &holder("node-4", 99, now - 61));
+    RunLock::acquire(&arm, "serl evolve --resume", &quiet).unwrap();
+}
