@@ -159,19 +159,12 @@ fn repoint_moved(o: &EvolveOverrides, cfg: &mut EvolveFile) -> Result<bool> {
 
 /// Data found at a new place must be the data the run started with.
 fn same_data(dir: &Path, cfg: &EvolveFile) -> Result<()> {
-    use crate::rundir::{data_fingerprint, Fingerprints, FINGERPRINTS_FILE};
-    let Ok(Some(recorded)) =
-        serl_evolve::repairs::read_record::<Fingerprints>(&dir.join(FINGERPRINTS_FILE))
-    else {
-        return Ok(());
-    };
     let data = cfg.data_path();
-    match data_fingerprint(&data) {
-        Some(now) if now != recorded.data => crate::bail!(
-            "--data {}: not the data the run started with (fingerprint {now}; the run recorded {} in {})",
+    match crate::rundir::changed_data(dir, &data) {
+        Some((Some(now), recorded)) => crate::bail!(
+            "--data {}: not the data the run started with (fingerprint {now}; the run recorded {recorded} in {})",
             data.display(),
-            recorded.data,
-            dir.join(FINGERPRINTS_FILE).display()
+            dir.join(crate::rundir::FINGERPRINTS_FILE).display()
         ),
         _ => Ok(()),
     }

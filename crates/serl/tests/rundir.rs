@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::slurm::{skip_note, skipped};
 use common::{repo, serl, text, tiny_config_from};
 
 fn tiny_config(dir: &Path) -> PathBuf {
@@ -281,19 +282,12 @@ impl Drop for SmallDisk {
 #[test]
 fn a_full_disk_ends_with_the_path_and_the_resume_after_freeing_space_is_the_clean_run() {
     let name = "a_full_disk_ends_with_the_path_and_the_resume_after_freeing_space_is_the_clean_run";
-    let skip_note =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-tests-skipped-{name}.txt"));
-    let _ = std::fs::remove_file(&skip_note);
+    let _ = std::fs::remove_file(skip_note(name));
     let dir = tempfile::tempdir().unwrap();
     let cfg = tiny_config(dir.path());
     let disk = match SmallDisk::mount(&dir.path().join("disk"), "600k") {
         Ok(d) => d,
-        Err(why) => {
-            let line = format!("{name}: skipped: {why}");
-            eprintln!("{line}");
-            let _ = std::fs::write(&skip_note, format!("{line}\n"));
-            return;
-        }
+        Err(why) => return skipped(name, &why),
     };
     let clean = dir.path().join("clean");
     let o = serl(&["evolve", "--config", s(&cfg), "--out", s(&clean)]);

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serl_evolve::repairs::{problem_of, read_repairs, Repair};
+use serl_evolve::repairs::{problem_of, read_record, read_repairs, Repair};
 
 use crate::config::{read_toml, EvolveFile};
 use crate::error::Result;
@@ -71,7 +71,9 @@ pub fn check_run(dir: &Path) -> Result<CheckReport> {
             None
         }
     };
-    check_records(dir, dir, &mut r);
+    for u in unreadable_records(dir, &mut r.records) {
+        r.problems.push(format!("{}: {}", u.file, u.problem));
+    }
     check_plan(dir, &mut r);
     if r.finished {
         for f in FINISHED {
@@ -87,42 +89,55 @@ pub fn check_run(dir: &Path) -> Result<CheckReport> {
     Ok(r)
 }
 
-/// Every `.json` and `.jsonl` below `at` (the prompt templates and the
-/// trainers' binary checkpoints aside) reads as JSON.
-fn check_records(run: &Path, at: &Path, r: &mut CheckReport) {
+/// A record of the run that does not read as JSON.
+struct Unreadable {
+    /// The file, relative to the run directory.
+    file: String,
+    /// What is wrong with it (a JSON-lines file's: `line N: ...`).
+    problem: String,
+    /// A `.jsonl` log, whose readable lines are kept.
+    lines: bool,
+}
+
+/// Every `.json` and `.jsonl` below `run` (the prompt templates and the
+/// records set aside excepted) that does not read as JSON; `records`
+/// counts those read.
+fn unreadable_records(run: &Path, records: &mut usize) -> Vec<Unreadable> {
+    let mut out = Vec::new();
+    walk_records(run, run, records, &mut out);
+    out
+}
+
+fn walk_records(run: &Path, at: &Path, records: &mut usize, out: &mut Vec<Unreadable>) {
     let Ok(entries) = std::fs::read_dir(at) else {
         return;
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for p in paths {
-        let name = p.strip_prefix(run).unwrap_or(&p).display().to_string();
+        let file = p.strip_prefix(run).unwrap_or(&p).display().to_string();
         if p.is_dir() {
-            if name != "prompts" && name != "repaired" {
-                check_records(run, &p, r);
+            if file != "prompts" && file != "repaired" {
+                walk_records(run, &p, records, out);
             }
             continue;
         }
-        let problem = match p.extension().and_then(|e| e.to_str()) {
-            Some("json") => json_problem(&p),
-            Some("jsonl") if name != serl_evolve::repairs::REPAIRS_FILE => jsonl_problem(&p),
+        let (problem, lines) = match p.extension().and_then(|e| e.to_str()) {
+            Some("json") => (read_record::<serde_json::Value>(&p).err(), false),
+            Some("jsonl") if file != serl_evolve::repairs::REPAIRS_FILE => {
+                (jsonl_problem(&p), true)
+            }
             _ => continue,
         };
-        r.records += 1;
-        if let Some(why) = problem {
-            r.problems.push(format!("{name}: {why}"));
+        *records += 1;
+        if let Some(problem) = problem {
+            out.push(Unreadable {
+                file,
+                problem,
+                lines,
+            });
         }
     }
-}
-
-fn json_problem(p: &Path) -> Option<String> {
-    let text = match std::fs::read_to_string(p) {
-        Ok(t) => t,
-        Err(e) => return Some(format!("unreadable ({e})")),
-    };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .err()
-        .map(|e| problem_of(&text, &e))
 }
 
 fn jsonl_problem(p: &Path) -> Option<String> {
@@ -161,26 +176,30 @@ fn check_plan(dir: &Path, r: &mut CheckReport) {
 }
 
 fn check_fingerprints(dir: &Path, cfg: &EvolveFile, r: &mut CheckReport) {
-    let Ok(Some(recorded)) =
-        serl_evolve::repairs::read_record::<Fingerprints>(&dir.join(FINGERPRINTS_FILE))
-    else {
-        return;
-    };
     let data = cfg.data_path();
-    match data_fingerprint(&data) {
-        Some(now) if now != recorded.data => r.problems.push(format!(
-            "{}: the data at {} is not the data the run started with (fingerprint {now}, recorded {})",
-            FINGERPRINTS_FILE,
+    match changed_data(dir, &data) {
+        Some((Some(now), recorded)) => r.problems.push(format!(
+            "{FINGERPRINTS_FILE}: the data at {} is not the data the run started with (fingerprint {now}, recorded {recorded})",
             data.display(),
-            recorded.data
         )),
-        None => r.problems.push(format!(
-            "{}: the run's data {} is not there",
-            FINGERPRINTS_FILE,
+        Some((None, _)) => r.problems.push(format!(
+            "{FINGERPRINTS_FILE}: the run's data {} is not there",
             data.display()
         )),
-        _ => {}
+        None => {}
     }
+}
+
+/// How the data at `data` differs from what run `dir` recorded when it
+/// began: `(now, recorded)`, `now` being `None` where nothing is there;
+/// `None` when it is the same data, or the run recorded no fingerprint.
+pub fn changed_data(dir: &Path, data: &Path) -> Option<(Option<String>, String)> {
+    let recorded = read_record::<Fingerprints>(&dir.join(FINGERPRINTS_FILE))
+        .ok()
+        .flatten()?
+        .data;
+    let now = data_fingerprint(data);
+    (now.as_ref() != Some(&recorded)).then_some((now, recorded))
 }
 
 /// A fingerprint of the bar data at `path`: its files' names (relative)
@@ -217,22 +236,18 @@ fn list_files(root: &Path, at: &Path, out: &mut Vec<(String, u64)>) -> std::io::
 /// into `RUN/repaired/` (nothing is deleted), so the run recomputes it
 /// as it would a missing one.
 pub fn set_aside_unreadable(dir: &Path) -> Result<Vec<Repair>> {
-    let mut r = CheckReport::default();
-    check_records(dir, dir, &mut r);
     let before = read_repairs(dir).len();
-    for line in &r.problems {
-        let Some((file, problem)) = line.split_once(": ") else {
-            continue;
-        };
-        if !file.ends_with(".json") {
-            continue; // a JSON-lines log keeps its readable lines
-        }
-        let from = dir.join(file);
-        let aside = dir.join("repaired").join(file);
+    // A JSON-lines log keeps its readable lines.
+    for u in unreadable_records(dir, &mut 0)
+        .into_iter()
+        .filter(|u| !u.lines)
+    {
+        let from = dir.join(&u.file);
+        let aside = dir.join("repaired").join(&u.file);
         if let Some(parent) = aside.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        serl_evolve::repairs::note(&from, problem);
+        serl_evolve::repairs::note(&from, &u.problem);
         std::fs::rename(&from, &aside)?;
     }
     Ok(read_repairs(dir).split_off(before))

@@ -120,7 +120,7 @@ impl RunLock {
             host: host_name(),
             pid,
             process_start: process_start(pid),
-            started: rfc3339(unix_now()),
+            started: serl_evolve::utc_now(),
             command: command.to_string(),
             renewed: unix_now(),
             lease_secs: lease_secs.max(1),
@@ -303,13 +303,6 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn rfc3339(secs: i64) -> String {
-    chrono::DateTime::from_timestamp(secs, 0).map_or_else(
-        || secs.to_string(),
-        |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    )
 }
 
 /// This machine's name.

@@ -7,7 +7,7 @@ mod check;
 mod lock;
 
 pub use check::{
-    check_run, data_fingerprint, record_fingerprints, set_aside_unreadable, CheckReport,
-    Fingerprints, FINGERPRINTS_FILE,
+    changed_data, check_run, data_fingerprint, record_fingerprints, set_aside_unreadable,
+    CheckReport, Fingerprints, FINGERPRINTS_FILE,
 };
 pub use lock::{host_name, Holder, RunLock, DEFAULT_LEASE_SECS, LOCK_FILE};

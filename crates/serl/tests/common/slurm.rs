@@ -1,6 +1,7 @@
 //! A one-node Slurm cluster on loopback (`tests/slurm.sh`), up for one
-//! test and down when dropped, and the note a test leaves when it could
-//! not have one (`.ci/run` prints it).
+//! test and down when dropped, and the note a test leaves when what it
+//! needs (this cluster, root for a tmpfs) is not here (`.ci/run` prints
+//! it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
