@@ -14,7 +14,7 @@ use serl_evolve::{
 use serl_llm::Designer;
 use serl_local::{BaseModel, ChatMessage, LocalModel, LocalOptions};
 use serl_tune::{Example, FloatModel};
-pub use serl_tune::{Objective, Progress, TuneConfig, TuneReport};
+pub use serl_tune::{Objective, Progress, TuneConfig, TuneDevice, TuneReport};
 
 use crate::error::{Context, Result, StudyError};
 
@@ -141,7 +141,9 @@ pub fn train_texts(
         file: file_name(model),
         hash: engine.hash().context("hashing the model")?,
     };
-    let float = FloatModel::read(model, longest + 1).context("reading the model in f32")?;
+    let device = config.device.device().context("choosing the device")?;
+    let float =
+        FloatModel::read_on(model, longest + 1, &device).context("reading the model in f32")?;
     let report = serl_tune::train(&float, base, &kept, config, out, on)
         .with_context(|| format!("fine-tuning into {}", out.display()))?;
     Ok(FinetuneOutcome {

@@ -51,6 +51,7 @@ def parse():
     p.add_argument("--beta", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0, help="global grad-norm clip (0: none)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda (a GPU)")
     p.add_argument("--check", action="store_true",
                    help="before timing: check that the cached path's log-probs equal the full path's "
                         "and that a used cache copy leaves the prompt cache untouched")
@@ -88,7 +89,7 @@ def load_pairs(path):
 def reply_logprob(logits, reply):
     """Sum of log p(reply[i]) from logits [1, len(reply), V]."""
     lp = F.log_softmax(logits[0].float(), dim=-1)
-    tgt = torch.tensor(reply, dtype=torch.long).unsqueeze(1)
+    tgt = torch.tensor(reply, dtype=torch.long, device=logits.device).unsqueeze(1)
     return lp.gather(1, tgt).sum()
 
 
@@ -100,6 +101,17 @@ def _cache_kw():
 
 
 CACHE_KW = None
+DEVICE = "cpu"
+
+
+def ids_tensor(ids):
+    return torch.tensor(ids, device=DEVICE)
+
+
+def sync():
+    """Timers read after the GPU's queued work is done."""
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
 
 
 def prompt_cache(model, prompt):
@@ -108,7 +120,7 @@ def prompt_cache(model, prompt):
     if not head:
         return None
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([head]), use_cache=True)
+        out = model(input_ids=ids_tensor([head]), use_cache=True)
     return getattr(out, CACHE_KW)
 
 
@@ -116,13 +128,13 @@ def lp_cached(model, cache, last, reply):
     # DynamicCache.update() rebinds its layers' keys/values to torch.cat(...) on
     # every forward, i.e. the cache object grows in place: give each reply a copy.
     c = copy.deepcopy(cache) if cache is not None else None
-    ids = torch.tensor([[last] + reply[:-1]])
+    ids = ids_tensor([[last] + reply[:-1]])
     out = model(input_ids=ids, use_cache=c is not None, **{CACHE_KW: c})
     return reply_logprob(out.logits, reply)
 
 
 def lp_full(model, prompt, reply, all_logits=False):
-    ids = torch.tensor([prompt + reply[:-1]])
+    ids = ids_tensor([prompt + reply[:-1]])
     if all_logits:
         out = model(input_ids=ids, use_cache=False)
         logits = out.logits[:, len(prompt) - 1:]
@@ -150,7 +162,7 @@ def check(model, pairs):
         full_all = lp_full(model, p, c, all_logits=True)
         # what goes wrong without the copy: the cache object grows in place
         raw = prompt_cache(model, p)
-        ids = torch.tensor([[p[-1]] + c[:-1]])
+        ids = ids_tensor([[p[-1]] + c[:-1]])
         model(input_ids=ids, use_cache=True, **{CACHE_KW: raw})
         grown = cache_len(raw)
     model.train()
@@ -170,16 +182,17 @@ def check(model, pairs):
 
 
 def main():
-    global CACHE_KW
+    global CACHE_KW, DEVICE
     args = parse()
     CACHE_KW = _cache_kw()
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     from peft import LoraConfig, get_peft_model
     import transformers, peft
 
     t0 = time.perf_counter()
-    base = load_model(args.model, args.attn)
+    base = load_model(args.model, args.attn).to(DEVICE)
     load_secs = time.perf_counter() - t0
     cfg = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS, bias="none",
                      task_type="CAUSAL_LM")
@@ -190,7 +203,7 @@ def main():
     pairs = load_pairs(args.pairs)
 
     result = {
-        "mode": args.mode, "model": args.model, "pairs_file": args.pairs, "pairs": len(pairs),
+        "mode": args.mode, "device": args.device, "model": args.model, "pairs_file": args.pairs, "pairs": len(pairs),
         "threads": torch.get_num_threads(), "attn": args.attn, "cache_kwarg": CACHE_KW,
         "all_logits": bool(args.all_logits) if args.mode == "full" else None,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -203,25 +216,31 @@ def main():
 
     def run_pair(p, c, r, tm):
         if args.mode == "cache":
+            sync()
             t = time.perf_counter()
             cache = prompt_cache(model, p)
+            sync()
             tm["prompt"] += time.perf_counter() - t
             t = time.perf_counter()
             lc = lp_cached(model, cache, p[-1], c)
             lr = lp_cached(model, cache, p[-1], r)
         else:
+            sync()
             t = time.perf_counter()
             lc = lp_full(model, p, c, args.all_logits)
             lr = lp_full(model, p, r, args.all_logits)
         margin = lc - lr - 0.0  # reference log-probs: zeros (timing only)
         loss = F.softplus(-args.beta * margin)
+        sync()
         t1 = time.perf_counter()
         loss.backward()
+        sync()
         t2 = time.perf_counter()
         if args.clip > 0:
             torch.nn.utils.clip_grad_norm_(params, args.clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        sync()
         t3 = time.perf_counter()
         tm["fwd"] += t1 - t
         tm["bwd"] += t2 - t1

@@ -115,6 +115,44 @@ pub struct TuneConfig {
     pub patience: usize,
     /// Seeds the adapter's start, the split, the order and dropout.
     pub seed: u64,
+    /// Where the training runs. Left out of the written settings when it
+    /// is the CPU, so that checkpoints from before the option resume.
+    #[serde(skip_serializing_if = "TuneDevice::is_cpu")]
+    pub device: TuneDevice,
+}
+
+/// Where an adapter is trained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TuneDevice {
+    /// The CPU (every build).
+    #[default]
+    Cpu,
+    /// The first CUDA GPU: a build with `--features cuda`, on a machine
+    /// with the CUDA toolkit.
+    Cuda,
+}
+
+impl TuneDevice {
+    fn is_cpu(&self) -> bool {
+        *self == TuneDevice::Cpu
+    }
+
+    /// candle's device; a clear error for CUDA in a build without it, or on
+    /// a machine without a GPU.
+    pub fn device(self) -> Result<candle_core::Device, TuneError> {
+        match self {
+            TuneDevice::Cpu => Ok(candle_core::Device::Cpu),
+            TuneDevice::Cuda if !candle_core::utils::cuda_is_available() => Err(TuneError::Config(
+                "`device = \"cuda\"` needs a serl built with `--features cuda` \
+                     (cargo build --release -p serl --features cuda, with the CUDA toolkit's nvcc \
+                     on the PATH)"
+                    .into(),
+            )),
+            TuneDevice::Cuda => candle_core::Device::new_cuda(0)
+                .map_err(|e| TuneError::Config(format!("`device = \"cuda\"`: no usable GPU: {e}"))),
+        }
+    }
 }
 
 impl Default for TuneConfig {
@@ -134,6 +172,7 @@ impl Default for TuneConfig {
             holdout: 0.2,
             patience: 1,
             seed: 0,
+            device: TuneDevice::Cpu,
         }
     }
 }

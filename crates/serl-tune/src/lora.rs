@@ -27,8 +27,19 @@ struct Dropout {
 }
 
 impl Lora {
-    /// A new adapter for `shape`: `A` drawn with `seed`, `B` zero.
+    /// A new adapter for `shape` on the CPU: `A` drawn with `seed`, `B`
+    /// zero.
     pub fn new(shape: &ModelShape, config: AdapterConfig, seed: u64) -> Result<Lora, TuneError> {
+        Lora::new_on(shape, config, seed, &Device::Cpu)
+    }
+
+    /// [`Lora::new`] on `device` (the same numbers: drawn on the CPU).
+    pub fn new_on(
+        shape: &ModelShape,
+        config: AdapterConfig,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Lora, TuneError> {
         if config.rank == 0 || config.targets.is_empty() {
             return Err(TuneError::Config(
                 "a LoRA adapter needs a rank of at least 1 and one target".into(),
@@ -45,8 +56,8 @@ impl Lora {
                 let a: Vec<f32> = (0..r * cols)
                     .map(|_| rng.random_range(-bound..bound))
                     .collect();
-                let a = Var::from_tensor(&Tensor::from_vec(a, (r, cols), &Device::Cpu)?)?;
-                let zeros = Tensor::zeros((rows, r), candle_core::DType::F32, &Device::Cpu)?;
+                let a = Var::from_tensor(&Tensor::from_vec(a, (r, cols), device)?)?;
+                let zeros = Tensor::zeros((rows, r), candle_core::DType::F32, device)?;
                 let b = Var::from_tensor(&zeros)?;
                 layer.insert(t, (a.as_tensor().clone(), b.as_tensor().clone()));
             }
@@ -71,6 +82,12 @@ impl Lora {
         if let Some(d) = &mut self.dropout {
             d.seed = seed;
         }
+    }
+
+    /// Where the variables live.
+    pub fn device(&self) -> Device {
+        let first = self.layers.iter().flat_map(|l| l.values()).next();
+        first.map_or(Device::Cpu, |(a, _)| a.device().clone())
     }
 
     /// The configuration.
@@ -111,7 +128,7 @@ impl Lora {
                 let mask: Vec<f32> = (0..x.elem_count())
                     .map(|_| if rng.random::<f32>() < d.p { 0.0 } else { keep })
                     .collect();
-                (x * Tensor::from_vec(mask, x.shape(), &Device::Cpu)?)?
+                (x * Tensor::from_vec(mask, x.shape(), x.device())?)?
             }
             None => x.clone(),
         };
@@ -148,7 +165,7 @@ impl Lora {
             let t = tensors
                 .get(&name)
                 .ok_or_else(|| TuneError::Checkpoint(format!("no `{name}` in the checkpoint")))?;
-            var.set(t)?;
+            var.set(&t.to_device(var.device())?)?;
         }
         Ok(())
     }

@@ -37,6 +37,8 @@ pub struct FloatModel {
     /// sliding-window layers.
     rope: [(Tensor, Tensor); 2],
     context: usize,
+    /// Where the tensors live: the CPU, or a CUDA GPU (`--features cuda`).
+    device: Device,
 }
 
 /// The keys and values of a prompt's tokens, per layer (`kv_heads ×
@@ -71,13 +73,25 @@ fn gguf_name(t: Target) -> &'static str {
 }
 
 impl FloatModel {
-    /// Reads `path` in f32, for contexts of up to `context` tokens.
+    /// Reads `path` in f32 on the CPU, for contexts of up to `context`
+    /// tokens.
     pub fn read(path: &Path, context: usize) -> Result<FloatModel, TuneError> {
-        let w = FloatWeights::read(path)?;
-        FloatModel::new(w, context)
+        FloatModel::read_on(path, context, &Device::Cpu)
     }
 
-    fn new(w: FloatWeights, context: usize) -> Result<FloatModel, TuneError> {
+    /// Reads `path` in f32 onto `device` (the file is dequantized on the
+    /// CPU, then copied).
+    pub fn read_on(path: &Path, context: usize, device: &Device) -> Result<FloatModel, TuneError> {
+        let mut w = FloatWeights::read(path)?;
+        if !device.is_cpu() {
+            for t in w.tensors.values_mut() {
+                *t = t.to_device(device)?;
+            }
+        }
+        FloatModel::new(w, context, device)
+    }
+
+    fn new(w: FloatWeights, context: usize, device: &Device) -> Result<FloatModel, TuneError> {
         let s = w.shape.clone();
         let vector = |name: &str| -> Result<Tensor, TuneError> { Ok(w.get(name)?.flatten_all()?) };
         let opt = |name: &str| w.tensors.get(name).map(|t| t.flatten_all()).transpose();
@@ -124,7 +138,7 @@ impl FloatModel {
         let pairs = s.head_dim / 2;
         let table = |base: f32, scale: f32| -> Result<(Tensor, Tensor), TuneError> {
             let t = RopeTable::new(s.head_dim, base, scale, factors.as_deref(), context);
-            let dev = &Device::Cpu;
+            let dev = device;
             Ok((
                 Tensor::from_vec(t.cos, (context, pairs), dev)?,
                 Tensor::from_vec(t.sin, (context, pairs), dev)?,
@@ -141,7 +155,13 @@ impl FloatModel {
             layers,
             context,
             shape: s,
+            device: device.clone(),
         })
+    }
+
+    /// Where the tensors live.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// The shape.
@@ -183,7 +203,7 @@ impl FloatModel {
         let z = logits.broadcast_sub(&max)?;
         let lse = z.exp()?.sum_keepdim(D::Minus1)?.log()?;
         let logp = z.broadcast_sub(&lse)?;
-        let targets = Tensor::from_slice(reply, (reply.len(), 1), &Device::Cpu)?;
+        let targets = Tensor::from_slice(reply, (reply.len(), 1), &self.device)?;
         Ok(logp.gather(&targets, 1)?.sum_all()?)
     }
 
@@ -218,7 +238,7 @@ impl FloatModel {
         if let Some(&t) = tokens.iter().find(|&&t| t as usize >= s.vocab) {
             return Err(TuneError::Data(format!("token {t} is past the vocabulary")));
         }
-        let ids = Tensor::from_slice(tokens, tokens.len(), &Device::Cpu)?;
+        let ids = Tensor::from_slice(tokens, tokens.len(), &self.device)?;
         let mut x = self.embedding.index_select(&ids, 0)?;
         if s.embed_scale != 1.0 {
             x = (x * s.embed_scale as f64)?;
@@ -299,7 +319,7 @@ impl FloatModel {
         let q = q.contiguous()?.reshape((s.kv_heads, group * n, d))?;
         let scores = (q.matmul(&k.t()?)? * s.attn_scale as f64)?;
         let window = if layer.sliding { s.window } else { usize::MAX };
-        let mask = causal_mask(n, start, total, window)?;
+        let mask = causal_mask(n, start, total, window, &self.device)?;
         let scores = scores
             .reshape((s.kv_heads, group, n, total))?
             .broadcast_add(&mask)?;
@@ -339,11 +359,16 @@ impl FloatModel {
     }
 }
 
-/// `x · w` for a constant `w` (inputs × outputs): the backward pass
-/// computes the gradient of `x` only. candle's matmul would also compute
-/// `w`'s, a weight-sized product and allocation per projection, which
-/// tripled the cost of a reply's backward pass on SmolLM2.
+/// `x · w` for a constant `w` (inputs × outputs): on the CPU the backward
+/// pass computes the gradient of `x` only. candle's matmul would also
+/// compute `w`'s, a weight-sized product and allocation per projection,
+/// which tripled the cost of a reply's backward pass on SmolLM2. On a GPU
+/// candle's own matmul runs (the op below has no kernel there), and the
+/// unused product costs a GPU far less.
 fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor, TuneError> {
+    if !x.device().is_cpu() {
+        return Ok(x.matmul(w)?);
+    }
     Ok(x.contiguous()?.apply_op1(Frozen { w: w.clone() })?)
 }
 
@@ -424,12 +449,18 @@ fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor, neox: bool) -> candle_core::Re
 
 /// `n × total`: 0 where query `t` (at position `start + t`) sees key `j`
 /// (causal, and within `window` positions counting its own), −∞ elsewhere.
-fn causal_mask(n: usize, start: usize, total: usize, window: usize) -> candle_core::Result<Tensor> {
+fn causal_mask(
+    n: usize,
+    start: usize,
+    total: usize,
+    window: usize,
+    device: &Device,
+) -> candle_core::Result<Tensor> {
     let mut m = vec![f32::NEG_INFINITY; n * total];
     for t in 0..n {
         let pos = start + t;
         let from = (pos + 1).saturating_sub(window);
         m[t * total + from..t * total + pos + 1].fill(0.0);
     }
-    Tensor::from_vec(m, (n, total), &Device::Cpu)?.to_dtype(DType::F32)
+    Tensor::from_vec(m, (n, total), device)?.to_dtype(DType::F32)
 }

@@ -146,7 +146,12 @@ pub fn train(
         offset: 0.0,
         steps: per_epoch * config.epochs as u64,
     };
-    let mut lora = Lora::new(model.shape(), adapter_config(config), config.seed)?;
+    let mut lora = Lora::new_on(
+        model.shape(),
+        adapter_config(config),
+        config.seed,
+        model.device(),
+    )?;
     lora.set_dropout(config.dropout, config.seed);
     let mut opt = AdamW::new(config.learning_rate, config.weight_decay);
     let data = fingerprint(&examples, config, &base);
@@ -164,7 +169,10 @@ pub fn train(
             &heldout_idx,
             on,
         )?;
-        let best = run.read_tensors(&format!("best-{}.safetensors", state.report.best_epoch))?;
+        let best = run.read_tensors(
+            &format!("best-{}.safetensors", state.report.best_epoch),
+            &Device::Cpu,
+        )?;
         lora.load(&best)?;
         let adapter: Adapter = lora.to_adapter(state.report.base.clone())?;
         adapter.save(dir)?;
@@ -471,15 +479,20 @@ impl Run<'_> {
                 self.ckpt.display()
             )));
         }
-        lora.load(&self.read_tensors(&format!("lora-{}.safetensors", state.saves))?)?;
-        let moments = self.read_tensors(&format!("adam-{}.safetensors", state.saves))?;
+        let device = lora.device();
+        lora.load(&self.read_tensors(&format!("lora-{}.safetensors", state.saves), &device)?)?;
+        let moments = self.read_tensors(&format!("adam-{}.safetensors", state.saves), &device)?;
         opt.load(&moments, state.report.steps.len() as u64);
         Ok(Some(state))
     }
 
-    fn read_tensors(&self, name: &str) -> Result<HashMap<String, Tensor>, TuneError> {
+    fn read_tensors(
+        &self,
+        name: &str,
+        device: &Device,
+    ) -> Result<HashMap<String, Tensor>, TuneError> {
         let path = self.ckpt.join(name);
-        candle_core::safetensors::load(&path, &Device::Cpu)
+        candle_core::safetensors::load(&path, device)
             .map_err(|e| ck(format!("{}: {e}", path.display())))
     }
 

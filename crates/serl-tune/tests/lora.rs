@@ -369,3 +369,18 @@ fn a_run_stopped_halfway_resumes_to_the_same_adapter() {
         "{err}"
     );
 }
+
+/// `device = "cuda"` in a build without the `cuda` feature says how to get
+/// one, before any work starts.
+#[test]
+#[cfg(not(feature = "cuda"))]
+fn cuda_in_a_build_without_it_is_a_clear_error() {
+    let e = serl_tune::TuneDevice::Cuda
+        .device()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--features cuda"), "{e}");
+    let config: Result<TuneConfig, _> = serde_json::from_str(r#"{"device": "gpu"}"#);
+    let e = config.unwrap_err().to_string();
+    assert!(e.contains("unknown variant `gpu`"), "{e}");
+}

@@ -99,11 +99,17 @@ fn a_real_models_training_speed_on_pairs() {
         .map(|e| e.prompt.len() + e.chosen.len().max(e.rejected.as_ref().unwrap().len()))
         .max()
         .unwrap();
-    let model = FloatModel::read(&path, longest + 1).unwrap();
+    // SERL_TUNE_DEVICE=cuda: on the GPU (a test build with `--features cuda`).
+    let device = match std::env::var("SERL_TUNE_DEVICE").as_deref() {
+        Ok("cuda") => serl_tune::TuneDevice::Cuda,
+        _ => serl_tune::TuneDevice::Cpu,
+    };
+    let model = FloatModel::read_on(&path, longest + 1, &device.device().unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = serl_tune::TuneConfig {
         epochs: 1,
         holdout: 0.0,
+        device,
         ..serl_tune::TuneConfig::default()
     };
     let base = serl_local::BaseModel {
@@ -112,7 +118,7 @@ fn a_real_models_training_speed_on_pairs() {
     };
     let r = serl_tune::train(&model, base, &examples, &config, dir.path(), &mut |_| {}).unwrap();
     eprintln!(
-        "{} pairs, {} reply tokens in {:.2} s of forward, backward and steps: {:.1} tokens/s; {:.1} s in all",
+        "{device:?}: {} pairs, {} reply tokens in {:.2} s of forward, backward and steps: {:.1} tokens/s; {:.1} s in all",
         examples.len(),
         r.reply_tokens,
         r.reply_secs,

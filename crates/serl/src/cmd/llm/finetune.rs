@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use serl_study::finetune::{finetune, write_report, FinetuneRequest, Objective, TuneConfig};
+use serl_study::finetune::{
+    finetune, write_report, FinetuneRequest, Objective, TuneConfig, TuneDevice,
+};
 
 use crate::progress::PlainProgress;
 
@@ -46,6 +48,18 @@ pub struct FinetuneArgs {
     /// The seed of the adapter's start, the split and the order.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where to train: `cpu`, or `cuda` in a build with `--features cuda`
+    /// (default: the settings file's, else cpu).
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DeviceArg {
+    /// The CPU.
+    Cpu,
+    /// The first CUDA GPU.
+    Cuda,
 }
 
 fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
@@ -64,6 +78,12 @@ fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
     }
     if let Some(s) = a.seed {
         c.seed = s;
+    }
+    if let Some(d) = a.device {
+        c.device = match d {
+            DeviceArg::Cpu => TuneDevice::Cpu,
+            DeviceArg::Cuda => TuneDevice::Cuda,
+        };
     }
     Ok(c)
 }
