@@ -146,9 +146,10 @@ pub use impact::{
 pub use lobster_stats::OrderStats;
 pub use path::PathModel;
 pub use realism::{
-    lobster_calibration, score as realism_score, DayFeatures, Distances, Interval, ModelScore,
-    ParametricFlow, RealismRow, Response, ResponseEvent, Sample, StatKind, Statistic, REPLICATES,
-    RESPONSE_LAGS, STATISTICS,
+    forecast_calibration, lobster_calibration, lobster_calibration_window, minute_of_session,
+    score as realism_score, DayFeatures, Distances, Interval, ModelScore, ParametricFlow,
+    RealismRow, Response, ResponseEvent, Sample, StatKind, Statistic, REPLICATES, RESPONSE_LAGS,
+    STATISTICS,
 };
 pub use sim::{
     fit_noise_volume, held_out_profiles, AgentKind, BookSnapshot, Calibration, FitEffort,

@@ -9,8 +9,8 @@ use serl_lob::{
     OrderBook, ReplayOptions,
 };
 use serl_market::{
-    lobster_calibration, realism_score, Calibration, DayFeatures, MarketConfig, ParametricFlow,
-    Simulator, StatKind, STATISTICS,
+    forecast_calibration, lobster_calibration, lobster_calibration_window, realism_score,
+    Calibration, DayFeatures, MarketConfig, ParametricFlow, Simulator, StatKind, STATISTICS,
 };
 
 /// A day of the engine's synthetic stream as a level-`levels` LOBSTER day,
@@ -155,4 +155,65 @@ fn the_agent_based_day_is_a_valid_lobster_day_and_calibrates_back() {
             "minute {m}"
         );
     }
+}
+
+/// An afternoon simulated on its own keeps LOBSTER's clock: its messages
+/// start at 12:45 and read back, through the afternoon's window, as its
+/// volume.
+#[test]
+fn part_of_a_session_is_simulated_on_the_sessions_clock() {
+    let (cal, market) = hour_of_trading();
+    let (stats, rec) =
+        Simulator::recording_lobster_from(&cal, &market, 4, 5, 45_900.0).finish_lobster();
+    let (messages, rows) = rec.into_rows();
+    assert!(messages
+        .iter()
+        .all(|m| (45_900.0..45_900.0 + 3_600.0).contains(&m.time)));
+    let back = lobster_calibration_window(&messages, &rows, 100, 195..255);
+    assert_eq!(back.minute_volume.len(), 60);
+    assert_eq!(
+        back.minute_volume.iter().sum::<f64>(),
+        stats.volume.iter().sum::<f64>()
+    );
+    // The whole session's calibration puts the same volume in minutes
+    // 195 to 254 and none before.
+    let whole = lobster_calibration(&messages, &rows, 100);
+    assert_eq!(whole.minute_volume[..195].iter().sum::<f64>(), 0.0);
+}
+
+/// The held-out part's calibration is drawn from the seen part alone:
+/// driftless from its last price at its minute volatility, its mean
+/// volume, its spread; the same for the same seed.
+#[test]
+fn a_forecast_calibration_follows_the_seen_part() {
+    let mut seen = hour_of_trading().0;
+    let mut p = 50.0f64;
+    seen.minute_price = (0..600)
+        .map(|k| {
+            p *= (0.002f64 * if (k * 7919) % 13 < 6 { 1.0 } else { -1.0 }).exp();
+            p
+        })
+        .collect();
+    seen.minute_volume = (0..600).map(|k| (k % 10) as f64 * 100.0).collect();
+    let f = forecast_calibration(&seen, 4_000, 3);
+    assert_eq!(f.minute_price.len(), 4_000);
+    assert_eq!(f.minute_price[0], *seen.minute_price.last().unwrap());
+    assert!(f.minute_volume.iter().all(|&v| (v - 450.0).abs() < 1e-9));
+    assert_eq!(f.spread_bps, seen.spread_bps);
+    assert!(f.noise_scale.is_empty());
+    let sigma = |p: &[f64]| {
+        let r: Vec<f64> = p.windows(2).map(|w| (w[1] / w[0]).ln()).collect();
+        let m = r.iter().sum::<f64>() / r.len() as f64;
+        (r.iter().map(|x| (x - m).powi(2)).sum::<f64>() / r.len() as f64).sqrt()
+    };
+    let (s, t) = (sigma(&seen.minute_price), sigma(&f.minute_price));
+    assert!(
+        (t / s - 1.0).abs() < 0.1,
+        "forecast σ {t} against seen σ {s}"
+    );
+    assert_eq!(f, forecast_calibration(&seen, 4_000, 3));
+    assert_ne!(
+        f.minute_price,
+        forecast_calibration(&seen, 4_000, 4).minute_price
+    );
 }

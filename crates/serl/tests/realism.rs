@@ -63,13 +63,18 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
     assert!(text(&o).contains("the agent-based market is closer than the parametric baseline on"));
 
     let json = common::read_json(&out.join("realism.json"));
-    let stats = json["symbols"][0]["statistics"].as_array().unwrap();
-    assert!(stats.len() >= 19, "{} statistics", stats.len());
+    let symbol = &json["symbols"][0];
+    assert_eq!(symbol["held_out"]["window"], "12:45–16:00");
+    assert_eq!(symbol["in_sample"]["window"], "09:30–12:45");
     // On the generated excerpt (no shared sample) the parametric day may
     // lack an event kind, and with it one response curve.
     let real = day.to_string_lossy().contains("LOBSTER_SampleFile");
     let mut missing = 0;
-    for s in stats {
+    let stats = symbol["held_out"]["statistics"].as_array().unwrap();
+    assert!(stats.len() >= 19, "{} statistics", stats.len());
+    let in_sample = symbol["in_sample"]["statistics"].as_array().unwrap();
+    assert_eq!(in_sample.len(), stats.len());
+    for s in stats.iter().chain(in_sample) {
         let models: Vec<&str> = s["scores"]
             .as_array()
             .unwrap()
@@ -87,28 +92,44 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
         assert_eq!(models, ["agent-based", "parametric"], "{}", s["statistic"]);
     }
     assert!(
-        missing <= 2,
+        missing <= 4,
         "{missing} curves without the parametric day's score"
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("spread given time of day"));
 
-    // Each model's day, written in LOBSTER's format, replays through the
-    // engine with every row matching.
+    // Each model's two parts, written in LOBSTER's format under the
+    // parts' windows, replay through the engine with every row matching.
     for model in ["agent-based", "parametric"] {
         let dir = out.join("lobster").join(model);
-        let message = std::fs::read_dir(&dir)
+        let mut messages: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().contains("_message_"))
-            .unwrap_or_else(|| panic!("no message file in {}", dir.display()));
-        let o = serl(&["lob", "replay", message.to_str().unwrap()]);
-        assert!(o.status.success(), "{}", text(&o));
+            .filter(|p| p.to_string_lossy().contains("_message_"))
+            .collect();
+        messages.sort();
+        let names: Vec<String> = messages
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
         assert!(
-            text(&o).contains("mismatched rows  0"),
-            "{model}: {}",
-            text(&o)
+            names[0].contains("_34200000_45900000_message_"),
+            "{names:?}"
         );
+        assert!(
+            names[1].contains("_45900000_57600000_message_"),
+            "{names:?}"
+        );
+        for message in &messages {
+            let o = serl(&["lob", "replay", message.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(
+                text(&o).contains("mismatched rows  0"),
+                "{model}: {}",
+                text(&o)
+            );
+        }
     }
 
     // The same seed gives the same numbers.
@@ -165,4 +186,104 @@ fn realism_names_a_missing_sample_and_an_unknown_symbol() {
         "{}",
         text(&o)
     );
+}
+
+/// Writes a level-5 LOBSTER day of `n` synthetic messages over the
+/// session, as `SYN_…` files in `dir`.
+fn synthetic_day(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut book = serl_lob::OrderBook::default();
+    let mut rec = serl_lob::LobsterRecorder::new(5, 100);
+    let stream = serl_lob::message_stream(n, 5);
+    for (i, m) in stream.iter().enumerate() {
+        rec.at(34_200.0 + i as f64 * 23_400.0 / stream.len() as f64);
+        let _ = book.apply(m, &mut rec);
+    }
+    let (msg, ob) = (
+        dir.join("SYN_2012-06-21_34200000_57600000_message_5.csv"),
+        dir.join("SYN_2012-06-21_34200000_57600000_orderbook_5.csv"),
+    );
+    let (mut m, mut o) = (Vec::new(), Vec::new());
+    rec.write(&mut m, &mut o).unwrap();
+    std::fs::write(&msg, m).unwrap();
+    std::fs::write(&ob, o).unwrap();
+    (msg, ob)
+}
+
+/// The lines of a message file and its order-book file whose message
+/// time is before (`true`) or from (`false`) 12:45.
+fn lines_of(files: &(PathBuf, PathBuf), morning: bool) -> (String, String) {
+    let messages = std::fs::read_to_string(&files.0).unwrap();
+    let rows = std::fs::read_to_string(&files.1).unwrap();
+    let (mut m, mut o) = (String::new(), String::new());
+    for (message, row) in messages.lines().zip(rows.lines()) {
+        let time: f64 = message.split(',').next().unwrap().parse().unwrap();
+        if (time < 45_900.0) == morning {
+            m.push_str(message);
+            m.push('\n');
+            o.push_str(row);
+            o.push('\n');
+        }
+    }
+    (m, o)
+}
+
+/// The split is honest: two days with the same morning and different
+/// afternoons give the same calibrated models, so the same simulated
+/// afternoons and the same in-sample scores, but different held-out
+/// scores. Nothing of the afternoon reaches the calibration.
+#[test]
+fn nothing_of_the_held_out_afternoon_reaches_the_calibration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = synthetic_day(&tmp.path().join("one"), 30_000);
+    let other = synthetic_day(&tmp.path().join("other"), 24_000);
+    // `mixed`: the first day's morning, the second day's afternoon.
+    let (morning, afternoon) = (lines_of(&one, true), lines_of(&other, false));
+    let mixed = tmp.path().join("mixed");
+    std::fs::create_dir_all(&mixed).unwrap();
+    for (path, (a, b)) in [
+        (&one.0, (&morning.0, &afternoon.0)),
+        (&one.1, (&morning.1, &afternoon.1)),
+    ] {
+        std::fs::write(mixed.join(path.file_name().unwrap()), format!("{a}{b}")).unwrap();
+    }
+    let runs = [
+        ("one", &one.0),
+        ("mixed", &mixed.join(one.0.file_name().unwrap())),
+    ];
+    let mut outs = Vec::new();
+    for (name, day) in runs {
+        let out = tmp.path().join(format!("out-{name}"));
+        let o = realism(day, &out, &["--export"]);
+        assert!(o.status.success(), "{}", text(&o));
+        outs.push(out);
+    }
+    let json = |out: &Path| common::read_json(&out.join("realism.json"))["symbols"][0].clone();
+    let (a, b) = (json(&outs[0]), json(&outs[1]));
+    assert_eq!(
+        a["in_sample"], b["in_sample"],
+        "the morning's scores differ"
+    );
+    assert_ne!(
+        a["held_out"]["statistics"], b["held_out"]["statistics"],
+        "the afternoons differ, so should their scores"
+    );
+    for model in ["agent-based", "parametric"] {
+        let read = |out: &Path| {
+            let dir = out.join("lobster").join(model);
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            files.sort();
+            files
+                .iter()
+                .map(|p| std::fs::read(p).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            read(&outs[0]) == read(&outs[1]),
+            "{model}: the simulated parts depend on the held-out afternoon"
+        );
+    }
 }

@@ -118,11 +118,62 @@ impl LobsterDayFiles {
             rows,
         })
     }
+
+    /// The day cut at `seconds` after midnight: the messages before it
+    /// (with their book rows), and those at or after it. Taking the day by
+    /// value keeps a caller that calibrates on the first part from reading
+    /// the second by mistake.
+    pub fn split_at(self, seconds: f64) -> (LobsterDayFiles, LobsterDayFiles) {
+        let cut = self.messages.partition_point(|m| m.time < seconds);
+        let part = |messages: Vec<MessageRow>, rows: BookRows| LobsterDayFiles {
+            symbol: self.symbol.clone(),
+            file: self.file.clone(),
+            messages,
+            rows,
+        };
+        let before = part(self.messages[..cut].to_vec(), self.rows.slice(0..cut));
+        let after = part(
+            self.messages[cut..].to_vec(),
+            self.rows.slice(cut..self.rows.len()),
+        );
+        (before, after)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_day_split_at_a_time_keeps_each_message_with_its_book_row() {
+        let message = |time: f64, id: u64| MessageRow {
+            time,
+            kind: crate::LobsterEvent::Submit,
+            id,
+            size: 100,
+            price: 1_000_000,
+            direction: 1,
+        };
+        let times = [34_200.5, 40_000.0, 45_899.9, 45_900.0, 50_000.0];
+        let day = LobsterDayFiles {
+            symbol: "X".into(),
+            file: PathBuf::from("x.zip"),
+            messages: times
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| message(t, i as u64))
+                .collect(),
+            rows: BookRows::from_values(1, (0..20).collect()),
+        };
+        let (before, after) = day.split_at(45_900.0);
+        assert_eq!(before.messages.len(), 3);
+        assert_eq!(after.messages.len(), 2);
+        assert!(before.messages.iter().all(|m| m.time < 45_900.0));
+        assert!(after.messages.iter().all(|m| m.time >= 45_900.0));
+        assert_eq!(before.rows.len(), 3);
+        assert_eq!(after.rows.row(0), &[12, 13, 14, 15]);
+        assert_eq!(after.messages[0].id, 3);
+    }
 
     #[test]
     fn names_of_sample_zips_and_message_files_give_symbol_date_and_depth() {

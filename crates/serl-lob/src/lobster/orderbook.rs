@@ -43,6 +43,15 @@ impl BookRows {
         &self.values[i * w..(i + 1) * w]
     }
 
+    /// A copy of rows `range`.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> BookRows {
+        let w = 4 * self.levels;
+        BookRows {
+            levels: self.levels,
+            values: self.values[range.start * w..range.end * w].to_vec(),
+        }
+    }
+
     /// Price and size of level `k` (0: the best) of `side` in row `i`
     /// ([`book_level`]).
     pub fn level(&self, i: usize, side: Side, k: usize) -> (i64, i64) {

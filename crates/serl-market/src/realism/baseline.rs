@@ -30,7 +30,7 @@ use serl_lob::{
 use super::features::DayFeatures;
 
 /// Poisson order flow fitted to one LOBSTER day.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ParametricFlow {
     /// Depth of `limit_rate[0]` and `cancel_rate[0]`, ticks.
     depth_min: i64,
@@ -107,6 +107,19 @@ impl ParametricFlow {
             seconds,
             spread: spreads[spreads.len() / 2].round().max(1.0) as i64,
         })
+    }
+
+    /// The same flow played from `open` (seconds after midnight) for
+    /// `seconds`, starting from the book `opening` (an order-book row of
+    /// the fitted day's depth): the rest of a session, from the fitted
+    /// part's last book.
+    pub fn continued(&self, open: f64, seconds: f64, opening: &[i64]) -> ParametricFlow {
+        ParametricFlow {
+            open,
+            seconds: seconds.max(1.0),
+            opening: opening.to_vec(),
+            ..self.clone()
+        }
     }
 
     /// The opening mid, ticks; one side's best and half the day's spread

@@ -18,6 +18,12 @@ pub(super) fn minute_of(seconds: f64) -> u16 {
     (((seconds - OPEN_SECONDS) / 60.0).max(0.0) as u16).min(crate::SESSION_MINUTES - 1)
 }
 
+/// The minute of the session (0: 09:30 to 389: 15:59) a LOBSTER time
+/// (seconds after midnight) falls in.
+pub fn minute_of_session(seconds: f64) -> usize {
+    minute_of(seconds) as usize
+}
+
 /// Message lags, in messages, at which the price response is read.
 pub const RESPONSE_LAGS: [usize; 7] = [1, 2, 5, 10, 20, 50, 100];
 

@@ -18,7 +18,9 @@ mod features;
 
 pub use baseline::ParametricFlow;
 pub use distance::{Distances, Interval, REPLICATES};
-pub use features::{DayFeatures, Response, ResponseEvent, Sample, RESPONSE_LAGS};
+pub use features::{
+    minute_of_session, DayFeatures, Response, ResponseEvent, Sample, RESPONSE_LAGS,
+};
 
 use distance::{distances, interval, into_blocks, resample, Blocks};
 use rand::rngs::SmallRng;
@@ -33,12 +35,29 @@ use crate::Calibration;
 /// shares executed in each minute (visible and hidden), and the mean
 /// quoted spread. `tick` is one tick in LOBSTER units (100 for a cent).
 pub fn lobster_calibration(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Calibration {
-    let minutes = crate::SESSION_MINUTES as usize;
+    lobster_calibration_window(messages, rows, tick, 0..crate::SESSION_MINUTES as usize)
+}
+
+/// [`lobster_calibration`] for the session's minutes `minutes` (0: 09:30):
+/// part of a day, its messages outside the window ignored.
+pub fn lobster_calibration_window(
+    messages: &[MessageRow],
+    rows: &BookRows,
+    tick: i64,
+    minutes: std::ops::Range<usize>,
+) -> Calibration {
+    let first = minutes.start;
+    let minutes = minutes.len().max(1);
     let mut price = vec![f64::NAN; minutes];
     let mut volume = vec![0.0; minutes];
     let (mut spread_sum, mut spread_n) = (0.0, 0usize);
     for (i, m) in messages.iter().enumerate().take(rows.len()) {
-        let minute = features::minute_of(m.time) as usize;
+        let Some(minute) = (features::minute_of(m.time) as usize)
+            .checked_sub(first)
+            .filter(|&k| k < minutes)
+        else {
+            continue;
+        };
         if matches!(m.kind, LobsterEvent::Execute | LobsterEvent::ExecuteHidden) {
             volume[minute] += m.size as f64;
         }
@@ -56,6 +75,37 @@ pub fn lobster_calibration(messages: &[MessageRow], rows: &BookRows, tick: i64) 
         minute_price: price,
         minute_volume: volume,
         spread_bps: spread_sum / spread_n.max(1) as f64,
+        noise_scale: Vec::new(),
+    }
+}
+
+/// The calibration of the `minutes` after a day's part `seen` ends, from
+/// `seen` alone (nothing of the minutes it describes): each minute's volume
+/// the mean of `seen`'s, the same spread and tick, and a minute price path
+/// drawn with `seed` as a driftless random walk from `seen`'s last price
+/// at `seen`'s realised minute volatility. `noise_scale` is left empty
+/// (fit it to this calibration).
+pub fn forecast_calibration(seen: &Calibration, minutes: usize, seed: u64) -> Calibration {
+    use rand::Rng;
+    let p = &seen.minute_price;
+    let returns: Vec<f64> = p.windows(2).map(|w| (w[1] / w[0]).ln()).collect();
+    let n = returns.len().max(1) as f64;
+    let mean = returns.iter().sum::<f64>() / n;
+    let sigma = (returns.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let last = p.last().copied().unwrap_or(100.0).max(1e-9);
+    let mut price = vec![last];
+    let mut level = last.ln();
+    for _ in 1..minutes.max(1) {
+        level += sigma * rng.sample::<f64, _>(rand_distr::StandardNormal);
+        price.push(level.exp());
+    }
+    let volume = seen.minute_volume.iter().sum::<f64>() / seen.minute_volume.len().max(1) as f64;
+    Calibration {
+        tick: seen.tick,
+        minute_price: price,
+        minute_volume: vec![volume; minutes.max(1)],
+        spread_bps: seen.spread_bps,
         noise_scale: Vec::new(),
     }
 }

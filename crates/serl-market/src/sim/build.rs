@@ -109,7 +109,7 @@ impl Simulator {
         cfg: &MarketConfig,
         seed: u64,
         recording: Option<Recording>,
-        lobster: Option<LobsterRecorder>,
+        lobster: Option<(LobsterRecorder, f64)>,
     ) -> Self {
         let minutes = cal.minute_price.len().max(1);
         let sc = &cfg.scenario;
@@ -155,7 +155,8 @@ impl Simulator {
             minutes,
             events: 0,
             recording,
-            lobster: lobster.map(Box::new),
+            lobster_open: lobster.as_ref().map_or(super::OPEN_SECONDS, |l| l.1),
+            lobster: lobster.map(|l| Box::new(l.0)),
         };
         sim.open();
         sim

@@ -95,6 +95,9 @@ pub struct Simulator {
     /// The day as LOBSTER files, for a [`Simulator::recording_lobster`]
     /// simulator.
     lobster: Option<Box<LobsterRecorder>>,
+    /// LOBSTER's clock at the simulated day's start, seconds after
+    /// midnight (09:30, or later for part of a session).
+    lobster_open: f64,
 }
 
 /// The agent that carries the noise traders' one arrival stream.
@@ -134,7 +137,7 @@ pub(super) fn round(x: f64) -> f64 {
 
 /// Seconds after midnight at the regular open (09:30), where LOBSTER's
 /// clock starts a session.
-const OPEN_SECONDS: f64 = 34_200.0;
+pub(crate) const OPEN_SECONDS: f64 = 34_200.0;
 
 impl Simulator {
     /// A simulator that also keeps the trade tape and a book snapshot of
@@ -161,13 +164,26 @@ impl Simulator {
         seed: u64,
         levels: usize,
     ) -> Self {
+        Self::recording_lobster_from(cal, cfg, seed, levels, OPEN_SECONDS)
+    }
+
+    /// [`Simulator::recording_lobster`] for a day that starts `open`
+    /// seconds after midnight on LOBSTER's clock: part of a session (the
+    /// afternoon from 12:45 is 45,900), `cal` describing its minutes.
+    pub fn recording_lobster_from(
+        cal: &Calibration,
+        cfg: &MarketConfig,
+        seed: u64,
+        levels: usize,
+        open: f64,
+    ) -> Self {
         let scale = (cal.tick * 10_000.0).round().max(1.0) as i64;
         Self::build(
             cal,
             cfg,
             seed,
             None,
-            Some(LobsterRecorder::new(levels, scale)),
+            Some((LobsterRecorder::new(levels, scale), open)),
         )
     }
 
@@ -445,7 +461,7 @@ impl Simulator {
 
     /// Seconds after midnight now, LOBSTER's clock.
     fn lobster_seconds(&self) -> f64 {
-        OPEN_SECONDS + self.now as f64 / 1e6
+        self.lobster_open + self.now as f64 / 1e6
     }
 
     /// Cancels a resting order (an agent's own), recording it where the

@@ -59,10 +59,14 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     let reports = serl_study::realism::realism(&request, &progress)?;
     bar.finish_and_clear();
     for r in &reports {
-        let (wins, total) = r.wins();
+        let [held, seen] = [&r.parts[0], &r.parts[1]];
+        let ((wins, total), (in_wins, in_total)) = (held.wins(), seen.wins());
         println!(
-            "{} ({} levels): the agent-based market is closer than the parametric baseline on {wins} of {total} statistics",
-            r.day.symbol, r.levels
+            "{} ({} levels), held out {}: the agent-based market is closer than the parametric baseline on {wins} of {total} statistics (in sample, {}: {in_wins} of {in_total})",
+            r.symbol,
+            r.levels,
+            held.window(),
+            seen.window()
         );
     }
     println!("report: {}", request.out.join("report.html").display());
