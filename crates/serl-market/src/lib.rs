@@ -92,6 +92,7 @@
 //!     mean_size: 180.0,
 //!     cancel_ratio: 0.9,
 //!     round_lot_share: 0.2,
+//!     size_quantiles: Vec::new(),
 //! };
 //! let daily: f64 = cal.minute_volume.iter().sum();
 //! lobster.apply(&mut market, daily);

@@ -25,7 +25,18 @@ pub struct OrderStats {
     /// Share of new limit orders whose size is a whole number of round
     /// lots (multiples of 100 shares).
     pub round_lot_share: f64,
+    /// The new limit orders' sizes at [`SIZE_QUANTILES`] evenly spaced
+    /// quantiles, shares: the sample's size distribution (empty: not
+    /// measured).
+    pub size_quantiles: Vec<i64>,
 }
+
+/// Quantiles of the order sizes kept ([`OrderStats::size_quantiles`]).
+pub const SIZE_QUANTILES: usize = 64;
+
+/// A market maker quotes a level as up to this many orders when the day's
+/// order sizes are known ([`OrderStats::apply`]).
+const ORDERS_PER_LEVEL: usize = 6;
 
 /// The round lot of US equities, shares.
 const ROUND_LOT: i64 = 100;
@@ -61,11 +72,19 @@ impl OrderStats {
             mean_size: sizes.iter().sum::<i64>() as f64 / n as f64,
             cancel_ratio: cancels as f64 / n as f64,
             round_lot_share: sizes.iter().filter(|s| *s % ROUND_LOT == 0).count() as f64 / n as f64,
+            size_quantiles: (0..SIZE_QUANTILES)
+                .map(|i| {
+                    sizes[(((i as f64 + 0.5) / SIZE_QUANTILES as f64) * n as f64) as usize % n]
+                })
+                .collect(),
         })
     }
 
     /// Sets the noise traders' order size and cancellation share from these
     /// statistics, and round lots when most of the sample's orders are.
+    /// With the sample's size quantiles, every trader draws its sizes from
+    /// them (scaled as the median is, a round-lot size kept in round lots)
+    /// and a market maker quotes each level as several such orders.
     ///
     /// The size is carried over as a share of the day's executed volume, so
     /// that a 2012 LOBSTER sample can calibrate a 2018 day of another
@@ -79,8 +98,25 @@ impl OrderStats {
         }
         let k = self.cancel_ratio * (1.0 - cfg.market_order_share.clamp(0.0, 0.99));
         cfg.cancel_share = (k / (1.0 + k)).clamp(0.0, 0.9);
-        if self.round_lot_share > 0.5 {
+        let round = self.round_lot_share > 0.5;
+        if round {
             cfg.round_lot = ROUND_LOT as u64;
+        }
+        if !self.size_quantiles.is_empty() && self.executed_shares > 0 && daily_volume > 0.0 {
+            let scale = daily_volume / self.executed_shares as f64;
+            cfg.size_quantiles = self
+                .size_quantiles
+                .iter()
+                .map(|&q| {
+                    let shares = q as f64 * scale;
+                    if round && q % ROUND_LOT == 0 {
+                        (shares / ROUND_LOT as f64).round().max(1.0) as u64 * ROUND_LOT as u64
+                    } else {
+                        shares.round().max(1.0) as u64
+                    }
+                })
+                .collect();
+            cfg.mm_orders_per_level = ORDERS_PER_LEVEL;
         }
     }
 }
@@ -122,5 +158,57 @@ mod tests {
         let per_limit = c / ((1.0 - c) * (1.0 - cfg.market_order_share));
         assert!((per_limit - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(OrderStats::from_messages(&[row(4, 10)]), None);
+    }
+
+    /// The kept quantiles reproduce the sample's own quantiles, and a
+    /// config takes them scaled like the median, round lots kept round.
+    #[test]
+    fn the_size_quantiles_reproduce_the_sample_and_scale_with_the_day() {
+        // 70% round lots of 100 to 500 shares, 30% odd lots of 1 to 99.
+        let mut rows: Vec<MessageRow> = (0..1_000)
+            .map(|i| {
+                let size = if i % 10 < 7 {
+                    100 * (1 + i % 5)
+                } else {
+                    1 + (i * 37) % 99
+                };
+                row(1, size)
+            })
+            .collect();
+        rows.push(row(4, 50_000));
+        let s = OrderStats::from_messages(&rows).unwrap();
+        assert_eq!(s.size_quantiles.len(), SIZE_QUANTILES);
+        let mut sizes: Vec<i64> = rows[..1_000].iter().map(|r| r.size).collect();
+        sizes.sort_unstable();
+        for (i, &q) in s.size_quantiles.iter().enumerate() {
+            let p = (i as f64 + 0.5) / SIZE_QUANTILES as f64;
+            // Within one order of the sample's own p-quantile.
+            let lo = sizes[((p * 1_000.0) as usize).saturating_sub(1)];
+            let hi = sizes[((p * 1_000.0) as usize + 1).min(999)];
+            assert!(
+                (lo..=hi).contains(&q),
+                "quantile {p}: {q} not in {lo}..={hi}"
+            );
+        }
+        assert!(s.size_quantiles.windows(2).all(|w| w[0] <= w[1]));
+        let mut cfg = MarketConfig::default();
+        s.apply(&mut cfg, 100_000.0); // twice the sample's executed volume
+        assert_eq!(cfg.mm_orders_per_level, ORDERS_PER_LEVEL);
+        for (&q, &c) in s.size_quantiles.iter().zip(&cfg.size_quantiles) {
+            if q % 100 == 0 {
+                assert_eq!(c, 2 * q as u64, "a round lot stays a round lot");
+            } else {
+                assert_eq!(c, (2 * q) as u64);
+            }
+        }
+        // Without quantiles (an older record), the log-normal stays.
+        let mut plain = MarketConfig::default();
+        OrderStats {
+            size_quantiles: Vec::new(),
+            ..s
+        }
+        .apply(&mut plain, 100_000.0);
+        assert!(plain.size_quantiles.is_empty());
+        assert_eq!(plain.mm_orders_per_level, 1);
     }
 }

@@ -217,3 +217,71 @@ fn a_forecast_calibration_follows_the_seen_part() {
         forecast_calibration(&seen, 4_000, 4).minute_price
     );
 }
+
+/// With a real day's size quantiles, the traders' orders take those sizes
+/// and a market maker's level is several orders: many of the day's new
+/// limit orders are of the quantiles' sizes (none without them), and the
+/// book holds more orders for its shares.
+#[test]
+fn traders_draw_a_real_days_sizes_and_makers_quote_levels_as_many_orders() {
+    let (cal, market) = hour_of_trading();
+    let quantiles: Vec<u64> = (0..64).map(|i| [100, 100, 200, 300][i % 4]).collect();
+    let sized = MarketConfig {
+        size_quantiles: quantiles.clone(),
+        mm_orders_per_level: 4,
+        ..market.clone()
+    };
+    let submissions = |cfg: &MarketConfig| -> Vec<i64> {
+        let (_, rec) = Simulator::recording_lobster(&cal, cfg, 4, 5).finish_lobster();
+        let (messages, _) = rec.into_rows();
+        messages
+            .iter()
+            .filter(|m| m.kind == LobsterEvent::Submit)
+            .map(|m| m.size)
+            .collect()
+    };
+    let (plain, real) = (submissions(&market), submissions(&sized));
+    let share = |s: &[i64], f: &dyn Fn(i64) -> bool| {
+        s.iter().filter(|&&x| f(x)).count() as f64 / s.len() as f64
+    };
+    let drawn = |s: &[i64]| share(s, &|x| [100, 200, 300].contains(&x));
+    eprintln!(
+        "drawn sizes {:.2} / {:.2}, submissions {} / {}",
+        drawn(&real),
+        drawn(&plain),
+        real.len(),
+        plain.len()
+    );
+    // The rest are a level's remainder after its drawn orders, the deep
+    // blocks and the larger traders' multiples.
+    assert!(
+        drawn(&real) > 0.35 && drawn(&plain) < 0.1,
+        "{:.0}% of submissions of the drawn sizes ({:.0}% without the quantiles)",
+        100.0 * drawn(&real),
+        100.0 * drawn(&plain)
+    );
+    // Half an hour in, the book holds more orders per share resting when
+    // a maker's level (here 1,500 shares at the touch, no deep block) is
+    // several orders than when it is one.
+    let deep_levels = MarketConfig {
+        mm_depth_share: 0.5,
+        mm_deep_minutes: 0.0,
+        ..sized.clone()
+    };
+    let resting = |cfg: &MarketConfig| {
+        let mut sim = Simulator::new(&cal, cfg, 4);
+        sim.run_until(30 * 60 * 1_000_000);
+        let shares = sim.book.resting_volume(serl_lob::Side::Bid)
+            + sim.book.resting_volume(serl_lob::Side::Ask);
+        sim.book.len() as f64 / shares as f64
+    };
+    let one_block = MarketConfig {
+        mm_orders_per_level: 1,
+        ..deep_levels.clone()
+    };
+    let (many, one) = (resting(&deep_levels), resting(&one_block));
+    assert!(
+        many > 1.5 * one,
+        "orders per resting share: {many:.5} in levels of several orders, {one:.5} in blocks"
+    );
+}

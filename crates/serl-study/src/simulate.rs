@@ -241,7 +241,7 @@ impl Outputs<'_> {
         if let Some((path, st)) = &session.lobster {
             let _ = writeln!(
                 md,
-                "Noise order flow calibrated from LOBSTER `{}`: {} submissions (median {:.0}, mean {:.0} shares), {:.2} cancels per submission, {} shares executed, {:.0}% of orders in round lots; hence `order_size` {:.0} shares, `cancel_share` {:.3} and `round_lot` {} for this day.\n",
+                "Noise order flow calibrated from LOBSTER `{}`: {} submissions (median {:.0}, mean {:.0} shares), {:.2} cancels per submission, {} shares executed, {:.0}% of orders in round lots; hence `order_size` {:.0} shares, `cancel_share` {:.3} and `round_lot` {} for this day, every trader's sizes drawn from the sample's {} size quantiles (scaled to this day: {}) and each market-maker level quoted as up to {} orders.\n",
                 path.display(),
                 st.submissions,
                 st.median_size,
@@ -251,7 +251,10 @@ impl Outputs<'_> {
                 100.0 * st.round_lot_share,
                 session.market.order_size,
                 session.market.cancel_share,
-                session.market.round_lot
+                session.market.round_lot,
+                session.market.size_quantiles.len(),
+                quantile_text(&session.market.size_quantiles),
+                session.market.mm_orders_per_level
             );
         }
         for (title, checks) in [
@@ -590,4 +593,20 @@ fn impact_plots(study: &ImpactStudy, out: &Path) -> Result<Vec<(String, String)>
         std::fs::write(out.join(format!("impact{k}.svg")), s)?;
     }
     Ok(svgs)
+}
+
+/// A few of the size quantiles (min, quartiles, max), shares.
+fn quantile_text(q: &[u64]) -> String {
+    if q.is_empty() {
+        return "none".into();
+    }
+    let at = |f: f64| q[((q.len() - 1) as f64 * f).round() as usize];
+    format!(
+        "min {}, quartiles {} / {} / {}, max {}",
+        at(0.0),
+        at(0.25),
+        at(0.5),
+        at(0.75),
+        at(1.0)
+    )
 }

@@ -328,6 +328,24 @@ impl Simulator {
         }
     }
 
+    /// Posts `qty` at `price` for maker `a`: one order, or with a real
+    /// day's sizes up to `mm_orders_per_level` orders of drawn sizes (the
+    /// last one the rest), so that depth is many orders as in real books.
+    fn post_level(&mut self, a: u32, side: Side, price: Ticks, qty: u64) {
+        let mut rest = qty;
+        if matches!(self.sizes, super::SizeDraw::Quantiles(_)) {
+            for _ in 1..self.cfg.mm_orders_per_level {
+                let d = self.size();
+                if d >= rest {
+                    break;
+                }
+                self.submit(a, side, OrderKind::Limit { price }, d);
+                rest -= d;
+            }
+        }
+        self.submit(a, side, OrderKind::Limit { price }, rest);
+    }
+
     /// Posts a market maker's quote: `mm_levels` levels a side from the
     /// touch, then one deep level well behind them.
     #[inline]
@@ -339,9 +357,9 @@ impl Simulator {
             let qty = self.in_lots(size * w.max(0.3));
             let step = k * g;
             if bid0 - step > 0 {
-                self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - step }, qty);
+                self.post_level(a, Side::Bid, bid0 - step, qty);
             }
-            self.submit(a, Side::Ask, OrderKind::Limit { price: ask0 + step }, qty);
+            self.post_level(a, Side::Ask, ask0 + step, qty);
         }
         // Real books hold minutes of volume within reach; a deep
         // level well behind the quotes stands for it, so that a

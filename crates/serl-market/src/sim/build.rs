@@ -117,8 +117,17 @@ impl Simulator {
         let real: Vec<f64> = (0..minutes).map(|m| at(&cal.minute_price, m, p0)).collect();
         let n_noise = cfg.noise_agents.max(1);
         let median = cfg.order_size.max(1.0);
-        let size_dist = LogNormal::new(median.ln(), 0.8).expect("valid lognormal");
-        let mean_size = median * (0.8f64 * 0.8 / 2.0).exp();
+        let (sizes, mean_size) = if cfg.size_quantiles.is_empty() {
+            let d = LogNormal::new(median.ln(), 0.8).expect("valid lognormal");
+            (
+                super::SizeDraw::LogNormal(d),
+                median * (0.8f64 * 0.8 / 2.0).exp(),
+            )
+        } else {
+            let q: Box<[u64]> = cfg.size_quantiles.iter().map(|&s| s.max(1)).collect();
+            let mean = q.iter().sum::<u64>() as f64 / q.len() as f64;
+            (super::SizeDraw::Quantiles(q), mean)
+        };
         let spread_ticks = (p0 * cal.spread_bps / 1e4 / cal.tick).max(1.0);
         let daily_volume: f64 = cal.minute_volume.iter().sum::<f64>() * sc.liquidity_mult.max(1e-9);
         let mut sim = Simulator {
@@ -149,7 +158,7 @@ impl Simulator {
                 .collect(),
             activity: activity(cal, sc, minutes, daily_volume),
             next_id: 1,
-            size_dist,
+            sizes,
             stats: MinuteStats::zeroed(minutes),
             pv: 0.0,
             minutes,

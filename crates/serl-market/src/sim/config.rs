@@ -111,6 +111,14 @@ pub struct MarketConfig {
     /// Minutes of the day's volume resting deep behind the quotes, split
     /// between the market makers (0 leaves none).
     pub mm_deep_minutes: f64,
+    /// A market maker quotes each level as up to this many orders, sizes
+    /// drawn from `size_quantiles` (1, or no quantiles: one order a
+    /// level). Real depth is many small orders, not one block.
+    pub mm_orders_per_level: usize,
+    /// Order sizes, shares, at evenly spaced quantiles of a real day's new
+    /// limit orders ([`crate::OrderStats::apply`]): every trader draws its
+    /// sizes from them. Empty: a log-normal around `order_size`.
+    pub size_quantiles: Vec<u64>,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -170,6 +178,8 @@ impl Default for MarketConfig {
             mm_snipe_mult: 2.0,
             mm_max_skew_ticks: 2.0,
             mm_deep_minutes: 2.0,
+            mm_orders_per_level: 1,
+            size_quantiles: Vec::new(),
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,

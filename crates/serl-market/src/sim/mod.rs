@@ -15,6 +15,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use rand::rngs::SmallRng;
+use rand::Rng;
 use rand_distr::{Distribution, LogNormal};
 use serl_lob::{ExecReport, LobsterRecorder, NewOrder, OrderBook, OrderId, OrderKind, Side};
 
@@ -86,7 +87,7 @@ pub struct Simulator {
     /// Each minute's real volume (scenario applied), shares.
     minute_volume: Vec<f64>,
     next_id: OrderId,
-    size_dist: LogNormal<f64>,
+    sizes: SizeDraw,
     stats: MinuteStats,
     pv: f64,
     minutes: usize,
@@ -98,6 +99,14 @@ pub struct Simulator {
     /// LOBSTER's clock at the simulated day's start, seconds after
     /// midnight (09:30, or later for part of a session).
     lobster_open: f64,
+}
+
+/// Where the traders' order sizes come from.
+pub(super) enum SizeDraw {
+    /// Around `order_size` (no real sizes known).
+    LogNormal(LogNormal<f64>),
+    /// A real day's size quantiles, each as likely.
+    Quantiles(Box<[u64]>),
 }
 
 /// The agent that carries the noise traders' one arrival stream.
@@ -493,7 +502,10 @@ impl Simulator {
     }
 
     fn size(&mut self) -> u64 {
-        let shares = self.size_dist.sample(&mut self.rng);
+        let shares = match &self.sizes {
+            SizeDraw::Quantiles(q) => return q[self.rng.random_range(0..q.len())],
+            SizeDraw::LogNormal(d) => d.sample(&mut self.rng),
+        };
         self.in_lots(shares)
     }
 
