@@ -285,3 +285,30 @@ fn traders_draw_a_real_days_sizes_and_makers_quote_levels_as_many_orders() {
         "orders per resting share: {many:.5} in levels of several orders, {one:.5} in blocks"
     );
 }
+
+/// With a real day's depth profile, the noise traders' limit orders go
+/// where the profile says, at tick resolution behind their own side's
+/// best price: with every quantile at 2 ticks, many more of the day's new
+/// limit orders sit 2 ticks behind than on the default grid (the market
+/// makers' quotes are the rest).
+#[test]
+fn noise_limit_orders_follow_a_fitted_depth_profile() {
+    let (cal, market) = hour_of_trading();
+    let placed = MarketConfig {
+        depth_quantiles: vec![2; 64],
+        ..market.clone()
+    };
+    let at_two = |cfg: &MarketConfig| -> f64 {
+        let (_, rec) = Simulator::recording_lobster(&cal, cfg, 4, 5).finish_lobster();
+        let (messages, rows) = rec.into_rows();
+        let f = DayFeatures::measure(&messages, &rows, 100);
+        let d = f.limit_depth_quantiles(100);
+        assert_eq!(d.len(), 100);
+        d.iter().filter(|&&x| x == 2).count() as f64 / d.len() as f64
+    };
+    let (fitted, grid) = (at_two(&placed), at_two(&market));
+    assert!(
+        fitted > grid + 0.15,
+        "{fitted:.2} of new limit orders 2 ticks behind, {grid:.2} on the grid"
+    );
+}

@@ -20,6 +20,8 @@ const CENT: i64 = 100;
 const AGENT_BASED: &str = "agent-based";
 const PARAMETRIC: &str = "parametric";
 const HELD_OUT: &str = "held out";
+/// Quantiles of the new limit orders' depth the noise traders place at.
+const DEPTH_QUANTILES: usize = 64;
 const IN_SAMPLE: &str = "in sample";
 
 /// What the realism study is asked.
@@ -117,7 +119,11 @@ pub fn calibrate(
     seed: u64,
 ) -> Result<Calibrated> {
     let mut cal = lobster_calibration_window(&seen.messages, &seen.rows, CENT, split.seen.clone());
-    let mut market = base.clone();
+    let features = DayFeatures::measure(&seen.messages, &seen.rows, CENT);
+    let mut market = MarketConfig {
+        depth_quantiles: features.limit_depth_quantiles(DEPTH_QUANTILES),
+        ..base.clone()
+    };
     let stats = OrderStats::from_messages(&seen.messages)
         .with_context(|| format!("{} has no order submissions", seen.file.display()))?;
     let daily: f64 = cal.minute_volume.iter().sum();
@@ -125,7 +131,6 @@ pub fn calibrate(
     cal.noise_scale = fit_noise_volume(&cal, &market, 0, FitEffort::Full);
     let mut forecast = forecast_calibration(&cal, split.held_out.len(), seed);
     forecast.noise_scale = fit_noise_volume(&forecast, &market, 0, FitEffort::Full);
-    let features = DayFeatures::measure(&seen.messages, &seen.rows, CENT);
     let flow =
         ParametricFlow::fit(&features, &seen.messages, &seen.rows, CENT).with_context(|| {
             format!(

@@ -109,6 +109,24 @@ pub(super) fn touch(row: &[i64]) -> (i64, i64, i64, i64, bool) {
 }
 
 impl DayFeatures {
+    /// The new limit orders' depths behind their own side's best price
+    /// (ticks, negative inside the spread) at `n` evenly spaced quantiles;
+    /// empty when the day shows none.
+    pub fn limit_depth_quantiles(&self, n: usize) -> Vec<i64> {
+        let mut d: Vec<i64> = self
+            .limit_depth
+            .iter()
+            .map(|s| s.1.round() as i64)
+            .collect();
+        if d.is_empty() {
+            return Vec::new();
+        }
+        d.sort_unstable();
+        (0..n)
+            .map(|i| d[(((i as f64 + 0.5) / n as f64) * d.len() as f64) as usize % d.len()])
+            .collect()
+    }
+
     /// Measures a LOBSTER day: `rows[i]` is the book after `messages[i]`;
     /// `tick` is one price tick in LOBSTER units (100 for a cent).
     pub fn measure(all: &[MessageRow], rows: &BookRows, tick: i64) -> DayFeatures {

@@ -164,6 +164,22 @@ impl Simulator {
     /// the touch around `mid`; its oldest order goes when it holds too many.
     #[inline]
     fn noise_limit(&mut self, a: u32, side: Side, mid: f64, qty: u64) {
+        if self.cfg.depth_quantiles.is_empty() {
+            self.noise_limit_on_grid(a, side, mid, qty);
+        } else {
+            self.noise_limit_at_depth(a, side, mid, qty);
+        }
+        let live = &mut self.agents[a as usize].live;
+        if live.len() > self.cfg.noise_max_orders {
+            if let Some(old) = live.pop_front() {
+                self.cancel(old);
+            }
+        }
+    }
+
+    /// A geometric number of grid steps behind the touch around `mid`.
+    #[inline]
+    fn noise_limit_on_grid(&mut self, a: u32, side: Side, mid: f64, qty: u64) {
         let mut d = 0i64;
         while d < 20 && self.rng.random_bool(0.6) {
             d += 1;
@@ -180,11 +196,31 @@ impl Simulator {
         if price > 0 {
             self.submit(a, side, OrderKind::Limit { price }, qty);
         }
-        let live = &mut self.agents[a as usize].live;
-        if live.len() > self.cfg.noise_max_orders {
-            if let Some(old) = live.pop_front() {
-                self.cancel(old);
+    }
+
+    /// At a depth drawn from the real day's (`depth_quantiles`), ticks
+    /// behind the own side's best price, at tick resolution; never across
+    /// the other side (a limit order that would cross rests one tick
+    /// inside it).
+    #[inline]
+    fn noise_limit_at_depth(&mut self, a: u32, side: Side, mid: f64, qty: u64) {
+        let q = &self.cfg.depth_quantiles;
+        let d = q[self.rng.random_range(0..q.len())];
+        let half = (self.spread_ticks / 2.0).ceil() as i64;
+        let m0 = round(mid) as Ticks;
+        let (bid, ask) = (self.book.best_bid(), self.book.best_ask());
+        let price = match side {
+            Side::Bid => {
+                let p = bid.unwrap_or(m0 - half) - d;
+                ask.map_or(p, |x| p.min(x - 1))
             }
+            Side::Ask => {
+                let p = ask.unwrap_or(m0 + half) + d;
+                bid.map_or(p, |x| p.max(x + 1))
+            }
+        };
+        if price > 0 {
+            self.submit(a, side, OrderKind::Limit { price }, qty);
         }
     }
 

@@ -119,6 +119,12 @@ pub struct MarketConfig {
     /// limit orders ([`crate::OrderStats::apply`]): every trader draws its
     /// sizes from them. Empty: a log-normal around `order_size`.
     pub size_quantiles: Vec<u64>,
+    /// Where the noise traders' limit orders go, ticks behind their own
+    /// side's best price (negative: inside the spread), at evenly spaced
+    /// quantiles of a real day's new limit orders (the realism study sets
+    /// them from the calibration part). Empty: a geometric number of grid
+    /// steps behind the touch around the mid.
+    pub depth_quantiles: Vec<i64>,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -180,6 +186,7 @@ impl Default for MarketConfig {
             mm_deep_minutes: 2.0,
             mm_orders_per_level: 1,
             size_quantiles: Vec::new(),
+            depth_quantiles: Vec::new(),
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,
