@@ -117,13 +117,18 @@ pub struct MarketConfig {
     pub mm_orders_per_level: usize,
     /// Order sizes, shares, at evenly spaced quantiles of a real day's new
     /// limit orders ([`crate::OrderStats::apply`]): every trader draws its
-    /// sizes from them. Empty: a log-normal around `order_size`.
+    /// sizes from them. Empty: a log-normal around `order_size`. A real
+    /// day's data, not a design: left out of the written config when
+    /// empty, so the profiling module's schema does not offer it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub size_quantiles: Vec<u64>,
     /// Where the noise traders' limit orders go, ticks behind their own
     /// side's best price (negative: inside the spread), at evenly spaced
     /// quantiles of a real day's new limit orders (the realism study sets
     /// them from the calibration part). Empty: a geometric number of grid
-    /// steps behind the touch around the mid.
+    /// steps behind the touch around the mid. Written only when set, as
+    /// `size_quantiles`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depth_quantiles: Vec<i64>,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
