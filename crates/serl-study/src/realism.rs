@@ -1,6 +1,7 @@
 //! The realism study (`serl simulate realism`): the agent-based market and a parametric
-//! Poisson baseline, each calibrated to a real LOBSTER symbol-day, scored
-//! against it statistic by statistic.
+//! Poisson baseline, both calibrated on the first part of a real LOBSTER
+//! symbol-day ([`Split`], [`calibrate`]), scored statistic by statistic
+//! against the held-out second part and, in sample, against the first.
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -110,8 +111,9 @@ pub struct Calibrated {
 }
 
 /// Calibrates both models on `seen` (the day's first part, taken whole:
-/// nothing of the held-out part is passed in), for a held-out part of
-/// `held_minutes` minutes.
+/// nothing of the held-out part is passed in): the agent-based market's
+/// minutes, order sizes, cancel rate and depth profile, its forecast of
+/// the held-out part (its path drawn with `seed`), and the baseline.
 pub fn calibrate(
     seen: &LobsterDayFiles,
     split: &Split,
