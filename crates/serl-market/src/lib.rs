@@ -160,3 +160,7 @@ pub use sim::{
 /// Minutes in a regular US equity session (09:30 to 16:00): a simulated
 /// day's length, and the range of a scenario's jump minutes.
 pub const SESSION_MINUTES: u16 = 390;
+
+/// LOBSTER's clock at the regular open (09:30), seconds after midnight:
+/// where a session starts and the minute grid of every day.
+pub const LOBSTER_OPEN_SECONDS: f64 = 34_200.0;

@@ -38,6 +38,20 @@ pub const SIZE_QUANTILES: usize = 64;
 /// order sizes are known ([`OrderStats::apply`]).
 const ORDERS_PER_LEVEL: usize = 6;
 
+/// `sorted`'s values at `n` evenly spaced quantiles (the midpoints of `n`
+/// equal shares), each a value of the sample; empty for an empty sample.
+/// Drawing one of them uniformly reproduces the sample's distribution,
+/// its atoms (a round lot, the touch) included.
+pub(crate) fn evenly_spaced_quantiles<T: Copy>(sorted: &[T], n: usize) -> Vec<T> {
+    if sorted.is_empty() {
+        return Vec::new();
+    }
+    let len = sorted.len();
+    (0..n)
+        .map(|i| sorted[(((i as f64 + 0.5) / n as f64) * len as f64) as usize % len])
+        .collect()
+}
+
 /// The round lot of US equities, shares.
 const ROUND_LOT: i64 = 100;
 
@@ -72,11 +86,7 @@ impl OrderStats {
             mean_size: sizes.iter().sum::<i64>() as f64 / n as f64,
             cancel_ratio: cancels as f64 / n as f64,
             round_lot_share: sizes.iter().filter(|s| *s % ROUND_LOT == 0).count() as f64 / n as f64,
-            size_quantiles: (0..SIZE_QUANTILES)
-                .map(|i| {
-                    sizes[(((i as f64 + 0.5) / SIZE_QUANTILES as f64) * n as f64) as usize % n]
-                })
-                .collect(),
+            size_quantiles: evenly_spaced_quantiles(&sizes, SIZE_QUANTILES),
         })
     }
 

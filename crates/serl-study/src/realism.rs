@@ -13,7 +13,7 @@ use serl_lob::{lobster_name, sample_files, LobsterDayFiles, LobsterRecorder};
 use serl_market::{
     fit_noise_volume, forecast_calibration, lobster_calibration_window, minute_of_session,
     realism_score, Calibration, DayFeatures, FitEffort, MarketConfig, OrderStats, ParametricFlow,
-    RealismRow, Simulator, StatKind, RESPONSE_LAGS,
+    RealismRow, Simulator, StatKind, LOBSTER_OPEN_SECONDS, RESPONSE_LAGS,
 };
 
 /// One tick of a cent in LOBSTER's units (dollars × 10,000).
@@ -44,9 +44,6 @@ pub struct RealismRequest {
     /// The directory the reports are written to.
     pub out: PathBuf,
 }
-
-/// LOBSTER's clock at 09:30, seconds after midnight.
-const OPEN_SECONDS: f64 = 34_200.0;
 
 /// Where a day is cut: the first part calibrates both models, the second
 /// is held out. The middle of the minutes the day's messages span (12:45
@@ -82,7 +79,7 @@ impl Split {
 }
 
 fn minute_seconds(minute: usize) -> f64 {
-    OPEN_SECONDS + 60.0 * minute as f64
+    LOBSTER_OPEN_SECONDS + 60.0 * minute as f64
 }
 
 /// `HH:MM` of a minute of the session.
@@ -97,10 +94,10 @@ pub struct Calibrated {
     /// The agent-based market over the first part: its minute mids,
     /// executed volume and spread, as in `serl simulate --lobster`.
     pub seen: Calibration,
-    /// The agent-based market over the held-out part, forecast from the
-    /// first ([`forecast_calibration`]; each simulated day draws its own
-    /// price path), its noise rates fitted to the forecast volume.
-    pub forecast: Calibration,
+    /// The agent-based market's noise rates over the held-out part, fitted
+    /// to its forecast from the first part ([`forecast_calibration`]; each
+    /// simulated day draws its own price path, these rates shared).
+    pub forecast_noise: Vec<f64>,
     /// The population, with the first part's order size and cancel rate.
     pub market: MarketConfig,
     /// The parametric baseline fitted to the first part.
@@ -131,8 +128,8 @@ pub fn calibrate(
     let daily: f64 = cal.minute_volume.iter().sum();
     stats.apply(&mut market, daily);
     cal.noise_scale = fit_noise_volume(&cal, &market, 0, FitEffort::Full);
-    let mut forecast = forecast_calibration(&cal, split.held_out.len(), seed);
-    forecast.noise_scale = fit_noise_volume(&forecast, &market, 0, FitEffort::Full);
+    let forecast = forecast_calibration(&cal, split.held_out.len(), seed);
+    let forecast_noise = fit_noise_volume(&forecast, &market, 0, FitEffort::Full);
     let flow =
         ParametricFlow::fit(&features, &seen.messages, &seen.rows, CENT).with_context(|| {
             format!(
@@ -144,7 +141,7 @@ pub fn calibrate(
     let last_row = seen.rows.row(seen.rows.len() - 1).to_vec();
     Ok(Calibrated {
         seen: cal,
-        forecast,
+        forecast_noise,
         market,
         flow,
         last_row,
@@ -163,7 +160,7 @@ impl Calibrated {
     /// price path (drawn with `seed`), the fitted noise rates.
     pub fn agent_held_out(&self, split: &Split, seed: u64, levels: usize) -> LobsterRecorder {
         let cal = Calibration {
-            noise_scale: self.forecast.noise_scale.clone(),
+            noise_scale: self.forecast_noise.clone(),
             ..forecast_calibration(&self.seen, split.held_out.len(), seed)
         };
         let sim =

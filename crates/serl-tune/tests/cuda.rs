@@ -5,25 +5,12 @@
 //! `cargo test -p serl-tune --release --features cuda --test cuda`
 #![cfg(feature = "cuda")]
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::model_file;
 
 use candle_core::{Device, Tensor};
-use serl_local::{write_test_model, AdapterConfig, BaseModel, Target, TestModelSpec};
-use serl_tune::{train, Example, FloatModel, Lora, Objective, TuneConfig, TuneDevice};
-
-fn model_file(dir: &Path, arch: &str) -> PathBuf {
-    let path = dir.join(format!("{arch}.gguf"));
-    let spec = TestModelSpec {
-        corpus: "Write a reward for an execution agent. x = 12 + ab ".repeat(4),
-        merges: 30,
-        layers: 2,
-        embedding: 64,
-        sliding_window: 8,
-        ..TestModelSpec::for_architecture(arch)
-    };
-    write_test_model(&path, &spec).unwrap();
-    path
-}
+use serl_local::BaseModel;
+use serl_tune::{train, Example, FloatModel, Objective, TuneConfig, TuneDevice};
 
 fn gpu() -> Option<Device> {
     match TuneDevice::Cuda.device() {
@@ -33,27 +20,6 @@ fn gpu() -> Option<Device> {
             None
         }
     }
-}
-
-/// An adapter on `device` with every B set to the same values.
-fn lora_on(model: &FloatModel, device: &Device) -> Lora {
-    let config = AdapterConfig {
-        rank: 4,
-        alpha: 8.0,
-        targets: Target::ALL.to_vec(),
-    };
-    let lora = Lora::new_on(model.shape(), config, 5, device).unwrap();
-    for (i, (name, var)) in lora.vars().into_iter().enumerate() {
-        if name.ends_with("lora_b") {
-            let (r, c) = var.as_tensor().dims2().unwrap();
-            let v: Vec<f32> = (0..r * c)
-                .map(|k| (((k * 7 + i * 13) % 17) as f32 - 8.0) * 0.01)
-                .collect();
-            var.set(&Tensor::from_vec(v, (r, c), device).unwrap())
-                .unwrap();
-        }
-    }
-    lora
 }
 
 fn values(t: &Tensor) -> Vec<f32> {
@@ -69,7 +35,7 @@ fn the_gpu_computes_the_cpus_log_probabilities_and_gradients() {
         let mut results = Vec::new();
         for device in [Device::Cpu, cuda.clone()] {
             let model = FloatModel::read_on(&path, 64, &device).unwrap();
-            let lora = lora_on(&model, &device);
+            let lora = common::nonzero_lora(&model, 5, &device);
             let vocab = model.shape().vocab as u32;
             let t: Vec<u32> = (0..24u32).map(|i| (i * 37 + 11) % vocab).collect();
             let cache = model.cache(Some(&lora), &t[..14]).unwrap();

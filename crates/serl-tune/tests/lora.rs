@@ -2,27 +2,14 @@
 //! gradients against finite differences, the adapter in the engine, and
 //! training that learns, stops and resumes.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{config, model_file};
+
+use std::path::Path;
 
 use candle_core::Tensor;
-use serl_local::{
-    write_test_model, AdapterConfig, BaseModel, LocalModel, LocalOptions, Target, TestModelSpec,
-};
+use serl_local::{BaseModel, LocalModel, LocalOptions};
 use serl_tune::{train, Example, FloatModel, Lora, Objective, TuneConfig};
-
-fn model_file(dir: &Path, arch: &str) -> PathBuf {
-    let path = dir.join(format!("{arch}.gguf"));
-    let spec = TestModelSpec {
-        corpus: "Write a reward for an execution agent. x = 12 + ab ".repeat(4),
-        merges: 30,
-        layers: 2,
-        embedding: 64,
-        sliding_window: 8,
-        ..TestModelSpec::for_architecture(arch)
-    };
-    write_test_model(&path, &spec).unwrap();
-    path
-}
 
 fn engine(path: &Path) -> LocalModel {
     LocalModel::load(
@@ -53,28 +40,9 @@ fn rel_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-fn config(rank: usize) -> AdapterConfig {
-    AdapterConfig {
-        rank,
-        alpha: 2.0 * rank as f32,
-        targets: Target::ALL.to_vec(),
-    }
-}
-
-/// An adapter with every B drawn too (a fresh one computes the base).
+/// An adapter with every B drawn too, on the CPU.
 fn nonzero_lora(model: &FloatModel, seed: u64) -> Lora {
-    let lora = Lora::new(model.shape(), config(4), seed).unwrap();
-    for (i, (name, var)) in lora.vars().into_iter().enumerate() {
-        if name.ends_with("lora_b") {
-            let (r, c) = var.as_tensor().dims2().unwrap();
-            let v: Vec<f32> = (0..r * c)
-                .map(|k| (((k * 7 + i * 13) % 17) as f32 - 8.0) * 0.01)
-                .collect();
-            var.set(&Tensor::from_vec(v, (r, c), &candle_core::Device::Cpu).unwrap())
-                .unwrap();
-        }
-    }
-    lora
+    common::nonzero_lora(model, seed, &candle_core::Device::Cpu)
 }
 
 fn base(path: &Path) -> BaseModel {

@@ -20,22 +20,7 @@ fn lobster_day(dir: &Path) -> PathBuf {
         "note: {} not found; scoring a generated LOBSTER excerpt instead",
         shared.display()
     );
-    let mut book = serl_lob::OrderBook::default();
-    let mut rec = serl_lob::LobsterRecorder::new(5, 100);
-    let stream = serl_lob::message_stream(40_000, 5);
-    for (i, m) in stream.iter().enumerate() {
-        rec.at(34_200.0 + i as f64 * 23_400.0 / stream.len() as f64);
-        let _ = book.apply(m, &mut rec);
-    }
-    let (msg, ob) = (
-        dir.join("SYN_2012-06-21_34200000_57600000_message_5.csv"),
-        dir.join("SYN_2012-06-21_34200000_57600000_orderbook_5.csv"),
-    );
-    let (mut m, mut o) = (Vec::new(), Vec::new());
-    rec.write(&mut m, &mut o).unwrap();
-    std::fs::write(&msg, m).unwrap();
-    std::fs::write(ob, o).unwrap();
-    msg
+    synthetic_day(dir, 40_000).0
 }
 
 fn realism(lobster: &Path, out: &Path, extra: &[&str]) -> std::process::Output {

@@ -9,13 +9,10 @@ use std::collections::HashMap;
 
 use serl_lob::{BookRows, LobsterEvent, MessageRow};
 
-/// LOBSTER's clock at the regular open (09:30), seconds after midnight: the
-/// minute grid of every day.
-const OPEN_SECONDS: f64 = 34_200.0;
-
 /// The minute of the session (0 to 389) a LOBSTER time falls in.
 pub(super) fn minute_of(seconds: f64) -> u16 {
-    (((seconds - OPEN_SECONDS) / 60.0).max(0.0) as u16).min(crate::SESSION_MINUTES - 1)
+    (((seconds - crate::LOBSTER_OPEN_SECONDS) / 60.0).max(0.0) as u16)
+        .min(crate::SESSION_MINUTES - 1)
 }
 
 /// The minute of the session (0: 09:30 to 389: 15:59) a LOBSTER time
@@ -118,13 +115,8 @@ impl DayFeatures {
             .iter()
             .map(|s| s.1.round() as i64)
             .collect();
-        if d.is_empty() {
-            return Vec::new();
-        }
         d.sort_unstable();
-        (0..n)
-            .map(|i| d[(((i as f64 + 0.5) / n as f64) * d.len() as f64) as usize % d.len()])
-            .collect()
+        crate::lobster_stats::evenly_spaced_quantiles(&d, n)
     }
 
     /// Measures a LOBSTER day: `rows[i]` is the book after `messages[i]`;

@@ -164,7 +164,9 @@ impl Simulator {
             minutes,
             events: 0,
             recording,
-            lobster_open: lobster.as_ref().map_or(super::OPEN_SECONDS, |l| l.1),
+            lobster_open: lobster
+                .as_ref()
+                .map_or(crate::LOBSTER_OPEN_SECONDS, |l| l.1),
             lobster: lobster.map(|l| Box::new(l.0)),
         };
         sim.open();

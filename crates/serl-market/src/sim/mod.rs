@@ -144,10 +144,6 @@ pub(super) fn round(x: f64) -> f64 {
     r.copysign(x)
 }
 
-/// Seconds after midnight at the regular open (09:30), where LOBSTER's
-/// clock starts a session.
-pub(crate) const OPEN_SECONDS: f64 = 34_200.0;
-
 impl Simulator {
     /// A simulator that also keeps the trade tape and a book snapshot of
     /// `levels` levels per side at every minute's end.
@@ -173,7 +169,7 @@ impl Simulator {
         seed: u64,
         levels: usize,
     ) -> Self {
-        Self::recording_lobster_from(cal, cfg, seed, levels, OPEN_SECONDS)
+        Self::recording_lobster_from(cal, cfg, seed, levels, crate::LOBSTER_OPEN_SECONDS)
     }
 
     /// [`Simulator::recording_lobster`] for a day that starts `open`
