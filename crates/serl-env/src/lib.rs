@@ -27,6 +27,9 @@
 //!   [`FillModel`], and on a real [`LobsterDay`] ([`LobsterVenue`]) by
 //!   their place in the real queue, message by message; [`PlacementStats`] says what placement earned
 //!   (passive share, spread captured, adverse selection, final cross).
+//!   A [`Probe`] rests one order in each of the three ([`LobsterDay::probe`],
+//!   [`probe_bars`], [`probe_market`]) to measure how far their fills are
+//!   from the real queue's ([`ProbeFill`]).
 //! - Observations: [`obs`] fixes one layout ([`OBS_DIM`] columns) for every
 //!   environment, so one policy runs in all of them.
 //! - Rewards: each step yields a [`StepInfo`]; a [`Reward`] turns it into a
@@ -53,6 +56,7 @@ mod config;
 mod dynamic_env;
 mod episode;
 mod error;
+mod fill_probe;
 mod fit_cache;
 mod lobster_queue;
 pub mod obs;
@@ -69,6 +73,7 @@ pub use config::{ActionSpace, Benchmark, EnvConfig, Terminal};
 pub use dynamic_env::{calibrate, run_dynamic, DynamicEnv, Peer};
 pub use episode::{play, Decision, Episode, ExecutionOutcome, Strategy, Twap};
 pub use error::EnvError;
+pub use fill_probe::{probe_bars, probe_market, Probe, ProbeFill, ADVERSE_AFTER};
 pub use lobster_queue::LobsterDay;
 pub use obs::OBS_DIM;
 pub use order::{

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use serl_data::{QuoteBars, Session};
 use serl_lob::{BookRows, LobsterEvent, MessageRow, Side};
+use serl_market::OrderFlow;
 
 /// LOBSTER prices are dollars × 10 000.
 const PRICE_SCALE: f64 = 10_000.0;
@@ -27,6 +28,7 @@ pub struct LobsterDay {
     messages: Vec<MessageRow>,
     rows: BookRows,
     session: Session,
+    order_flow: Option<Arc<OrderFlow>>,
 }
 
 /// A fill of a resting order in the message stream: seconds after
@@ -38,11 +40,21 @@ impl LobsterDay {
     /// (as many rows as messages).
     pub fn new(symbol: &str, date: NaiveDate, messages: Vec<MessageRow>, rows: BookRows) -> Self {
         let session = minute_bars(symbol, date, &messages, &rows);
+        let cent = (PRICE_SCALE * crate::TICK).round() as i64;
+        let order_flow = OrderFlow::measure(&messages, &rows, cent).map(Arc::new);
         LobsterDay {
             messages,
             rows,
             session,
+            order_flow,
         }
+    }
+
+    /// The day's order flow (sizes, cancels, limit-order depths), for a
+    /// dynamic market calibrated to it ([`crate::MarketData::with_order_flow`]);
+    /// `None` for a day without submissions.
+    pub fn order_flow(&self) -> Option<&Arc<OrderFlow>> {
+        self.order_flow.as_ref()
     }
 
     /// The day as minute bars: OHLCV and VWAP of its executions (visible
@@ -309,12 +321,12 @@ fn minute_bars(symbol: &str, date: NaiveDate, messages: &[MessageRow], rows: &Bo
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serl_lob::{parse_messages, parse_orderbook};
 
     /// A level-1 day: the message and the book after it, one per line.
-    fn day(lines: &[(&str, &str)]) -> LobsterDay {
+    pub(crate) fn day(lines: &[(&str, &str)]) -> LobsterDay {
         let msgs: String = lines.iter().map(|(m, _)| format!("{m}\n")).collect();
         let book: String = lines.iter().map(|(_, b)| format!("{b}\n")).collect();
         let messages = parse_messages("m.csv", msgs.as_bytes()).unwrap();

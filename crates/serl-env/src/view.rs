@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 use serl_data::{historical_profile, spread_estimate, DataConfig, Dataset, Session};
 
 use crate::order::adv_before;
-use serl_market::Scenario;
+use serl_market::{OrderFlow, Scenario};
 
 /// One symbol-session prepared for execution: minute prices, spreads,
 /// volumes and the look-back statistics a strategy may use.
@@ -61,6 +61,10 @@ pub struct SessionView {
     /// The session's open, minutes after midnight (from the data
     /// config's session hours; 09:30 when unset).
     pub open_minute: u16,
+    /// The session's real order flow, where message data exists (a
+    /// LOBSTER day): the dynamic market then takes its order sizes,
+    /// cancels and limit-order depths from it ([`crate::calibrate`]).
+    pub order_flow: Option<Arc<OrderFlow>>,
     /// The simulated market's fitted noise rates, per market config (its
     /// debug form): fitted once per session, shared by every episode.
     pub(crate) noise_fits: NoiseFits,
@@ -132,6 +136,7 @@ impl SessionView {
             profile_bucket: bucket,
             open_minute: open,
             price,
+            order_flow: None,
             noise_fits: NoiseFits::default(),
             fit_dir: None,
         }
@@ -279,6 +284,20 @@ impl MarketData {
         let dir: Arc<std::path::Path> = Arc::from(dir);
         for v in &mut self.views {
             Arc::make_mut(v).fit_dir = Some(dir.clone());
+        }
+        self
+    }
+
+    /// Gives the sessions of `flows` (by symbol and date) their real order
+    /// flow, for the dynamic market ([`SessionView::order_flow`]).
+    pub fn with_order_flow(
+        mut self,
+        flows: impl IntoIterator<Item = (Arc<str>, NaiveDate, Arc<OrderFlow>)>,
+    ) -> Self {
+        for (symbol, date, flow) in flows {
+            if let Some(&i) = self.index.get(&(symbol, date)) {
+                Arc::make_mut(&mut self.views[i]).order_flow = Some(flow);
+            }
         }
         self
     }

@@ -224,3 +224,48 @@ fn the_forced_cross_happens_at_the_horizon_not_at_the_close() {
         );
     }
 }
+
+#[test]
+fn a_session_with_its_real_order_flow_gives_the_dynamic_market_its_sizes_and_depths() {
+    let (md, orders) = sample();
+    let o = &orders[0];
+    let view = md.get(&o.symbol, o.date).unwrap();
+    let base = MarketConfig::default();
+    let (bars_cal, bars_cfg) = calibrate(view, &base);
+    assert!(bars_cfg.size_quantiles.is_empty() && bars_cfg.depth_quantiles.is_empty());
+
+    // A made-up day's flow: half its orders of 100 shares, the rest 300,
+    // placed at the touch and two ticks behind it.
+    let stats = serl_market::OrderStats {
+        submissions: 1_000,
+        cancels: 800,
+        executed_shares: 50_000,
+        median_size: 100.0,
+        mean_size: 200.0,
+        cancel_ratio: 0.8,
+        round_lot_share: 1.0,
+        size_quantiles: [vec![100; 32], vec![300; 32]].concat(),
+    };
+    let flow = serl_market::OrderFlow {
+        stats,
+        depth_quantiles: [vec![0; 32], vec![2; 32]].concat(),
+    };
+    let md = md.with_order_flow([(o.symbol.clone(), o.date, std::sync::Arc::new(flow.clone()))]);
+    let view = md.get(&o.symbol, o.date).unwrap();
+    let (cal, cfg) = calibrate(view, &base);
+    // The same day's prices and volumes, the flow's orders and depths
+    // (sizes scaled from the sample's executed volume to this day's).
+    assert_eq!(cal.minute_price, bars_cal.minute_price);
+    let daily: f64 = cal.minute_volume.iter().sum();
+    let mut expected = base.clone();
+    flow.apply(&mut expected, daily);
+    assert_eq!(cfg.size_quantiles, expected.size_quantiles);
+    assert_eq!(cfg.depth_quantiles, flow.depth_quantiles);
+    assert_eq!(cfg.order_size, expected.order_size);
+    assert_ne!(cfg.order_size, bars_cfg.order_size);
+    // And it trades: an episode runs in that market.
+    let env_cfg = env(Terminal::ForceLiquidate, FillModel::default());
+    let mut post = Post(Placement::Passive { ticks: 0 });
+    let out = run_dynamic(&mut post, view, o, &env_cfg, &base, &reward(), 3, false);
+    assert!(out.filled > 0.0, "{out:?}");
+}

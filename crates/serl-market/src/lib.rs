@@ -144,7 +144,7 @@ pub use impact::{
     impact_seed, impact_study, impact_summary, ImpactError, ImpactRow, ImpactSpec, ImpactStudy,
     SeedPaths,
 };
-pub use lobster_stats::OrderStats;
+pub use lobster_stats::{OrderFlow, OrderStats, DEPTH_QUANTILES};
 pub use path::PathModel;
 pub use realism::{
     forecast_calibration, lobster_calibration, lobster_calibration_window, minute_of_session,

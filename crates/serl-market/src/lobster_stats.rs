@@ -2,9 +2,49 @@
 //! noise traders' order size and cancellation rate from real order flow.
 
 use serde::Serialize;
-use serl_lob::{LobsterEvent, MessageRow};
+use serl_lob::{BookRows, LobsterEvent, MessageRow};
 
+use crate::realism::DayFeatures;
 use crate::MarketConfig;
+
+/// Quantiles of the new limit orders' depth behind the touch that the
+/// noise traders place at ([`OrderFlow`]).
+pub const DEPTH_QUANTILES: usize = 64;
+
+/// A real day's order flow as the market takes it: its order statistics
+/// (sizes, cancels, round lots) and where its new limit orders go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderFlow {
+    /// The order statistics.
+    pub stats: OrderStats,
+    /// The new limit orders' depths behind their side's best price, ticks,
+    /// at [`DEPTH_QUANTILES`] quantiles.
+    pub depth_quantiles: Vec<i64>,
+}
+
+impl OrderFlow {
+    /// Measures a LOBSTER day (`rows[i]` the book after `messages[i]`,
+    /// `tick` one tick in LOBSTER units); `None` without submissions.
+    pub fn measure(messages: &[MessageRow], rows: &BookRows, tick: i64) -> Option<OrderFlow> {
+        let features = DayFeatures::measure(messages, rows, tick);
+        Self::from_features(messages, &features)
+    }
+
+    /// [`OrderFlow::measure`] with the day's features already measured.
+    pub fn from_features(messages: &[MessageRow], features: &DayFeatures) -> Option<OrderFlow> {
+        Some(OrderFlow {
+            stats: OrderStats::from_messages(messages)?,
+            depth_quantiles: features.limit_depth_quantiles(DEPTH_QUANTILES),
+        })
+    }
+
+    /// Carries the day's order flow into `cfg` for a day trading
+    /// `daily_volume` shares ([`OrderStats::apply`]) with its depth profile.
+    pub fn apply(&self, cfg: &mut MarketConfig, daily_volume: f64) {
+        cfg.depth_quantiles = self.depth_quantiles.clone();
+        self.stats.apply(cfg, daily_volume);
+    }
+}
 
 /// What a day of LOBSTER messages says about order flow.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -165,9 +165,16 @@ impl BacktestData {
     }
 
     /// The LOBSTER days of `path`, orders drawn from every day.
+    /// The dynamic market of these days takes each day's own order flow.
     pub fn lobster(path: &Path, cfg: &BacktestFile) -> Result<BacktestData> {
-        let (ds, venue) = lobster_days(path)?;
-        Self::of(ds, Some(venue), Split::All, path, cfg)
+        let (ds, days) = lobster_days(path)?;
+        let flows: Vec<_> = days
+            .iter()
+            .filter_map(|d| Some((d.symbol().clone(), d.date(), d.order_flow()?.clone())))
+            .collect();
+        let mut data = Self::of(ds, Some(LobsterVenue::new(days)), Split::All, path, cfg)?;
+        data.market = std::mem::take(&mut data.market).with_order_flow(flows);
+        Ok(data)
     }
 
     fn of(
@@ -191,23 +198,15 @@ impl BacktestData {
 }
 
 /// The LOBSTER days of `path` (a sample zip or a folder of them, the
-/// deepest file per symbol) as bar sessions, and the venue that replays
-/// their message streams.
-fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
+/// deepest file per symbol) as bar sessions, and the days whose message
+/// streams the LOBSTER venue replays.
+fn lobster_days(path: &Path) -> Result<(Dataset, Vec<std::sync::Arc<LobsterDay>>)> {
     let mut sessions = Vec::new();
     let mut days = Vec::new();
     for (symbol, file) in serl_lob::sample_files(path, &[])? {
-        let (_, date, _) = serl_lob::lobster_name(&file)
-            .with_context(|| format!("{}: not named like a LOBSTER file", file.display()))?;
-        let date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").with_context(|| {
-            format!(
-                "{}: `{date}` in its name is not a YYYY-MM-DD date",
-                file.display()
-            )
-        })?;
         let real = serl_lob::LobsterDayFiles::read(symbol.clone(), file.clone())
             .with_context(|| format!("reading {}", file.display()))?;
-        let day = LobsterDay::new(&symbol, date, real.messages, real.rows);
+        let day = crate::data::lobster_day(real)?;
         sessions.push(day.session().clone());
         days.push(std::sync::Arc::new(day));
     }
@@ -217,5 +216,5 @@ fn lobster_days(path: &Path) -> Result<(Dataset, LobsterVenue)> {
         problems: Vec::new(),
         files: Vec::new(),
     };
-    Ok((ds, LobsterVenue::new(days)))
+    Ok((ds, days))
 }

@@ -16,8 +16,10 @@
 //! - [`train`] and [`walk_forward`]: training runs (one, several seeds,
 //!   or one per rolling window) and a run's policy as a strategy.
 //! - [`backtest`] and [`team`]: strategies and teams over parent orders.
-//! - [`simulate`] and [`realism`]: the calibrated market checked against
-//!   a real day, the impact study, and the realism study on LOBSTER days.
+//! - [`simulate`], [`realism`] and [`fills`]: the calibrated market
+//!   checked against a real day, the impact study, the realism study on
+//!   LOBSTER days, and the passive-fill study of every venue against the
+//!   real queue.
 //! - [`search_study`] and [`search_study_report`]: the equal-budget study
 //!   of designers (`serl evolve study`), its lockbox and report.
 //! - `finetune` (with the embedded model): the designer fine-tuned on its
@@ -39,6 +41,8 @@ pub mod data;
 mod error;
 pub mod evolve;
 pub mod evolve_overrides;
+pub mod fills;
+pub mod fills_report;
 #[cfg(feature = "local")]
 pub mod finetune;
 pub mod llm;

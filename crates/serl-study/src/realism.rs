@@ -12,7 +12,7 @@ use crate::error::{Context, Result, StudyError};
 use serl_lob::{lobster_name, sample_files, LobsterDayFiles, LobsterRecorder};
 use serl_market::{
     fit_noise_volume, forecast_calibration, lobster_calibration_window, minute_of_session,
-    realism_score, Calibration, DayFeatures, FitEffort, MarketConfig, OrderStats, ParametricFlow,
+    realism_score, Calibration, DayFeatures, FitEffort, MarketConfig, OrderFlow, ParametricFlow,
     RealismRow, Simulator, StatKind, LOBSTER_OPEN_SECONDS, RESPONSE_LAGS,
 };
 
@@ -21,8 +21,6 @@ const CENT: i64 = 100;
 const AGENT_BASED: &str = "agent-based";
 const PARAMETRIC: &str = "parametric";
 const HELD_OUT: &str = "held out";
-/// Quantiles of the new limit orders' depth the noise traders place at.
-const DEPTH_QUANTILES: usize = 64;
 const IN_SAMPLE: &str = "in sample";
 
 /// What the realism study is asked.
@@ -78,7 +76,8 @@ impl Split {
     }
 }
 
-fn minute_seconds(minute: usize) -> f64 {
+/// The start of `minute` of the session, seconds after midnight.
+pub fn minute_seconds(minute: usize) -> f64 {
     LOBSTER_OPEN_SECONDS + 60.0 * minute as f64
 }
 
@@ -108,26 +107,17 @@ pub struct Calibrated {
 }
 
 /// Calibrates both models on `seen` (the day's first part, taken whole:
-/// nothing of the held-out part is passed in): the agent-based market's
-/// minutes, order sizes, cancel rate and depth profile, its forecast of
-/// the held-out part (its path drawn with `seed`), and the baseline.
+/// nothing of the held-out part is passed in): the agent-based market
+/// ([`agent_market`]), its forecast of the held-out part (its path drawn
+/// with `seed`), and the baseline.
 pub fn calibrate(
     seen: &LobsterDayFiles,
     split: &Split,
     base: &MarketConfig,
     seed: u64,
 ) -> Result<Calibrated> {
-    let mut cal = lobster_calibration_window(&seen.messages, &seen.rows, CENT, split.seen.clone());
     let features = DayFeatures::measure(&seen.messages, &seen.rows, CENT);
-    let mut market = MarketConfig {
-        depth_quantiles: features.limit_depth_quantiles(DEPTH_QUANTILES),
-        ..base.clone()
-    };
-    let stats = OrderStats::from_messages(&seen.messages)
-        .with_context(|| format!("{} has no order submissions", seen.file.display()))?;
-    let daily: f64 = cal.minute_volume.iter().sum();
-    stats.apply(&mut market, daily);
-    cal.noise_scale = fit_noise_volume(&cal, &market, 0, FitEffort::Full);
+    let (cal, market) = agent_market(seen, &features, split.seen.clone(), base)?;
     let forecast = forecast_calibration(&cal, split.held_out.len(), seed);
     let forecast_noise = fit_noise_volume(&forecast, &market, 0, FitEffort::Full);
     let flow =
@@ -146,6 +136,26 @@ pub fn calibrate(
         flow,
         last_row,
     })
+}
+
+/// The agent-based market calibrated to `part` of a LOBSTER day (its
+/// `minutes` of the session, `features` measured on it): the minute mids,
+/// executed volume and spread, the order sizes and cancel rate, the depth
+/// profile of new limit orders, and the noise rates fitted to its volume.
+pub fn agent_market(
+    part: &LobsterDayFiles,
+    features: &DayFeatures,
+    minutes: Range<usize>,
+    base: &MarketConfig,
+) -> Result<(Calibration, MarketConfig)> {
+    let mut cal = lobster_calibration_window(&part.messages, &part.rows, CENT, minutes);
+    let mut market = base.clone();
+    let flow = OrderFlow::from_features(&part.messages, features)
+        .with_context(|| format!("{} has no order submissions", part.file.display()))?;
+    let daily: f64 = cal.minute_volume.iter().sum();
+    flow.apply(&mut market, daily);
+    cal.noise_scale = fit_noise_volume(&cal, &market, 0, FitEffort::Full);
+    Ok((cal, market))
 }
 
 impl Calibrated {

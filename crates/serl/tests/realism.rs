@@ -272,3 +272,92 @@ fn nothing_of_the_held_out_afternoon_reaches_the_calibration() {
         );
     }
 }
+
+fn fills(lobster: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "simulate",
+        "fills",
+        "--lobster",
+        lobster.to_str().unwrap(),
+        "--seeds",
+        "1",
+        "--every",
+        "35",
+        "--sizes",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    serl(&args)
+}
+
+#[test]
+fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let day = lobster_day(tmp.path());
+    let out = tmp.path().join("fills");
+    let o = fills(&day, &out, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("at the touch, filled within 5 / 30 minutes: LOBSTER queue"));
+
+    // 11 times from 09:35 to 15:25, both sides: 22 probes per level in
+    // every venue, each with a price on its own side of the mid.
+    let json = common::read_json(&out.join("fills.json"));
+    let venues = &json["symbols"][0]["venues"];
+    for venue in [
+        "LOBSTER queue",
+        "dynamic market, day's order flow",
+        "dynamic market, bars only",
+        "bar rule",
+    ] {
+        for level in ["touch", "touch+1"] {
+            let all = &venues[venue][level]["all"];
+            assert!(
+                all["probes"].as_u64().unwrap() >= 20,
+                "{venue} {level}: {all}"
+            );
+            let p: Vec<f64> = all["filled_within"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert!(
+                p[0] <= p[1] && p[1] <= p[2] && p[2] <= 1.0,
+                "{venue} {level}: {p:?}"
+            );
+        }
+    }
+    let csv = std::fs::read_to_string(out.join("probes.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4 * 44);
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (Ok(price), Ok(mid)) = (f[7].parse::<f64>(), f[8].parse::<f64>()) else {
+            continue;
+        };
+        let sign = if f[3] == "buy" { 1.0 } else { -1.0 };
+        assert!(
+            sign * (mid - price) > 0.0,
+            "a resting probe crosses: {line}"
+        );
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| touch+1 | bar rule |"), "{report}");
+    assert!(std::fs::read_to_string(out.join("report.html"))
+        .unwrap()
+        .contains("<svg"));
+
+    // The same seed gives the same probes' fills.
+    let again = tmp.path().join("again");
+    assert!(fills(&day, &again, &[]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(again.join("probes.csv")).unwrap(),
+        csv
+    );
+
+    // A probe of no shares is refused by name.
+    let o = fills(&day, &tmp.path().join("zero"), &["--sizes", "0"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--sizes"), "{}", text(&o));
+}

@@ -32,7 +32,9 @@ const US_PER_MIN: u64 = 60_000_000;
 
 /// The simulator settings for one session: the configured population with
 /// the order size scaled to the stock's volume, so that a day is about
-/// 100-200 thousand events whatever the stock.
+/// 100-200 thousand events whatever the stock; or, where the session has
+/// its real order flow ([`SessionView::order_flow`], a LOBSTER day), the
+/// day's own order sizes, cancels and limit-order depths.
 pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, MarketConfig) {
     let minutes = serl_market::SESSION_MINUTES as usize;
     let open = view.open_minute;
@@ -55,7 +57,10 @@ pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, Marke
     }
     let daily: f64 = volume.iter().sum();
     let mut cfg = base.clone();
-    cfg.order_size = (daily / 80_000.0).max(base.order_size);
+    match &view.order_flow {
+        Some(flow) => flow.apply(&mut cfg, daily),
+        None => cfg.order_size = (daily / 80_000.0).max(base.order_size),
+    }
     let mut cal = Calibration {
         tick: 0.01,
         minute_price: price,

@@ -10,6 +10,7 @@ use serl_study::simulate::{ImpactRequest, SessionRequest};
 
 use super::args::{warn, EngineChoice};
 
+mod fills;
 mod realism;
 
 #[derive(Args)]
@@ -36,6 +37,11 @@ pub enum SimulateCommand {
     /// calibrated to the same symbol-day, scored statistic by statistic
     /// (L1 and Wasserstein-1 with bootstrap CIs).
     Realism(realism::RealismArgs),
+    /// Passive fills against the real queue: the same resting orders in a
+    /// LOBSTER day's queue, the static replay's bar rule and the
+    /// agent-based market calibrated to the day, their fill probability
+    /// within 1, 5 and 30 minutes, time to fill and adverse moves.
+    Fills(fills::FillsArgs),
 }
 
 /// Which real session to simulate.
@@ -105,6 +111,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     match a.command {
         Some(SimulateCommand::Impact(i)) => return run_impact(i),
         Some(SimulateCommand::Realism(r)) => return realism::run(r),
+        Some(SimulateCommand::Fills(f)) => return fills::run(f),
         None => {}
     }
     let out = a.out.clone().context("--out is required")?;

@@ -1,0 +1,361 @@
+//! The passive-fill study (`serl simulate fills`): the same resting child
+//! orders (both sides, at the touch and a tick behind, several sizes,
+//! posted through the day) in the real queue of a LOBSTER day, in the
+//! static replay's bar rule on the same day's minute bars, and in the
+//! dynamic venue's market calibrated to the day two ways: with its order
+//! flow (sizes, cancels, limit-order depths; as `serl backtest --lobster`
+//! calibrates it) and from its minute bars alone (as on bar data, the
+//! training venue). Each venue's fill
+//! probability within 1, 5 and 30 minutes, time to fill and adverse
+//! move after a fill are set beside the real queue's.
+//!
+//! In the real queue and the bar rule the probes do not touch the book,
+//! so every one is played on the one day. In a simulated market a probe
+//! moves the book, so each simulated day rests one probe at a time: probes
+//! [`WINDOW_MINUTES`] apart, the rest of the schedule on other days of
+//! the same seed.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serl_data::DataConfig;
+use serl_env::{probe_bars, probe_market, FillModel, LobsterDay, Probe, ProbeFill, SessionView};
+use serl_lob::{sample_files, LobsterDayFiles};
+use serl_market::{Calibration, MarketConfig, Simulator};
+
+use crate::config::{read_toml, SimulateFile};
+use crate::error::{Context, Result, StudyError};
+use crate::realism::minute_seconds;
+pub use crate::realism::Progress;
+
+/// Levels probed: at the touch and a tick behind it.
+pub const LEVELS: [(u16, &str); 2] = [(0, "touch"), (1, "touch+1")];
+/// How long a probe rests, seconds.
+pub const HORIZON_SECONDS: f64 = 1_800.0;
+/// A simulated day's probes are this many minutes apart: the horizon and
+/// the five minutes after a fill that the adverse move reads.
+pub const WINDOW_MINUTES: usize = 35;
+/// The fill probabilities reported: within 1, 5 and 30 minutes.
+pub const WITHIN_SECONDS: [f64; 3] = [60.0, 300.0, 1_800.0];
+
+/// The venues, the reference first.
+pub const VENUES: [&str; 4] = [
+    "LOBSTER queue",
+    "dynamic market, day's order flow",
+    "dynamic market, bars only",
+    "bar rule",
+];
+
+/// What the fill study is asked.
+pub struct FillsRequest {
+    /// A LOBSTER sample zip, or a directory of them.
+    pub lobster: PathBuf,
+    /// Only these symbols of the directory.
+    pub symbols: Vec<String>,
+    /// Simulated days per probe in each market.
+    pub seeds: u64,
+    /// The first seed.
+    pub seed: u64,
+    /// Minutes between probe times (from 09:35 to 15:25).
+    pub every_minutes: usize,
+    /// Probe sizes, shares.
+    pub sizes: Vec<u64>,
+    /// A TOML with a [market] table (see configs/market.toml).
+    pub config: Option<PathBuf>,
+    /// The directory the reports are written to.
+    pub out: PathBuf,
+}
+
+/// One probe's outcome in one venue.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRecord {
+    /// The venue ([`VENUES`]).
+    pub venue: &'static str,
+    /// The simulated day's seed (0 for the real day).
+    pub seed: u64,
+    /// The probe.
+    pub probe: Probe,
+    /// What it filled; `None` when the venue had no two-sided book then.
+    pub fill: Option<ProbeFill>,
+}
+
+/// The probe schedule: every combination of side, level and size at each
+/// time, ordered time-major within a combination.
+fn schedule(a: &FillsRequest) -> Vec<Vec<Probe>> {
+    let (first, last) = (5, 355);
+    let every = a.every_minutes.max(1);
+    let times: Vec<f64> = (first..=last).step_by(every).map(minute_seconds).collect();
+    let mut combos = Vec::new();
+    for buy in [true, false] {
+        for (ticks_behind, _) in LEVELS {
+            for &size in &a.sizes {
+                let at = |post| Probe {
+                    buy,
+                    ticks_behind,
+                    size,
+                    post,
+                    horizon: HORIZON_SECONDS,
+                };
+                combos.push(times.iter().map(|&t| at(t)).collect());
+            }
+        }
+    }
+    combos
+}
+
+/// A combination's probes split into simulated days, each day's
+/// [`WINDOW_MINUTES`] apart.
+fn days_of(probes: &[Probe], every: usize) -> Vec<Vec<Probe>> {
+    let phases = WINDOW_MINUTES.div_ceil(every.max(1));
+    (0..phases)
+        .map(|p| probes.iter().skip(p).step_by(phases).copied().collect())
+        .filter(|d: &Vec<Probe>| !d.is_empty())
+        .collect()
+}
+
+/// A calibrated market and where its day starts (seconds after midnight).
+struct Market {
+    venue: &'static str,
+    cal: Calibration,
+    cfg: MarketConfig,
+    open: f64,
+}
+
+/// The dynamic venue's market on `day`, calibrated as a backtest on
+/// LOBSTER days calibrates it (with the day's order flow) and as it is
+/// on bar data (its minute bars alone).
+fn markets(day: &LobsterDay, base: &MarketConfig) -> Vec<Market> {
+    let bars = SessionView::build(
+        std::slice::from_ref(day.session()),
+        0,
+        &DataConfig::default(),
+    );
+    let mut flow = bars.clone();
+    flow.order_flow = day.order_flow().cloned();
+    [(VENUES[1], flow), (VENUES[2], bars)]
+        .into_iter()
+        .map(|(venue, view)| {
+            let (cal, cfg) = serl_env::calibrate(&view, base);
+            Market {
+                venue,
+                cal,
+                cfg,
+                open: f64::from(view.open_minute) * 60.0,
+            }
+        })
+        .collect()
+}
+
+/// The probes of one symbol-day in every venue.
+fn probe_day(
+    a: &FillsRequest,
+    real: LobsterDayFiles,
+    base: &MarketConfig,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<ProbeRecord>> {
+    let day = crate::data::lobster_day(real)?;
+    let markets = markets(&day, base);
+    let combos = schedule(a);
+    let mut out = replay(&day, &combos);
+    progress(Progress::Done);
+    let jobs: Vec<(&Market, u64, Vec<Probe>)> = markets
+        .iter()
+        .flat_map(|m| (0..a.seeds.max(1)).map(move |k| (m, a.seed + k)))
+        .flat_map(|(m, seed)| {
+            combos
+                .iter()
+                .flat_map(|c| days_of(c, a.every_minutes))
+                .map(move |d| (m, seed, d))
+        })
+        .collect();
+    let simulated: Vec<Vec<ProbeRecord>> = jobs
+        .into_par_iter()
+        .map(|(m, seed, probes)| {
+            let mut sim = Simulator::new(&m.cal, &m.cfg, seed);
+            let records = probes
+                .iter()
+                .map(|p| ProbeRecord {
+                    venue: m.venue,
+                    seed,
+                    probe: *p,
+                    fill: probe_market(&mut sim, m.open, p),
+                })
+                .collect();
+            progress(Progress::Done);
+            records
+        })
+        .collect();
+    out.extend(simulated.into_iter().flatten());
+    Ok(out)
+}
+
+/// Every probe in the real queue and, at the same price, in the bar rule.
+fn replay(day: &LobsterDay, combos: &[Vec<Probe>]) -> Vec<ProbeRecord> {
+    let model = FillModel::default();
+    let mut out = Vec::new();
+    for p in combos.iter().flatten() {
+        let real = day.probe(p);
+        let bars = real.map(|r| probe_bars(day.session(), &model, p, (r.price, r.mid)));
+        for (venue, fill) in [(VENUES[0], real), (VENUES[3], bars)] {
+            out.push(ProbeRecord {
+                venue,
+                seed: 0,
+                probe: *p,
+                fill,
+            });
+        }
+    }
+    out
+}
+
+/// Days to play for one symbol: the replay, then each market's.
+fn days_per_symbol(a: &FillsRequest) -> u64 {
+    let per_combo = WINDOW_MINUTES.div_ceil(a.every_minutes.max(1)) as u64;
+    1 + 2 * a.seeds.max(1) * per_combo * 4 * a.sizes.len() as u64
+}
+
+/// One symbol's probes.
+pub struct SymbolFills {
+    /// The symbol.
+    pub symbol: String,
+    /// The real day's file.
+    pub file: PathBuf,
+    /// Every probe in every venue.
+    pub records: Vec<ProbeRecord>,
+}
+
+/// Plays every probe of the study on every symbol of `a.lobster`
+/// ([`crate::fills_report::write`] writes the files). `progress` hears the
+/// days to play in all, then each one done with the symbol at hand.
+pub fn probe_all(
+    a: &FillsRequest,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<SymbolFills>> {
+    if a.sizes.is_empty() || a.sizes.contains(&0) {
+        return Err(StudyError::msg(
+            "--sizes: give one or more probe sizes of at least one share",
+        ));
+    }
+    let base: MarketConfig = match &a.config {
+        Some(p) => read_toml::<SimulateFile>(p)?.market,
+        None => MarketConfig::default(),
+    };
+    let files = sample_files(&a.lobster, &a.symbols)?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    progress(Progress::Days(files.len() as u64 * days_per_symbol(a)));
+    let mut all = Vec::new();
+    for (symbol, file) in files {
+        progress(Progress::Symbol(&symbol));
+        let real = LobsterDayFiles::read(symbol.clone(), file.clone())
+            .with_context(|| format!("reading {}", file.display()))?;
+        let records = probe_day(a, real, &base, progress)?;
+        all.push(SymbolFills {
+            symbol,
+            file,
+            records,
+        });
+    }
+    Ok(all)
+}
+
+/// A venue's fills of one set of probes, summed up.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FillSummary {
+    /// Probes played (a two-sided book when posted).
+    pub probes: usize,
+    /// The share of them filled in full within each of [`WITHIN_SECONDS`].
+    pub filled_within: [f64; 3],
+    /// The median seconds to a full fill, of those filled in the horizon.
+    pub median_seconds: Option<f64>,
+    /// The mean adverse move 1 and 5 minutes after a full fill, bps.
+    pub adverse_bps: [Option<f64>; 2],
+}
+
+impl FillSummary {
+    /// Sums up `fills`.
+    pub fn of<'a>(fills: impl IntoIterator<Item = &'a ProbeFill>) -> Self {
+        let fills: Vec<&ProbeFill> = fills.into_iter().collect();
+        let n = fills.len();
+        let share = |s: f64| {
+            let k = fills
+                .iter()
+                .filter(|f| f.full_fill.is_some_and(|t| t <= s))
+                .count();
+            if n == 0 {
+                f64::NAN
+            } else {
+                k as f64 / n as f64
+            }
+        };
+        let mut times: Vec<f64> = fills.iter().filter_map(|f| f.full_fill).collect();
+        times.sort_by(f64::total_cmp);
+        let median = (!times.is_empty()).then(|| {
+            let m = times.len() / 2;
+            if times.len() % 2 == 1 {
+                times[m]
+            } else {
+                (times[m - 1] + times[m]) / 2.0
+            }
+        });
+        let mean = |k: usize| {
+            let v: Vec<f64> = fills.iter().filter_map(|f| f.adverse_bps[k]).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        FillSummary {
+            probes: n,
+            filled_within: WITHIN_SECONDS.map(share),
+            median_seconds: median,
+            adverse_bps: [mean(0), mean(1)],
+        }
+    }
+
+    /// The share filled in full within `seconds`.
+    pub fn curve(fills: &[&ProbeFill], seconds: f64) -> f64 {
+        let k = fills
+            .iter()
+            .filter(|f| f.full_fill.is_some_and(|t| t <= seconds))
+            .count();
+        k as f64 / fills.len().max(1) as f64
+    }
+}
+
+impl SymbolFills {
+    /// The fills of `venue`'s probes that pass `keep`.
+    pub fn fills(&self, venue: &str, keep: impl Fn(&Probe) -> bool) -> Vec<&ProbeFill> {
+        self.records
+            .iter()
+            .filter(|r| r.venue == venue && keep(&r.probe))
+            .filter_map(|r| r.fill.as_ref())
+            .collect()
+    }
+
+    /// `venue`'s summary over the probes `ticks_behind` the touch.
+    pub fn summary(&self, venue: &str, ticks_behind: u16) -> FillSummary {
+        FillSummary::of(self.fills(venue, |p| p.ticks_behind == ticks_behind))
+    }
+
+    /// The (level, 5 or 30 minutes) pairs, of 4, on which `venue`'s fill
+    /// probability is within 5 percentage points of the LOBSTER queue's:
+    /// the study's aim.
+    pub fn within_aim(&self, venue: &str) -> usize {
+        LEVELS
+            .iter()
+            .map(|&(ticks, _)| {
+                let (r, v) = (self.summary(VENUES[0], ticks), self.summary(venue, ticks));
+                (1..3)
+                    .filter(|&k| (v.filled_within[k] - r.filled_within[k]).abs() <= 0.05)
+                    .count()
+            })
+            .sum()
+    }
+}
+
+/// `x` (a share) as a percentage with one decimal; a dash for none.
+pub(crate) fn percent(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.1}%", 100.0 * x)
+    } else {
+        "–".to_string()
+    }
+}

@@ -1,0 +1,78 @@
+//! `serl simulate fills`: the passive-fill study (`serl_study::fills`)
+//! with a progress bar and a line per symbol.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serl_study::fills::{FillsRequest, Progress, VENUES};
+
+#[derive(Args)]
+pub struct FillsArgs {
+    /// A LOBSTER sample zip, or a directory of them (the deepest file of
+    /// each symbol is used).
+    #[arg(long, default_value = "../shared/data/lobster-2012-06-21")]
+    pub lobster: PathBuf,
+    /// Only these symbols of the directory (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Simulated days per probe in each market.
+    #[arg(long, default_value_t = 2)]
+    pub seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Minutes between probe times, from 09:35 to 15:25.
+    #[arg(long, default_value_t = 5)]
+    pub every: usize,
+    /// Probe sizes, shares (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [100, 500, 2000])]
+    pub sizes: Vec<u64>,
+    /// A TOML with a [market] table (see configs/market.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(a: FillsArgs) -> Result<ExitCode> {
+    crate::interrupt::lock_run(&a.out)?;
+    let request = FillsRequest {
+        lobster: a.lobster,
+        symbols: a.symbols,
+        seeds: a.seeds,
+        seed: a.seed,
+        every_minutes: a.every,
+        sizes: a.sizes,
+        config: a.config,
+        out: a.out,
+    };
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("fills {bar:30} {pos}/{len} days, eta {eta} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let progress = |p: Progress| match p {
+        Progress::Days(n) => bar.set_length(n),
+        Progress::Symbol(s) => bar.set_message(s.to_string()),
+        Progress::Done => bar.inc(1),
+    };
+    let all = serl_study::fills::probe_all(&request, &progress)?;
+    serl_study::fills_report::write(&request, &all)?;
+    bar.finish_and_clear();
+    for s in &all {
+        let real = s.summary(VENUES[0], 0);
+        let market = s.summary(VENUES[1], 0);
+        println!(
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%; within 5 points on {} of 4 (level, horizon) pairs",
+            s.symbol,
+            100.0 * real.filled_within[1],
+            100.0 * real.filled_within[2],
+            100.0 * market.filled_within[1],
+            100.0 * market.filled_within[2],
+            s.within_aim(VENUES[1])
+        );
+    }
+    println!("report: {}", request.out.join("report.html").display());
+    Ok(ExitCode::SUCCESS)
+}
