@@ -235,7 +235,7 @@ fn a_session_with_its_real_order_flow_gives_the_dynamic_market_its_sizes_and_dep
     assert!(bars_cfg.size_quantiles.is_empty() && bars_cfg.depth_quantiles.is_empty());
 
     // A made-up day's flow: half its orders of 100 shares, the rest 300,
-    // placed at the touch and two ticks behind it.
+    // placed at the touch and two ticks behind it, 0.8 ms apart.
     let stats = serl_market::OrderStats {
         submissions: 1_000,
         cancels: 800,
@@ -249,6 +249,7 @@ fn a_session_with_its_real_order_flow_gives_the_dynamic_market_its_sizes_and_dep
     let flow = serl_market::OrderFlow {
         stats,
         depth_quantiles: [vec![0; 32], vec![2; 32]].concat(),
+        median_gap_us: 800.0,
     };
     let md = md.with_order_flow([(o.symbol.clone(), o.date, std::sync::Arc::new(flow.clone()))]);
     let view = md.get(&o.symbol, o.date).unwrap();
@@ -261,6 +262,7 @@ fn a_session_with_its_real_order_flow_gives_the_dynamic_market_its_sizes_and_dep
     flow.apply(&mut expected, daily);
     assert_eq!(cfg.size_quantiles, expected.size_quantiles);
     assert_eq!(cfg.depth_quantiles, flow.depth_quantiles);
+    assert_eq!(cfg.mm_message_gap_us, 800.0);
     assert_eq!(cfg.order_size, expected.order_size);
     assert_ne!(cfg.order_size, bars_cfg.order_size);
     // And it trades: an episode runs in that market.

@@ -20,6 +20,8 @@ pub struct OrderFlow {
     /// The new limit orders' depths behind their side's best price, ticks,
     /// at [`DEPTH_QUANTILES`] quantiles.
     pub depth_quantiles: Vec<i64>,
+    /// The median gap between consecutive messages, microseconds.
+    pub median_gap_us: f64,
 }
 
 impl OrderFlow {
@@ -32,16 +34,24 @@ impl OrderFlow {
 
     /// [`OrderFlow::measure`] with the day's features already measured.
     pub fn from_features(messages: &[MessageRow], features: &DayFeatures) -> Option<OrderFlow> {
+        let mut gaps: Vec<f64> = messages
+            .windows(2)
+            .map(|w| (w[1].time - w[0].time).max(0.0))
+            .collect();
+        gaps.sort_by(f64::total_cmp);
         Some(OrderFlow {
             stats: OrderStats::from_messages(messages)?,
             depth_quantiles: features.limit_depth_quantiles(DEPTH_QUANTILES),
+            median_gap_us: gaps.get(gaps.len() / 2).map_or(0.0, |g| g * 1e6),
         })
     }
 
     /// Carries the day's order flow into `cfg` for a day trading
-    /// `daily_volume` shares ([`OrderStats::apply`]) with its depth profile.
+    /// `daily_volume` shares ([`OrderStats::apply`]) with its depth profile
+    /// and its gap between messages (a maker's re-quote spread out).
     pub fn apply(&self, cfg: &mut MarketConfig, daily_volume: f64) {
         cfg.depth_quantiles = self.depth_quantiles.clone();
+        cfg.mm_message_gap_us = self.median_gap_us;
         self.stats.apply(cfg, daily_volume);
     }
 }

@@ -312,3 +312,47 @@ fn noise_limit_orders_follow_a_fitted_depth_profile() {
         "{fitted:.2} of new limit orders 2 ticks behind, {grid:.2} on the grid"
     );
 }
+
+#[test]
+fn makers_send_a_requote_one_message_at_a_time_with_a_gap_set() {
+    let (cal, market) = hour_of_trading();
+    // Bursts: instants at which three or more new orders or cancels go
+    // out together (a noise trader's cancel and new order make two; a
+    // maker re-quoting its ladder at once, a dozen).
+    let bursts = |gap_us: f64| {
+        let cfg = MarketConfig {
+            mm_message_gap_us: gap_us,
+            ..market.clone()
+        };
+        let (_, rec) = Simulator::recording_lobster(&cal, &cfg, 3, 5).finish_lobster();
+        replays_exactly(&rec);
+        let sent: Vec<f64> = rec
+            .messages()
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.kind,
+                    LobsterEvent::Submit | LobsterEvent::Cancel | LobsterEvent::Delete
+                )
+            })
+            .map(|r| r.time)
+            .collect();
+        let bursts = sent
+            .chunk_by(|a, b| a == b)
+            .filter(|same| same.len() >= 3)
+            .count();
+        (bursts, rec.messages().len())
+    };
+    let (at_once, n_at_once) = bursts(0.0);
+    let (spread_out, n_spread) = bursts(1_000.0);
+    // All at once, every re-quote is a burst; a millisecond apart on
+    // average, only the opening quotes are.
+    assert!(at_once > 100, "{at_once} bursts");
+    assert!(spread_out <= 2, "{spread_out} bursts");
+    // The day still trades about as much.
+    let ratio = n_spread as f64 / n_at_once as f64;
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "{n_spread} against {n_at_once}"
+    );
+}

@@ -20,6 +20,16 @@ pub(super) struct Agent {
     pub(super) redraw: bool,
     /// A market maker's standing quote: best bid, best ask, touch size.
     pub(super) quote: Option<(Ticks, Ticks, u64)>,
+    /// A market maker's messages of a re-quote not yet sent, when they go
+    /// out one by one (`mm_message_gap_us`).
+    pub(super) pending: VecDeque<MakerMessage>,
+}
+
+/// One message of a market maker's re-quote.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum MakerMessage {
+    Cancel(OrderId),
+    Post(Side, Ticks, u64),
 }
 
 /// The agents of a day, in the order of their ids: noise traders first
@@ -42,6 +52,7 @@ pub(super) fn population(cfg: &MarketConfig, n_noise: usize) -> Vec<Agent> {
                 inventory: 0,
                 redraw: false,
                 quote: None,
+                pending: VecDeque::new(),
             })
         })
         .collect()
@@ -97,6 +108,12 @@ impl Simulator {
                 let rate = (per_min * busy).max(1e-6) / US_PER_MIN as f64;
                 let dt = Exp::new(rate).map_or(1e9, |e| e.sample(&mut self.rng));
                 now + dt as u64 + lat
+            }
+            AgentKind::MarketMaker if !self.agents[a as usize].pending.is_empty() => {
+                // The rest of a re-quote, one message at a time.
+                let gap = Exp::new(1.0 / self.cfg.mm_message_gap_us.max(1.0))
+                    .map_or(1.0, |e| e.sample(&mut self.rng));
+                now + (gap as u64).max(1)
             }
             AgentKind::MarketMaker => {
                 let base = self.cfg.mm_interval_ms * 1000;
@@ -287,8 +304,15 @@ impl Simulator {
 
     /// A market maker re-quotes: it withdraws a quote that changed, picks
     /// off stale orders, then posts its levels and a deep one behind them.
+    /// With `mm_message_gap_us` set, the withdrawals and new orders go out
+    /// one per wake-up, a gap apart; a maker still sending its last
+    /// re-quote sends its next message and nothing else.
     #[inline]
     fn wake_market_maker(&mut self, a: u32, m: usize, fund: f64) {
+        if let Some(msg) = self.agents[a as usize].pending.pop_front() {
+            self.maker_send(a, msg);
+            return;
+        }
         let q = self.maker_quote(a, m, fund);
         let quote = (q.bid, q.ask, round(q.size) as u64);
         // A quote that would not change stays, keeping its place in
@@ -298,8 +322,7 @@ impl Simulator {
             && agent.live.iter().all(|&id| self.book.order(id).is_some());
         if !standing {
             while let Some(id) = self.agents[a as usize].live.pop_front() {
-                self.events += 1;
-                self.cancel(id);
+                self.maker_message(a, MakerMessage::Cancel(id));
             }
         }
         self.maker_snipe(a, &q);
@@ -308,6 +331,31 @@ impl Simulator {
         }
         self.agents[a as usize].quote = Some(quote);
         self.maker_post(a, m, &q);
+        if let Some(msg) = self.agents[a as usize].pending.pop_front() {
+            self.maker_send(a, msg);
+        }
+    }
+
+    /// Sends maker `a`'s message now, or queues it when its messages go
+    /// out a gap apart.
+    fn maker_message(&mut self, a: u32, msg: MakerMessage) {
+        if self.cfg.mm_message_gap_us > 0.0 {
+            self.agents[a as usize].pending.push_back(msg);
+        } else {
+            self.maker_send(a, msg);
+        }
+    }
+
+    fn maker_send(&mut self, a: u32, msg: MakerMessage) {
+        match msg {
+            MakerMessage::Cancel(id) => {
+                self.events += 1;
+                self.cancel(id);
+            }
+            MakerMessage::Post(side, price, qty) => {
+                self.submit(a, side, OrderKind::Limit { price }, qty);
+            }
+        }
     }
 
     /// Where market maker `a` quotes in minute `m`: around a mix of the
@@ -375,11 +423,11 @@ impl Simulator {
                 if d >= rest {
                     break;
                 }
-                self.submit(a, side, OrderKind::Limit { price }, d);
+                self.maker_message(a, MakerMessage::Post(side, price, d));
                 rest -= d;
             }
         }
-        self.submit(a, side, OrderKind::Limit { price }, rest);
+        self.maker_message(a, MakerMessage::Post(side, price, rest));
     }
 
     /// Posts a market maker's quote: `mm_levels` levels a side from the
@@ -406,9 +454,9 @@ impl Simulator {
         if deep > 0 {
             let gap = (self.cfg.mm_levels as i64 + 4 * q.width as i64) * g;
             if bid0 - gap > 0 {
-                self.submit(a, Side::Bid, OrderKind::Limit { price: bid0 - gap }, deep);
+                self.maker_message(a, MakerMessage::Post(Side::Bid, bid0 - gap, deep));
             }
-            self.submit(a, Side::Ask, OrderKind::Limit { price: ask0 + gap }, deep);
+            self.maker_message(a, MakerMessage::Post(Side::Ask, ask0 + gap, deep));
         }
     }
 }

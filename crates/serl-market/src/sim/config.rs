@@ -130,6 +130,14 @@ pub struct MarketConfig {
     /// `size_quantiles`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depth_quantiles: Vec<i64>,
+    /// Mean microseconds between a market maker's messages when it
+    /// re-quotes (exponential gaps): its cancels and new orders go out one
+    /// by one, as a real maker's do, rather than all in one instant. 0:
+    /// all at once. Set from a real day's median gap between messages
+    /// ([`crate::OrderFlow::apply`]); written only when set, as
+    /// `size_quantiles`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mm_message_gap_us: f64,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -192,6 +200,7 @@ impl Default for MarketConfig {
             mm_orders_per_level: 1,
             size_quantiles: Vec::new(),
             depth_quantiles: Vec::new(),
+            mm_message_gap_us: 0.0,
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,
@@ -260,4 +269,8 @@ pub enum AgentKind {
     Momentum,
     /// Immediate-or-cancel orders toward the fundamental a little ahead.
     Informed,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
