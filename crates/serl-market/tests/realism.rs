@@ -356,3 +356,47 @@ fn makers_send_a_requote_one_message_at_a_time_with_a_gap_set() {
         "{n_spread} against {n_at_once}"
     );
 }
+
+#[test]
+fn time_to_first_fill_and_imbalance_at_depth_are_measured_as_lob_bench_does() {
+    // A level-2 day: two bids and an ask; order 2 (a bid) is partly
+    // filled 2 s after it arrived, then again; order 3 never fills.
+    let lines = [
+        (
+            "34200.0,1,1,100,1000100,-1",
+            "1000100,100,-9999999999,0,9999999999,0,-9999999999,0",
+        ),
+        (
+            "34201.0,1,2,300,1000000,1",
+            "1000100,100,1000000,300,9999999999,0,-9999999999,0",
+        ),
+        (
+            "34201.5,1,3,100,999900,1",
+            "1000100,100,1000000,300,9999999999,0,999900,100",
+        ),
+        (
+            "34203.0,4,2,100,1000000,1",
+            "1000100,100,1000000,200,9999999999,0,999900,100",
+        ),
+        (
+            "34204.0,4,2,100,1000000,1",
+            "1000100,100,1000000,100,9999999999,0,999900,100",
+        ),
+    ];
+    let msgs: String = lines.iter().map(|(m, _)| format!("{m}\n")).collect();
+    let book: String = lines.iter().map(|(_, b)| format!("{b}\n")).collect();
+    let messages = serl_lob::parse_messages("m.csv", msgs.as_bytes()).unwrap();
+    let rows = serl_lob::parse_orderbook("b.csv", book.as_bytes()).unwrap();
+    let f = DayFeatures::measure(&messages, &rows, 100);
+    // One first fill, 2 s after the submission; a second fill of the
+    // same order is not a first fill.
+    let fills: Vec<f64> = f.fill_time.iter().map(|s| s.1).collect();
+    assert_eq!(fills.len(), 1);
+    assert!((fills[0] - 2f64.log10()).abs() < 1e-12, "{fills:?}");
+    // Over two levels after the third message: bids 400, asks 100.
+    let depth: Vec<f64> = f.imbalance_depth.iter().map(|s| s.1).collect();
+    assert!((depth[2] - 0.6).abs() < 1e-12, "{depth:?}");
+    // Level 1 alone then: bids 300, asks 100.
+    let touch: Vec<f64> = f.imbalance.iter().map(|s| s.1).collect();
+    assert!((touch[1] - 0.5).abs() < 1e-12, "{touch:?}");
+}

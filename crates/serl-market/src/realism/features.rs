@@ -82,6 +82,12 @@ pub struct DayFeatures {
     pub cancel_time: Vec<Sample>,
     /// Level-1 imbalance (bid − ask) / (bid + ask) after each message.
     pub imbalance: Vec<Sample>,
+    /// The same over the first five levels (as many as the files hold),
+    /// only when they hold more than one: LOB-Bench's imbalance at depth.
+    pub imbalance_depth: Vec<Sample>,
+    /// log10 seconds from an order's submission to its first execution
+    /// (orders submitted within the day): LOB-Bench's time to first fill.
+    pub fill_time: Vec<Sample>,
     /// log10 shares at the best ask and at the best bid.
     pub touch_volume: [Vec<Sample>; 2],
     /// log10 shares over all levels of the files, ask and bid (only when
@@ -147,6 +153,8 @@ impl DayFeatures {
         };
         let mut mids = Vec::with_capacity(n);
         let mut submitted: HashMap<u64, f64> = HashMap::new();
+        // Orders not yet filled at all, by id: when they were submitted.
+        let mut unfilled: HashMap<u64, f64> = HashMap::new();
         let mut minute_mid = vec![f64::NAN; 390];
         for i in 0..n {
             let (m, row) = (&messages[i], row_of(i));
@@ -175,6 +183,12 @@ impl DayFeatures {
                         f.depth_volume[side].push((at, (total as f64).log10()));
                     }
                 }
+                let top = |offset: usize| -> i64 { row.chunks(4).take(5).map(|l| l[offset]).sum() };
+                let (asks, bids) = (top(1), top(3));
+                if asks + bids > 0 {
+                    let x = (bids - asks) as f64 / (bids + asks) as f64;
+                    f.imbalance_depth.push((at, x));
+                }
             }
             if i > 0 {
                 let dt = (m.time - messages[i - 1].time).max(MIN_INTERARRIVAL_S);
@@ -195,6 +209,7 @@ impl DayFeatures {
             match m.kind {
                 LobsterEvent::Submit => {
                     submitted.insert(m.id, m.time);
+                    unfilled.insert(m.id, m.time);
                     if m.size > 0 {
                         f.limit_size.push((at, (m.size as f64).log10()));
                     }
@@ -207,10 +222,17 @@ impl DayFeatures {
                         f.cancel_depth.push((at, d));
                     }
                     if m.kind == LobsterEvent::Delete {
+                        unfilled.remove(&m.id);
                         if let Some(t0) = submitted.remove(&m.id) {
                             let dt = (m.time - t0).max(MIN_INTERARRIVAL_S);
                             f.cancel_time.push((at, dt.log10()));
                         }
+                    }
+                }
+                LobsterEvent::Execute => {
+                    if let Some(t0) = unfilled.remove(&m.id) {
+                        let dt = (m.time - t0).max(MIN_INTERARRIVAL_S);
+                        f.fill_time.push((at, dt.log10()));
                     }
                 }
                 _ => {}

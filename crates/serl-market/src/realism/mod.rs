@@ -183,7 +183,10 @@ pub const STATISTICS: &[Statistic] = &[
     plain!("cancel level (behind the touch)", "ticks", |f| &f
         .cancel_depth),
     plain!("time to cancel", "log10 s", |f| &f.cancel_time),
+    plain!("time to first fill", "log10 s", |f| &f.fill_time),
     plain!("level-1 imbalance", "(bid-ask)/(bid+ask)", |f| &f.imbalance),
+    plain!("imbalance, levels 1-5", "(bid-ask)/(bid+ask)", |f| &f
+        .imbalance_depth),
     plain!("ask volume, level 1", "log10 shares", |f| &f.touch_volume
         [0]),
     plain!("bid volume, level 1", "log10 shares", |f| &f.touch_volume
