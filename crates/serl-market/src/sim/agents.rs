@@ -435,11 +435,14 @@ impl Simulator {
     #[inline]
     fn maker_post(&mut self, a: u32, m: usize, q: &MakerQuote) {
         let (bid0, ask0, size, g) = (q.bid, q.ask, q.size, self.grid);
-        for k in 0..self.cfg.mm_levels as i64 {
+        for k in 0..self.cfg.mm_levels {
             // Depth grows away from the touch, then thins: a hump.
             let w = 1.0 + 0.6 * k as f64 - 0.12 * (k * k) as f64;
             let qty = self.in_lots(size * w.max(0.3));
-            let step = k * g;
+            let step = match &self.maker_depths {
+                Some((steps, _)) => steps[k],
+                None => k as i64 * g,
+            };
             if bid0 - step > 0 {
                 self.post_level(a, Side::Bid, bid0 - step, qty);
             }
@@ -452,7 +455,10 @@ impl Simulator {
             / self.cfg.market_makers.max(1) as f64)
             .round() as u64;
         if deep > 0 {
-            let gap = (self.cfg.mm_levels as i64 + 4 * q.width as i64) * g;
+            let gap = match &self.maker_depths {
+                Some((_, deep_at)) => *deep_at,
+                None => (self.cfg.mm_levels as i64 + 4 * q.width as i64) * g,
+            };
             if bid0 - gap > 0 {
                 self.maker_message(a, MakerMessage::Post(Side::Bid, bid0 - gap, deep));
             }

@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::LogNormal;
-use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy};
+use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy, Ticks};
 
 use super::agents::population;
 use super::{
@@ -148,6 +148,7 @@ impl Simulator {
             mm_size: mm_sizes(cal, cfg, minutes, median),
             spread_ticks,
             grid: (spread_ticks / 4.0).floor().max(1.0) as i64,
+            maker_depths: maker_depths(&cfg.depth_quantiles, cfg.mm_levels),
             flow: 0.0,
             flow_at: 0,
             shift_cache: std::cell::Cell::new(super::NO_SHIFT),
@@ -193,5 +194,50 @@ impl Simulator {
         for a in mms {
             self.wake(a);
         }
+    }
+}
+
+/// A market maker's levels from a real day's depth profile (the ticks
+/// behind their side's best price at which new limit orders arrive, at
+/// evenly spaced quantiles): level k at the profile's (k + ½)/levels
+/// quantile of the depths at or behind the touch, each at least a tick
+/// behind the one before (the first at the touch), and the deep level a
+/// tick behind the deepest the profile reaches. `None` without a profile.
+fn maker_depths(quantiles: &[i64], levels: usize) -> Option<(Box<[Ticks]>, Ticks)> {
+    let behind: Vec<i64> = quantiles.iter().copied().filter(|&d| d >= 0).collect();
+    if behind.is_empty() || levels == 0 {
+        return None;
+    }
+    let mut steps: Vec<Ticks> = Vec::with_capacity(levels);
+    for k in 0..levels {
+        let at = ((k as f64 + 0.5) / levels as f64 * behind.len() as f64) as usize;
+        let q = behind[at.min(behind.len() - 1)];
+        let step = match steps.last() {
+            None => 0,
+            Some(&prev) => q.max(prev + 1),
+        };
+        steps.push(step);
+    }
+    let deepest = behind.iter().copied().max().unwrap_or(0);
+    let deep = (deepest + 1).max(steps[levels - 1] + 1);
+    Some((steps.into_boxed_slice(), deep))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::maker_depths;
+
+    #[test]
+    fn a_makers_levels_follow_the_days_depth_profile() {
+        // Orders inside the spread (−1) are no level of a maker's ladder;
+        // the rest crowd the touch and thin out behind it.
+        let profile = [-1, 0, 0, 0, 0, 1, 1, 2, 3, 10];
+        let (steps, deep) = maker_depths(&profile, 5).unwrap();
+        // The touch, then the quantiles 0, 1, 2, 10, each at least a
+        // tick behind the last; the deep level a tick past the deepest.
+        assert_eq!(&*steps, &[0, 1, 2, 3, 10]);
+        assert_eq!(deep, 11);
+        assert!(maker_depths(&[], 5).is_none());
+        assert!(maker_depths(&[-2, -1], 5).is_none());
     }
 }

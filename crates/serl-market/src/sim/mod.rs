@@ -71,6 +71,10 @@ pub struct Simulator {
     /// spread of about 45 ticks, and real books there are not one tick
     /// apart).
     grid: i64,
+    /// Where a market maker's levels sit behind its quote, ticks, and its
+    /// deep level, when a real day's depth profile says
+    /// ([`MarketConfig::depth_quantiles`]); `None`: on the grid.
+    maker_depths: Option<(Box<[serl_lob::Ticks]>, serl_lob::Ticks)>,
     /// Net aggressive volume (buys positive), decayed, and when it was
     /// last brought up to date.
     flow: f64,
