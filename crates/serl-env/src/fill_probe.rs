@@ -13,7 +13,7 @@ use serl_lob::Side;
 use serl_market::{Simulator, EXECUTION_OWNER};
 
 use crate::lobster_queue::LobsterDay;
-use crate::placement::{FillModel, Placement};
+use crate::placement::{adverse_bps, FillModel, Placement};
 
 /// Seconds after a fill at which the mid is read again for the adverse
 /// move: 1 and 5 minutes.
@@ -107,7 +107,7 @@ impl ProbeFill {
             return;
         }
         for (slot, later) in self.adverse_bps.iter_mut().zip(after) {
-            *slot = later.map(|m| sign * (at_fill - m) / at_fill * 1e4);
+            *slot = later.map(|m| adverse_bps(sign, at_fill, m));
         }
     }
 }
@@ -117,6 +117,8 @@ impl LobsterDay {
     /// its price when posted, as [`crate::LobsterVenue`] does) and returns
     /// what it filled; `None` when the book is not two-sided then.
     pub fn probe(&self, probe: &Probe) -> Option<ProbeFill> {
+        // Before the first message there is no book to join.
+        self.mid_after(probe.post)?;
         let (mid, half) = self.quote_at(probe.post)?;
         let price = probe.price(mid, half);
         let mut out = ProbeFill::new(price, mid);
@@ -127,9 +129,11 @@ impl LobsterDay {
             out.add(t - probe.post, qty, probe.size);
         }
         if let Some(done) = out.full_fill {
+            // The mid just after the fill, and after the messages of the
+            // minutes that follow it.
             let t = probe.post + done;
-            let at_fill = self.quote_at(t).map_or(0.0, |q| q.0);
-            let after = ADVERSE_AFTER.map(|d| self.quote_at(t + d).map(|q| q.0));
+            let at_fill = self.mid_after(t).unwrap_or(0.0);
+            let after = ADVERSE_AFTER.map(|d| self.mid_after(t + d));
             out.adverse(probe.sign(), at_fill, after);
         }
         Some(out)
@@ -172,9 +176,13 @@ pub fn probe_bars(
     out
 }
 
-/// The mid of the last quotes at or before `minute`'s end.
+/// The mid of the last quotes at or before `minute`'s end; `None` past the
+/// session's last bar.
 fn bar_mid(session: &Session, minute: u16) -> Option<f64> {
     let q = session.quotes.as_ref()?;
+    if session.minute.last().is_none_or(|&last| minute > last) {
+        return None;
+    }
     let k = session
         .minute
         .partition_point(|&m| m <= minute)
@@ -282,6 +290,8 @@ mod tests {
             ("34340.0,4,3,10,1000000,1", "1000100,200,1000000,20"),
             // The bid at 100.00 goes: the mid falls half a cent.
             ("34500.0,3,3,20,1000000,1", "1000100,200,999900,410"),
+            // A sell far above: the day goes on past five minutes.
+            ("34700.0,1,5,10,1000500,-1", "1000100,200,999900,410"),
         ]);
         let got = d.probe(&probe(true, 0, 100, 34260.0)).unwrap();
         assert_eq!((got.price, got.mid), (100.00, 100.005));
@@ -302,6 +312,8 @@ mod tests {
             (Some(60.0), None, 90.0)
         );
         // A sell at the ask never trades: nothing reaches 100.01.
+        // Before the day's first message there is no book to join.
+        assert!(d.probe(&probe(true, 0, 100, 34000.0)).is_none());
         let sell = d.probe(&probe(false, 0, 100, 34260.0)).unwrap();
         assert!(
             (sell.price - 100.01).abs() < 1e-9 && sell.filled == 0.0,
@@ -341,8 +353,8 @@ mod tests {
         // The bar mid at 572's end 100.005, one minute later 99.985.
         let adverse = got.adverse_bps[0].unwrap();
         assert!((adverse - 0.02 / 100.005 * 1e4).abs() < 1e-9, "{adverse}");
-        // The last quotes stand for the minutes after the last bar.
-        assert_eq!(got.adverse_bps[1], got.adverse_bps[0]);
+        // Five minutes on is past the last bar: nothing to read.
+        assert_eq!(got.adverse_bps[1], None);
         // With the placement bar counted, the trade-through fills it there.
         let eager = FillModel {
             placement_bar: true,

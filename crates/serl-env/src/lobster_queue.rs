@@ -50,7 +50,8 @@ impl LobsterDay {
         }
     }
 
-    /// The day's order flow (sizes, cancels, limit-order depths), for a
+    /// The day's order flow (sizes, cancels, limit-order depths, gap
+    /// between messages), for a
     /// dynamic market calibrated to it ([`crate::MarketData::with_order_flow`]);
     /// `None` for a day without submissions.
     pub fn order_flow(&self) -> Option<&Arc<OrderFlow>> {
@@ -90,6 +91,17 @@ impl LobsterDay {
     pub(crate) fn quote_at(&self, t: f64) -> Option<(f64, f64)> {
         let (bid, ask) = self.touch_before(self.at(t))?;
         Some(((bid + ask) / 2.0, (ask - bid) / 2.0))
+    }
+
+    /// The mid (dollars) just after every message at or before `t`
+    /// seconds: `None` before the first message and after the last, where
+    /// the day's book says nothing, and where it is not two-sided.
+    pub(crate) fn mid_after(&self, t: f64) -> Option<f64> {
+        let i = self.messages.partition_point(|m| m.time <= t);
+        if i == 0 || i >= self.messages.len() {
+            return None;
+        }
+        self.touch_before(i).map(|(bid, ask)| (bid + ask) / 2.0)
     }
 
     /// Shares shown at `price` (LOBSTER units) on the side of direction `d`

@@ -323,7 +323,7 @@ impl FillLedger {
         let (captured, first) = self.step_start;
         let adverse: f64 = self.pending[first.min(self.pending.len())..]
             .iter()
-            .map(|&(_, q, mid)| q * sign * (mid - mid_end) / mid * 1e4)
+            .map(|&(_, q, mid)| q * adverse_bps(sign, mid, mid_end))
             .sum();
         let q = qty.max(1e-12);
         ((self.captured - captured) / q, adverse / q)
@@ -333,11 +333,18 @@ impl FillLedger {
     /// mid at minute `m` (the last one known where `m` is past the data).
     pub(crate) fn settle(&mut self, sign: f64, mid_at: impl Fn(u16) -> f64) {
         for (minute, qty, mid) in std::mem::take(&mut self.pending) {
-            let moved = |h: u16| sign * (mid - mid_at(minute + h)) / mid * 1e4;
+            let moved = |h: u16| adverse_bps(sign, mid, mid_at(minute + h));
             self.adverse_1m += qty * moved(1);
             self.adverse_5m += qty * moved(5);
         }
     }
+}
+
+/// The mid's move from `mid` (at a passive fill) to `later`, bps of `mid`,
+/// against a side of sign `sign` (+1 a buy): positive when the fill was
+/// adversely selected (a buy's mid fell, a sell's rose).
+pub(crate) fn adverse_bps(sign: f64, mid: f64, later: f64) -> f64 {
+    sign * (mid - later) / mid * 1e4
 }
 
 /// What placement did for one order, per share.

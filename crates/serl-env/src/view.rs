@@ -63,7 +63,8 @@ pub struct SessionView {
     pub open_minute: u16,
     /// The session's real order flow, where message data exists (a
     /// LOBSTER day): the dynamic market then takes its order sizes,
-    /// cancels and limit-order depths from it ([`crate::calibrate`]).
+    /// cancels, limit-order depths (the noise traders' and the makers'
+    /// levels) and gap between messages from it ([`crate::calibrate`]).
     pub order_flow: Option<Arc<OrderFlow>>,
     /// The simulated market's fitted noise rates, per market config (its
     /// debug form): fitted once per session, shared by every episode.

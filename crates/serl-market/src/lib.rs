@@ -133,6 +133,7 @@ mod facts;
 mod impact;
 mod lobster_stats;
 mod path;
+mod quantiles;
 mod realism;
 mod sim;
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serl_lob::{BookRows, LobsterEvent, MessageRow};
 
+use crate::quantiles::evenly_spaced_quantiles;
 use crate::realism::DayFeatures;
 use crate::MarketConfig;
 
@@ -20,7 +21,8 @@ pub struct OrderFlow {
     /// The new limit orders' depths behind their side's best price, ticks,
     /// at [`DEPTH_QUANTILES`] quantiles.
     pub depth_quantiles: Vec<i64>,
-    /// The median gap between consecutive messages, microseconds.
+    /// The median gap between consecutive messages (those that change
+    /// the visible book), microseconds.
     pub median_gap_us: f64,
 }
 
@@ -34,10 +36,22 @@ impl OrderFlow {
 
     /// [`OrderFlow::measure`] with the day's features already measured.
     pub fn from_features(messages: &[MessageRow], features: &DayFeatures) -> Option<OrderFlow> {
-        let mut gaps: Vec<f64> = messages
-            .windows(2)
-            .map(|w| (w[1].time - w[0].time).max(0.0))
+        // The messages a simulator writes, as the inter-arrival statistic
+        // counts them: hidden executions, crosses and halts left out.
+        let times: Vec<f64> = messages
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m.kind,
+                    LobsterEvent::Submit
+                        | LobsterEvent::Cancel
+                        | LobsterEvent::Delete
+                        | LobsterEvent::Execute
+                )
+            })
+            .map(|m| m.time)
             .collect();
+        let mut gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]).max(0.0)).collect();
         gaps.sort_by(f64::total_cmp);
         Some(OrderFlow {
             stats: OrderStats::from_messages(messages)?,
@@ -87,20 +101,6 @@ pub const SIZE_QUANTILES: usize = 64;
 /// A market maker quotes a level as up to this many orders when the day's
 /// order sizes are known ([`OrderStats::apply`]).
 const ORDERS_PER_LEVEL: usize = 6;
-
-/// `sorted`'s values at `n` evenly spaced quantiles (the midpoints of `n`
-/// equal shares), each a value of the sample; empty for an empty sample.
-/// Drawing one of them uniformly reproduces the sample's distribution,
-/// its atoms (a round lot, the touch) included.
-pub(crate) fn evenly_spaced_quantiles<T: Copy>(sorted: &[T], n: usize) -> Vec<T> {
-    if sorted.is_empty() {
-        return Vec::new();
-    }
-    let len = sorted.len();
-    (0..n)
-        .map(|i| sorted[(((i as f64 + 0.5) / n as f64) * len as f64) as usize % len])
-        .collect()
-}
 
 /// The round lot of US equities, shares.
 const ROUND_LOT: i64 = 100;

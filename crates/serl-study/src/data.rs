@@ -21,13 +21,16 @@ pub fn load_data(path: &Path, cfg: &DataConfig, warn: &dyn Fn(&str)) -> Result<D
     Ok(ds)
 }
 
-/// What the load of `ds` from `path` left out (files skipped, rows
-/// dropped), in one line for the terminal, when anything: no command uses
-/// less data than it was given without a word.
 /// A LOBSTER symbol-day read from its files as the fill reference
 /// ([`serl_env::LobsterDay`]), its date from the file's name.
 pub fn lobster_day(real: serl_lob::LobsterDayFiles) -> Result<serl_env::LobsterDay> {
     let file = &real.file;
+    if real.messages.is_empty() {
+        return Err(crate::StudyError::msg(format!(
+            "{}: the LOBSTER day has no messages",
+            file.display()
+        )));
+    }
     let (_, date, _) = serl_lob::lobster_name(file)
         .with_context(|| format!("{}: not named like a LOBSTER file", file.display()))?;
     let date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").with_context(|| {
@@ -44,6 +47,9 @@ pub fn lobster_day(real: serl_lob::LobsterDayFiles) -> Result<serl_env::LobsterD
     ))
 }
 
+/// What the load of `ds` from `path` left out (files skipped, rows
+/// dropped), in one line for the terminal, when anything: no command uses
+/// less data than it was given without a word.
 fn left_out_warning(path: &Path, ds: &Dataset) -> Option<String> {
     let left = ds.left_out();
     if left.is_empty() {

@@ -3,7 +3,8 @@
 //! posted through the day) in the real queue of a LOBSTER day, in the
 //! static replay's bar rule on the same day's minute bars, and in the
 //! dynamic venue's market calibrated to the day two ways: with its order
-//! flow (sizes, cancels, limit-order depths; as `serl backtest --lobster`
+//! flow (sizes, cancels, limit-order depths for noise orders and makers'
+//! levels, gaps between makers' messages; as `serl backtest --lobster`
 //! calibrates it) and from its minute bars alone (as on bar data, the
 //! training venue). Each venue's fill
 //! probability within 1, 5 and 30 minutes, time to fill and adverse
@@ -19,7 +20,6 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serl_data::DataConfig;
 use serl_env::{probe_bars, probe_market, FillModel, LobsterDay, Probe, ProbeFill, SessionView};
 use serl_lob::{sample_files, LobsterDayFiles};
 use serl_market::{Calibration, MarketConfig, Simulator};
@@ -38,12 +38,15 @@ pub const HORIZON_SECONDS: f64 = 1_800.0;
 pub const WINDOW_MINUTES: usize = 35;
 /// The fill probabilities reported: within 1, 5 and 30 minutes.
 pub const WITHIN_SECONDS: [f64; 3] = [60.0, 300.0, 1_800.0];
+/// The (level, horizon) pairs the aim is judged on: both levels at 5 and
+/// 30 minutes.
+pub const AIM_PAIRS: usize = LEVELS.len() * 2;
 
 /// The venues, the reference first.
 pub const VENUES: [&str; 4] = [
     "LOBSTER queue",
-    "dynamic market, day's order flow",
-    "dynamic market, bars only",
+    "dynamic market (day's order flow)",
+    "dynamic market (bars only)",
     "bar rule",
 ];
 
@@ -53,7 +56,7 @@ pub struct FillsRequest {
     pub lobster: PathBuf,
     /// Only these symbols of the directory.
     pub symbols: Vec<String>,
-    /// Simulated days per probe in each market.
+    /// Simulated days per probe in each market (at least 1).
     pub seeds: u64,
     /// The first seed.
     pub seed: u64,
@@ -61,7 +64,7 @@ pub struct FillsRequest {
     pub every_minutes: usize,
     /// Probe sizes, shares.
     pub sizes: Vec<u64>,
-    /// A TOML with a [market] table (see configs/market.toml).
+    /// A TOML with [data] and [market] tables (see configs/market.toml).
     pub config: Option<PathBuf>,
     /// The directory the reports are written to.
     pub out: PathBuf,
@@ -72,8 +75,8 @@ pub struct FillsRequest {
 pub struct ProbeRecord {
     /// The venue ([`VENUES`]).
     pub venue: &'static str,
-    /// The simulated day's seed (0 for the real day).
-    pub seed: u64,
+    /// The simulated day's seed (`None` for the real day).
+    pub seed: Option<u64>,
     /// The probe.
     pub probe: Probe,
     /// What it filled; `None` when the venue had no two-sided book then.
@@ -124,19 +127,22 @@ struct Market {
 
 /// The dynamic venue's market on `day`, calibrated as a backtest on
 /// LOBSTER days calibrates it (with the day's order flow) and as it is
-/// on bar data (its minute bars alone).
-fn markets(day: &LobsterDay, base: &MarketConfig) -> Vec<Market> {
-    let bars = SessionView::build(
-        std::slice::from_ref(day.session()),
-        0,
-        &DataConfig::default(),
-    );
+/// on bar data (its minute bars alone), the data and market settings from
+/// `config`.
+fn markets(day: &LobsterDay, config: &SimulateFile) -> Result<Vec<Market>> {
+    let bars = SessionView::build(std::slice::from_ref(day.session()), 0, &config.data);
     let mut flow = bars.clone();
-    flow.order_flow = day.order_flow().cloned();
-    [(VENUES[1], flow), (VENUES[2], bars)]
+    flow.order_flow = Some(day.order_flow().cloned().with_context(|| {
+        format!(
+            "{} {}: no order submissions to calibrate the dynamic market's order flow from",
+            day.symbol(),
+            day.date()
+        )
+    })?);
+    Ok([(VENUES[1], flow), (VENUES[2], bars)]
         .into_iter()
         .map(|(venue, view)| {
-            let (cal, cfg) = serl_env::calibrate(&view, base);
+            let (cal, cfg) = serl_env::calibrate(&view, &config.market);
             Market {
                 venue,
                 cal,
@@ -144,18 +150,18 @@ fn markets(day: &LobsterDay, base: &MarketConfig) -> Vec<Market> {
                 open: f64::from(view.open_minute) * 60.0,
             }
         })
-        .collect()
+        .collect())
 }
 
 /// The probes of one symbol-day in every venue.
 fn probe_day(
     a: &FillsRequest,
     real: LobsterDayFiles,
-    base: &MarketConfig,
+    config: &SimulateFile,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<ProbeRecord>> {
     let day = crate::data::lobster_day(real)?;
-    let markets = markets(&day, base);
+    let markets = markets(&day, config)?;
     let combos = schedule(a);
     let mut out = replay(&day, &combos);
     progress(Progress::Done);
@@ -177,7 +183,7 @@ fn probe_day(
                 .iter()
                 .map(|p| ProbeRecord {
                     venue: m.venue,
-                    seed,
+                    seed: Some(seed),
                     probe: *p,
                     fill: probe_market(&mut sim, m.open, p),
                 })
@@ -200,7 +206,7 @@ fn replay(day: &LobsterDay, combos: &[Vec<Probe>]) -> Vec<ProbeRecord> {
         for (venue, fill) in [(VENUES[0], real), (VENUES[3], bars)] {
             out.push(ProbeRecord {
                 venue,
-                seed: 0,
+                seed: None,
                 probe: *p,
                 fill,
             });
@@ -209,10 +215,12 @@ fn replay(day: &LobsterDay, combos: &[Vec<Probe>]) -> Vec<ProbeRecord> {
     out
 }
 
-/// Days to play for one symbol: the replay, then each market's.
+/// Days to play for one symbol: the replay, then each market's (one per
+/// seed, side, level, size and phase of the schedule).
 fn days_per_symbol(a: &FillsRequest) -> u64 {
     let per_combo = WINDOW_MINUTES.div_ceil(a.every_minutes.max(1)) as u64;
-    1 + 2 * a.seeds.max(1) * per_combo * 4 * a.sizes.len() as u64
+    let combos = (2 * LEVELS.len() * a.sizes.len()) as u64;
+    1 + 2 * a.seeds.max(1) * per_combo * combos
 }
 
 /// One symbol's probes.
@@ -237,9 +245,9 @@ pub fn probe_all(
             "--sizes: give one or more probe sizes of at least one share",
         ));
     }
-    let base: MarketConfig = match &a.config {
-        Some(p) => read_toml::<SimulateFile>(p)?.market,
-        None => MarketConfig::default(),
+    let config: SimulateFile = match &a.config {
+        Some(p) => read_toml(p)?,
+        None => SimulateFile::default(),
     };
     let files = sample_files(&a.lobster, &a.symbols)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -249,7 +257,7 @@ pub fn probe_all(
         progress(Progress::Symbol(&symbol));
         let real = LobsterDayFiles::read(symbol.clone(), file.clone())
             .with_context(|| format!("reading {}", file.display()))?;
-        let records = probe_day(a, real, &base, progress)?;
+        let records = probe_day(a, real, &config, progress)?;
         all.push(SymbolFills {
             symbol,
             file,
@@ -277,17 +285,7 @@ impl FillSummary {
     pub fn of<'a>(fills: impl IntoIterator<Item = &'a ProbeFill>) -> Self {
         let fills: Vec<&ProbeFill> = fills.into_iter().collect();
         let n = fills.len();
-        let share = |s: f64| {
-            let k = fills
-                .iter()
-                .filter(|f| f.full_fill.is_some_and(|t| t <= s))
-                .count();
-            if n == 0 {
-                f64::NAN
-            } else {
-                k as f64 / n as f64
-            }
-        };
+        let share = |s: f64| Self::curve(&fills, s);
         let mut times: Vec<f64> = fills.iter().filter_map(|f| f.full_fill).collect();
         times.sort_by(f64::total_cmp);
         let median = (!times.is_empty()).then(|| {
@@ -310,13 +308,18 @@ impl FillSummary {
         }
     }
 
-    /// The share filled in full within `seconds`.
+    /// The share of `fills` filled in full within `seconds`; `NaN` for
+    /// none.
     pub fn curve(fills: &[&ProbeFill], seconds: f64) -> f64 {
         let k = fills
             .iter()
             .filter(|f| f.full_fill.is_some_and(|t| t <= seconds))
             .count();
-        k as f64 / fills.len().max(1) as f64
+        if fills.is_empty() {
+            f64::NAN
+        } else {
+            k as f64 / fills.len() as f64
+        }
     }
 }
 
@@ -335,9 +338,9 @@ impl SymbolFills {
         FillSummary::of(self.fills(venue, |p| p.ticks_behind == ticks_behind))
     }
 
-    /// The (level, 5 or 30 minutes) pairs, of 4, on which `venue`'s fill
-    /// probability is within 5 percentage points of the LOBSTER queue's:
-    /// the study's aim.
+    /// The (level, 5 or 30 minutes) pairs, of [`AIM_PAIRS`], on which
+    /// `venue`'s fill probability is within 5 percentage points of the
+    /// LOBSTER queue's: the study's aim.
     pub fn within_aim(&self, venue: &str) -> usize {
         LEVELS
             .iter()
@@ -348,14 +351,5 @@ impl SymbolFills {
                     .count()
             })
             .sum()
-    }
-}
-
-/// `x` (a share) as a percentage with one decimal; a dash for none.
-pub(crate) fn percent(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.1}%", 100.0 * x)
-    } else {
-        "–".to_string()
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Context, Result, StudyError};
 use crate::fills::{
-    percent, FillSummary, FillsRequest, SymbolFills, HORIZON_SECONDS, LEVELS, VENUES,
+    FillSummary, FillsRequest, SymbolFills, AIM_PAIRS, HORIZON_SECONDS, LEVELS, VENUES,
     WITHIN_SECONDS,
 };
 
@@ -23,7 +23,8 @@ pub fn write(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
          **LOBSTER queue** rests them in the real day's queue, message by message (behind every share \
          shown at the price when posted); **bar rule** is the static replay's fill rule on the same day's \
          minute bars, at the same prices; the two dynamic markets are the dynamic venue's agent-based market \
-         calibrated to the day with its order flow (order sizes, cancels and limit-order depths, as \
+         calibrated to the day with its order flow (order sizes, cancels, limit-order depths for noise orders \
+         and makers' levels, and the gap between makers' messages, as \
          `serl backtest --lobster` calibrates it) and from its minute bars alone (as on bar data, where \
          agents train), {} simulated days per probe, one probe resting at a time. Every venue is \
          calibrated to the day it is scored on: this study measures fills, it does not choose anything. \
@@ -84,7 +85,7 @@ fn write_json(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
         })
         .collect();
     let json = serde_json::json!({
-        "seeds": a.seeds, "seed": a.seed, "every_minutes": a.every_minutes, "sizes": a.sizes,
+        "seeds": a.seeds.max(1), "seed": a.seed, "every_minutes": a.every_minutes, "sizes": a.sizes,
         "horizon_seconds": HORIZON_SECONDS, "within_seconds": WITHIN_SECONDS, "symbols": symbols,
     });
     let path = a.out.join("fills.json");
@@ -98,6 +99,7 @@ fn write_csv(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
         "symbol,venue,seed,side,ticks_behind,size,post,price,mid,first_fill,full_fill,filled,adverse_1m_bps,adverse_5m_bps\n",
     );
     let opt = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v}"));
+    let seed = |x: Option<u64>| x.map_or_else(String::new, |v| v.to_string());
     for s in all {
         for r in &s.records {
             let p = &r.probe;
@@ -105,7 +107,12 @@ fn write_csv(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
             let _ = write!(
                 csv,
                 "{},{},{},{side},{},{},{}",
-                s.symbol, r.venue, r.seed, p.ticks_behind, p.size, p.post
+                s.symbol,
+                r.venue,
+                seed(r.seed),
+                p.ticks_behind,
+                p.size,
+                p.post
             );
             match &r.fill {
                 Some(f) => {
@@ -167,7 +174,7 @@ fn symbol_section(md: &mut String, s: &SymbolFills) {
     let _ = writeln!(
         md,
         "\nIn brackets: percentage points from the LOBSTER queue. The market with the day's order flow is within 5 points \
-         at 5 and 30 minutes on **{} of 4** (level, horizon) pairs.\n",
+         at 5 and 30 minutes on **{} of {AIM_PAIRS}** (level, horizon) pairs.\n",
         s.within_aim(VENUES[1])
     );
 }
@@ -187,6 +194,7 @@ fn curve_plot(s: &SymbolFills) -> Result<(String, String)> {
                     let t = f64::from(m);
                     (t, FillSummary::curve(&fills, 60.0 * t))
                 })
+                .filter(|(_, y)| y.is_finite())
                 .collect();
             (v.to_string(), points)
         })
@@ -199,4 +207,13 @@ fn curve_plot(s: &SymbolFills) -> Result<(String, String)> {
     )
     .map_err(|e| StudyError::msg(format!("plotting {title}: {e}")))?;
     Ok((title, svg))
+}
+
+/// `x` (a share) as a percentage with one decimal; a dash for none.
+fn percent(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.1}%", 100.0 * x)
+    } else {
+        "–".to_string()
+    }
 }

@@ -307,8 +307,8 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
     let venues = &json["symbols"][0]["venues"];
     for venue in [
         "LOBSTER queue",
-        "dynamic market, day's order flow",
-        "dynamic market, bars only",
+        "dynamic market (day's order flow)",
+        "dynamic market (bars only)",
         "bar rule",
     ] {
         for level in ["touch", "touch+1"] {
@@ -333,6 +333,7 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
     assert_eq!(csv.lines().count(), 1 + 4 * 44);
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 14, "{line}");
         let (Ok(price), Ok(mid)) = (f[7].parse::<f64>(), f[8].parse::<f64>()) else {
             continue;
         };

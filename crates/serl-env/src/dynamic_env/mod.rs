@@ -34,7 +34,8 @@ const US_PER_MIN: u64 = 60_000_000;
 /// the order size scaled to the stock's volume, so that a day is about
 /// 100-200 thousand events whatever the stock; or, where the session has
 /// its real order flow ([`SessionView::order_flow`], a LOBSTER day), the
-/// day's own order sizes, cancels and limit-order depths.
+/// day's own order sizes, cancels, limit-order depths (noise orders and
+/// makers' levels) and gap between messages ([`serl_market::OrderFlow`]).
 pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, MarketConfig) {
     let minutes = serl_market::SESSION_MINUTES as usize;
     let open = view.open_minute;

@@ -122,7 +122,37 @@ impl DayFeatures {
             .map(|s| s.1.round() as i64)
             .collect();
         d.sort_unstable();
-        crate::lobster_stats::evenly_spaced_quantiles(&d, n)
+        crate::quantiles::evenly_spaced_quantiles(&d, n)
+    }
+
+    /// The book's shape after one message in minute `at`: spread,
+    /// imbalances, volumes at the touch and over the levels.
+    fn book_shape(&mut self, at: u16, row: &[i64], tick: f64) {
+        let (a, qa, b, qb, two_sided) = touch(row);
+        if two_sided {
+            let spread = (a - b) as f64 / tick;
+            self.spread.push((at, spread));
+            self.imbalance
+                .push((at, (qb - qa) as f64 / (qb + qa) as f64));
+            self.touch_volume[0].push((at, (qa as f64).log10()));
+            self.touch_volume[1].push((at, (qb as f64).log10()));
+            let mean_touch = ((qa + qb) as f64 / 2.0).log10();
+            self.touch_given_spread.push((at, spread, mean_touch));
+        }
+        if self.levels > 1 {
+            for (side, offset) in [(0, 1), (1, 3)] {
+                let total: i64 = row.chunks(4).map(|l| l[offset]).sum();
+                if total > 0 {
+                    self.depth_volume[side].push((at, (total as f64).log10()));
+                }
+            }
+            let top = |offset: usize| -> i64 { row.chunks(4).take(5).map(|l| l[offset]).sum() };
+            let (asks, bids) = (top(1), top(3));
+            if asks + bids > 0 {
+                let x = (bids - asks) as f64 / (bids + asks) as f64;
+                self.imbalance_depth.push((at, x));
+            }
+        }
     }
 
     /// Measures a LOBSTER day: `rows[i]` is the book after `messages[i]`;
@@ -159,7 +189,7 @@ impl DayFeatures {
         for i in 0..n {
             let (m, row) = (&messages[i], row_of(i));
             let at = minute(m.time);
-            let (a, qa, b, qb, two_sided) = touch(row);
+            let (a, _, b, _, two_sided) = touch(row);
             let mid = if two_sided {
                 (a + b) as f64 / 2.0 / tick
             } else {
@@ -167,29 +197,9 @@ impl DayFeatures {
             };
             mids.push(mid);
             if two_sided {
-                let spread = (a - b) as f64 / tick;
-                f.spread.push((at, spread));
-                f.imbalance.push((at, (qb - qa) as f64 / (qb + qa) as f64));
-                f.touch_volume[0].push((at, (qa as f64).log10()));
-                f.touch_volume[1].push((at, (qb as f64).log10()));
-                let mean_touch = ((qa + qb) as f64 / 2.0).log10();
-                f.touch_given_spread.push((at, spread, mean_touch));
                 minute_mid[at as usize] = mid;
             }
-            if f.levels > 1 {
-                for (side, offset) in [(0, 1), (1, 3)] {
-                    let total: i64 = row.chunks(4).map(|l| l[offset]).sum();
-                    if total > 0 {
-                        f.depth_volume[side].push((at, (total as f64).log10()));
-                    }
-                }
-                let top = |offset: usize| -> i64 { row.chunks(4).take(5).map(|l| l[offset]).sum() };
-                let (asks, bids) = (top(1), top(3));
-                if asks + bids > 0 {
-                    let x = (bids - asks) as f64 / (bids + asks) as f64;
-                    f.imbalance_depth.push((at, x));
-                }
-            }
+            f.book_shape(at, row, tick);
             if i > 0 {
                 let dt = (m.time - messages[i - 1].time).max(MIN_INTERARRIVAL_S);
                 f.interarrival.push((at, dt.log10()));

@@ -202,10 +202,11 @@ impl Simulator {
 /// evenly spaced quantiles): level k at the profile's (k + ½)/levels
 /// quantile of the depths at or behind the touch, each at least a tick
 /// behind the one before (the first at the touch), and the deep level a
-/// tick behind the deepest the profile reaches. `None` without a profile.
+/// tick behind the deepest the profile reaches. `None` without a profile,
+/// or with one that shows nothing behind the touch (a level-1 file's).
 fn maker_depths(quantiles: &[i64], levels: usize) -> Option<(Box<[Ticks]>, Ticks)> {
     let behind: Vec<i64> = quantiles.iter().copied().filter(|&d| d >= 0).collect();
-    if behind.is_empty() || levels == 0 {
+    if behind.iter().all(|&d| d == 0) || levels == 0 {
         return None;
     }
     let mut steps: Vec<Ticks> = Vec::with_capacity(levels);
@@ -239,5 +240,7 @@ mod tests {
         assert_eq!(deep, 11);
         assert!(maker_depths(&[], 5).is_none());
         assert!(maker_depths(&[-2, -1], 5).is_none());
+        // A level-1 file shows orders at the touch or inside only.
+        assert!(maker_depths(&[-1, 0, 0, 0], 5).is_none());
     }
 }

@@ -122,11 +122,14 @@ pub struct MarketConfig {
     /// empty, so the profiling module's schema does not offer it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub size_quantiles: Vec<u64>,
-    /// Where the noise traders' limit orders go, ticks behind their own
+    /// Where a real day's new limit orders go, ticks behind their own
     /// side's best price (negative: inside the spread), at evenly spaced
-    /// quantiles of a real day's new limit orders (the realism study sets
-    /// them from the calibration part). Empty: a geometric number of grid
-    /// steps behind the touch around the mid. Written only when set, as
+    /// quantiles ([`crate::OrderFlow::apply`] sets them from a LOBSTER
+    /// day's messages). The noise traders place their limit orders at
+    /// these depths, and the market makers quote their levels at them
+    /// (where they reach behind the touch). Empty: noise orders a
+    /// geometric number of grid steps behind the touch around the mid,
+    /// makers' levels on the grid. Written only when set, as
     /// `size_quantiles`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depth_quantiles: Vec<i64>,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use serl_study::fills::{FillsRequest, Progress, VENUES};
+use serl_study::fills::{FillsRequest, Progress, AIM_PAIRS, VENUES};
 
 #[derive(Args)]
 pub struct FillsArgs {
@@ -29,7 +29,7 @@ pub struct FillsArgs {
     /// Probe sizes, shares (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [100, 500, 2000])]
     pub sizes: Vec<u64>,
-    /// A TOML with a [market] table (see configs/market.toml).
+    /// A TOML with [data] and [market] tables (see configs/market.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
     #[arg(long)]
@@ -64,7 +64,7 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
         let real = s.summary(VENUES[0], 0);
         let market = s.summary(VENUES[1], 0);
         println!(
-            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%; within 5 points on {} of 4 (level, horizon) pairs",
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%; within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs",
             s.symbol,
             100.0 * real.filled_within[1],
             100.0 * real.filled_within[2],
