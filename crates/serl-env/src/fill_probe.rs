@@ -12,6 +12,7 @@ use serl_data::Session;
 use serl_lob::Side;
 use serl_market::{Simulator, EXECUTION_OWNER};
 
+use crate::dynamic_env::limit_ticks;
 use crate::lobster_queue::LobsterDay;
 use crate::placement::{adverse_bps, FillModel, Placement};
 
@@ -44,12 +45,16 @@ impl Probe {
         }
     }
 
+    /// Where it rests: `ticks_behind` the touch.
+    pub fn placement(&self) -> Placement {
+        Placement::Passive {
+            ticks: self.ticks_behind,
+        }
+    }
+
     /// Its limit price, dollars, from the mid and half spread when posted.
     pub fn price(&self, mid: f64, half: f64) -> f64 {
-        let placement = Placement::Passive {
-            ticks: self.ticks_behind,
-        };
-        placement
+        self.placement()
             .limit_price(self.sign(), mid, half)
             .expect("a passive placement has a price")
     }
@@ -207,16 +212,9 @@ pub fn probe_market(sim: &mut Simulator, open: f64, probe: &Probe) -> Option<Pro
         return None;
     }
     sim.run_until(start);
-    let tick = sim.tick();
-    let (bid, ask) = (sim.book.best_bid()?, sim.book.best_ask()?);
-    let (mid, half) = (
-        (bid + ask) as f64 / 2.0 * tick,
-        (ask - bid) as f64 / 2.0 * tick,
-    );
-    let price = probe.price(mid, half);
+    let (ticks, mid) = limit_ticks(sim, probe.sign(), probe.placement())?;
     let side = if probe.buy { Side::Bid } else { Side::Ask };
-    let ticks = (price / tick).round() as serl_lob::Ticks;
-    let mut out = ProbeFill::new(price, mid);
+    let mut out = ProbeFill::new(ticks as f64 * sim.tick(), mid);
     let (id, report) = sim.post_limit(EXECUTION_OWNER, side, ticks, probe.size)?;
     out.add(0.0, report.filled as f64, probe.size);
     let mut resting = report.resting;

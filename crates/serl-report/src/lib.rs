@@ -28,6 +28,23 @@ pub use html::{html, table_cell};
 
 use std::path::Path;
 
+/// Writes a report into `dir`: each plot of `svgs` as `plotK.svg` (the
+/// names `md` links them by), `report.md`, and `report.html` with the
+/// plots inline. Returns the HTML page's path.
+pub fn write_pages(
+    dir: &Path,
+    md: &str,
+    svgs: &[(String, String)],
+) -> std::io::Result<std::path::PathBuf> {
+    for (k, (_, svg)) in svgs.iter().enumerate() {
+        std::fs::write(dir.join(format!("plot{k}.svg")), svg)?;
+    }
+    std::fs::write(dir.join("report.md"), md)?;
+    let page = dir.join("report.html");
+    std::fs::write(&page, html(md, svgs))?;
+    Ok(page)
+}
+
 /// Writes `bytes` to `path` through a temporary file beside it and a
 /// rename, so that a crash leaves the old or the new version, never half
 /// of one.

@@ -11,7 +11,7 @@ use crate::fills::{
 };
 
 /// Writes the study's files into `a.out`: `fills.json`, `probes.csv`,
-/// `report.md` and `report.html`.
+/// `report.md` with its plots, and `report.html`.
 pub fn write(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
     write_json(a, all)?;
     write_csv(a, all)?;
@@ -49,10 +49,8 @@ pub fn write(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
             svgs.len() - 1
         );
     }
-    std::fs::write(a.out.join("report.md"), &md)
-        .with_context(|| format!("writing {}", a.out.join("report.md").display()))?;
-    std::fs::write(a.out.join("report.html"), serl_report::html(&md, &svgs))
-        .with_context(|| format!("writing {}", a.out.join("report.html").display()))?;
+    serl_report::write_pages(&a.out, &md, &svgs)
+        .with_context(|| format!("writing the report into {}", a.out.display()))?;
     Ok(())
 }
 

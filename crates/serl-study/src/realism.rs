@@ -453,8 +453,7 @@ fn write_reports(a: &RealismRequest, reports: &[SymbolReport]) -> Result<()> {
             svgs.len() - 1
         );
     }
-    std::fs::write(a.out.join("report.md"), &md)?;
-    std::fs::write(a.out.join("report.html"), serl_report::html(&md, &svgs))?;
+    serl_report::write_pages(&a.out, &md, &svgs)?;
     Ok(())
 }
 

@@ -232,9 +232,6 @@ impl Outputs<'_> {
         self.write_tape()?;
         let svgs = self.plots()?;
         let (t1, t2) = (&svgs[0].0, &svgs[1].0);
-        for (k, (_, s)) in svgs.iter().enumerate() {
-            std::fs::write(out.join(format!("plot{k}.svg")), s)?;
-        }
         let mut md = String::new();
         let _ = writeln!(md, "# serl simulate: {sym} {}\n", session.date);
         let _ = writeln!(md, "{} simulated days (seeds {}..{}) of the multi-agent market calibrated to the real session in `{}`.\n", self.seeds, seed, seed + self.seeds.max(1) - 1, session.data.display());
@@ -276,8 +273,7 @@ impl Outputs<'_> {
             let _ = writeln!(md);
         }
         let _ = writeln!(md, "## Plots\n\n![{t1}](plot0.svg)\n\n![{t2}](plot1.svg)\n");
-        std::fs::write(out.join("report.md"), &md)?;
-        std::fs::write(out.join("report.html"), serl_report::html(&md, &svgs))?;
+        serl_report::write_pages(out, &md, &svgs)?;
         Ok(())
     }
 

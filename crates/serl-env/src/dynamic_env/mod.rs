@@ -73,6 +73,22 @@ pub fn calibrate(view: &SessionView, base: &MarketConfig) -> (Calibration, Marke
     (cal, cfg)
 }
 
+/// The price in ticks of `placement` off `sim`'s current book for a side
+/// of sign `sign` (+1 a buy), and the mid (dollars); `None` for a crossing
+/// order or a one-sided book.
+pub(crate) fn limit_ticks(
+    sim: &Simulator,
+    sign: f64,
+    placement: crate::Placement,
+) -> Option<(serl_lob::Ticks, f64)> {
+    let tick = sim.tick();
+    let (bid, ask) = (sim.book.best_bid()?, sim.book.best_ask()?);
+    let mid = (bid + ask) as f64 / 2.0 * tick;
+    let half = (ask - bid) as f64 / 2.0 * tick;
+    let price = placement.limit_price(sign, mid, half)?;
+    Some(((price / tick).round() as serl_lob::Ticks, mid))
+}
+
 /// The session's fitted noise rates for this market config: from the
 /// session's cache, else the run's fit cache on disk, else one pilot day.
 fn noise_fit(view: &SessionView, cal: &Calibration, cfg: &MarketConfig) -> Vec<f64> {

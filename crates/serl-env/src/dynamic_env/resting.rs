@@ -63,7 +63,8 @@ impl DynamicEnv<'_> {
         // What the kept orders hold now: the others may have traded with
         // them since the last look.
         let (filled, paid) = self.collect(k, minute, self.sim.mid_price());
-        let Some((ticks, mid)) = self.limit_ticks(k, placement) else {
+        let sign = self.desks[k].order.side.sign();
+        let Some((ticks, mid)) = super::limit_ticks(&self.sim, sign, placement) else {
             self.withdraw(k);
             return (filled, paid);
         };
@@ -93,17 +94,6 @@ impl DynamicEnv<'_> {
         }
         let (g, c) = self.post(k, ticks, mid, want);
         (filled + g, paid + c)
-    }
-
-    /// The price in ticks of `placement` off the current book, and the mid
-    /// (dollars); `None` for a crossing order or a one-sided book.
-    fn limit_ticks(&self, k: usize, placement: Placement) -> Option<(serl_lob::Ticks, f64)> {
-        let tick = self.sim.tick();
-        let (bid, ask) = (self.sim.book.best_bid()?, self.sim.book.best_ask()?);
-        let mid = (bid + ask) as f64 / 2.0 * tick;
-        let half = (ask - bid) as f64 / 2.0 * tick;
-        let price = placement.limit_price(self.desks[k].order.side.sign(), mid, half)?;
-        Some(((price / tick).round() as serl_lob::Ticks, mid))
     }
 
     /// Posts `qty` shares for desk `k` at `ticks`, behind the orders kept.
