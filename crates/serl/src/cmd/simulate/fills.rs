@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use serl_study::fills::{FillsRequest, Progress, AIM_PAIRS, VENUES};
+use serl_study::fills::{FillsRequest, AIM_PAIRS, VENUES};
 
 #[derive(Args)]
 pub struct FillsArgs {
@@ -48,15 +48,8 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
         config: a.config,
         out: a.out,
     };
-    let bar = indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template("fills {bar:30} {pos}/{len} days, eta {eta} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let progress = |p: Progress| match p {
-        Progress::Days(n) => bar.set_length(n),
-        Progress::Symbol(s) => bar.set_message(s.to_string()),
-        Progress::Done => bar.inc(1),
-    };
+    let bar = super::realism::days_bar("fills");
+    let progress = super::realism::on_progress(&bar);
     let all = serl_study::fills::probe_all(&request, &progress)?;
     serl_study::fills_report::write(&request, &all)?;
     bar.finish_and_clear();

@@ -45,17 +45,8 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
         export: a.export,
         out: a.out,
     };
-    let bar = indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(
-            "realism {bar:30} {pos}/{len} days, eta {eta} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let progress = |p: Progress| match p {
-        Progress::Days(n) => bar.set_length(n),
-        Progress::Symbol(s) => bar.set_message(s.to_string()),
-        Progress::Done => bar.inc(1),
-    };
+    let bar = days_bar("realism");
+    let progress = on_progress(&bar);
     let reports = serl_study::realism::realism(&request, &progress)?;
     bar.finish_and_clear();
     for r in &reports {
@@ -71,4 +62,23 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     }
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A bar over the simulated days of a LOBSTER study, labelled `label`.
+pub(super) fn days_bar(label: &str) -> indicatif::ProgressBar {
+    let template = format!("{label} {{bar:30}} {{pos}}/{{len}} days, eta {{eta}} {{msg}}");
+    indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    )
+}
+
+/// What `bar` shows of a LOBSTER study's progress: the days in all, the
+/// symbol at work, each day done.
+pub(super) fn on_progress(bar: &indicatif::ProgressBar) -> impl Fn(Progress) + Sync + '_ {
+    move |p: Progress| match p {
+        Progress::Days(n) => bar.set_length(n),
+        Progress::Symbol(s) => bar.set_message(s.to_string()),
+        Progress::Done => bar.inc(1),
+    }
 }
