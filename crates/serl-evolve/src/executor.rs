@@ -26,6 +26,10 @@ pub(crate) trait Executor: Sync {
     /// engine.
     fn engine(&self) -> &'static str;
 
+    /// Whether its jobs run in this process, so that two groups of them
+    /// may run at once (a cluster's plan takes one batch at a time).
+    fn runs_here(&self) -> bool;
+
     /// Scores `jobs` of the run in `run_dir` under `scoring` (as batch
     /// `batch`) and returns one result per job, in order. A job whose
     /// `scores/<key>.json` an earlier process left is not scored again.
@@ -92,6 +96,10 @@ impl Executor for Local {
         "local"
     }
 
+    fn runs_here(&self) -> bool {
+        true
+    }
+
     fn score(
         &self,
         scoring: &Scoring,
@@ -146,6 +154,10 @@ impl Executor for Local {
 impl Executor for OnCluster<'_> {
     fn engine(&self) -> &'static str {
         self.cluster.config().engine.name()
+    }
+
+    fn runs_here(&self) -> bool {
+        false
     }
 
     fn score(

@@ -60,6 +60,39 @@ pub(crate) fn retrain(
     dir: &Path,
 ) -> Result<Vec<(String, Policy)>, EvolveError> {
     let cfg = scoring.cfg;
+    let finals = final_jobs(cfg, best);
+    executor.retrain(scoring, dir, &finals)?;
+    finals
+        .iter()
+        .map(|f| {
+            Ok((
+                f.name.clone(),
+                load_final(cfg, &dir.join("final").join(&f.name))?,
+            ))
+        })
+        .collect()
+}
+
+/// Whether plain PPO's validation may train while the final retrainings
+/// of `best` do, without changing a number: here (not on a cluster, whose
+/// plan one batch at a time writes), and with every one of those
+/// trainings on a fused learner, whose numbers do not depend on what else
+/// runs.
+pub(crate) fn baseline_overlaps_retraining(
+    cfg: &EvolveConfig,
+    executor: &dyn Executor,
+    best: &Design,
+) -> bool {
+    let fused = |d: &Design, algo| crate::score::trains_fused(&cfg.train, d, algo);
+    executor.runs_here()
+        && fused(&Design::baseline(), Algo::Ppo)
+        && final_jobs(cfg, best)
+            .iter()
+            .all(|j| fused(&j.design, j.algo))
+}
+
+/// The final retrainings of `best` and the baselines beside it.
+fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
     let plain = Design::baseline();
     let seed = cfg.seed ^ FINAL_SEED_MIX;
     let job = |name: &str, design: &Design, algo, critic| FinalJob {
@@ -72,7 +105,7 @@ pub(crate) fn retrain(
         critic,
         switch: None,
     };
-    let finals = match cfg.train.learning_team() {
+    match cfg.train.learning_team() {
         None => vec![
             job("serl-best", best, Algo::Ppo, None),
             job("ppo-default", &plain, Algo::Ppo, None),
@@ -88,17 +121,7 @@ pub(crate) fn retrain(
             ),
             job("ippo-default", &plain, Algo::Ppo, Some(Critic::Local)),
         ],
-    };
-    executor.retrain(scoring, dir, &finals)?;
-    finals
-        .iter()
-        .map(|f| {
-            Ok((
-                f.name.clone(),
-                load_final(cfg, &dir.join("final").join(&f.name))?,
-            ))
-        })
-        .collect()
+    }
 }
 
 /// The policy a final retraining in `fdir` kept: its best validated one
@@ -168,4 +191,28 @@ pub(crate) fn test(
         ));
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::Local;
+
+    #[test]
+    fn plain_ppo_trains_beside_the_final_retrainings_only_where_all_are_fused() {
+        let cfg = EvolveConfig::default();
+        let mlp = Design::baseline();
+        assert!(baseline_overlaps_retraining(&cfg, &Local, &mlp));
+        // DDQN on burn's autodiff: its sums depend on what else runs.
+        let mut burn_ddqn = cfg.clone();
+        burn_ddqn.train.ddqn.fused = false;
+        assert!(!baseline_overlaps_retraining(&burn_ddqn, &Local, &mlp));
+        // A best design with book attention trains on burn too.
+        let mut attention = mlp.clone();
+        attention.architecture.blocks = vec![serl_design::BlockSpec::BookAttention {
+            d_model: 8,
+            heads: 2,
+        }];
+        assert!(!baseline_overlaps_retraining(&cfg, &Local, &attention));
+    }
 }

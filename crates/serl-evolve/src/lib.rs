@@ -101,6 +101,7 @@ pub use pairs::{
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
 pub use score::candidate_score;
+pub use stages::CoreUse;
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
 pub use train::policy_factory;
 pub use verdict::{verdict, Verdict, VerdictRow};

@@ -322,6 +322,16 @@ fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::
         let _ = writeln!(md, "| {name} | {secs:.1} |");
     }
     md.push_str("\n`train` and `evaluate` add up each candidate's own seconds, so where candidates trained side by side (`[evolve] parallel`) they exceed the wall time they took; the other stages are wall time.\n");
+    if let Some(u) = out.core_use {
+        let _ = writeln!(
+            md,
+            "\nThe run's processes used {:.0} s of CPU over {:.0} s of wall time on {} cores: the cores were {:.0}% busy.",
+            u.cpu_secs,
+            u.wall_secs,
+            u.cores,
+            100.0 * u.busy_share()
+        );
+    }
     let _ = writeln!(md, "\nLLM tokens: {pt} prompt, {ct} completion.\n");
     spend(md, out);
     md.push_str("## Ablations\n\n");

@@ -214,6 +214,9 @@ pub struct EvolveOutcome {
     /// Wall seconds the run has taken over every process that worked on
     /// it (a resumed run adds to its earlier ones, `costs.json`).
     pub wall_secs: f64,
+    /// The CPU seconds of those processes and the cores they had, where
+    /// the system tells.
+    pub core_use: Option<crate::CoreUse>,
     /// The hierarchy rows (`[evolve.hierarchy]`), the design alone first;
     /// empty without them.
     pub hierarchy: Vec<HierarchyRow>,
@@ -356,9 +359,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let best = best_of(&all)
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
-    let baseline = validated_baseline(&inputs, executor, &best)?;
     let design = best.design.clone().expect("scored candidates have designs");
-    let (test, lockbox) = seal_or_test(&inputs, executor, &best.key, &design, &mut stages)?;
+    let (baseline, (test, lockbox)) =
+        baseline_and_final(&inputs, executor, &best, &design, &mut stages)?;
     let sealed = lockbox.as_ref().is_some_and(Lockbox::sealed);
     let hierarchy = hierarchy_rows(&inputs, executor, &design, sealed, &mut stages)?;
     Ok(EvolveOutcome {
@@ -370,6 +373,7 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         stages: stages.sorted(),
         iterations_run,
         wall_secs: stages.wall_secs(),
+        core_use: stages.core_use(),
         hierarchy,
     })
 }
@@ -388,19 +392,68 @@ fn start_search(
     Ok(Some(Search::new(&inputs.cfg, s, &plain)))
 }
 
+/// Plain PPO validated (the bar on validation), and the final stage of
+/// [`seal_or_test`]. Where no number can change by it
+/// ([`crate::final_test::baseline_overlaps_retraining`]), plain PPO trains
+/// while the final retrainings do, so that the machine is not left to a
+/// lone training twice over.
+fn baseline_and_final(
+    inputs: &EvolveInputs,
+    executor: &dyn Executor,
+    best: &CandidateResult,
+    design: &serl_design::Design,
+    stages: &mut Stages,
+) -> Result<(CandidateResult, Tested), EvolveError> {
+    let cfg = &inputs.cfg;
+    let finale = Finale {
+        scoring: inputs.scoring(),
+        dir: &inputs.run_dir,
+        lockbox: cfg.lockbox,
+        open_test: inputs.open_test,
+        test_orders: inputs.test_orders,
+    };
+    let plain = || crate::final_test::baseline(&finale.scoring, executor, finale.dir);
+    if crate::final_test::baseline_overlaps_retraining(cfg, executor, design) {
+        let (baseline, tested) = rayon::join(plain, || {
+            seal_or_test(&finale, executor, &best.key, design, stages)
+        });
+        let baseline = baseline?;
+        announce(inputs, best, &baseline);
+        Ok((baseline, tested?))
+    } else {
+        let baseline = plain()?;
+        announce(inputs, best, &baseline);
+        let tested = seal_or_test(&finale, executor, &best.key, design, stages)?;
+        Ok((baseline, tested))
+    }
+}
+
+/// What the final stage needs of a run's inputs (all of it shareable
+/// across threads, unlike the designer).
+struct Finale<'a> {
+    scoring: Scoring<'a>,
+    dir: &'a Path,
+    lockbox: bool,
+    open_test: bool,
+    test_orders: &'a [ParentOrder],
+}
+
+/// The final test's rows, and the lockbox.
+type Tested = (Vec<OrderResult>, Option<Lockbox>);
+
 /// The lockbox sealed (nothing retrained or played) or opened, or none;
 /// unless sealed, the best design (`key`) and the baselines retrained
 /// with the final budget and tested once. A sealed run leaves the final
 /// retraining to the opening: most runs of a study are never opened.
 fn seal_or_test(
-    inputs: &EvolveInputs,
+    finale: &Finale,
     executor: &dyn Executor,
     key: &str,
     design: &serl_design::Design,
     stages: &mut Stages,
-) -> Result<(Vec<OrderResult>, Option<Lockbox>), EvolveError> {
-    let dir = &inputs.run_dir;
-    let lockbox = match (inputs.cfg.lockbox, inputs.open_test) {
+) -> Result<Tested, EvolveError> {
+    let dir = finale.dir;
+    let lockbox = match (finale.lockbox, finale.open_test) {
         (true, false) => Some(crate::lockbox::seal(dir, key, design)?),
         (true, true) => Some(crate::lockbox::open(dir, key)?),
         (false, _) => None,
@@ -408,12 +461,12 @@ fn seal_or_test(
     if lockbox.as_ref().is_some_and(Lockbox::sealed) {
         return Ok((Vec::new(), lockbox));
     }
-    let scoring = inputs.scoring();
+    let scoring = &finale.scoring;
     let trained = stages.time("final training", || {
-        crate::final_test::retrain(&scoring, executor, design, dir)
+        crate::final_test::retrain(scoring, executor, design, dir)
     })?;
     let test = stages.time("test", || {
-        crate::final_test::test(&scoring, inputs.test_orders, trained, dir)
+        crate::final_test::test(scoring, finale.test_orders, trained, dir)
     })?;
     Ok((test, lockbox))
 }
@@ -445,19 +498,13 @@ fn low_level_round(
     Ok(tuned)
 }
 
-/// Plain PPO validated like a candidate, announced beside `best`.
-fn validated_baseline(
-    inputs: &EvolveInputs,
-    executor: &dyn Executor,
-    best: &CandidateResult,
-) -> Result<CandidateResult, EvolveError> {
-    let baseline = crate::final_test::baseline(&inputs.scoring(), executor, &inputs.run_dir)?;
+/// Announces plain PPO's validation beside the best design's.
+fn announce(inputs: &EvolveInputs, best: &CandidateResult, baseline: &CandidateResult) {
     let pa = |c: &CandidateResult| c.validation.as_ref().map_or(0.0, |v| v.pa);
     inputs.say(Event::Validated {
         best_pa: pa(best),
-        baseline_pa: pa(&baseline),
+        baseline_pa: pa(baseline),
     });
-    Ok(baseline)
 }
 
 /// What iteration `j`'s instructions produced: its designs' best score,

@@ -26,6 +26,42 @@ struct Recorded {
     stages: BTreeMap<String, f64>,
     /// Wall seconds of every process, up to its last save.
     wall_secs: f64,
+    /// CPU seconds (user and system, every thread) of every process, up to
+    /// its last save, where the system tells them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cpu_secs: Option<f64>,
+}
+
+/// The cores a run kept busy: its processes' CPU seconds over their wall
+/// seconds, and the cores the machine offers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreUse {
+    /// CPU seconds, every thread of every process that worked on the run.
+    pub cpu_secs: f64,
+    /// Wall seconds of those processes.
+    pub wall_secs: f64,
+    /// Cores available to this process.
+    pub cores: usize,
+}
+
+impl CoreUse {
+    /// The share of the cores' time the run kept busy, in [0, 1].
+    pub fn busy_share(&self) -> f64 {
+        (self.cpu_secs / (self.wall_secs * self.cores.max(1) as f64).max(1e-9)).min(1.0)
+    }
+}
+
+/// This process's CPU seconds so far (user and system, all threads): from
+/// `/proc/self/stat`, whose clock ticks are 1/100 s on Linux (`USER_HZ`);
+/// `None` elsewhere.
+fn process_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which may hold spaces), from the
+    // third on: utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
+    Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
 }
 
 /// Seconds spent per stage, saved after every change.
@@ -33,6 +69,9 @@ pub(crate) struct Stages {
     recorded: Recorded,
     /// The wall seconds of earlier processes.
     earlier_wall: f64,
+    /// Their CPU seconds, and this process's when it started.
+    earlier_cpu: Option<f64>,
+    cpu_at_start: Option<f64>,
     started: Instant,
     path: Option<PathBuf>,
 }
@@ -42,6 +81,8 @@ impl Default for Stages {
         Stages {
             recorded: Recorded::default(),
             earlier_wall: 0.0,
+            earlier_cpu: Some(0.0),
+            cpu_at_start: process_cpu_secs(),
             started: Instant::now(),
             path: None,
         }
@@ -54,8 +95,17 @@ impl Stages {
     pub(crate) fn resume(dir: &Path) -> Self {
         let path = dir.join("costs.json");
         let recorded: Recorded = read_json(&path).unwrap_or_default();
+        // A record from before CPU time was kept has none to add to: then
+        // the run's share is unknown, not this process's alone.
+        let earlier_cpu = match recorded.cpu_secs {
+            Some(c) => Some(c),
+            None if recorded.wall_secs == 0.0 => Some(0.0),
+            None => None,
+        };
         Stages {
             earlier_wall: recorded.wall_secs,
+            earlier_cpu,
+            cpu_at_start: process_cpu_secs(),
             recorded,
             started: Instant::now(),
             path: Some(path),
@@ -65,6 +115,22 @@ impl Stages {
     /// Wall seconds over every process that worked on the run.
     pub(crate) fn wall_secs(&self) -> f64 {
         self.earlier_wall + self.started.elapsed().as_secs_f64()
+    }
+
+    /// CPU seconds over every process that worked on the run, where every
+    /// one of them could tell.
+    fn cpu_secs(&self) -> Option<f64> {
+        Some(self.earlier_cpu? + process_cpu_secs()? - self.cpu_at_start?)
+    }
+
+    /// The cores the run kept busy so far (`None` where the system does
+    /// not tell a process its CPU time).
+    pub(crate) fn core_use(&self) -> Option<CoreUse> {
+        Some(CoreUse {
+            cpu_secs: self.cpu_secs()?,
+            wall_secs: self.wall_secs(),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+        })
     }
 
     pub(crate) fn add(&mut self, name: &str, secs: f64) {
@@ -77,6 +143,7 @@ impl Stages {
     /// an error.
     fn save(&mut self) {
         self.recorded.wall_secs = self.wall_secs();
+        self.recorded.cpu_secs = self.cpu_secs();
         if let Some(p) = &self.path {
             let _ = write_json(p, &self.recorded);
         }
@@ -142,6 +209,29 @@ mod tests {
         assert_eq!(s.time("test", || 7), 7);
         let names: Vec<String> = s.sorted().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["design", "test", "train"]);
+    }
+
+    #[test]
+    fn a_run_counts_the_cpu_seconds_of_all_its_threads() {
+        let s = Stages::default();
+        // Two threads busy for a while: the CPU seconds exceed the wall's.
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let t = Instant::now();
+                    let mut x = 0u64;
+                    while t.elapsed().as_secs_f64() < 0.3 {
+                        x = std::hint::black_box(x.wrapping_add(1));
+                    }
+                });
+            }
+        });
+        let Some(u) = s.core_use() else {
+            eprintln!("skipped: this system does not tell a process its CPU time");
+            return;
+        };
+        assert!(u.cpu_secs >= 0.3, "{u:?}");
+        assert!(u.busy_share() > 0.0 && u.busy_share() <= 1.0, "{u:?}");
     }
 
     #[test]

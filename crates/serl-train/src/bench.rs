@@ -1,5 +1,5 @@
-//! Training throughput figures: `serl bench train` (PPO with the reference
-//! setup, and the same environments stepped without training) and
+//! Training throughput figures: `serl bench train` (PPO and DDQN with the
+//! reference setup, and the same environments stepped without training) and
 //! `serl bench team` (how a team's cost grows with its size). The
 //! functions measure and return the figures; printing them is the
 //! caller's. Medians, peak memory and the benchmark data are
@@ -17,7 +17,7 @@ use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
 use crate::parts::VecEnv;
 use crate::{
-    env_rng, train, Critic, ExecutionEnv, HybridMode, RunningNorm, TeamConfig, TeamEnv,
+    env_rng, train, Algo, Critic, ExecutionEnv, HybridMode, RunningNorm, TeamConfig, TeamEnv,
     TrainConfig, TrainEnv, TrainError, TrainSetup, TrainVenue,
 };
 
@@ -43,6 +43,11 @@ pub struct TrainFigures {
     pub train_steps_per_second: f64,
     /// With burn's autodiff learner (every other network).
     pub burn_autodiff_steps_per_second: f64,
+    /// DDQN on the same environments and network (one 64-row gradient
+    /// step per vector step), with its fused learner.
+    pub ddqn_fused_steps_per_second: f64,
+    /// The same DDQN with burn's autodiff learner.
+    pub ddqn_burn_steps_per_second: f64,
     /// Environment steps of one training run.
     pub train_steps_per_run: usize,
     /// The same environments stepped without training.
@@ -78,47 +83,44 @@ pub fn train_figures(path: &Path, runs: usize) -> Result<TrainFigures, BenchErro
     let runs = runs.max(1);
     // The fused learner is what `serl train` uses for this network; burn's
     // autodiff learner is what any other network uses.
-    let mut train_rates = Vec::new();
-    let mut burn_rates = Vec::new();
+    // Rates by (algorithm, fused).
+    let mut rates: [[Vec<f64>; 2]; 2] = Default::default();
     let mut env_rates = Vec::new();
     let mut per_run = 0;
     for run in 0..runs {
-        for fused in [true, false] {
-            let t = Instant::now();
-            let out = train(TrainSetup {
-                config: reference_config(run as u64, fused),
-                envs: make_envs(),
-                validate: None,
-                run_dir: None,
-                resume: false,
-                on_update: None,
-                reward_critic: None,
-            })?;
-            per_run = out.env_steps;
-            let rate = out.env_steps as f64 / t.elapsed().as_secs_f64();
-            if fused {
-                train_rates.push(rate);
-            } else {
-                burn_rates.push(rate);
+        for (a, algo) in [Algo::Ppo, Algo::Ddqn].into_iter().enumerate() {
+            for fused in [true, false] {
+                let t = Instant::now();
+                let out = train(TrainSetup::bare(
+                    reference_config(run as u64, algo, fused),
+                    make_envs(),
+                ))?;
+                per_run = out.env_steps;
+                rates[a][usize::from(!fused)]
+                    .push(out.env_steps as f64 / t.elapsed().as_secs_f64());
             }
         }
         env_rates.push(env_only_rate(make_envs(), run as u64));
     }
+    let [[train_rates, burn_rates], [ddqn_fused, ddqn_burn]] = rates;
     Ok(TrainFigures {
         data: path.display().to_string(),
         setup: "PPO, MLP [64, 64] tanh, 8 static envs (1-minute decisions), n_steps 2048, batch 256, 10 epochs, CPU".into(),
         train_steps_per_second: median(train_rates),
         burn_autodiff_steps_per_second: median(burn_rates),
+        ddqn_fused_steps_per_second: median(ddqn_fused),
+        ddqn_burn_steps_per_second: median(ddqn_burn),
         train_steps_per_run: per_run,
         env_only_steps_per_second: median(env_rates),
         runs,
     })
 }
 
-/// The reference PPO setup in the static replay only, with the fused
-/// learner or burn's autodiff one.
-fn reference_config(seed: u64, fused: bool) -> TrainConfig {
+/// The reference setup in the static replay only, for PPO or DDQN, with
+/// the fused learner or burn's autodiff one.
+fn reference_config(seed: u64, algo: Algo, fused: bool) -> TrainConfig {
     let mut cfg = TrainConfig {
+        algo,
         total_steps: TRAIN_STEPS,
         n_envs: 8,
         seed,
@@ -126,6 +128,7 @@ fn reference_config(seed: u64, fused: bool) -> TrainConfig {
     };
     cfg.ppo.n_steps = 2048;
     cfg.ppo.fused = fused;
+    cfg.ddqn.fused = fused;
     cfg.hybrid.mode = HybridMode::StaticOnly;
     cfg
 }
@@ -251,18 +254,14 @@ fn measure_team(
     for run in 0..runs {
         env_rates.push(joint_rate(make(run as u64).as_mut(), n));
         let t = Instant::now();
-        let out = train(TrainSetup {
-            config: TrainConfig {
-                seed: run as u64,
-                ..cfg.clone()
-            },
-            envs: vec![make(run as u64), make(run as u64 + 100)],
-            validate: None,
-            run_dir: None,
-            resume: false,
-            on_update: None,
-            reward_critic: None,
-        })?;
+        let config = TrainConfig {
+            seed: run as u64,
+            ..cfg.clone()
+        };
+        let out = train(TrainSetup::bare(
+            config,
+            vec![make(run as u64), make(run as u64 + 100)],
+        ))?;
         train_rates.push(out.env_steps as f64 / t.elapsed().as_secs_f64());
     }
     let joint = median(env_rates);

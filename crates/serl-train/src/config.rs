@@ -407,20 +407,23 @@ impl TrainConfig {
         }
     }
 
-    /// Whether this config trains with the fused learner
-    /// (`fused.rs`):
-    /// PPO on the CPU with an MLP (layer norms and residual blocks
-    /// included). Burn's autodiff learner sums in
-    /// parallel in an order that depends on what else the machine runs, so
-    /// only fused trainings give the same numbers when several share it.
+    /// Whether this config trains with the fused learner (`fused.rs`):
+    /// PPO or DDQN on the CPU with an MLP (layer norms and residual blocks
+    /// included). Burn's autodiff learner sums in parallel in an order
+    /// that depends on what else the machine runs, so only fused trainings
+    /// give the same numbers when several share it.
     pub fn trains_fused(&self) -> bool {
-        self.algo == Algo::Ppo && self.fused_backend_for(&self.network)
+        self.fused_backend_for(self.algo, &self.network)
     }
 
-    /// Whether PPO would train `network` with the fused backend under
-    /// these settings (the config's own network aside).
-    pub(crate) fn fused_backend_for(&self, network: &NetworkSpec) -> bool {
-        self.ppo.fused && self.device == DeviceChoice::Cpu && crate::fused::implements(network)
+    /// Whether `algo` would train `network` with the fused backend under
+    /// these settings (the config's own algorithm and network aside).
+    pub(crate) fn fused_backend_for(&self, algo: Algo, network: &NetworkSpec) -> bool {
+        let switch = match algo {
+            Algo::Ppo => self.ppo.fused,
+            Algo::Ddqn => self.ddqn.fused,
+        };
+        switch && self.device == DeviceChoice::Cpu && crate::fused::implements(network)
     }
 
     /// Updates a run of `total_steps` takes, and the environment steps they

@@ -46,6 +46,16 @@ pub struct DdqnConfig {
     pub target_every: usize,
     /// Largest gradient norm (per parameter tensor).
     pub max_grad_norm: f32,
+    /// Train plain MLPs on the CPU with the fused learner
+    /// ([`crate::parts::FusedDdqn`]) instead of burn's autodiff; other
+    /// networks and devices always use burn. Left out of saved configs
+    /// when on, so that they read as before.
+    #[serde(skip_serializing_if = "is_on")]
+    pub fused: bool,
+}
+
+fn is_on(b: &bool) -> bool {
+    *b
 }
 
 impl Default for DdqnConfig {
@@ -63,6 +73,7 @@ impl Default for DdqnConfig {
             gradient_steps: 1,
             target_every: 1_000,
             max_grad_norm: 10.0,
+            fused: true,
         }
     }
 }
@@ -153,6 +164,86 @@ fn tensor1(v: Vec<f32>, device: &Device) -> Tensor<1> {
     Tensor::from_data(TensorData::new(v, [n]), device)
 }
 
+/// A minibatch drawn from a [`Replay`], gathered into rows: what both
+/// backends' gradient steps read.
+pub(crate) struct ReplaySample {
+    /// Rows drawn.
+    pub(crate) rows: usize,
+    pub(crate) obs: Vec<f32>,
+    pub(crate) next_obs: Vec<f32>,
+    pub(crate) action: Vec<f32>,
+    reward: Vec<f32>,
+    not_done: Vec<f32>,
+    /// 1 for a static row, 0 for a dynamic one, and the reverse.
+    pub(crate) is_static: Vec<f32>,
+    pub(crate) is_dynamic: Vec<f32>,
+}
+
+impl Replay {
+    /// `min(batch_size, len)` rows (at least one) drawn uniformly with
+    /// replacement.
+    pub(crate) fn sample(&self, batch_size: usize, rng: &mut SmallRng) -> ReplaySample {
+        let b = batch_size.min(self.len).max(1);
+        let w = self.width;
+        let picks: Vec<usize> = (0..b).map(|_| rng.random_range(0..self.len)).collect();
+        let mut s = ReplaySample {
+            rows: b,
+            obs: Vec::with_capacity(b * w),
+            next_obs: Vec::with_capacity(b * w),
+            action: Vec::with_capacity(b),
+            reward: Vec::with_capacity(b),
+            not_done: Vec::with_capacity(b),
+            is_static: Vec::with_capacity(b),
+            is_dynamic: Vec::with_capacity(b),
+        };
+        for &i in &picks {
+            s.obs.extend_from_slice(&self.obs[i * w..(i + 1) * w]);
+            s.next_obs
+                .extend_from_slice(&self.next_obs[i * w..(i + 1) * w]);
+            s.action.push(self.action[i]);
+            s.reward.push(self.reward[i]);
+            s.not_done.push(if self.done[i] { 0.0 } else { 1.0 });
+            let st = self.source[i] == Source::Static;
+            s.is_static.push(if st { 1.0 } else { 0.0 });
+            s.is_dynamic.push(if st { 0.0 } else { 1.0 });
+        }
+        s
+    }
+}
+
+impl ReplaySample {
+    /// Double DQN's targets: the online network's Q values of the next
+    /// observations choose the action, the target network's value it
+    /// (both `rows × k`).
+    pub(crate) fn targets(
+        &self,
+        q_online_next: &[f32],
+        q_target_next: &[f32],
+        k: usize,
+        gamma: f64,
+    ) -> Vec<f32> {
+        (0..self.rows)
+            .map(|i| {
+                let a = argmax(&q_online_next[i * k..(i + 1) * k]);
+                self.reward[i] + gamma as f32 * self.not_done[i] * q_target_next[i * k + a]
+            })
+            .collect()
+    }
+
+    /// The static and dynamic rows' counts, and the weights of their mean
+    /// losses: α and β with both present, else all on the one present.
+    pub(crate) fn source_weights(&self, weights: LossWeights) -> (f32, f32, f64, f64) {
+        let n_s = self.is_static.iter().sum::<f32>();
+        let n_d = self.is_dynamic.iter().sum::<f32>();
+        let (wa, wb) = match (n_s > 0.0, n_d > 0.0) {
+            (true, true) => (weights.alpha, weights.beta),
+            (true, false) => (1.0, 0.0),
+            (false, _) => (0.0, 1.0),
+        };
+        (n_s, n_d, wa, wb)
+    }
+}
+
 /// One gradient step on a minibatch sampled from `replay`. The online
 /// network chooses the next action and the target network values it.
 pub fn train_step(
@@ -166,54 +257,33 @@ pub fn train_step(
 ) -> (QNetwork, DdqnStats) {
     let device = online.head.weight.val().device();
     let inner_device = target.head.weight.val().device();
-    let b = cfg.batch_size.min(replay.len()).max(1);
     let w = replay.width;
     let k = cfg.actions.len();
-    let picks: Vec<usize> = (0..b).map(|_| rng.random_range(0..replay.len())).collect();
-    let mut x = Vec::with_capacity(b * w);
-    let mut nx = Vec::with_capacity(b * w);
-    let (mut act, mut rew, mut not_done, mut ms, mut md) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &i in &picks {
-        x.extend_from_slice(&replay.obs[i * w..(i + 1) * w]);
-        nx.extend_from_slice(&replay.next_obs[i * w..(i + 1) * w]);
-        act.push(replay.action[i]);
-        rew.push(replay.reward[i]);
-        not_done.push(if replay.done[i] { 0.0 } else { 1.0 });
-        let s = replay.source[i] == Source::Static;
-        ms.push(if s { 1f32 } else { 0.0 });
-        md.push(if s { 0f32 } else { 1.0 });
-    }
+    let s = replay.sample(cfg.batch_size, rng);
+    let b = s.rows;
     // Double DQN target: argmax by the online net, value by the target.
-    let nx_inner = Tensor::<2>::from_data(TensorData::new(nx, [b, w]), &inner_device);
+    let nx_inner =
+        Tensor::<2>::from_data(TensorData::new(s.next_obs.clone(), [b, w]), &inner_device);
     let q_online_next = floats(online.valid().forward(nx_inner.clone()));
     let q_target_next = floats(target.forward(nx_inner));
-    let y: Vec<f32> = (0..b)
-        .map(|i| {
-            let a = argmax(&q_online_next[i * k..(i + 1) * k]);
-            rew[i] + cfg.gamma as f32 * not_done[i] * q_target_next[i * k + a]
-        })
-        .collect();
-    let xt = Tensor::<2>::from_data(TensorData::new(x, [b, w]), &device);
+    let y = s.targets(&q_online_next, &q_target_next, k, cfg.gamma);
+    let xt = Tensor::<2>::from_data(TensorData::new(s.obs.clone(), [b, w]), &device);
     let q = online
         .forward(xt)
-        .gather(1, indices(&act, &device))
+        .gather(1, indices(&s.action, &device))
         .reshape([b]);
     let diff = q.clone() - tensor1(y, &device);
     // Huber loss, δ = 1.
     let abs = diff.clone().abs();
     let quad = abs.clone().clamp_max(1.0);
     let per = quad.clone().powi_scalar(2).mul_scalar(0.5) + (abs - quad);
-    let (n_s, n_d) = (ms.iter().sum::<f32>(), md.iter().sum::<f32>());
-    let l_s = (per.clone() * tensor1(ms, &device))
+    let (n_s, n_d, wa, wb) = s.source_weights(weights);
+    let l_s = (per.clone() * tensor1(s.is_static, &device))
         .sum()
         .div_scalar(n_s.max(1.0));
-    let l_d = (per * tensor1(md, &device)).sum().div_scalar(n_d.max(1.0));
-    let (wa, wb) = match (n_s > 0.0, n_d > 0.0) {
-        (true, true) => (weights.alpha, weights.beta),
-        (true, false) => (1.0, 0.0),
-        (false, _) => (0.0, 1.0),
-    };
+    let l_d = (per * tensor1(s.is_dynamic, &device))
+        .sum()
+        .div_scalar(n_d.max(1.0));
     let loss = l_s.clone().mul_scalar(wa) + l_d.clone().mul_scalar(wb);
     let grads = GradientsParams::from_grads(loss.backward(), &online);
     let online = optim.step(cfg.learning_rate, online, grads);

@@ -1,5 +1,5 @@
-//! The fused PPO learner: MLPs (dense layers, layer norms and residual
-//! blocks) trained on the CPU without autodiff.
+//! The fused learners of PPO and DDQN: MLPs (dense layers, layer norms and
+//! residual blocks) trained on the CPU without autodiff.
 //!
 //! Most designs, and every reference setup (Stable-Baselines3's MlpPolicy
 //! [64, 64]), are MLPs. On a minibatch of 256 rows, burn's autodiff spends
@@ -11,10 +11,11 @@
 //!
 //! [`FusedPpo`] computes exactly the loss of [`crate::ppo::loss`] (a test
 //! compares its gradients with burn's) and applies burn's Adam and
-//! per-tensor gradient clipping. After every update its weights are
-//! written back into the burn [`ActorCritic`], so saving, validation and
-//! backtests do not know which learner ran. A network with a GRU,
-//! attention or GELU block uses burn. The networks themselves, their
+//! per-tensor gradient clipping; [`FusedDdqn`] does the same for DDQN's
+//! Huber loss (`ddqn`). After every update their weights are written back
+//! into the burn [`ActorCritic`] or `QNetwork`, so saving, validation and
+//! backtests do not know which learner ran. A GRU over the window is fused
+//! too (`gru`); a network with a book-attention block uses burn. The networks themselves, their
 //! passes and kernels are in `mlp`.
 
 use burn::tensor::{Tensor, TensorData};
@@ -29,10 +30,13 @@ use crate::rollout::{gae, Actor, Rollout};
 use crate::transition::{NextMarket, MARKET};
 
 mod aux;
+mod ddqn;
+mod gru;
 mod mlp;
 
 pub use aux::AuxHead;
 use aux::{AuxBatch, AuxPass};
+pub use ddqn::FusedDdqn;
 pub use mlp::implements;
 use mlp::{Activations, Mlp};
 

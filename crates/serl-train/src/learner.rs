@@ -201,6 +201,44 @@ pub(crate) fn restore_optimizer(ck: &Path, optim: &mut ModuleOptimizer) -> Resul
     Ok(())
 }
 
+/// The fused backends' optimiser state (Adam's moments), beside burn's
+/// `optim.bin`.
+const FUSED_OPTIMIZER: &str = "fused-optim.json";
+
+/// Writes a fused backend's optimiser state into the checkpoint `ck`.
+pub(crate) fn save_fused_optimizer(ck: &Path, state: &impl Serialize) -> Result<(), TrainError> {
+    let path = ck.join(FUSED_OPTIMIZER);
+    let text = serde_json::to_string(state)
+        .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
+    write_atomic(&path, text.as_bytes())
+}
+
+/// Restores a fused backend's optimiser from the checkpoint `ck` through
+/// `restore` (which answers whether the state fits the network). A
+/// checkpoint written by the burn backend has none: Adam then starts
+/// afresh.
+pub(crate) fn restore_fused_optimizer<T: DeserializeOwned>(
+    ck: &Path,
+    restore: impl FnOnce(T) -> bool,
+) -> Result<(), TrainError> {
+    let path = ck.join(FUSED_OPTIMIZER);
+    if !path.exists() {
+        tracing::warn!("{} is missing: the optimiser starts afresh", path.display());
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let corrupt = |message: String| TrainError::Corrupt {
+        path: path.display().to_string(),
+        message,
+    };
+    let saved = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+    if restore(saved) {
+        Ok(())
+    } else {
+        Err(corrupt("its shapes differ from the network's".into()))
+    }
+}
+
 /// The checkpoint in `ck` holds another algorithm's network.
 pub(crate) fn wrong_algorithm(ck: &Path) -> TrainError {
     TrainError::Corrupt {

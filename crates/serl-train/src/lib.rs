@@ -125,7 +125,7 @@ pub use validate::static_pa;
 /// training needs none of them ([`train`] and [`TrainSession`] build and
 /// drive them).
 pub mod parts {
-    pub use crate::fused::FusedPpo;
+    pub use crate::fused::{FusedDdqn, FusedPpo};
     pub use crate::net::ActorCritic;
     pub use crate::ppo::{optimizer as ppo_optimizer, update as ppo_update};
     pub use crate::rollout::{Rollout, VecEnv};

@@ -85,6 +85,27 @@ pub struct WindowGru {
     obs_dim: usize,
 }
 
+impl WindowGru {
+    /// The GRU itself (the fused learner reads and writes its weights).
+    pub(crate) fn gru(&self) -> &Gru {
+        &self.gru
+    }
+
+    pub(crate) fn gru_mut(&mut self) -> &mut Gru {
+        &mut self.gru
+    }
+
+    /// Observations in its window.
+    pub(crate) fn window(&self) -> usize {
+        self.window
+    }
+
+    /// Columns of one observation.
+    pub(crate) fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+}
+
 /// Self-attention over the newest observation's book levels, one token
 /// per level, mean-pooled and put before the other columns
 /// (`BlockSpec::BookAttention`).

@@ -140,6 +140,12 @@ pub struct TeamMeta {
 }
 
 impl PolicyMeta {
+    /// The fraction of the order discrete action `a` trades (0 past the
+    /// table).
+    pub fn fraction(&self, a: usize) -> f64 {
+        self.discrete.get(a).copied().unwrap_or(0.0)
+    }
+
     /// Columns of the centralised critic's input row, for a MAPPO policy.
     pub fn joint_critic_width(&self) -> Option<usize> {
         self.team
@@ -238,7 +244,7 @@ pub(crate) fn squash(s: Squash, u: f64) -> f64 {
 impl Policy {
     /// The fraction of the order discrete action `a` trades.
     pub fn fraction(&self, a: usize) -> f64 {
-        self.meta.discrete.get(a).copied().unwrap_or(0.0)
+        self.meta.fraction(a)
     }
 
     /// Columns of one input row: `obs_dim` × the window.
@@ -288,27 +294,7 @@ impl Policy {
                 sample_actor_critic(&self.meta, &out, &values, log_std, n, explore, rng)
             }
             Model::Ddqn(q) => {
-                let Head::Categorical(k) = self.meta.head else {
-                    unreachable!("a DDQN policy is built with a categorical head")
-                };
-                let qs = floats(q.forward(x));
-                (0..n)
-                    .map(|i| {
-                        let row = &qs[i * k..(i + 1) * k];
-                        let a = if explore && rng.random::<f64>() < epsilon {
-                            rng.random_range(0..k)
-                        } else {
-                            argmax(row)
-                        };
-                        Sampled {
-                            env_action: self.fraction(a),
-                            raw: a as f32,
-                            log_prob: 0.0,
-                            value: row[a],
-                            placement: 0,
-                        }
-                    })
-                    .collect()
+                epsilon_greedy(&self.meta, &floats(q.forward(x)), n, explore, epsilon, rng)
             }
         }
     }
@@ -422,6 +408,39 @@ pub(crate) fn sample_actor_critic(
             })
             .collect(),
     }
+}
+
+/// A DDQN policy's decisions from its Q values (`n` rows, one column per
+/// discrete action): with `explore`, a random action with probability
+/// `epsilon`, else the best.
+pub(crate) fn epsilon_greedy(
+    meta: &PolicyMeta,
+    qs: &[f32],
+    n: usize,
+    explore: bool,
+    epsilon: f64,
+    rng: &mut SmallRng,
+) -> Vec<Sampled> {
+    let Head::Categorical(k) = meta.head else {
+        unreachable!("a DDQN policy is built with a categorical head")
+    };
+    (0..n)
+        .map(|i| {
+            let row = &qs[i * k..(i + 1) * k];
+            let a = if explore && rng.random::<f64>() < epsilon {
+                rng.random_range(0..k)
+            } else {
+                argmax(row)
+            };
+            Sampled {
+                env_action: meta.fraction(a),
+                raw: a as f32,
+                log_prob: 0.0,
+                value: row[a],
+                placement: 0,
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn argmax(v: &[f32]) -> usize {

@@ -85,22 +85,38 @@ mod tests {
     }
 
     #[test]
-    fn only_fused_ppo_is_reproducible_side_by_side() {
+    fn only_fused_trainings_are_reproducible_side_by_side() {
         let cfg = TrainConfig::default();
         let mlp = NetworkSpec::default();
-        assert!(reproducible_side_by_side(&cfg, Algo::Ppo, &mlp));
+        for algo in [Algo::Ppo, Algo::Ddqn] {
+            assert!(reproducible_side_by_side(&cfg, algo, &mlp), "{algo:?}");
+        }
         assert_eq!(
             reproducible_side_by_side(&cfg, Algo::Ppo, &mlp),
             cfg.trains_fused()
         );
-        assert!(!reproducible_side_by_side(&cfg, Algo::Ddqn, &mlp));
         let burn = TrainConfig {
             ppo: crate::ppo::PpoConfig {
                 fused: false,
                 ..Default::default()
             },
+            ddqn: crate::ddqn::DdqnConfig {
+                fused: false,
+                ..Default::default()
+            },
             ..Default::default()
         };
-        assert!(!reproducible_side_by_side(&burn, Algo::Ppo, &mlp));
+        for algo in [Algo::Ppo, Algo::Ddqn] {
+            assert!(!reproducible_side_by_side(&burn, algo, &mlp), "{algo:?}");
+        }
+        // Book attention trains on burn whatever the switch says.
+        let attention = NetworkSpec {
+            blocks: vec![serl_design::BlockSpec::BookAttention {
+                d_model: 8,
+                heads: 2,
+            }],
+            ..Default::default()
+        };
+        assert!(!reproducible_side_by_side(&cfg, Algo::Ddqn, &attention));
     }
 }

@@ -51,6 +51,22 @@ pub struct TrainSetup<'a> {
     pub reward_critic: Option<CriticHook>,
 }
 
+impl<'a> TrainSetup<'a> {
+    /// A training of `config` on `envs` and nothing else: no validation,
+    /// no run directory, no callbacks, no reward critic.
+    pub fn bare(config: TrainConfig, envs: Vec<Box<dyn TrainEnv + 'a>>) -> Self {
+        TrainSetup {
+            config,
+            envs,
+            validate: None,
+            run_dir: None,
+            resume: false,
+            on_update: None,
+            reward_critic: None,
+        }
+    }
+}
+
 /// What a training run produced.
 pub struct TrainOutcome {
     /// The best policy by validation PA (the final one without validation).

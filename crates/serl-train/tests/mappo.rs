@@ -55,16 +55,7 @@ impl Bundled {
             &market,
         )
         .unwrap();
-        train(TrainSetup {
-            config: cfg,
-            envs,
-            validate: None,
-            run_dir: None,
-            resume: false,
-            on_update: None,
-            reward_critic: None,
-        })
-        .unwrap()
+        train(TrainSetup::bare(cfg, envs)).unwrap()
     }
 }
 

@@ -123,16 +123,7 @@ fn a_team_trains_end_to_end_and_its_policy_remembers_the_channel() {
     cfg.ppo.batch_size = 64;
     cfg.hybrid.dynamic_envs = 2;
     let envs = bundled.envs(&cfg);
-    let out = train(TrainSetup {
-        config: cfg,
-        envs,
-        validate: None,
-        run_dir: None,
-        resume: false,
-        on_update: None,
-        reward_critic: None,
-    })
-    .unwrap();
+    let out = train(TrainSetup::bare(cfg, envs)).unwrap();
     assert_eq!(out.final_policy.meta.obs_dim, OBS_DIM + 1);
     assert_eq!(out.final_policy.meta.message_dims, 1);
 }

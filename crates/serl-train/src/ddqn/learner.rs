@@ -2,6 +2,12 @@
 //! gradient steps once it holds enough, and a target network refreshed
 //! every `target_every` environment steps. Its replay buffer is not
 //! checkpointed: a resumed run refills it.
+//!
+//! As PPO's, on one of two backends with the same loss and optimiser:
+//! burn's autodiff (any network, any device) or the fused learner
+//! ([`FusedDdqn`]: MLPs on the CPU, several times faster, and the same
+//! numbers however many trainings share the machine). The burn networks
+//! mirror the fused weights after every update.
 
 use std::path::Path;
 
@@ -13,21 +19,27 @@ use serl_design::NetworkSpec;
 
 use super::{optimizer, train_step, DdqnConfig, DdqnStats, Replay};
 use crate::config::TrainConfig;
+use crate::fused::FusedDdqn;
 use crate::learner::{
-    restore_optimizer, save_optimizer, wrong_algorithm, Experience, Learner, UpdateStats,
+    restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
+    wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{Head, QNetwork};
-use crate::policy::{Algo, Model, Policy, PolicyMeta};
+use crate::policy::{epsilon_greedy, Algo, Model, Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::task::Source;
 use crate::TrainError;
 
 /// DDQN's learner: the online and target Q-networks, the optimiser and
-/// the replay buffer.
+/// the replay buffer. With the fused backend, `online` and `target`
+/// mirror its weights (the target's when a checkpoint is saved).
 pub struct DdqnLearner {
     online: QNetwork,
     target: QNetwork,
+    /// burn's optimiser: the burn backend steps it; the fused one keeps it
+    /// (unused) in checkpoints so that a run can resume with either.
     optim: ModuleOptimizer,
+    fused: Option<Box<FusedDdqn>>,
     replay: Box<Replay>,
     device: Device,
 }
@@ -97,13 +109,20 @@ impl DdqnLearner {
     ) {
         let n = x.venv.len();
         let width = x.meta.obs_dim * x.meta.spec.window;
-        let policy = Policy {
-            meta: x.meta.clone(),
-            model: Model::Ddqn(self.online.valid()),
-            device: x.device.clone(),
-        };
         let obs = x.venv.current().to_vec();
-        let acts = policy.act(&obs, n, true, d.epsilon(*env_steps), x.rng);
+        let epsilon = d.epsilon(*env_steps);
+        let acts = match &mut self.fused {
+            Some(f) => {
+                let qs = f.q_values(&obs, n);
+                epsilon_greedy(x.meta, &qs, n, true, epsilon, x.rng)
+            }
+            None => Policy {
+                meta: x.meta.clone(),
+                model: Model::Ddqn(self.online.valid()),
+                device: x.device.clone(),
+            }
+            .act(&obs, n, true, epsilon, x.rng),
+        };
         let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
         let before = *env_steps / d.target_every.max(1);
         let (rew, done) = x.venv.step(&actions, x.norm, true);
@@ -124,21 +143,30 @@ impl DdqnLearner {
         *env_steps += n;
         if self.replay.len() >= d.learning_starts.max(d.batch_size) {
             for _ in 0..d.gradient_steps {
-                let (m, stats) = train_step(
-                    self.online.clone(),
-                    &self.target,
-                    &mut self.optim,
-                    d,
-                    &self.replay,
-                    x.weights,
-                    x.rng,
-                );
-                self.online = m;
+                let stats = match &mut self.fused {
+                    Some(f) => f.train_step(d, &self.replay, x.weights, x.rng),
+                    None => {
+                        let (m, stats) = train_step(
+                            self.online.clone(),
+                            &self.target,
+                            &mut self.optim,
+                            d,
+                            &self.replay,
+                            x.weights,
+                            x.rng,
+                        );
+                        self.online = m;
+                        stats
+                    }
+                };
                 sums.add(&stats);
             }
         }
         if *env_steps / d.target_every.max(1) != before {
-            self.target = self.online.valid();
+            match &mut self.fused {
+                Some(f) => f.refresh_target(),
+                None => self.target = self.online.valid(),
+            }
         }
     }
 }
@@ -162,9 +190,15 @@ impl Learner for DdqnLearner {
             unreachable!("DDQN's head is categorical")
         };
         let online = QNetwork::new(&meta.spec, meta.obs_dim, k, autodiff)?;
+        let target = online.valid();
+        let fused = cfg
+            .fused_backend_for(Algo::Ddqn, &meta.spec)
+            .then(|| FusedDdqn::new(&online, &target).map(Box::new))
+            .flatten();
         Ok(DdqnLearner {
-            target: online.valid(),
+            target,
             online,
+            fused,
             optim: optimizer(&cfg.ddqn),
             replay: Box::new(Replay::new(
                 cfg.ddqn.buffer,
@@ -174,10 +208,10 @@ impl Learner for DdqnLearner {
         })
     }
 
-    /// Never: DDQN learns through burn's autodiff, which sums in parallel
-    /// in an order that depends on what else the machine runs.
-    fn reproducible_side_by_side(_cfg: &TrainConfig, _network: &NetworkSpec) -> bool {
-        false
+    /// Only the fused backend: burn's autodiff sums in parallel in an
+    /// order that depends on what else the machine runs.
+    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool {
+        cfg.fused_backend_for(Algo::Ddqn, network)
     }
 
     fn update(&mut self, cfg: &TrainConfig, mut x: Experience) -> DdqnUpdateStats {
@@ -187,6 +221,9 @@ impl Learner for DdqnLearner {
         let sources = x.venv.sources();
         for _ in 0..cfg.decisions_per_update() {
             self.step(d, &mut x, &sources, &mut env_steps, &mut sums);
+        }
+        if let Some(f) = &self.fused {
+            f.write_into(&mut self.online, None);
         }
         DdqnUpdateStats {
             loss: LossSums::mean(sums.total).unwrap_or(0.0),
@@ -201,9 +238,15 @@ impl Learner for DdqnLearner {
     }
 
     fn save(&self, ck: &Path, current: &Policy) -> Result<(), TrainError> {
+        let mut target = self.target.clone();
+        if let Some(f) = &self.fused {
+            let mut online = self.online.clone();
+            f.write_into(&mut online, Some(&mut target));
+            save_fused_optimizer(ck, f.optimizer())?;
+        }
         Policy {
             meta: current.meta.clone(),
-            model: Model::Ddqn(self.target.clone()),
+            model: Model::Ddqn(target),
             device: self.device.clone(),
         }
         .save(ck, "target")?;
@@ -222,6 +265,12 @@ impl Learner for DdqnLearner {
         };
         self.online = m.train();
         self.target = target;
+        if self.fused.is_some() {
+            let mut f =
+                FusedDdqn::new(&self.online, &self.target).ok_or_else(|| wrong_algorithm(ck))?;
+            restore_fused_optimizer(ck, |saved| f.restore_optimizer(saved))?;
+            self.fused = Some(Box::new(f));
+        }
         restore_optimizer(ck, &mut self.optim)
     }
 }

@@ -6,7 +6,8 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Tensor, TensorData};
 
-use crate::net::{Block, Residual, Trunk, LAYER_NORM_EPSILON};
+use super::gru::{self, GruShape, GruTrace};
+use crate::net::{Block, Residual, Trunk, WindowGru, LAYER_NORM_EPSILON};
 use crate::policy::{floats, floats1};
 use serl_design::{Activation, BlockSpec, NetworkSpec};
 
@@ -21,7 +22,16 @@ const THREADED_PRODUCT: usize = 1 << 23;
 /// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
 /// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
 #[allow(clippy::too_many_arguments)]
-fn gemm(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32]) {
+pub(super) fn gemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    ta: bool,
+    b: &[f32],
+    tb: bool,
+    c: &mut [f32],
+) {
     let threads = if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
         gemm::Parallelism::Rayon(0)
     } else {
@@ -93,6 +103,8 @@ pub(super) enum Layer {
         width: usize,
         activation: Activation,
     },
+    /// A GRU over the observation window (`gru`): always the first layer.
+    Gru(GruShape),
 }
 
 impl Layer {
@@ -100,6 +112,7 @@ impl Layer {
         match *self {
             Layer::Dense { fan_out, .. } => fan_out,
             Layer::Norm { width } | Layer::Residual { width, .. } => width,
+            Layer::Gru(s) => s.hidden,
         }
     }
 
@@ -107,21 +120,20 @@ impl Layer {
     fn tensors(&self) -> usize {
         match self {
             Layer::Residual { .. } => 4,
+            Layer::Gru(_) => 12,
             _ => 2,
         }
     }
 }
 
 /// Whether the fused learner trains a network of this spec: dense and
-/// residual blocks (none with GELU, whose derivative it does not
-/// implement) and layer norms. The one test of which learner trains
-/// ([`crate::TrainConfig::trains_fused`]).
+/// residual blocks (any activation), layer norms, and a GRU first (where
+/// the spec allows one). Book attention stays with burn. The one test of
+/// which learner trains ([`crate::TrainConfig::trains_fused`]).
 pub fn implements(spec: &NetworkSpec) -> bool {
-    spec.blocks.iter().all(|b| match b {
-        BlockSpec::Dense { activation, .. } | BlockSpec::Residual { activation } => {
-            *activation != Activation::Gelu
-        }
-        BlockSpec::LayerNorm => true,
+    spec.blocks.iter().enumerate().all(|(i, b)| match b {
+        BlockSpec::Dense { .. } | BlockSpec::Residual { .. } | BlockSpec::LayerNorm => true,
+        BlockSpec::Gru { .. } => i == 0,
         _ => false,
     })
 }
@@ -146,6 +158,11 @@ pub(super) struct Activations {
     inv_std: Vec<Vec<f32>>,
     /// Each residual block's inner activation, by layer.
     hidden: Vec<Vec<f32>>,
+    /// A GELU's input (its derivative needs it, not its output), by layer:
+    /// a dense layer's, or a residual block's inner one.
+    pre: Vec<Vec<f32>>,
+    /// A first-layer GRU's gates per window step.
+    gru: GruTrace,
     /// Scratch: a residual block's gradient for its inner activation.
     d_hidden: Vec<f32>,
     /// The loss's gradient with respect to the current layer's output.
@@ -164,11 +181,10 @@ impl Mlp {
         };
         for block in trunk.blocks() {
             match block {
-                Block::Dense(d) if d.activation != Activation::Gelu => {
-                    mlp.push(d.linear(), d.activation)?
-                }
+                Block::Dense(d) => mlp.push(d.linear(), d.activation)?,
                 Block::Norm(norm) => mlp.push_norm(norm)?,
-                Block::Residual(r) if r.activation != Activation::Gelu => mlp.push_residual(r)?,
+                Block::Residual(r) => mlp.push_residual(r)?,
+                Block::Gru(g) if mlp.layers.is_empty() => mlp.push_gru(g)?,
                 _ => return None,
             }
         }
@@ -213,6 +229,22 @@ impl Mlp {
         Some(())
     }
 
+    fn push_gru(&mut self, g: &WindowGru) -> Option<()> {
+        let gru = g.gru();
+        let mut tensors = Vec::with_capacity(12);
+        for gate in [&gru.update_gate, &gru.reset_gate, &gru.new_gate] {
+            tensors.extend(linear_tensors(&gate.input_transform)?);
+            tensors.extend(linear_tensors(&gate.hidden_transform)?);
+        }
+        let shape = GruShape {
+            obs_dim: g.obs_dim(),
+            window: g.window(),
+            hidden: gru.d_hidden,
+        };
+        self.add(Layer::Gru(shape), tensors);
+        Some(())
+    }
+
     /// Layer `l`'s tensors.
     fn tensors(&self, l: usize) -> &[Vec<f32>] {
         &self.params[self.start[l]..self.start[l] + self.layers[l].tensors()]
@@ -236,6 +268,7 @@ impl Mlp {
         acts.normalized.resize(layers, Vec::new());
         acts.inv_std.resize(layers, Vec::new());
         acts.hidden.resize(layers, Vec::new());
+        acts.pre.resize(layers, Vec::new());
         for (l, layer) in self.layers.iter().enumerate() {
             let (before, rest) = acts.outputs.split_at_mut(l);
             let input = if l == 0 { x } else { &before[l - 1] };
@@ -249,7 +282,7 @@ impl Mlp {
                     activation,
                 } => {
                     gemm(n, fan_in, fan_out, input, false, &t[0], false, out);
-                    bias_and_activation(out, &t[1], activation);
+                    activate(out, &t[1], activation, &mut acts.pre[l]);
                 }
                 Layer::Norm { width } => layer_norm_forward(
                     &input[..n * width],
@@ -259,11 +292,12 @@ impl Mlp {
                     &mut acts.normalized[l],
                     &mut acts.inv_std[l],
                 ),
+                Layer::Gru(shape) => gru::forward(shape, t, input, n, out, &mut acts.gru),
                 Layer::Residual { width, activation } => {
                     let h = &mut acts.hidden[l];
                     h.resize(n * width, 0.0);
                     gemm(n, width, width, input, false, &t[0], false, h);
-                    bias_and_activation(h, &t[1], activation);
+                    activate(h, &t[1], activation, &mut acts.pre[l]);
                     gemm(n, width, width, h, false, &t[2], false, out);
                     for (row, x) in out.chunks_exact_mut(width).zip(input.chunks_exact(width)) {
                         for ((o, b), x) in row.iter_mut().zip(&t[3]).zip(x) {
@@ -293,6 +327,8 @@ impl Mlp {
             normalized,
             inv_std,
             hidden,
+            pre,
+            gru,
             d_hidden,
             delta,
             delta_prev,
@@ -309,9 +345,11 @@ impl Mlp {
                     fan_out,
                     activation,
                 } => {
-                    activation_backward(delta, &outputs[l], activation);
+                    activation_backward(delta, &outputs[l], &pre[l], activation);
                     dense_backward(fan_in, fan_out, n, input, &t[0], delta, g, below);
                 }
+                // The first layer: nothing below it takes a gradient.
+                Layer::Gru(shape) => gru::backward(shape, t, n, gru, delta, g),
                 Layer::Norm { .. } => {
                     let (dgamma, dbeta) = g.split_at_mut(1);
                     layer_norm_backward(
@@ -330,7 +368,7 @@ impl Mlp {
                     let (g1, g2) = g.split_at_mut(2);
                     let h = &hidden[l];
                     dense_backward(width, width, n, h, &t[2], delta, g2, Some(&mut *d_hidden));
-                    activation_backward(d_hidden, h, activation);
+                    activation_backward(d_hidden, h, &pre[l], activation);
                     dense_backward(width, width, n, input, &t[0], d_hidden, g1, below);
                     if l > 0 {
                         for (d, skip) in delta_prev.iter_mut().zip(delta.iter()) {
@@ -367,6 +405,14 @@ impl Mlp {
                 Block::Residual(r) => {
                     write_linear(r.first_mut(), &t[..2]);
                     write_linear(r.second_mut(), &t[2..]);
+                }
+                Block::Gru(g) => {
+                    let gru = g.gru_mut();
+                    let gates = [&mut gru.update_gate, &mut gru.reset_gate, &mut gru.new_gate];
+                    for (gate, t) in gates.into_iter().zip(t.chunks(4)) {
+                        write_linear(&mut gate.input_transform, &t[..2]);
+                        write_linear(&mut gate.hidden_transform, &t[2..]);
+                    }
                 }
                 // Not in a network this learner trains (`implements`).
                 _ => continue,
@@ -436,10 +482,15 @@ fn write_vector(param: &mut Param<Tensor<1>>, values: &[f32]) {
         .map(|_| Tensor::from_data(TensorData::new(v, [len]), &device));
 }
 
-/// `delta *= activation'(·)`, from the activation's output `h`.
-fn activation_backward(delta: &mut [f32], h: &[f32], activation: Activation) {
+/// `delta *= activation'(·)`, from the activation's output `h` (or, for
+/// GELU, its input `z`).
+fn activation_backward(delta: &mut [f32], h: &[f32], z: &[f32], activation: Activation) {
     let pairs = delta.iter_mut().zip(h);
     match activation {
+        Activation::Gelu => delta
+            .iter_mut()
+            .zip(z)
+            .for_each(|(d, &z)| *d *= gelu_slope(z)),
         Activation::Tanh => pairs.for_each(|(d, &h)| *d *= 1.0 - h * h),
         Activation::Relu => pairs.for_each(|(d, &h)| {
             if h <= 0.0 {
@@ -447,8 +498,36 @@ fn activation_backward(delta: &mut [f32], h: &[f32], activation: Activation) {
             }
         }),
         Activation::Sigmoid => pairs.for_each(|(d, &h)| *d *= h * (1.0 - h)),
-        Activation::Identity | Activation::Gelu => {}
+        Activation::Identity => {}
     }
+}
+
+/// `out = activation(out + bias)`, keeping a GELU's input in `pre`.
+fn activate(out: &mut [f32], bias: &[f32], activation: Activation, pre: &mut Vec<f32>) {
+    if activation != Activation::Gelu {
+        return bias_and_activation(out, bias, activation);
+    }
+    bias_and_activation(out, bias, Activation::Identity);
+    pre.clear();
+    pre.extend_from_slice(out);
+    out.iter_mut().for_each(|v| *v = gelu(*v));
+}
+
+/// GELU as burn computes it: `x·(1 + erf(x/√2))/2`, erf in f64.
+fn gelu(x: f32) -> f32 {
+    let e = libm::erf(f64::from(x / std::f32::consts::SQRT_2)) as f32;
+    x * (e + 1.0) / 2.0
+}
+
+/// GELU's slope as burn's backward pass computes it: the derivative of
+/// its tanh approximation, `½·tanh(u) + (0.0535·x³ + 0.3989·x)·(1 −
+/// tanh²(u)) + ½` with `u = 0.0357·x³ + 0.7979·x` (burn's constants).
+fn gelu_slope(x: f32) -> f32 {
+    let x3 = x * x * x;
+    let inner1 = x3 * 0.035_677_4 + x * 0.797_885;
+    let inner2 = x3 * 0.053_516_1 + x * 0.398_942;
+    let t = tanh(inner1);
+    0.5 * t + (inner2 * (1.0 - t * t) + 0.5)
 }
 
 /// A layer norm over the rows of `input` (each `gamma.len()` wide) into
@@ -548,6 +627,7 @@ fn bias_and_activation_portable(out: &mut [f32], bias: &[f32], activation: Activ
         Activation::Tanh => add_bias_then(out, bias, tanh),
         Activation::Relu => add_bias_then(out, bias, |z| z.max(0.0)),
         Activation::Sigmoid => add_bias_then(out, bias, |z| 1.0 / (1.0 + (-z).exp())),
+        // GELU's bias goes first, then `activate` keeps its input.
         Activation::Identity | Activation::Gelu => add_bias_then(out, bias, |z| z),
     }
 }

@@ -170,6 +170,13 @@ fn burn_gradients(
                     out.extend(linear(r.first()));
                     out.extend(linear(r.second()));
                 }
+                Block::Gru(g) => {
+                    let gru = g.gru();
+                    for gate in [&gru.update_gate, &gru.reset_gate, &gru.new_gate] {
+                        out.extend(linear(&gate.input_transform));
+                        out.extend(linear(&gate.hidden_transform));
+                    }
+                }
                 _ => unreachable!("not in a fused network"),
             }
         }
@@ -350,12 +357,11 @@ fn update_matches(spec: NetworkSpec) {
             s.loss_dynamic.unwrap_or(f64::NAN),
         ]
     };
-    for (a, b) in figures(&ours).iter().zip(figures(&theirs)) {
-        assert!(
-            (a - b).abs() <= 1e-4 * b.abs().max(1.0),
-            "{ours:?}\n{theirs:?}"
-        );
-    }
+    assert_figures_close(
+        &figures(&ours),
+        &figures(&theirs),
+        &format!("{ours:?}\n{theirs:?}"),
+    );
     let burn_twin = FusedPpo::new(&trained, &m).expect("an MLP");
     let (diff, _) = max_difference(&fused.actor.params, &burn_twin.actor.params);
     assert!(diff < 1e-3, "actor weights differ by {diff}");
@@ -385,29 +391,73 @@ fn the_rational_tanh_is_within_a_few_ulp_of_libm() {
 }
 
 #[test]
-fn networks_the_fused_learner_does_not_implement_stay_with_burn() {
-    let device = crate::DeviceChoice::Cpu.device().expect("the CPU");
-    for blocks in [
-        vec![BlockSpec::Dense {
-            width: 8,
+fn fused_gradients_are_burns_through_gelu_layers() {
+    // burn's GELU: erf on the way forward, the slope of its tanh
+    // approximation on the way back; a dense GELU layer and a residual
+    // block with GELU inside.
+    gradients_match(Head::Categorical(3), spec(Activation::Gelu));
+    let mut s = spec(Activation::Tanh);
+    s.blocks.insert(
+        1,
+        BlockSpec::Residual {
             activation: Activation::Gelu,
-        }],
-        vec![
+        },
+    );
+    gradients_match(Head::Gaussian, s);
+}
+
+#[test]
+fn a_fused_update_through_gelu_layers_is_a_burn_update() {
+    update_matches(spec(Activation::Gelu));
+}
+
+/// A GRU over a window of three observations, then a dense layer.
+fn gru() -> NetworkSpec {
+    NetworkSpec {
+        window: 3,
+        blocks: vec![
+            BlockSpec::Gru { hidden: 6 },
             BlockSpec::Dense {
                 width: 8,
                 activation: Activation::Tanh,
             },
-            BlockSpec::Residual {
-                activation: Activation::Gelu,
-            },
         ],
-        vec![BlockSpec::Gru { hidden: 8 }],
-    ] {
-        let mut m = meta(Head::Gaussian, spec(Activation::Tanh));
-        m.spec.blocks = blocks;
-        let model = ActorCritic::new(&m.spec, OBS, m.head, &device).expect("a valid spec");
-        assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);
     }
+}
+
+#[test]
+fn fused_gradients_are_burns_through_a_gru() {
+    // Back through the window: each step's gates, and the hidden state
+    // carried from one step to the next.
+    gradients_match(Head::Gaussian, gru());
+    gradients_match(Head::Categorical(3), gru());
+}
+
+#[test]
+fn a_fused_update_through_a_gru_is_a_burn_update() {
+    update_matches(gru());
+}
+
+#[test]
+fn networks_the_fused_learner_does_not_implement_stay_with_burn() {
+    let device = crate::DeviceChoice::Cpu.device().expect("the CPU");
+    let obs = serl_env::OBS_DIM;
+    let mut m = meta(Head::Gaussian, spec(Activation::Tanh));
+    m.obs_dim = obs;
+    m.spec.blocks = vec![
+        BlockSpec::BookAttention {
+            d_model: 8,
+            heads: 2,
+        },
+        BlockSpec::Dense {
+            width: 8,
+            activation: Activation::Gelu,
+        },
+    ];
+    let model = ActorCritic::new(&m.spec, obs, m.head, &device).expect("a valid spec");
+    assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);
+    assert!(!implements(&m.spec));
+    assert!(implements(&gru()));
 }
 
 #[test]
@@ -435,5 +485,13 @@ fn a_large_product_split_across_threads_gives_the_same_bits() {
             .iter()
             .zip(&four)
             .all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}
+
+/// Each of a fused learner's figures within 10⁻⁴ (relative, or absolute
+/// below 1) of burn's.
+pub(super) fn assert_figures_close(ours: &[f64], theirs: &[f64], context: &str) {
+    for (a, b) in ours.iter().zip(theirs) {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{context}");
     }
 }

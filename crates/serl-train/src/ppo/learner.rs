@@ -18,19 +18,16 @@ use serl_design::NetworkSpec;
 use super::{optimizer, update, PpoConfig, PpoStats};
 use crate::align::{clone_policy, AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
-use crate::files::write_atomic;
 use crate::fused::FusedPpo;
 use crate::learner::{
-    restore_optimizer, save_optimizer, wrong_algorithm, Experience, Learner, UpdateStats,
+    restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
+    wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::ActorCritic;
 use crate::policy::{Algo, Model, Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::rollout::collect;
 use crate::TrainError;
-
-/// The fused backend's Adam moments, beside burn's `optim.bin`.
-const FUSED_OPTIMIZER: &str = "fused-optim.json";
 
 /// Which code computes PPO's gradients.
 enum Backend {
@@ -113,7 +110,7 @@ impl Learner for PpoLearner {
         if fused.is_none() && !cfg.transition.is_off() {
             return Err(TrainError::Config {
                 field: "transition.weight".into(),
-                message: "the transition head trains with the fused learner: PPO on the CPU with dense, layer-norm and residual blocks (no GRU, attention or GELU)".into(),
+                message: "the transition head trains with the fused learner: PPO on the CPU with dense, layer-norm and residual blocks (no book attention)".into(),
             });
         }
         let backend = match fused {
@@ -130,7 +127,7 @@ impl Learner for PpoLearner {
     /// Only the fused backend: burn's autodiff sums in parallel in an
     /// order that depends on what else the machine runs.
     fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool {
-        cfg.fused_backend_for(network)
+        cfg.fused_backend_for(Algo::Ppo, network)
     }
 
     fn update(&mut self, cfg: &TrainConfig, x: Experience) -> PpoUpdateStats {
@@ -177,10 +174,7 @@ impl Learner for PpoLearner {
 
     fn save(&self, ck: &Path, _current: &Policy) -> Result<(), TrainError> {
         if let Backend::Fused(fused) = &self.backend {
-            let path = ck.join(FUSED_OPTIMIZER);
-            let text = serde_json::to_string(fused.optimizer())
-                .map_err(|e| TrainError::io(&path, std::io::Error::other(e)))?;
-            write_atomic(&path, text.as_bytes())?;
+            save_fused_optimizer(ck, fused.optimizer())?;
         }
         save_optimizer(ck, &self.optim)
     }
@@ -195,7 +189,7 @@ impl Learner for PpoLearner {
             **fused = FusedPpo::new(&self.model, meta)
                 .ok_or_else(|| wrong_algorithm(ck))?
                 .with_transition(weight);
-            restore_fused_optimizer(ck, fused)?;
+            restore_fused_optimizer(ck, |saved| fused.restore_optimizer(saved))?;
         }
         restore_optimizer(ck, &mut self.optim)
     }
@@ -216,26 +210,5 @@ impl Learner for PpoLearner {
             }
         }
         (before, after)
-    }
-}
-
-/// Restores the fused backend's optimiser from a checkpoint. A checkpoint
-/// written by the burn backend has none: Adam then starts afresh.
-fn restore_fused_optimizer(ck: &Path, fused: &mut FusedPpo) -> Result<(), TrainError> {
-    let path = ck.join(FUSED_OPTIMIZER);
-    if !path.exists() {
-        tracing::warn!("{} is missing: the optimiser starts afresh", path.display());
-        return Ok(());
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
-    let corrupt = |message: String| TrainError::Corrupt {
-        path: path.display().to_string(),
-        message,
-    };
-    let saved = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
-    if fused.restore_optimizer(saved) {
-        Ok(())
-    } else {
-        Err(corrupt("its shapes differ from the network's".into()))
     }
 }

@@ -25,8 +25,8 @@ pub enum BenchCommand {
     Sim(BenchArgs),
     /// PPO training throughput (environment steps per second, updates
     /// included) with the reference setup: MLP [64, 64], 8 static
-    /// environments, n_steps 2048, batch 256, 10 epochs; and the same
-    /// environments stepped without training.
+    /// environments, n_steps 2048, batch 256, 10 epochs; DDQN on the same;
+    /// and the same environments stepped without training.
     Train(BenchArgs),
     /// Teams of 2, 4, 8 and 16 agents in the dynamic market: joint steps
     /// per second, MAPPO training steps per second (updates included),
@@ -140,6 +140,10 @@ fn print_train(f: &TrainFigures) {
     println!(
         "the same with burn's autodiff learner: {:.0} env steps/s",
         f.burn_autodiff_steps_per_second
+    );
+    println!(
+        "DDQN on the same: {:.0} env steps/s fused, {:.0} with burn's autodiff learner",
+        f.ddqn_fused_steps_per_second, f.ddqn_burn_steps_per_second
     );
     println!(
         "the same 8 environments without training: {:.0} env steps/s",
