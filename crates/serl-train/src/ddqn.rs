@@ -46,9 +46,9 @@ pub struct DdqnConfig {
     pub target_every: usize,
     /// Largest gradient norm (per parameter tensor).
     pub max_grad_norm: f32,
-    /// Train plain MLPs on the CPU with the fused learner
-    /// ([`crate::parts::FusedDdqn`]) instead of burn's autodiff; other
-    /// networks and devices always use burn. Left out of saved configs
+    /// Train MLPs (and a GRU over the window) on the CPU with the fused
+    /// learner ([`crate::parts::FusedDdqn`]) instead of burn's autodiff;
+    /// other networks and devices always use burn. Left out of saved configs
     /// when on, so that they read as before.
     #[serde(skip_serializing_if = "is_on")]
     pub fused: bool,
@@ -259,15 +259,15 @@ pub fn train_step(
     let inner_device = target.head.weight.val().device();
     let w = replay.width;
     let k = cfg.actions.len();
-    let s = replay.sample(cfg.batch_size, rng);
+    let mut s = replay.sample(cfg.batch_size, rng);
     let b = s.rows;
     // Double DQN target: argmax by the online net, value by the target.
-    let nx_inner =
-        Tensor::<2>::from_data(TensorData::new(s.next_obs.clone(), [b, w]), &inner_device);
+    let next_obs = std::mem::take(&mut s.next_obs);
+    let nx_inner = Tensor::<2>::from_data(TensorData::new(next_obs, [b, w]), &inner_device);
     let q_online_next = floats(online.valid().forward(nx_inner.clone()));
     let q_target_next = floats(target.forward(nx_inner));
     let y = s.targets(&q_online_next, &q_target_next, k, cfg.gamma);
-    let xt = Tensor::<2>::from_data(TensorData::new(s.obs.clone(), [b, w]), &device);
+    let xt = Tensor::<2>::from_data(TensorData::new(std::mem::take(&mut s.obs), [b, w]), &device);
     let q = online
         .forward(xt)
         .gather(1, indices(&s.action, &device))

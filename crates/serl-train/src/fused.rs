@@ -1,5 +1,6 @@
 //! The fused learners of PPO and DDQN: MLPs (dense layers, layer norms and
-//! residual blocks) trained on the CPU without autodiff.
+//! residual blocks, a GRU over the window first) trained on the CPU
+//! without autodiff.
 //!
 //! Most designs, and every reference setup (Stable-Baselines3's MlpPolicy
 //! [64, 64]), are MLPs. On a minibatch of 256 rows, burn's autodiff spends
@@ -15,8 +16,8 @@
 //! Huber loss (`ddqn`). After every update their weights are written back
 //! into the burn [`ActorCritic`] or `QNetwork`, so saving, validation and
 //! backtests do not know which learner ran. A GRU over the window is fused
-//! too (`gru`); a network with a book-attention block uses burn. The networks themselves, their
-//! passes and kernels are in `mlp`.
+//! too (`gru`); a network with a book-attention block uses burn. The
+//! networks themselves, their passes and kernels are in `mlp`.
 
 use burn::tensor::{Tensor, TensorData};
 use rand::rngs::SmallRng;

@@ -223,7 +223,7 @@ impl Learner for DdqnLearner {
             self.step(d, &mut x, &sources, &mut env_steps, &mut sums);
         }
         if let Some(f) = &self.fused {
-            f.write_into(&mut self.online, None);
+            f.write_into(&mut self.online);
         }
         DdqnUpdateStats {
             loss: LossSums::mean(sums.total).unwrap_or(0.0),
@@ -240,8 +240,7 @@ impl Learner for DdqnLearner {
     fn save(&self, ck: &Path, current: &Policy) -> Result<(), TrainError> {
         let mut target = self.target.clone();
         if let Some(f) = &self.fused {
-            let mut online = self.online.clone();
-            f.write_into(&mut online, Some(&mut target));
+            f.write_target_into(&mut target);
             save_fused_optimizer(ck, f.optimizer())?;
         }
         Policy {

@@ -112,13 +112,14 @@ impl FusedDdqn {
         }
     }
 
-    /// Writes the online network's weights into `online` and the target's
-    /// into `target`.
-    pub fn write_into(&self, online: &mut QNetwork, target: Option<&mut QNetwork>) {
+    /// Writes the online network's weights into `online`.
+    pub fn write_into(&self, online: &mut QNetwork) {
         self.online.write_into(&mut online.trunk, &mut online.head);
-        if let Some(t) = target {
-            self.target.write_into(&mut t.trunk, &mut t.head);
-        }
+    }
+
+    /// Writes the target network's weights into `target`.
+    pub fn write_target_into(&self, target: &mut QNetwork) {
+        self.target.write_into(&mut target.trunk, &mut target.head);
     }
 
     /// The optimiser state, to save with a checkpoint.
@@ -221,17 +222,13 @@ mod tests {
             super::super::tests::assert_figures_close(&figures(&ours), &figures(&theirs), &context);
         }
         let twin = FusedDdqn::new(&burn_online, &target).expect("an MLP");
-        let mut worst = 0f32;
-        for (a, b) in fused.online.params.iter().zip(&twin.online.params) {
-            for (x, y) in a.iter().zip(b) {
-                worst = worst.max((x - y).abs());
-            }
-        }
+        let (worst, _) =
+            super::super::tests::max_difference(&fused.online.params, &twin.online.params);
         assert!(worst < 1e-4, "weights differ by {worst}");
 
         // Written back, the burn network values states as the fused one.
         let mut mirrored = online.valid();
-        fused.write_into(&mut mirrored, None);
+        fused.write_into(&mut mirrored);
         let rows: Vec<f32> = (0..3 * width).map(|i| (i as f32 * 0.37).sin()).collect();
         let theirs = crate::policy::floats(mirrored.forward(crate::policy::matrix(
             &rows,

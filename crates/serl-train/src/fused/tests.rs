@@ -192,7 +192,7 @@ fn burn_gradients(
     (actor, trunk(&model.critic, &model.value_head))
 }
 
-fn max_difference(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
+pub(super) fn max_difference(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
     assert_eq!(a.len(), b.len(), "tensor count");
     let mut diff = 0f32;
     let mut scale = 0f32;
