@@ -64,6 +64,20 @@ pub fn replay(
         .iter()
         .map(|s| strategy_factory(s))
         .collect::<Result<_>>()?;
+    replay_factories(market, orders, &factories, env, cfg, lobster, progress)
+}
+
+/// [`replay`] with strategies already built (a strategy of the caller's
+/// own among them: serl's Python package plays Python callables).
+pub fn replay_factories(
+    market: &MarketData,
+    orders: &[ParentOrder],
+    factories: &[StrategyFactory],
+    env: EnvChoice,
+    cfg: &BacktestFile,
+    lobster: Option<&LobsterVenue>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<OrderResult>> {
     let reward = cfg.env.default_reward();
     let dynamic = DynamicVenue {
         market: cfg.market.clone(),
@@ -83,7 +97,7 @@ pub fn replay(
         EnvChoice::All => vec![&StaticVenue, &dynamic, queue()?],
     };
     Ok(run_backtest(
-        market, orders, &factories, &envs, &cfg.env, &reward, progress,
+        market, orders, factories, &envs, &cfg.env, &reward, progress,
     ))
 }
 
@@ -136,6 +150,19 @@ impl BacktestData {
         cfg: &BacktestFile,
         out: &Path,
     ) -> Result<serl_eval::ReportData> {
+        let report = self.report_data(results, cfg)?;
+        serl_eval::write_report(out, results, &report)
+            .with_context(|| format!("writing the report to {}", out.display()))?;
+        Ok(report)
+    }
+
+    /// What the report of `results` says (`summary.json`), written
+    /// nowhere.
+    pub fn report_data(
+        &self,
+        results: &[OrderResult],
+        cfg: &BacktestFile,
+    ) -> Result<serl_eval::ReportData> {
         let provenance =
             crate::data::backtest_provenance(&self.data_path, self.split, self.orders.len(), cfg)?;
         let provenance = serl_eval::Provenance {
@@ -147,10 +174,7 @@ impl BacktestData {
             skipped: crate::data::skipped_lines(&self.ds),
             ..provenance
         };
-        let report = serl_eval::ReportData::new(results, provenance);
-        serl_eval::write_report(out, results, &report)
-            .with_context(|| format!("writing the report to {}", out.display()))?;
-        Ok(report)
+        Ok(serl_eval::ReportData::new(results, provenance))
     }
 
     /// Bar data at `data`, the orders of `split`.

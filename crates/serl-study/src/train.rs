@@ -27,7 +27,7 @@ pub struct TrainingHooks {
 }
 
 /// The config's reward program, or the default reward.
-pub(crate) fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
+pub fn reward_of(cfg: &TrainFile) -> Result<Arc<dyn serl_env::Reward>> {
     Ok(match &cfg.reward {
         Some(program) => Arc::new(
             serl_design::RewardModule::compile(program)

@@ -50,6 +50,17 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
         self.states = self.features.states();
         self.refresh();
     }
+    fn reset_to(&mut self, order: usize, rng: &mut rand::rngs::SmallRng) {
+        self.inner.reset_to(order, rng);
+        self.states = self.features.states();
+        self.refresh();
+    }
+    fn last_step(&self) -> Option<&serl_env::StepInfo> {
+        self.inner.last_step()
+    }
+    fn finished(&self) -> Option<&serl_env::ExecutionOutcome> {
+        self.inner.finished()
+    }
     fn observe(&self, out: &mut [f32]) {
         out[..self.current.len()].copy_from_slice(&self.current);
     }

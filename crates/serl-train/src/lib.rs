@@ -102,7 +102,8 @@ pub use learner::{AnyLearner, Experience, Learner, UpdateStats};
 pub use net::Head;
 pub use normalize::RunningNorm;
 pub use policy::{
-    Algo, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash, TeamMeta,
+    Algo, DecisionObserver, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash,
+    TeamMeta,
 };
 pub use ppo::{PpoConfig, PpoLearner, PpoStats, PpoUpdateStats};
 pub use record::{read_metrics, UpdateRecord};

@@ -498,11 +498,81 @@ impl History {
     }
 }
 
+/// The observation an agent trained in serl's environments sees at a
+/// backtest's decision, as training gave it: the environment's columns,
+/// its resting order's queue state when it places orders, silence for the
+/// messages (alone in a backtest), a lone team member's role, then the
+/// designed features ([`crate::WithFeatures`]).
+pub struct DecisionObserver {
+    features: Option<(FeatureSet, Vec<serl_expr::State>)>,
+    placing: bool,
+    message_dims: usize,
+    team: bool,
+    base: Vec<f32>,
+}
+
+impl DecisionObserver {
+    /// An observer of `features`, for an agent that places its orders
+    /// (`placing`), hears `message_dims` message columns and plays as a
+    /// team member (`team`); the observation has `obs_dim` columns.
+    pub fn new(
+        features: &FeatureSet,
+        placing: bool,
+        (message_dims, team): (usize, bool),
+        obs_dim: usize,
+    ) -> Self {
+        let features = (!features.is_empty()).then(|| {
+            let f = features.clone().with_queue_input(placing);
+            let s = f.states();
+            (f, s)
+        });
+        DecisionObserver {
+            features,
+            placing,
+            message_dims,
+            team,
+            base: Vec::with_capacity(obs_dim),
+        }
+    }
+
+    /// Starts an episode: the features' running states anew.
+    pub fn reset(&mut self) {
+        if let Some((f, s)) = &mut self.features {
+            *s = f.states();
+        }
+    }
+
+    /// Writes the observation of decision `d` into `obs` (its width).
+    pub fn observe(&mut self, d: &Decision, obs: &mut [f32]) {
+        let base = &mut self.base;
+        base.clear();
+        base.extend_from_slice(d.obs);
+        if self.placing {
+            let at = base.len();
+            base.resize(at + QueueState::COLUMNS, 0.0);
+            d.queue.write(&mut base[at..]);
+        }
+        base.resize(base.len() + self.message_dims, 0.0);
+        if self.team {
+            // A team's policy played alone: the only member of a team of one.
+            base.extend_from_slice(&crate::team::role_columns(0, 1));
+        }
+        match &mut self.features {
+            Some((f, s)) => f.extend(s, base, obs),
+            None => {
+                obs.fill(0.0);
+                let n = obs.len().min(base.len());
+                obs[..n].copy_from_slice(&base[..n]);
+            }
+        }
+    }
+}
+
 /// A trained policy as a backtest strategy: greedy (the Gaussian's mean,
 /// the most likely or highest-valued action).
 pub struct PolicyStrategy {
     policy: Policy,
-    features: Option<(FeatureSet, Vec<serl_expr::State>)>,
+    observer: DecisionObserver,
     label: String,
     history: History,
     rng: SmallRng,
@@ -515,15 +585,16 @@ impl PolicyStrategy {
     pub fn new(policy: Policy, label: String) -> Self {
         use rand::SeedableRng;
         let history = History::new(policy.meta.spec.window, policy.meta.obs_dim);
-        let features = (!policy.meta.features.is_empty()).then(|| {
-            let placing = !policy.meta.placements.is_empty();
-            let f = policy.meta.features.clone().with_queue_input(placing);
-            let s = f.states();
-            (f, s)
-        });
+        let meta = &policy.meta;
+        let observer = DecisionObserver::new(
+            &meta.features,
+            !meta.placements.is_empty(),
+            (meta.message_dims, meta.team.is_some()),
+            meta.obs_dim,
+        );
         PolicyStrategy {
             policy,
-            features,
+            observer,
             label,
             history,
             rng: SmallRng::seed_from_u64(0),
@@ -539,9 +610,7 @@ impl Strategy for PolicyStrategy {
 
     fn reset(&mut self, _view: &SessionView, _order: &ParentOrder, _env: &EnvConfig) {
         self.history.clear();
-        if let Some((f, s)) = &mut self.features {
-            *s = f.states();
-        }
+        self.observer.reset();
     }
 
     fn act(&mut self, d: &Decision) -> f64 {
@@ -563,26 +632,8 @@ impl PolicyStrategy {
     /// resting order's queue state (for a placing policy), silence for the
     /// messages (alone in a backtest) and the designed features.
     fn decide(&mut self, d: &Decision) -> (f64, Placement) {
-        let meta = &self.policy.meta;
-        let mut base = d.obs.to_vec();
-        if !meta.placements.is_empty() {
-            let at = base.len();
-            base.resize(at + QueueState::COLUMNS, 0.0);
-            d.queue.write(&mut base[at..]);
-        }
-        base.resize(base.len() + meta.message_dims, 0.0);
-        if meta.team.is_some() {
-            // A team's policy played alone: the only member of a team of one.
-            base.extend_from_slice(&crate::team::role_columns(0, 1));
-        }
-        let mut obs = vec![0f32; meta.obs_dim];
-        match &mut self.features {
-            Some((f, s)) => f.extend(s, &base, &mut obs),
-            None => {
-                let n = obs.len().min(base.len());
-                obs[..n].copy_from_slice(&base[..n]);
-            }
-        }
+        let mut obs = vec![0f32; self.policy.meta.obs_dim];
+        self.observer.observe(d, &mut obs);
         self.policy.meta.norm.apply(&mut obs);
         self.history.push(&obs);
         self.row.clear();

@@ -15,8 +15,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serl_env::{
-    ChildOrder, DynamicEnv, EnvConfig, Episode, MarketConfig, MarketData, ParentOrder, Placement,
-    QueueState, Reward, StaticEnv, OBS_DIM,
+    ChildOrder, DynamicEnv, EnvConfig, Episode, ExecutionOutcome, MarketConfig, MarketData,
+    ParentOrder, Placement, QueueState, Reward, StaticEnv, StepInfo, OBS_DIM,
 };
 use serl_env::{Scenario, SessionView, ViewRef};
 
@@ -55,6 +55,25 @@ pub trait TrainEnv: Send {
     /// The finished episode's price advantage, bps (a team's: the whole
     /// parent order's, or its members' mean when they compete).
     fn episode_pa(&self) -> f64;
+    /// Starts a new episode on order number `order` of the environment's
+    /// orders (wrapping around), the rest drawn with `rng` as in
+    /// [`TrainEnv::reset`]: what a caller replaying chosen orders uses
+    /// (serl's Python environments). Environments without a list of orders
+    /// draw as `reset` does.
+    fn reset_to(&mut self, order: usize, rng: &mut SmallRng) {
+        let _ = order;
+        self.reset(rng)
+    }
+    /// What the last step did (fills, benchmark, timing), if a step was
+    /// taken in this episode and the environment reports it.
+    fn last_step(&self) -> Option<&StepInfo> {
+        None
+    }
+    /// The finished episode's outcome (fills, benchmark, whole-order PA),
+    /// once an episode has ended, if the environment reports it.
+    fn finished(&self) -> Option<&ExecutionOutcome> {
+        None
+    }
     /// Where the episode in play stands: the share of the order still
     /// held, the decisions left and the episode's decisions. None for a
     /// team, whose members share one order.
@@ -102,8 +121,10 @@ pub struct ExecutionEnv<'a> {
     venue: TrainVenue,
     /// The episode in play (none when the order's session is missing).
     episode: Option<Box<dyn Episode + 'a>>,
-    /// The last finished episode's price advantage, bps.
-    finished_pa: f64,
+    /// The last finished episode's outcome.
+    finished: Option<ExecutionOutcome>,
+    /// The episode's last step, none before its first.
+    last_step: Option<StepInfo>,
     team: Option<Team>,
     pace: Pace,
     imagined_replay: Option<ImaginedReplay>,
@@ -163,7 +184,8 @@ impl<'a> ExecutionEnv<'a> {
             reward,
             venue,
             episode: None,
-            finished_pa: 0.0,
+            finished: None,
+            last_step: None,
             team: None,
             pace: Pace::Absolute,
             imagined_replay: None,
@@ -261,7 +283,13 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
     }
 
     fn reset(&mut self, rng: &mut SmallRng) {
-        let o = &self.orders[rng.random_range(0..self.orders.len())];
+        let k = rng.random_range(0..self.orders.len());
+        self.reset_to(k, rng);
+    }
+
+    fn reset_to(&mut self, order: usize, rng: &mut SmallRng) {
+        let o = &self.orders[order % self.orders.len()];
+        self.last_step = None;
         let Some(view) = self.market.get(&o.symbol, o.date) else {
             self.episode = None;
             return;
@@ -335,16 +363,26 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
             cross_first: 0.0,
         });
         if info.done {
-            self.finished_pa = e.outcome(0.0, Vec::new()).pa_bps();
+            self.finished = Some(e.outcome(0.0, Vec::new()));
         }
         if !info.done {
             self.broadcast();
         }
-        (self.reward.reward(&info), info.done)
+        let (reward, done) = (self.reward.reward(&info), info.done);
+        self.last_step = Some(info);
+        (reward, done)
     }
 
     fn episode_pa(&self) -> f64 {
-        self.finished_pa
+        self.finished.as_ref().map_or(0.0, ExecutionOutcome::pa_bps)
+    }
+
+    fn last_step(&self) -> Option<&StepInfo> {
+        self.last_step.as_ref()
+    }
+
+    fn finished(&self) -> Option<&ExecutionOutcome> {
+        self.finished.as_ref()
     }
 }
 

@@ -1,0 +1,49 @@
+"""serl.load_run reads the run directories serl writes, and a trained
+policy from one plays in serl.backtest."""
+
+import subprocess
+
+import pytest
+
+import serl
+
+
+def test_a_train_run_loads_and_its_policy_backtests(data, serl_bin, tmp_path):
+    run_dir = tmp_path / "ppo"
+    subprocess.run(
+        [str(serl_bin), "train", "--data", str(data), "--decision-minutes", "30",
+         "--total-steps", "4096", "--out", str(run_dir)],
+        check=True, capture_output=True,
+    )
+    run = serl.load_run(run_dir)
+    assert run.kind == "train"
+    assert run.metrics is not None and len(run.metrics) >= 1
+    assert {"update", "env_steps", "loss"} <= set(run.metrics.columns)
+    assert run.config["env"]["decision_minutes"] == 30
+    result = serl.backtest(data=data, strategies=["twap", f"policy:{run_dir}"],
+                           policies={"mine": run_dir}, config=run_dir / "train.toml")
+    table = result.table.set_index("strategy")
+    assert table.loc["mine", "pa"] == table.loc[f"policy:{run_dir.name}", "pa"]
+
+
+def test_an_evolve_run_loads_its_designs_candidates_and_tables(root, serl_bin, tmp_path):
+    run_dir = tmp_path / "evolve"
+    subprocess.run(
+        [str(serl_bin), "evolve", "--config", str(root / "configs" / "evolve.toml"),
+         "--out", str(run_dir)],
+        check=True, capture_output=True, cwd=root,
+    )
+    run = serl.load_run(run_dir)
+    assert run.kind == "evolve"
+    assert len(run.candidates) >= 15
+    assert run.best in run.designs
+    assert {"reward", "state", "architecture"} <= set(run.designs[run.best])
+    assert run.test is not None and {"strategy", "env", "pa", "pa_lo", "pa_hi"} <= set(run.test.columns)
+    assert "serl-best" in run.finals and run.finals["serl-best"].kind == "train"
+
+
+def test_a_folder_that_is_no_run_is_refused(tmp_path):
+    with pytest.raises(serl.SerlError, match="not a serl run directory"):
+        serl.load_run(tmp_path)
+    with pytest.raises(serl.SerlError, match="does not exist"):
+        serl.load_run(tmp_path / "missing")
