@@ -8,6 +8,7 @@ designed reward are exactly what serl's trainer sees.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -57,6 +58,13 @@ class _Spec:
         self.observation_space = spaces.Box(
             -np.inf, np.inf, shape=(self.obs_dim,), dtype=np.float32
         )
+        self._orders: Optional[List[Dict[str, Any]]] = None
+
+    def orders(self) -> List[Dict[str, Any]]:
+        """The split's orders, read once."""
+        if self._orders is None:
+            self._orders = self.native.orders()
+        return self._orders
 
     def numbers(self, action: Any) -> List[float]:
         """One action as the list of numbers the native side takes."""
@@ -148,7 +156,7 @@ class ExecutionEnv(gym.Env):
     @property
     def orders(self) -> List[Dict[str, Any]]:
         """The orders episodes draw from (symbol, date, side, qty, window)."""
-        return self._native.orders()
+        return self._spec.orders()
 
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
@@ -203,8 +211,7 @@ class VecExecutionEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(
             self.single_action_space, self.num_envs
         )
-        autoreset = getattr(gym.vector, "AutoresetMode", None)
-        self.metadata = {"autoreset_mode": autoreset.SAME_STEP} if autoreset else {}
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
         self.venue = venue
         self._no_truncation = np.zeros(self.num_envs, dtype=bool)
 
@@ -216,18 +223,27 @@ class VecExecutionEnv(gym.vector.VectorEnv):
     @property
     def orders(self) -> List[Dict[str, Any]]:
         """The orders episodes draw from."""
-        return self._native.orders()
+        return self._spec.orders()
 
     def reset(
-        self, *, seed: Optional[Union[int, Sequence[int]]] = None, options: Optional[Dict[str, Any]] = None
+        self,
+        *,
+        seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
+        options: Optional[Dict[str, Any]] = None,
     ) -> Tuple[np.ndarray, Dict[str, Any]]:
-        if seed is not None and not isinstance(seed, int):
+        """Starts an episode everywhere. ``seed``: environment k takes
+        ``seed + k``; a sequence gives each its own (``None`` keeps its
+        generator)."""
+        if seed is not None and not isinstance(seed, numbers.Integral):
             seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed: {self.num_envs} seeds expected, got {len(seeds)}")
             for k, s in enumerate(seeds):
-                self._native.seed_env(k, int(s))
+                if s is not None:
+                    self._native.seed_env(k, int(s))
             seed = None
-        obs, orders = self._native.reset_all(seed)
-        return obs, {"order": orders}
+        obs, orders = self._native.reset_all(None if seed is None else int(seed))
+        return obs, {"order": orders, "_order": np.ones(self.num_envs, dtype=bool)}
 
     def actions_array(self, actions: Any) -> np.ndarray:
         """``actions`` as the n × width float array the native side steps."""
@@ -242,24 +258,24 @@ class VecExecutionEnv(gym.vector.VectorEnv):
     def step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         out = self._native.step_all(self.actions_array(actions))
         dones = out["dones"]
-        infos: Dict[str, Any] = {"order": out["order"]}
+        infos: Dict[str, Any] = {"order": out["order"], "_order": np.ones(self.num_envs, dtype=bool)}
         if dones.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for k in np.flatnonzero(dones):
                 final_obs[k] = out["final_obs"][k]
             episode = {
                 "pa_bps": out["final_pa_bps"],
-                "_pa_bps": dones,
+                "_pa_bps": dones.copy(),
                 "return": out["final_return"],
-                "_return": dones,
+                "_return": dones.copy(),
                 "filled_share": out["final_filled"],
-                "_filled_share": dones,
+                "_filled_share": dones.copy(),
             }
             infos.update(
                 final_obs=final_obs,
-                _final_obs=dones,
-                final_info={"episode": episode, "_episode": dones},
-                _final_info=dones,
+                _final_obs=dones.copy(),
+                final_info={"episode": episode, "_episode": dones.copy()},
+                _final_info=dones.copy(),
             )
         return out["obs"], out["rewards"], dones, self._no_truncation.copy(), infos
 

@@ -91,6 +91,8 @@ def _candidates(path: Path) -> tuple:
             continue
         c = _read_json(f)
         v = c.get("validation") or {}
+        secs_file = f.with_name(f.stem + ".secs.json")
+        secs = _read_json(secs_file) if secs_file.is_file() else {}
         designs[c["key"]] = c.get("design") or {}
         rows.append(
             {
@@ -104,7 +106,7 @@ def _candidates(path: Path) -> tuple:
                 "afi": v.get("afi"),
                 "pa_dynamic": v.get("pa_dynamic"),
                 "success_rate": c.get("success_rate"),
-                "train_secs": c.get("train_secs"),
+                "train_secs": secs.get("train", c.get("train_secs")),
             }
         )
     return pd.DataFrame(rows), designs

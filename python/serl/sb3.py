@@ -85,10 +85,15 @@ class SB3VecEnv(VecEnv):
         return [getattr(self.env, attr_name) for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        if indices is not None and list(self._indices(indices)) != list(range(self.num_envs)):
+            raise NotImplementedError("serl's environments share their attributes: set them for all")
         setattr(self.env, attr_name, value)
 
     def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> List[Any]:
-        return [getattr(self.env, method_name)(*args, **kwargs) for _ in self._indices(indices)]
+        """Calls the vectorized environment's method once; every index
+        gets its answer."""
+        answer = getattr(self.env, method_name)(*args, **kwargs)
+        return [answer for _ in self._indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: Type[Any], indices: Any = None) -> List[bool]:
         return [False for _ in self._indices(indices)]

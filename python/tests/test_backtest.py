@@ -85,3 +85,17 @@ def test_a_policy_that_raises_stops_the_backtest_with_its_error(data):
 
     with pytest.raises(RuntimeError, match="the policy broke"):
         serl.backtest(data=data, policies={"broken": broken}, strategies=[])
+
+
+def test_a_policy_with_state_plays_the_same_way_every_time(data):
+    """Python policies are called from one thread, order after order."""
+
+    def run():
+        rng = np.random.default_rng(7)
+        result = serl.backtest(
+            data=data, strategies=[], split="all",
+            policies={"noisy": lambda obs, d: float(rng.uniform(0, 0.1))},
+        )
+        return list(result.orders.pa_bps)
+
+    assert run() == run()

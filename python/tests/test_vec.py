@@ -52,3 +52,19 @@ def test_a_thousand_environments_step_together(data):
         obs, rewards, dones, _, infos = vec.step(np.full((1024, 1), 0.02))
         total += float(rewards.sum())
     assert np.isfinite(obs).all() and np.isfinite(total)
+
+
+def test_gymnasiums_info_wrappers_read_its_infos(data):
+    import gymnasium as gym
+
+    vec = gym.wrappers.vector.DictInfoToList(serl.VecExecutionEnv(2, data=data, seed=0))
+    vec.reset(seed=0)
+    ended = False
+    for _ in range(200):
+        _, _, dones, _, infos = vec.step(np.full((2, 1), 0.05))
+        assert len(infos) == 2
+        if dones.any():
+            k = int(np.flatnonzero(dones)[0])
+            assert np.isfinite(infos[k]["final_info"]["episode"]["pa_bps"])
+            ended = True
+    assert ended

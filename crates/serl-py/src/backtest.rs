@@ -51,9 +51,11 @@ impl PyStrategy {
             ctx.set_item("symbol", &*d.order.symbol)?;
             ctx.set_item("date", d.order.date.to_string())?;
             let answer = self.policy.call1(py, (obs, ctx))?;
-            let numbers: Vec<f64> = match answer.extract::<f64>(py) {
-                Ok(x) => vec![x],
-                Err(_) => answer.extract::<Vec<f64>>(py).map_err(|_| {
+            // A sequence first: numpy warns when a one-element array is
+            // read as a number.
+            let numbers: Vec<f64> = match answer.extract::<Vec<f64>>(py) {
+                Ok(v) => v,
+                Err(_) => answer.extract::<f64>(py).map(|x| vec![x]).map_err(|_| {
                     Fail::new(format!(
                         "policy {:?} answered {}: an action is a number, or a sequence of numbers (a share index and a placement index)",
                         self.label,
@@ -151,15 +153,16 @@ fn policy_shape(
     config: &ConfigSource,
     state: Option<&std::path::Path>,
 ) -> Result<PolicyShape, Fail> {
-    let mut train = match config {
-        ConfigSource::Default => serl_train::TrainConfig::default(),
-        _ => match config.train_file() {
-            Ok(f) => f.train,
-            Err(_) => serl_train::TrainConfig::default(),
-        },
+    let mut train = if config.is_training()? {
+        config.train_file()?.train
+    } else {
+        serl_train::TrainConfig::default()
     };
     if let Some(path) = state {
         train.features = setup::state_features(path)?;
+        train
+            .validate(train.obs_dim())
+            .map_err(|e| Fail::new(chain(&e)))?;
     }
     Ok(PolicyShape {
         actions: Actions::of(&train),
@@ -226,11 +229,15 @@ pub fn backtest(
         factories
             .push(serl_study::backtest::strategy_factory(s).map_err(|e| Fail::new(chain(&e)))?);
     }
+    let mut python_policies = false;
     for (name, policy) in policies {
         let factory = match policy.extract::<PathBuf>(py) {
             Ok(dir) => serl_study::train::policy_factory_labelled(&dir, &name)
                 .map_err(|e| Fail::new(chain(&e)))?,
-            Err(_) if policy.bind(py).is_callable() => python_factory(name, policy, &shape, &failed),
+            Err(_) if policy.bind(py).is_callable() => {
+                python_policies = true;
+                python_factory(name, policy, &shape, &failed)
+            }
             Err(_) => {
                 return Err(Fail::new(format!(
                     "policy {name:?}: a callable (obs, decision) -> action, or a `serl train` run directory"
@@ -240,17 +247,27 @@ pub fn backtest(
         };
         factories.push(factory);
     }
+    // Python policies are called from one thread, order after order, so a
+    // policy that keeps state (a generator, a recurrent network) plays the
+    // same way every time; the GIL would serialise them anyway.
+    let threads = if python_policies { 1 } else { 0 };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Fail::new(format!("starting the backtest's threads: {e}")))?;
     let results = py
         .detach(|| {
-            replay_factories(
-                &loaded.market,
-                &loaded.orders,
-                &factories,
-                env,
-                &cfg,
-                loaded.lobster.as_ref(),
-                &|_| {},
-            )
+            pool.install(|| {
+                replay_factories(
+                    &loaded.market,
+                    &loaded.orders,
+                    &factories,
+                    env,
+                    &cfg,
+                    loaded.lobster.as_ref(),
+                    &|_| {},
+                )
+            })
         })
         .map_err(|e| Fail::new(chain(&e)))?;
     if let Some(e) = failed.lock().ok().and_then(|mut f| f.take()) {

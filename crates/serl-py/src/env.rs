@@ -59,6 +59,7 @@ pub struct Envs {
     inner: Mutex<Inner>,
     shared: Arc<Shared>,
     obs_dim: usize,
+    n: usize,
 }
 
 /// One environment's step as Python gets it: the observation, the reward,
@@ -86,8 +87,18 @@ fn rng_for(seed: u64) -> SmallRng {
 }
 
 impl Envs {
+    /// The environments. Never held while the GIL is taken back: a
+    /// batched step locks and unlocks inside `py.detach`, so a Python
+    /// thread waiting here with the GIL cannot block it. A panic that
+    /// poisoned the lock left episodes half-stepped: they all need a
+    /// reset.
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock().unwrap_or_else(|p| {
+            let mut inner = p.into_inner();
+            inner.tracks.iter_mut().for_each(|t| t.live = false);
+            self.inner.clear_poison();
+            inner
+        })
     }
 
     fn check_index(&self, i: usize, n: usize) -> PyResult<()> {
@@ -181,13 +192,14 @@ impl Envs {
             }),
             shared,
             obs_dim,
+            n,
         })
     }
 
     /// Environments.
     #[getter]
     fn n(&self) -> usize {
-        self.lock().tracks.len()
+        self.n
     }
 
     /// Columns of the observation.
@@ -325,30 +337,31 @@ impl Envs {
         py: Python<'py>,
         seed: Option<u64>,
     ) -> (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>) {
-        let d = self.obs_dim;
+        let (d, n) = (self.obs_dim, self.n);
         let orders = self.shared.orders.len();
-        let mut guard = self.lock();
-        let inner = &mut *guard;
-        let n = inner.tracks.len();
-        if let Some(s) = seed {
-            for (k, r) in inner.rngs.iter_mut().enumerate() {
-                *r = rng_for(s.wrapping_add(k as u64));
-            }
-        }
         let mut obs = vec![0f32; n * d];
-        let (rngs, tracks) = (&mut inner.rngs, &mut inner.tracks);
-        inner.cell.with_dependent_mut(|_, envs| {
-            for (((e, rng), track), row) in envs
-                .iter_mut()
-                .zip(rngs.iter_mut())
-                .zip(tracks.iter_mut())
-                .zip(obs.chunks_mut(d.max(1)))
-            {
-                reset_one(e, rng, track, orders, None);
-                e.observe(row);
+        let picked = py.detach(|| {
+            let mut guard = self.lock();
+            let inner = &mut *guard;
+            if let Some(s) = seed {
+                for (k, r) in inner.rngs.iter_mut().enumerate() {
+                    *r = rng_for(s.wrapping_add(k as u64));
+                }
             }
+            let (rngs, tracks) = (&mut inner.rngs, &mut inner.tracks);
+            inner.cell.with_dependent_mut(|_, envs| {
+                for (((e, rng), track), row) in envs
+                    .iter_mut()
+                    .zip(rngs.iter_mut())
+                    .zip(tracks.iter_mut())
+                    .zip(obs.chunks_mut(d.max(1)))
+                {
+                    reset_one(e, rng, track, orders, None);
+                    e.observe(row);
+                }
+            });
+            tracks.iter().map(|t| t.order as i64).collect::<Vec<i64>>()
         });
-        let picked: Vec<i64> = tracks.iter().map(|t| t.order as i64).collect();
         (rows(py, obs, n, d), PyArray1::from_vec(py, picked))
     }
 
@@ -363,10 +376,9 @@ impl Envs {
         py: Python<'py>,
         actions: PyReadonlyArray2<'py, f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let d = self.obs_dim;
+        let (d, n) = (self.obs_dim, self.n);
         let orders = self.shared.orders.len();
         let view = actions.as_array();
-        let n = self.lock().tracks.len();
         if view.nrows() != n {
             return Err(Fail::new(format!(
                 "actions: {n} rows expected (one per environment), got {}",
@@ -386,25 +398,23 @@ impl Envs {
                     .map_err(|m| Fail::new(format!("actions row {k}: {m}")))
             })
             .collect::<Result<_, Fail>>()?;
-        let mut out = Batch::new(n, d);
-        {
+        let parallel = n >= PARALLEL_FROM
+            || (n > 1 && self.shared.train.hybrid.mode == serl_train::HybridMode::DynamicOnly);
+        let out = py.detach(|| -> Result<Batch, Fail> {
             let mut guard = self.lock();
             let inner = &mut *guard;
             if let Some(k) = inner.tracks.iter().position(|t| !t.live) {
                 return Err(Fail::new(format!(
                     "environment {k} has no episode in play: call reset() first"
-                ))
-                .into());
+                )));
             }
+            let mut out = Batch::new(n, d);
             let (rngs, tracks) = (&mut inner.rngs, &mut inner.tracks);
-            let parallel = n >= PARALLEL_FROM
-                || (n > 1 && self.shared.train.hybrid.mode == serl_train::HybridMode::DynamicOnly);
-            py.detach(|| {
-                inner.cell.with_dependent_mut(|_, envs| {
-                    step_batch(envs, (rngs, tracks), &placed, &mut out, (orders, parallel))
-                })
+            inner.cell.with_dependent_mut(|_, envs| {
+                step_batch(envs, (rngs, tracks), &placed, &mut out, (orders, parallel))
             });
-        }
+            Ok(out)
+        })?;
         out.into_dict(py, n, d)
     }
 }
@@ -517,6 +527,11 @@ fn step_batch(
     }
 }
 
+/// The share of an order its episode filled.
+fn filled_share(o: &serl_env::ExecutionOutcome) -> f64 {
+    o.filled / o.qty.max(f64::MIN_POSITIVE)
+}
+
 /// A flat buffer as an n × d array.
 fn rows(py: Python<'_>, flat: Vec<f32>, n: usize, d: usize) -> Bound<'_, PyArray2<f32>> {
     PyArray1::from_vec(py, flat)
@@ -572,7 +587,7 @@ fn step_info(
     e.set_item("is_bps", o.is_bps())?;
     e.set_item("qty", o.qty)?;
     e.set_item("filled", o.filled)?;
-    e.set_item("filled_share", o.filled / o.qty.max(f64::MIN_POSITIVE))?;
+    e.set_item("filled_share", filled_share(o))?;
     e.set_item("avg_price", o.avg_price())?;
     e.set_item("bench_price", o.bench_price)?;
     e.set_item("arrival_price", o.arrival_price)?;

@@ -52,8 +52,7 @@ impl ConfigSource {
                 serl_study::train::check_reward(&cfg, p).map_err(|e| Fail::new(chain(&e)))?;
                 cfg
             }
-            ConfigSource::Json(j) => serde_json::from_str(j)
-                .map_err(|e| Fail::new(format!("config (a dict of serl's config tables): {e}")))?,
+            ConfigSource::Json(j) => serde_json::from_str(j).map_err(dict_error)?,
         };
         cfg.validate().map_err(|e| Fail::new(chain(&e)))?;
         Ok(cfg)
@@ -69,14 +68,15 @@ impl ConfigSource {
             ConfigSource::File(p) => {
                 serl_study::config::read_toml(p).map_err(|e| Fail::new(chain(&e)))?
             }
-            ConfigSource::Json(j) => serde_json::from_str(j)
-                .map_err(|e| Fail::new(format!("config (a dict of serl's config tables): {e}")))?,
+            ConfigSource::Json(j) => serde_json::from_str(j).map_err(dict_error)?,
         };
         cfg.validate().map_err(|e| Fail::new(chain(&e)))?;
         Ok(cfg)
     }
 
-    fn is_training(&self) -> Result<bool, Fail> {
+    /// Whether the config is a training's (`[train]`, `[validation]`,
+    /// `reward` or `[walk_forward]`).
+    pub fn is_training(&self) -> Result<bool, Fail> {
         let table: toml::Table = match self {
             ConfigSource::Default => return Ok(false),
             ConfigSource::File(p) => {
@@ -84,13 +84,17 @@ impl ConfigSource {
                     .map_err(|e| Fail::new(format!("reading config file {}: {e}", p.display())))?;
                 toml::from_str(&text).map_err(|e| Fail::new(format!("{}: {e}", p.display())))?
             }
-            ConfigSource::Json(j) => serde_json::from_str(j)
-                .map_err(|e| Fail::new(format!("config (a dict of serl's config tables): {e}")))?,
+            ConfigSource::Json(j) => serde_json::from_str(j).map_err(dict_error)?,
         };
         Ok(["train", "validation", "reward", "walk_forward"]
             .iter()
             .any(|k| table.contains_key(*k)))
     }
+}
+
+/// A config dict that does not parse, in words.
+fn dict_error(e: serde_json::Error) -> Fail {
+    Fail::new(format!("config (a dict of serl's config tables): {e}"))
 }
 
 /// The split orders come from, by its name.
@@ -212,9 +216,10 @@ pub enum Actions {
 impl Actions {
     /// The actions of a training config.
     pub fn of(train: &TrainConfig) -> Actions {
-        let (shares, pace) = match train.algo {
-            Algo::Ddqn => (train.ddqn.actions.clone(), Pace::Absolute),
-            Algo::Ppo => (train.ppo.discrete.clone(), train.ppo.pace),
+        let pace = train.pace();
+        let shares = match train.algo {
+            Algo::Ddqn => train.ddqn.actions.clone(),
+            Algo::Ppo => train.ppo.discrete.clone(),
         };
         if shares.is_empty() {
             Actions::Continuous(pace)
@@ -348,6 +353,12 @@ impl Shared {
             return Err(Fail::new("n: at least one environment"));
         }
         train.n_envs = req.n;
+        // The trainer plays imagined scenarios in its first dynamic
+        // environments (`TrainConfig::dynamic_market`): here environment k
+        // would play another market than `ExecutionEnv` does. The dynamic
+        // venue plays the calibrated day; imagined replays of the static
+        // venue, drawn per episode, stay.
+        train.imagination.share = 0.0;
         train.hybrid.mode = match req.venue.as_str() {
             "static" => HybridMode::StaticOnly,
             "dynamic" => HybridMode::DynamicOnly,
@@ -383,8 +394,9 @@ impl Shared {
         if !self.train.placements.is_empty() {
             names.extend(serl_env::QueueState::NAMES.iter().map(|s| s.to_string()));
         }
-        let messages = self.train.team.as_ref().map_or(0, |t| t.message_dims());
-        names.extend((0..messages).map(|k| format!("heard_{k}")));
+        if let Some(team) = self.train.team.as_ref().filter(|t| t.message_dims() > 0) {
+            names.extend(team.message_names());
+        }
         names.extend(
             self.train
                 .observed_features()

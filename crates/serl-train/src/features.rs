@@ -69,9 +69,9 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
     }
     fn step_placed(&mut self, action: f64, placement: u8) -> (f64, bool) {
         let r = self.inner.step_placed(action, placement);
-        if !r.1 {
-            self.refresh();
-        }
+        // After the last step too: the final observation is the episode's
+        // end (a reset starts the features' states anew).
+        self.refresh();
         r
     }
     fn episode_pa(&self) -> f64 {

@@ -289,7 +289,7 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
 
     fn reset_to(&mut self, order: usize, rng: &mut SmallRng) {
         let o = &self.orders[order % self.orders.len()];
-        self.last_step = None;
+        (self.last_step, self.finished) = (None, None);
         let Some(view) = self.market.get(&o.symbol, o.date) else {
             self.episode = None;
             return;
