@@ -178,8 +178,6 @@ def main() -> None:
         secs = args.seconds
         measure(f"serl ExecutionEnv {venue}", lambda: single(serl.ExecutionEnv(data=args.data, venue=venue), action, 1000 if venue == "static" else 20))
         for n in (1, 64, 1024):
-            if venue == "dynamic" and n == 1024:
-                continue
             measure(f"serl VecExecutionEnv {venue}, N = {n}",
                     lambda: vectorized(serl.VecExecutionEnv(n, data=args.data, venue=venue), n, 20 if venue == "static" else 2))
             if venue == "static":
