@@ -408,8 +408,8 @@ impl TrainConfig {
     }
 
     /// Whether this config trains with the fused learner (`fused.rs`):
-    /// PPO or DDQN on the CPU with an MLP (layer norms, residual blocks and
-    /// a GRU over the window included; not book attention). Burn's autodiff learner sums in parallel in an order
+    /// PPO or DDQN on the CPU with a network of the grammar's blocks (a GRU
+    /// over the window and book attention included). Burn's autodiff learner sums in parallel in an order
     /// that depends on what else the machine runs, so only fused trainings
     /// give the same numbers when several share it.
     pub fn trains_fused(&self) -> bool {

@@ -16,8 +16,9 @@
 //! Huber loss (`ddqn`). After every update their weights are written back
 //! into the burn [`ActorCritic`] or `QNetwork`, so saving, validation and
 //! backtests do not know which learner ran. A GRU over the window is fused
-//! too (`gru`); a network with a book-attention block uses burn. The
-//! networks themselves, their passes and kernels are in `mlp`.
+//! too (`gru`), and so is book attention (`attention`): every block of the
+//! grammar. The networks themselves, their passes and kernels are in
+//! `mlp`.
 
 use burn::tensor::{Tensor, TensorData};
 use rand::rngs::SmallRng;
@@ -30,6 +31,7 @@ use crate::ppo::{minibatch_order, Minibatch, PpoConfig, PpoStats, StatsSum};
 use crate::rollout::{gae, Actor, Rollout};
 use crate::transition::{NextMarket, MARKET};
 
+mod attention;
 mod aux;
 mod ddqn;
 mod gru;

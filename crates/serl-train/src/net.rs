@@ -121,6 +121,33 @@ pub struct BookAttention {
     book: Vec<usize>,
 }
 
+impl BookAttention {
+    /// The token embedding (the fused learner reads and writes it).
+    pub(crate) fn embed(&self) -> &Linear {
+        &self.embed
+    }
+
+    /// The attention (the fused learner reads and writes its layers).
+    pub(crate) fn attention(&self) -> &MultiHeadAttention {
+        &self.attention
+    }
+
+    /// Both, to write.
+    pub(crate) fn parts_mut(&mut self) -> (&mut Linear, &mut MultiHeadAttention) {
+        (&mut self.embed, &mut self.attention)
+    }
+
+    /// The input columns of the tokens, token-major.
+    pub(crate) fn book(&self) -> &[usize] {
+        &self.book
+    }
+
+    /// The input columns passed through after the pooled tokens.
+    pub(crate) fn rest(&self) -> &[usize] {
+        &self.rest
+    }
+}
+
 // Blocks are built once per network and never moved in a hot loop.
 #[allow(clippy::large_enum_variant)]
 /// One built block of a trunk, one variant per `BlockSpec`.

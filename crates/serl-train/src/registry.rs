@@ -109,7 +109,7 @@ mod tests {
         for algo in [Algo::Ppo, Algo::Ddqn] {
             assert!(!reproducible_side_by_side(&burn, algo, &mlp), "{algo:?}");
         }
-        // Book attention trains on burn whatever the switch says.
+        // Book attention trains fused too, like every block of the grammar.
         let attention = NetworkSpec {
             blocks: vec![serl_design::BlockSpec::BookAttention {
                 d_model: 8,
@@ -117,6 +117,15 @@ mod tests {
             }],
             ..Default::default()
         };
-        assert!(!reproducible_side_by_side(&cfg, Algo::Ddqn, &attention));
+        for algo in [Algo::Ppo, Algo::Ddqn] {
+            assert!(
+                reproducible_side_by_side(&cfg, algo, &attention),
+                "{algo:?}"
+            );
+            assert!(
+                !reproducible_side_by_side(&burn, algo, &attention),
+                "{algo:?}"
+            );
+        }
     }
 }

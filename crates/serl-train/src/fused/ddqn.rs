@@ -172,14 +172,18 @@ mod tests {
     }
 
     fn steps_match(spec: NetworkSpec) {
+        steps_match_on(spec, OBS)
+    }
+
+    fn steps_match_on(spec: NetworkSpec, obs: usize) {
         let device = crate::DeviceChoice::Cpu
             .device()
             .expect("the CPU")
             .autodiff();
         device.seed(3);
-        let online = QNetwork::new(&spec, OBS, ACTIONS, &device).expect("a valid spec");
+        let online = QNetwork::new(&spec, obs, ACTIONS, &device).expect("a valid spec");
         let target = online.valid();
-        let width = OBS * spec.window;
+        let width = obs * spec.window;
         let cfg = DdqnConfig {
             actions: vec![0.0, 0.25, 0.5, 1.0],
             batch_size: 32,
@@ -287,5 +291,23 @@ mod tests {
                 },
             ],
         });
+    }
+
+    #[test]
+    fn a_fused_ddqn_step_through_book_attention_is_a_burn_step() {
+        let spec = NetworkSpec {
+            window: 2,
+            blocks: vec![
+                BlockSpec::BookAttention {
+                    d_model: 8,
+                    heads: 2,
+                },
+                BlockSpec::Dense {
+                    width: 8,
+                    activation: Activation::Tanh,
+                },
+            ],
+        };
+        steps_match_on(spec, serl_env::OBS_DIM);
     }
 }

@@ -6,8 +6,9 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::{Tensor, TensorData};
 
+use super::attention::{self, AttentionShape, AttentionTrace};
 use super::gru::{self, GruShape, GruTrace};
-use crate::net::{Block, Residual, Trunk, WindowGru, LAYER_NORM_EPSILON};
+use crate::net::{Block, BookAttention, Residual, Trunk, WindowGru, LAYER_NORM_EPSILON};
 use crate::policy::{floats, floats1};
 use serl_design::{Activation, BlockSpec, NetworkSpec};
 
@@ -105,6 +106,9 @@ pub(super) enum Layer {
     },
     /// A GRU over the observation window (`gru`): always the first layer.
     Gru(GruShape),
+    /// Attention over the newest book levels (`attention`): always the
+    /// first layer.
+    Attention(AttentionShape),
 }
 
 impl Layer {
@@ -113,6 +117,7 @@ impl Layer {
             Layer::Dense { fan_out, .. } => fan_out,
             Layer::Norm { width } | Layer::Residual { width, .. } => width,
             Layer::Gru(s) => s.hidden,
+            Layer::Attention(s) => s.fan_out(),
         }
     }
 
@@ -121,20 +126,21 @@ impl Layer {
         match self {
             Layer::Residual { .. } => 4,
             Layer::Gru(_) => 12,
+            Layer::Attention(_) => 10,
             _ => 2,
         }
     }
 }
 
 /// Whether the fused learner trains a network of this spec: dense and
-/// residual blocks (any activation), layer norms, and a GRU first (where
-/// the spec allows one). Book attention stays with burn. The one test of
-/// which learner trains ([`crate::TrainConfig::trains_fused`]).
+/// residual blocks (any activation), layer norms, and a GRU or book
+/// attention first (where the spec allows them): every block the grammar
+/// has. The one test of which learner trains
+/// ([`crate::TrainConfig::trains_fused`]).
 pub fn implements(spec: &NetworkSpec) -> bool {
     spec.blocks.iter().enumerate().all(|(i, b)| match b {
         BlockSpec::Dense { .. } | BlockSpec::Residual { .. } | BlockSpec::LayerNorm => true,
-        BlockSpec::Gru { .. } => i == 0,
-        _ => false,
+        BlockSpec::Gru { .. } | BlockSpec::BookAttention { .. } => i == 0,
     })
 }
 
@@ -163,6 +169,8 @@ pub(super) struct Activations {
     pre: Vec<Vec<f32>>,
     /// A first-layer GRU's gates per window step.
     gru: GruTrace,
+    /// A first-layer book attention's tokens, projections and weights.
+    attention: AttentionTrace,
     /// Scratch: a residual block's gradient for its inner activation.
     d_hidden: Vec<f32>,
     /// The loss's gradient with respect to the current layer's output.
@@ -185,6 +193,7 @@ impl Mlp {
                 Block::Norm(norm) => mlp.push_norm(norm)?,
                 Block::Residual(r) => mlp.push_residual(r)?,
                 Block::Gru(g) if mlp.layers.is_empty() => mlp.push_gru(g)?,
+                Block::Attention(a) if mlp.layers.is_empty() => mlp.push_attention(a)?,
                 _ => return None,
             }
         }
@@ -245,6 +254,28 @@ impl Mlp {
         Some(())
     }
 
+    fn push_attention(&mut self, a: &BookAttention) -> Option<()> {
+        let mha = a.attention();
+        let width = a.book().len() + a.rest().len();
+        let newest = a.book().first()? - serl_design::book_index(0, 0);
+        let shape = AttentionShape {
+            d_model: mha.d_model,
+            heads: mha.n_heads,
+            width,
+            newest,
+        };
+        // The same columns as burn's block gathers, or burn trains it.
+        if shape.book() != a.book() || shape.rest() != a.rest() || mha.quiet_softmax {
+            return None;
+        }
+        let mut tensors = linear_tensors(a.embed())?;
+        for l in [&mha.query, &mha.key, &mha.value, &mha.output] {
+            tensors.extend(linear_tensors(l)?);
+        }
+        self.add(Layer::Attention(shape), tensors);
+        Some(())
+    }
+
     /// Layer `l`'s tensors.
     fn tensors(&self, l: usize) -> &[Vec<f32>] {
         &self.params[self.start[l]..self.start[l] + self.layers[l].tensors()]
@@ -293,6 +324,9 @@ impl Mlp {
                     &mut acts.inv_std[l],
                 ),
                 Layer::Gru(shape) => gru::forward(shape, t, input, n, out, &mut acts.gru),
+                Layer::Attention(shape) => {
+                    attention::forward(&shape, t, input, n, out, &mut acts.attention)
+                }
                 Layer::Residual { width, activation } => {
                     let h = &mut acts.hidden[l];
                     h.resize(n * width, 0.0);
@@ -329,6 +363,7 @@ impl Mlp {
             hidden,
             pre,
             gru,
+            attention,
             d_hidden,
             delta,
             delta_prev,
@@ -350,6 +385,7 @@ impl Mlp {
                 }
                 // The first layer: nothing below it takes a gradient.
                 Layer::Gru(shape) => gru::backward(shape, t, n, gru, delta, g),
+                Layer::Attention(shape) => attention::backward(&shape, t, n, attention, delta, g),
                 Layer::Norm { .. } => {
                     let (dgamma, dbeta) = g.split_at_mut(1);
                     layer_norm_backward(
@@ -414,8 +450,19 @@ impl Mlp {
                         write_linear(&mut gate.hidden_transform, &t[2..]);
                     }
                 }
-                // Not in a network this learner trains (`implements`).
-                _ => continue,
+                Block::Attention(a) => {
+                    let (embed, mha) = a.parts_mut();
+                    write_linear(embed, &t[..2]);
+                    let layers = [
+                        &mut mha.query,
+                        &mut mha.key,
+                        &mut mha.value,
+                        &mut mha.output,
+                    ];
+                    for (linear, t) in layers.into_iter().zip(t[2..].chunks(2)) {
+                        write_linear(linear, t);
+                    }
+                }
             }
             l += 1;
         }

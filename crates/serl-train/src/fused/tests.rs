@@ -17,6 +17,20 @@ use crate::task::Source;
 
 const OBS: usize = 5;
 
+/// Columns of the observation a spec's tests use: a book attention reads
+/// the book's columns, so it takes serl's whole observation.
+fn obs_of(spec: &NetworkSpec) -> usize {
+    let attends = spec
+        .blocks
+        .iter()
+        .any(|b| matches!(b, BlockSpec::BookAttention { .. }));
+    if attends {
+        serl_env::OBS_DIM
+    } else {
+        OBS
+    }
+}
+
 fn spec(activation: Activation) -> NetworkSpec {
     NetworkSpec {
         window: 2,
@@ -56,10 +70,11 @@ fn residual() -> NetworkSpec {
 }
 
 fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
+    let obs = obs_of(&spec);
     PolicyMeta {
         algo: Algo::Ppo,
         spec,
-        obs_dim: OBS,
+        obs_dim: obs,
         head,
         squash: Squash::Clip,
         pace: Default::default(),
@@ -67,7 +82,7 @@ fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
             Head::Gaussian => Vec::new(),
             Head::Categorical(k) => (0..k).map(|a| a as f64 / (k - 1) as f64).collect(),
         },
-        norm: RunningNorm::new(OBS),
+        norm: RunningNorm::new(obs),
         features: Default::default(),
         message_dims: 0,
         placements: Vec::new(),
@@ -94,7 +109,7 @@ fn config(head: Head) -> PpoConfig {
 /// that some ratios leave the clip range.
 fn rollout(m: &PolicyMeta, model: &ActorCritic, rng: &mut SmallRng) -> Rollout {
     let (n_envs, steps) = (2, 16);
-    let width = OBS * m.spec.window;
+    let width = m.obs_dim * m.spec.window;
     let obs: Vec<f32> = (0..n_envs * steps * width)
         .map(|_| rng.random_range(-2.0..2.0))
         .collect();
@@ -133,7 +148,7 @@ fn setup(head: Head, spec: NetworkSpec) -> (PolicyMeta, ActorCritic, SmallRng) {
         .autodiff();
     device.seed(3);
     let m = meta(head, spec);
-    let model = ActorCritic::new(&m.spec, OBS, head, &device).expect("a valid spec");
+    let model = ActorCritic::new(&m.spec, m.obs_dim, head, &device).expect("a valid spec");
     (m, model, SmallRng::seed_from_u64(11))
 }
 
@@ -177,7 +192,13 @@ fn burn_gradients(
                         out.extend(linear(&gate.hidden_transform));
                     }
                 }
-                _ => unreachable!("not in a fused network"),
+                Block::Attention(a) => {
+                    out.extend(linear(a.embed()));
+                    let mha = a.attention();
+                    for l in [&mha.query, &mha.key, &mha.value, &mha.output] {
+                        out.extend(linear(l));
+                    }
+                }
             }
         }
         out.extend(linear(head));
@@ -438,26 +459,52 @@ fn a_fused_update_through_a_gru_is_a_burn_update() {
     update_matches(gru());
 }
 
+/// Book attention over the newest of two observations (two heads), then
+/// a dense GELU layer.
+fn attention() -> NetworkSpec {
+    NetworkSpec {
+        window: 2,
+        blocks: vec![
+            BlockSpec::BookAttention {
+                d_model: 8,
+                heads: 2,
+            },
+            BlockSpec::Dense {
+                width: 8,
+                activation: Activation::Gelu,
+            },
+        ],
+    }
+}
+
 #[test]
-fn networks_the_fused_learner_does_not_implement_stay_with_burn() {
+fn fused_gradients_are_burns_through_book_attention() {
+    // Through the mean over the tokens, the output layer, each head's
+    // softmax and its queries, keys and values, into the embedding.
+    gradients_match(Head::Gaussian, attention());
+    gradients_match(Head::Categorical(3), attention());
+}
+
+#[test]
+fn a_fused_update_through_book_attention_is_a_burn_update() {
+    update_matches(attention());
+}
+
+#[test]
+fn every_block_of_the_grammar_trains_fused() {
     let device = crate::DeviceChoice::Cpu.device().expect("the CPU");
-    let obs = serl_env::OBS_DIM;
-    let mut m = meta(Head::Gaussian, spec(Activation::Tanh));
-    m.obs_dim = obs;
-    m.spec.blocks = vec![
-        BlockSpec::BookAttention {
-            d_model: 8,
-            heads: 2,
-        },
-        BlockSpec::Dense {
-            width: 8,
-            activation: Activation::Gelu,
-        },
-    ];
-    let model = ActorCritic::new(&m.spec, obs, m.head, &device).expect("a valid spec");
-    assert!(FusedPpo::new(&model, &m).is_none(), "{:?}", m.spec);
-    assert!(!implements(&m.spec));
-    assert!(implements(&gru()));
+    for spec in [
+        attention(),
+        gru(),
+        normed(),
+        residual(),
+        spec(Activation::Gelu),
+    ] {
+        let m = meta(Head::Gaussian, spec);
+        let model = ActorCritic::new(&m.spec, m.obs_dim, m.head, &device).expect("a valid spec");
+        assert!(FusedPpo::new(&model, &m).is_some(), "{:?}", m.spec);
+        assert!(implements(&m.spec));
+    }
 }
 
 #[test]

@@ -110,7 +110,7 @@ impl Learner for PpoLearner {
         if fused.is_none() && !cfg.transition.is_off() {
             return Err(TrainError::Config {
                 field: "transition.weight".into(),
-                message: "the transition head trains with the fused learner: PPO on the CPU with dense, layer-norm and residual blocks (no book attention)".into(),
+                message: "the transition head trains with the fused learner: PPO on the CPU (`[train.ppo] fused = true`, device cpu)".into(),
             });
         }
         let backend = match fused {
