@@ -207,12 +207,16 @@ mod tests {
         let mut burn_ddqn = cfg.clone();
         burn_ddqn.train.ddqn.fused = false;
         assert!(!baseline_overlaps_retraining(&burn_ddqn, &Local, &mlp));
-        // A best design with book attention trains on burn too.
+        // A best design with book attention is fused too, and overlaps;
+        // with PPO on burn it does not.
         let mut attention = mlp.clone();
         attention.architecture.blocks = vec![serl_design::BlockSpec::BookAttention {
             d_model: 8,
             heads: 2,
         }];
-        assert!(!baseline_overlaps_retraining(&cfg, &Local, &attention));
+        assert!(baseline_overlaps_retraining(&cfg, &Local, &attention));
+        let mut burn_ppo = cfg.clone();
+        burn_ppo.train.ppo.fused = false;
+        assert!(!baseline_overlaps_retraining(&burn_ppo, &Local, &attention));
     }
 }
