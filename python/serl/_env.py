@@ -95,7 +95,24 @@ def _native_envs(
     )
 
 
-class ExecutionEnv(gym.Env):
+class _Described:
+    """What both environment classes tell about themselves, read from
+    their native half (``self._spec``)."""
+
+    _spec: _Spec
+
+    @property
+    def obs_names(self) -> List[str]:
+        """The observation's column names, in order."""
+        return self._spec.obs_names
+
+    @property
+    def orders(self) -> List[Dict[str, Any]]:
+        """The orders episodes draw from (symbol, date, side, qty, window)."""
+        return self._spec.orders()
+
+
+class ExecutionEnv(_Described, gym.Env):
     """One parent order at a time, worked in serl's static replay of the
     bars or in its simulated multi-agent market.
 
@@ -148,16 +165,6 @@ class ExecutionEnv(gym.Env):
         self.action_space = self._spec.action_space
         self.venue = venue
 
-    @property
-    def obs_names(self) -> List[str]:
-        """The observation's column names, in order."""
-        return self._spec.obs_names
-
-    @property
-    def orders(self) -> List[Dict[str, Any]]:
-        """The orders episodes draw from (symbol, date, side, qty, window)."""
-        return self._spec.orders()
-
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
     ) -> Tuple[np.ndarray, Dict[str, Any]]:
@@ -173,7 +180,7 @@ class ExecutionEnv(gym.Env):
         return obs, reward, done, False, info
 
 
-class VecExecutionEnv(gym.vector.VectorEnv):
+class VecExecutionEnv(_Described, gym.vector.VectorEnv):
     """``n`` execution environments stepped together in Rust: numpy arrays
     in, numpy arrays out, no Python loop over environments.
 
@@ -214,16 +221,6 @@ class VecExecutionEnv(gym.vector.VectorEnv):
         self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
         self.venue = venue
         self._no_truncation = np.zeros(self.num_envs, dtype=bool)
-
-    @property
-    def obs_names(self) -> List[str]:
-        """The observation's column names, in order."""
-        return self._spec.obs_names
-
-    @property
-    def orders(self) -> List[Dict[str, Any]]:
-        """The orders episodes draw from."""
-        return self._spec.orders()
 
     def reset(
         self,

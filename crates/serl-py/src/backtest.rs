@@ -212,8 +212,8 @@ pub fn backtest(
     }
     let shape = policy_shape(&source, state.as_deref())?;
     let split = setup::split(&split)?;
-    if let Some(d) = data.as_ref().filter(|d| !d.exists()) {
-        return Err(Fail::new(format!("data path {} does not exist", d.display())).into());
+    if let Some(d) = &data {
+        setup::check_data_path(d)?;
     }
     if data.is_none() && lobster.is_none() {
         return Err(

@@ -10,7 +10,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rayon::prelude::*;
 use serl_train::TrainEnv;
 
@@ -109,19 +109,20 @@ impl Envs {
     }
 }
 
-/// Starts env `k`'s next episode: on order `order`, or one drawn as the
-/// trainer draws it.
+/// Starts an environment's next episode: on order `order`, or one drawn
+/// as the trainer draws it (`TrainEnv::reset`).
 fn reset_one(
     env: &mut Box<dyn TrainEnv + '_>,
     rng: &mut SmallRng,
     track: &mut Track,
-    orders: usize,
     order: Option<usize>,
 ) {
-    let k = order.unwrap_or_else(|| rng.random_range(0..orders));
-    env.reset_to(k, rng);
+    match order {
+        Some(k) => env.reset_to(k, rng),
+        None => env.reset(rng),
+    }
     *track = Track {
-        order: k,
+        order: env.order().unwrap_or_default(),
         live: true,
         ..Track::default()
     };
@@ -283,7 +284,7 @@ impl Envs {
             self.check_index(i, inner.tracks.len())?;
             let (rng, track) = (&mut inner.rngs[i], &mut inner.tracks[i]);
             let steps = inner.cell.with_dependent_mut(|_, envs| {
-                reset_one(&mut envs[i], rng, track, orders, order);
+                reset_one(&mut envs[i], rng, track, order);
                 envs[i].observe(&mut obs);
                 envs[i].progress().map_or(0, |p| p.2)
             });
@@ -338,7 +339,6 @@ impl Envs {
         seed: Option<u64>,
     ) -> (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>) {
         let (d, n) = (self.obs_dim, self.n);
-        let orders = self.shared.orders.len();
         let mut obs = vec![0f32; n * d];
         let picked = py.detach(|| {
             let mut guard = self.lock();
@@ -356,7 +356,7 @@ impl Envs {
                     .zip(tracks.iter_mut())
                     .zip(obs.chunks_mut(d.max(1)))
                 {
-                    reset_one(e, rng, track, orders, None);
+                    reset_one(e, rng, track, None);
                     e.observe(row);
                 }
             });
@@ -377,7 +377,6 @@ impl Envs {
         actions: PyReadonlyArray2<'py, f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (d, n) = (self.obs_dim, self.n);
-        let orders = self.shared.orders.len();
         let view = actions.as_array();
         if view.nrows() != n {
             return Err(Fail::new(format!(
@@ -411,7 +410,7 @@ impl Envs {
             let mut out = Batch::new(n, d);
             let (rngs, tracks) = (&mut inner.rngs, &mut inner.tracks);
             inner.cell.with_dependent_mut(|_, envs| {
-                step_batch(envs, (rngs, tracks), &placed, &mut out, (orders, parallel))
+                step_batch(envs, (rngs, tracks), &placed, &mut out, parallel)
             });
             Ok(out)
         })?;
@@ -474,7 +473,7 @@ fn step_batch(
     (rngs, tracks): (&mut [SmallRng], &mut [Track]),
     placed: &[(f64, u8)],
     out: &mut Batch,
-    (orders, parallel): (usize, bool),
+    parallel: bool,
 ) {
     let d = out.obs.len() / envs.len().max(1);
     let slots: Vec<Slot<'_>> = out
@@ -509,7 +508,7 @@ fn step_batch(
             *slot.finals.2 = e
                 .finished()
                 .map_or(f64::NAN, |o| o.filled / o.qty.max(f64::MIN_POSITIVE));
-            reset_one(e, rng, track, orders, None);
+            reset_one(e, rng, track, None);
         }
         e.observe(slot.obs);
         *slot.order = track.order as i64;

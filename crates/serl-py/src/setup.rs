@@ -103,36 +103,38 @@ pub fn split(name: &str) -> Result<Split, Fail> {
         .map_err(|e: String| Fail::new(format!("split {name:?}: {e}")))
 }
 
+/// Refuses a data path that is not there, naming it.
+pub fn check_data_path(path: &Path) -> Result<(), Fail> {
+    if path.exists() {
+        return Ok(());
+    }
+    Err(Fail::new(format!(
+        "data path {} does not exist",
+        path.display()
+    )))
+}
+
 /// The bars under `data` (or the config's `data_path`) as market views,
-/// and the orders of `split`.
+/// and the orders of `split`, loaded as `serl backtest` loads them.
 pub fn market_and_orders(
     data: Option<&Path>,
-    config_data_path: Option<&Path>,
-    (data_cfg, orders_cfg): (&serl_data::DataConfig, &serl_env::OrderConfig),
+    file: &TrainFile,
     split: Split,
-) -> Result<(MarketData, Vec<ParentOrder>, PathBuf), Fail> {
+) -> Result<(MarketData, Vec<ParentOrder>), Fail> {
     let path = data
-        .or(config_data_path)
-        .ok_or_else(|| Fail::new("give data=PATH: a folder or file of minute bars (data/lean)"))?
-        .to_path_buf();
-    if !path.exists() {
-        return Err(Fail::new(format!(
-            "data path {} does not exist",
-            path.display()
-        )));
-    }
-    let ds =
-        serl_study::data::load_data(&path, data_cfg, &|_| {}).map_err(|e| Fail::new(chain(&e)))?;
-    let orders = serl_env::generate_orders(&ds, split, data_cfg, orders_cfg)
+        .or(file.data_path.as_deref())
+        .ok_or_else(|| Fail::new("give data=PATH: a folder or file of minute bars (data/lean)"))?;
+    check_data_path(path)?;
+    let cfg = BacktestFile::of_training(file.clone());
+    let loaded = serl_study::backtest::BacktestData::bars(path, split, &cfg, &|_| {})
         .map_err(|e| Fail::new(chain(&e)))?;
-    if orders.is_empty() {
+    if loaded.orders.is_empty() {
         return Err(Fail::new(format!(
             "the {split:?} split of {} has no orders (see [data.splits] and [orders])",
             path.display()
         )));
     }
-    let market = serl_study::data::market_data(&ds, data_cfg);
-    Ok((market, orders, path))
+    Ok((loaded.market, loaded.orders))
 }
 
 /// A reward file: the program itself as text, or JSON holding it
@@ -371,12 +373,7 @@ impl Shared {
         train
             .validate(train.obs_dim())
             .map_err(|e| Fail::new(chain(&e)))?;
-        let (market, orders, _) = market_and_orders(
-            req.data.as_deref(),
-            file.data_path.as_deref(),
-            (&file.data, &file.orders),
-            split(&req.split)?,
-        )?;
+        let (market, orders) = market_and_orders(req.data.as_deref(), &file, split(&req.split)?)?;
         Ok(Shared {
             actions: Actions::of(&train),
             train,

@@ -61,6 +61,9 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
     fn finished(&self) -> Option<&serl_env::ExecutionOutcome> {
         self.inner.finished()
     }
+    fn order(&self) -> Option<usize> {
+        self.inner.order()
+    }
     fn observe(&self, out: &mut [f32]) {
         out[..self.current.len()].copy_from_slice(&self.current);
     }

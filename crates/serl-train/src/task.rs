@@ -74,6 +74,11 @@ pub trait TrainEnv: Send {
     fn finished(&self) -> Option<&ExecutionOutcome> {
         None
     }
+    /// The order in play, by its place in the environment's orders, if the
+    /// environment draws from such a list.
+    fn order(&self) -> Option<usize> {
+        None
+    }
     /// Where the episode in play stands: the share of the order still
     /// held, the decisions left and the episode's decisions. None for a
     /// team, whose members share one order.
@@ -125,6 +130,8 @@ pub struct ExecutionEnv<'a> {
     finished: Option<ExecutionOutcome>,
     /// The episode's last step, none before its first.
     last_step: Option<StepInfo>,
+    /// The order in play (its place in `orders`).
+    order: usize,
     team: Option<Team>,
     pace: Pace,
     imagined_replay: Option<ImaginedReplay>,
@@ -186,6 +193,7 @@ impl<'a> ExecutionEnv<'a> {
             episode: None,
             finished: None,
             last_step: None,
+            order: 0,
             team: None,
             pace: Pace::Absolute,
             imagined_replay: None,
@@ -213,10 +221,7 @@ impl<'a> ExecutionEnv<'a> {
     /// Plays `share` of the static episodes on the real day reshaped by one
     /// of `scenarios`, drawn at random ([`serl_env::SessionView::imagined`]).
     pub fn with_imagined_replay(mut self, share: f64, scenarios: &[Scenario]) -> Self {
-        self.imagined_replay = (share > 0.0 && !scenarios.is_empty()).then(|| ImaginedReplay {
-            share,
-            scenarios: scenarios.to_vec(),
-        });
+        self.imagined_replay = ImaginedReplay::new(share, scenarios);
         self
     }
 
@@ -288,7 +293,8 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
     }
 
     fn reset_to(&mut self, order: usize, rng: &mut SmallRng) {
-        let o = &self.orders[order % self.orders.len()];
+        self.order = order % self.orders.len();
+        let o = &self.orders[self.order];
         (self.last_step, self.finished) = (None, None);
         let Some(view) = self.market.get(&o.symbol, o.date) else {
             self.episode = None;
@@ -296,16 +302,8 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
         };
         self.episode = Some(match &self.venue {
             TrainVenue::Static => {
-                let mut scenario = None;
-                if let Some(r) = &self.imagined_replay {
-                    if rng.random::<f64>() < r.share {
-                        scenario = Some(&r.scenarios[rng.random_range(0..r.scenarios.len())]);
-                    }
-                }
-                Box::new(match scenario {
-                    Some(s) => StaticEnv::new(view.imagined(s), o, self.cfg),
-                    None => StaticEnv::new(view, o, self.cfg),
-                }) as Box<dyn Episode + 'a>
+                let day = ImaginedReplay::view(self.imagined_replay.as_ref(), view, rng);
+                Box::new(StaticEnv::new(day, o, self.cfg)) as Box<dyn Episode + 'a>
             }
             TrainVenue::Dynamic(m) => {
                 let mut e = DynamicEnv::new(view, o, self.cfg, m, rng.random());
@@ -383,6 +381,10 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
 
     fn finished(&self) -> Option<&ExecutionOutcome> {
         self.finished.as_ref()
+    }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.order)
     }
 }
 

@@ -295,19 +295,8 @@ mod tests {
 
     #[test]
     fn a_fused_ddqn_step_through_book_attention_is_a_burn_step() {
-        let spec = NetworkSpec {
-            window: 2,
-            blocks: vec![
-                BlockSpec::BookAttention {
-                    d_model: 8,
-                    heads: 2,
-                },
-                BlockSpec::Dense {
-                    width: 8,
-                    activation: Activation::Tanh,
-                },
-            ],
-        };
-        steps_match_on(spec, serl_env::OBS_DIM);
+        let spec = super::super::tests::attention();
+        let obs = super::super::tests::obs_of(&spec);
+        steps_match_on(spec, obs);
     }
 }

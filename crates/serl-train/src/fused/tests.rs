@@ -19,7 +19,7 @@ const OBS: usize = 5;
 
 /// Columns of the observation a spec's tests use: a book attention reads
 /// the book's columns, so it takes serl's whole observation.
-fn obs_of(spec: &NetworkSpec) -> usize {
+pub(super) fn obs_of(spec: &NetworkSpec) -> usize {
     let attends = spec
         .blocks
         .iter()
@@ -461,7 +461,7 @@ fn a_fused_update_through_a_gru_is_a_burn_update() {
 
 /// Book attention over the newest of two observations (two heads), then
 /// a dense GELU layer.
-fn attention() -> NetworkSpec {
+pub(super) fn attention() -> NetworkSpec {
     NetworkSpec {
         window: 2,
         blocks: vec![
