@@ -10,7 +10,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
 use serl_cluster::{Cluster, NewTask};
 use serl_train::Algo;
 
@@ -257,11 +256,13 @@ fn relative(root: &Path, path: &Path) -> PathBuf {
 }
 
 /// Runs `work` on every item and returns the results in the items' order:
-/// `parallel` at a time for the items `fused` admits, one at a time for the
-/// rest. Only fused trainings share the machine, because burn's learner
-/// sums in parallel in an order that depends on what else runs, while the
-/// fused one gives the same numbers in any company. Stops after the first
-/// group with an error.
+/// up to `parallel` at a time for the items `fused` admits, then one at a
+/// time for the rest. Only fused trainings share the machine, because
+/// burn's learner sums in parallel in an order that depends on what else
+/// runs, while the fused one gives the same numbers in any company. The
+/// shared items go through a queue ([`in_queue`]), so a long training
+/// never holds a free core back. Stops taking items after the first
+/// error, and returns the error of the first item that failed.
 fn side_by_side<T: Sync, R: Send>(
     items: &[T],
     parallel: usize,
@@ -271,15 +272,136 @@ fn side_by_side<T: Sync, R: Send>(
     let (together, alone): (Vec<usize>, Vec<usize>) =
         (0..items.len()).partition(|&i| fused(&items[i]));
     let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    for group in together.chunks(parallel.max(1)).chain(alone.chunks(1)) {
-        let done: Vec<Result<R, EvolveError>> = if group.len() == 1 {
-            vec![work(&items[group[0]])]
-        } else {
-            group.par_iter().map(|&i| work(&items[i])).collect()
-        };
-        for (&i, r) in group.iter().zip(done) {
-            out[i] = Some(r?);
-        }
+    for (i, r) in in_queue(&together, parallel, |i| work(&items[i])) {
+        out[i] = Some(r?);
+    }
+    for i in alone {
+        out[i] = Some(work(&items[i])?);
     }
     Ok(out.into_iter().flatten().collect())
+}
+
+/// Runs `work` on the indices of `order` with `parallel` workers on the
+/// current rayon pool: each worker takes the next index as soon as it is
+/// done with one (batches of `parallel` would wait for their slowest).
+/// Once an index fails no worker takes another. Returns what ran, sorted
+/// by index.
+fn in_queue<R: Send>(
+    order: &[usize],
+    parallel: usize,
+    work: impl Fn(usize) -> Result<R, EvolveError> + Sync,
+) -> Vec<(usize, Result<R, EvolveError>)> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let workers = parallel.clamp(1, order.len().max(1));
+    if workers == 1 {
+        let mut out = Vec::new();
+        for &i in order {
+            let r = work(i);
+            let failed = r.is_err();
+            out.push((i, r));
+            if failed {
+                break;
+            }
+        }
+        return out;
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let out = Mutex::new(Vec::with_capacity(order.len()));
+    rayon::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|_| {
+                while !failed.load(Ordering::SeqCst) {
+                    let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                        break;
+                    };
+                    let r = work(i);
+                    if r.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    out.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+                }
+            });
+        }
+    });
+    let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.sort_by_key(|(i, _)| *i);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// A pool of two threads, whatever the machine's cores.
+    fn two_threads() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a pool of two threads")
+    }
+
+    #[test]
+    fn a_free_worker_takes_the_next_item_while_a_long_one_runs() {
+        // Item 0 waits until items 2 and 3 have run. In batches of two,
+        // items 2 and 3 would wait for item 0, so it would time out.
+        let ran = AtomicUsize::new(0);
+        let got = two_threads().install(|| {
+            side_by_side(&[0, 1, 2, 3], 2, |_| true, |&i| {
+                if i == 0 {
+                    let t = Instant::now();
+                    while ran.load(Ordering::SeqCst) < 3 {
+                        if t.elapsed() > Duration::from_secs(10) {
+                            return Err(EvolveError::Config("item 0 waited in vain".into()));
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                } else {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(i * 10)
+            })
+        });
+        assert_eq!(got.expect("no item fails"), vec![0, 10, 20, 30]);
+    }
+
+    #[test]
+    fn items_not_admitted_run_alone_after_the_others() {
+        let running = AtomicUsize::new(0);
+        let alone_saw = AtomicUsize::new(usize::MAX);
+        let got = two_threads().install(|| {
+            side_by_side(&[0, 1, 2, 3, 4], 2, |&i| i % 2 == 0, |&i| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                if i % 2 == 1 {
+                    alone_saw.fetch_min(now, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok(i)
+            })
+        });
+        assert_eq!(got.expect("no item fails"), vec![0, 1, 2, 3, 4]);
+        assert_eq!(alone_saw.load(Ordering::SeqCst), 1, "an unfused item ran in company");
+    }
+
+    #[test]
+    fn after_an_error_no_item_is_taken_and_the_first_failure_is_returned() {
+        let taken = AtomicUsize::new(0);
+        let got = two_threads().install(|| {
+            side_by_side(&[0, 1, 2, 3, 4, 5], 1, |_| true, |&i| {
+                taken.fetch_add(1, Ordering::SeqCst);
+                if i >= 2 {
+                    Err(EvolveError::Config(format!("item {i} failed")))
+                } else {
+                    Ok(i)
+                }
+            })
+        });
+        let err = got.expect_err("item 2 fails").to_string();
+        assert!(err.contains("item 2 failed"), "{err}");
+        assert_eq!(taken.load(Ordering::SeqCst), 3);
+    }
 }
