@@ -350,20 +350,25 @@ mod tests {
         // items 2 and 3 would wait for item 0, so it would time out.
         let ran = AtomicUsize::new(0);
         let got = two_threads().install(|| {
-            side_by_side(&[0, 1, 2, 3], 2, |_| true, |&i| {
-                if i == 0 {
-                    let t = Instant::now();
-                    while ran.load(Ordering::SeqCst) < 3 {
-                        if t.elapsed() > Duration::from_secs(10) {
-                            return Err(EvolveError::Config("item 0 waited in vain".into()));
+            side_by_side(
+                &[0, 1, 2, 3],
+                2,
+                |_| true,
+                |&i| {
+                    if i == 0 {
+                        let t = Instant::now();
+                        while ran.load(Ordering::SeqCst) < 3 {
+                            if t.elapsed() > Duration::from_secs(10) {
+                                return Err(EvolveError::Config("item 0 waited in vain".into()));
+                            }
+                            std::thread::sleep(Duration::from_millis(1));
                         }
-                        std::thread::sleep(Duration::from_millis(1));
+                    } else {
+                        ran.fetch_add(1, Ordering::SeqCst);
                     }
-                } else {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                }
-                Ok(i * 10)
-            })
+                    Ok(i * 10)
+                },
+            )
         });
         assert_eq!(got.expect("no item fails"), vec![0, 10, 20, 30]);
     }
@@ -373,32 +378,46 @@ mod tests {
         let running = AtomicUsize::new(0);
         let alone_saw = AtomicUsize::new(usize::MAX);
         let got = two_threads().install(|| {
-            side_by_side(&[0, 1, 2, 3, 4], 2, |&i| i % 2 == 0, |&i| {
-                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                if i % 2 == 1 {
-                    alone_saw.fetch_min(now, Ordering::SeqCst);
-                }
-                std::thread::sleep(Duration::from_millis(5));
-                running.fetch_sub(1, Ordering::SeqCst);
-                Ok(i)
-            })
+            side_by_side(
+                &[0, 1, 2, 3, 4],
+                2,
+                |&i| i % 2 == 0,
+                |&i| {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    if i % 2 == 1 {
+                        alone_saw.fetch_min(now, Ordering::SeqCst);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(i)
+                },
+            )
         });
         assert_eq!(got.expect("no item fails"), vec![0, 1, 2, 3, 4]);
-        assert_eq!(alone_saw.load(Ordering::SeqCst), 1, "an unfused item ran in company");
+        assert_eq!(
+            alone_saw.load(Ordering::SeqCst),
+            1,
+            "an unfused item ran in company"
+        );
     }
 
     #[test]
     fn after_an_error_no_item_is_taken_and_the_first_failure_is_returned() {
         let taken = AtomicUsize::new(0);
         let got = two_threads().install(|| {
-            side_by_side(&[0, 1, 2, 3, 4, 5], 1, |_| true, |&i| {
-                taken.fetch_add(1, Ordering::SeqCst);
-                if i >= 2 {
-                    Err(EvolveError::Config(format!("item {i} failed")))
-                } else {
-                    Ok(i)
-                }
-            })
+            side_by_side(
+                &[0, 1, 2, 3, 4, 5],
+                1,
+                |_| true,
+                |&i| {
+                    taken.fetch_add(1, Ordering::SeqCst);
+                    if i >= 2 {
+                        Err(EvolveError::Config(format!("item {i} failed")))
+                    } else {
+                        Ok(i)
+                    }
+                },
+            )
         });
         let err = got.expect_err("item 2 fails").to_string();
         assert!(err.contains("item 2 failed"), "{err}");

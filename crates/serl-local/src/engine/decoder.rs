@@ -10,6 +10,7 @@ use std::sync::Arc;
 use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
+use half::f16;
 use rayon::prelude::*;
 
 use super::config::{Config, Flavor, RopeTable};
@@ -335,9 +336,10 @@ impl<R: Read + Seek> Loader<'_, R> {
 pub struct State {
     /// Tokens whose keys and values are cached, in order.
     tokens: Vec<u32>,
-    /// Per layer: keys and values, `position × kv_dim`.
-    keys: Vec<Vec<f32>>,
-    values: Vec<Vec<f32>>,
+    /// Per layer: keys and values, `position × kv_dim`, in f16 (as
+    /// llama.cpp keeps them; `simd` says why).
+    keys: Vec<Vec<f16>>,
+    values: Vec<Vec<f16>>,
     acts: QActs,
 }
 
@@ -361,8 +363,8 @@ impl State {
     /// and values (fresh scratch buffers).
     pub fn fork(&self, n: usize) -> State {
         let n = n.min(self.tokens.len());
-        let per_token = |v: &Vec<f32>| v.len().checked_div(self.tokens.len()).unwrap_or(0);
-        let head = |v: &Vec<f32>| v[..n * per_token(v)].to_vec();
+        let per_token = |v: &Vec<f16>| v.len().checked_div(self.tokens.len()).unwrap_or(0);
+        let head = |v: &Vec<f16>| v[..n * per_token(v)].to_vec();
         State {
             tokens: self.tokens[..n].to_vec(),
             keys: self.keys.iter().map(head).collect(),
@@ -553,8 +555,8 @@ impl Decoder {
                     }
                 }
             }
-            state.keys[layer].extend_from_slice(&row[q_dim..q_dim + kv]);
-            state.values[layer].extend_from_slice(&row[q_dim + kv..]);
+            append_f16(&mut state.keys[layer], &row[q_dim..q_dim + kv]);
+            append_f16(&mut state.values[layer], &row[q_dim + kv..]);
         }
     }
 
@@ -598,6 +600,14 @@ impl Decoder {
                 head.attend(q, scores, out);
             });
     }
+}
+
+/// Appends `x` to `cache`, rounded to f16.
+fn append_f16(cache: &mut Vec<f16>, x: &[f32]) {
+    use half::slice::HalfFloatSliceExt;
+    let at = cache.len();
+    cache.resize(at + x.len(), f16::ZERO);
+    cache[at..].convert_from_f32_slice(x);
 }
 
 /// Buffers of one forward pass.
