@@ -284,8 +284,12 @@ fn side_by_side<T: Sync, R: Send>(
 /// Runs `work` on the indices of `order` with `parallel` workers on the
 /// current rayon pool: each worker takes the next index as soon as it is
 /// done with one (batches of `parallel` would wait for their slowest).
-/// Once an index fails no worker takes another. Returns what ran, sorted
-/// by index.
+/// Once an index fails, or a worker panics, no worker takes another.
+/// Returns what ran, sorted by index.
+///
+/// No more workers than the pool has threads: a training waiting inside
+/// its own parallel work could otherwise pick up a worker nobody had
+/// started and run the rest of the queue on top of itself.
 fn in_queue<R: Send>(
     order: &[usize],
     parallel: usize,
@@ -293,7 +297,9 @@ fn in_queue<R: Send>(
 ) -> Vec<(usize, Result<R, EvolveError>)> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
-    let workers = parallel.clamp(1, order.len().max(1));
+    let workers = parallel
+        .min(rayon::current_num_threads())
+        .clamp(1, order.len().max(1));
     if workers == 1 {
         let mut out = Vec::new();
         for &i in order {
@@ -316,7 +322,11 @@ fn in_queue<R: Send>(
                     let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
                         break;
                     };
+                    // A panic stops the queue as an error does (rayon
+                    // passes it on once every worker has finished).
+                    let stop = StopOnPanic(&failed);
                     let r = work(i);
+                    std::mem::forget(stop);
                     if r.is_err() {
                         failed.store(true, Ordering::SeqCst);
                     }
@@ -328,6 +338,16 @@ fn in_queue<R: Send>(
     let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
     out.sort_by_key(|(i, _)| *i);
     out
+}
+
+/// Raises its flag when dropped, which only a panic does: the caller
+/// forgets it once the work returns.
+struct StopOnPanic<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[cfg(test)]
@@ -375,18 +395,17 @@ mod tests {
 
     #[test]
     fn items_not_admitted_run_alone_after_the_others() {
+        use std::sync::Mutex;
         let running = AtomicUsize::new(0);
-        let alone_saw = AtomicUsize::new(usize::MAX);
+        let log = Mutex::new(Vec::new());
         let got = two_threads().install(|| {
             side_by_side(
                 &[0, 1, 2, 3, 4],
                 2,
                 |&i| i % 2 == 0,
                 |&i| {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    if i % 2 == 1 {
-                        alone_saw.fetch_min(now, Ordering::SeqCst);
-                    }
+                    let company = running.fetch_add(1, Ordering::SeqCst);
+                    log.lock().unwrap().push((i, company));
                     std::thread::sleep(Duration::from_millis(5));
                     running.fetch_sub(1, Ordering::SeqCst);
                     Ok(i)
@@ -394,33 +413,71 @@ mod tests {
             )
         });
         assert_eq!(got.expect("no item fails"), vec![0, 1, 2, 3, 4]);
-        assert_eq!(
-            alone_saw.load(Ordering::SeqCst),
-            1,
-            "an unfused item ran in company"
+        let log = log.into_inner().unwrap();
+        let order: Vec<usize> = log.iter().map(|&(i, _)| i).collect();
+        let first_alone = order.iter().position(|&i| i % 2 == 1).unwrap();
+        assert!(
+            order[first_alone..].iter().all(|&i| i % 2 == 1),
+            "an unfused item ran before a fused one: {order:?}"
         );
+        for &(i, company) in &log[first_alone..] {
+            assert_eq!(company, 0, "item {i} ran in company");
+        }
     }
 
     #[test]
     fn after_an_error_no_item_is_taken_and_the_first_failure_is_returned() {
+        for parallel in [1, 2] {
+            let taken = AtomicUsize::new(0);
+            let got = two_threads().install(|| {
+                side_by_side(
+                    &[0, 1, 2, 3, 4, 5, 6, 7],
+                    parallel,
+                    |_| true,
+                    |&i| {
+                        taken.fetch_add(1, Ordering::SeqCst);
+                        if i >= 2 {
+                            Err(EvolveError::Config(format!("item {i} failed")))
+                        } else {
+                            Ok(i)
+                        }
+                    },
+                )
+            });
+            let err = got.expect_err("item 2 fails").to_string();
+            assert!(err.contains("item 2 failed"), "{parallel}: {err}");
+            // Items 0-2, and at most one more per other worker.
+            assert!(taken.load(Ordering::SeqCst) <= 2 + parallel, "{parallel}");
+        }
+    }
+
+    #[test]
+    fn a_panicking_item_stops_the_queue() {
         let taken = AtomicUsize::new(0);
-        let got = two_threads().install(|| {
-            side_by_side(
-                &[0, 1, 2, 3, 4, 5],
-                1,
-                |_| true,
-                |&i| {
-                    taken.fetch_add(1, Ordering::SeqCst);
-                    if i >= 2 {
-                        Err(EvolveError::Config(format!("item {i} failed")))
-                    } else {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            two_threads().install(|| {
+                side_by_side(
+                    &[0, 1, 2, 3, 4, 5, 6, 7],
+                    2,
+                    |_| true,
+                    |&i| {
+                        taken.fetch_add(1, Ordering::SeqCst);
+                        if i == 1 {
+                            // Unwinds at once: no panic hook (and no
+                            // backtrace) between the panic and the queue.
+                            std::panic::resume_unwind(Box::new("item 1 panics"));
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
                         Ok(i)
-                    }
-                },
-            )
-        });
-        let err = got.expect_err("item 2 fails").to_string();
-        assert!(err.contains("item 2 failed"), "{err}");
-        assert_eq!(taken.load(Ordering::SeqCst), 3);
+                    },
+                )
+            })
+        }));
+        assert!(caught.is_err(), "the panic reaches the caller");
+        assert!(
+            taken.load(Ordering::SeqCst) <= 3,
+            "{}",
+            taken.load(Ordering::SeqCst)
+        );
     }
 }

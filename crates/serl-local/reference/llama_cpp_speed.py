@@ -7,11 +7,11 @@ times, for the side-by-side figures in docs/llm.md.
 
 The prompt is what `serl prompts probe` times: the reward module's prompt as
 the one user message, in the file's own chat template. Each run takes a
-fresh context (no cached prefix), reads the whole prompt, then samples up
-128 tokens as the probe does (temperature 0.7, top-p 0.95, the end of the
-turn masked so that every reply is 128 tokens long); the figures
-are llama.cpp's own timings (llama_perf_context), one line per run, then
-the medians.
+fresh context (no cached prefix), reads the whole prompt, then samples 128
+tokens at the probe's settings (temperature 0.7, top-p 0.95), every
+end-of-generation token masked so that each reply is 128 tokens long. The
+figures are llama.cpp's own timings (llama_perf_context: decoding only,
+sampling left out), one line per run, then the medians.
 """
 
 import argparse
@@ -29,9 +29,10 @@ def one_run(model: str, prompt: str, threads: int, tokens: int, seed: int) -> tu
         n_threads_batch=threads,
         verbose=False,
     )
-    # Every reply runs to `tokens`, as the probe's unconstrained replies do:
-    # the end of turn is never sampled.
-    ends = {llm.token_eos(), *llm.tokenize(b"<|im_end|>", add_bos=False, special=True)}
+    # Every reply runs to `tokens`, so that each run times as many: no
+    # end-of-generation token is ever sampled.
+    vocab = llama_cpp.llama_model_get_vocab(llm._model.model)
+    ends = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
     llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
     llm.create_chat_completion(
         logit_bias={t: -1e9 for t in ends},

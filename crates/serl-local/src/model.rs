@@ -111,7 +111,7 @@ pub struct LocalModel {
 }
 
 /// The longest context the backend runs (the key-value cache holds
-/// `2 × layers × kv_width` floats per token).
+/// `2 × layers × kv_width` f16 values per token).
 pub const MAX_CONTEXT: usize = 8192;
 
 impl LocalModel {

@@ -4,7 +4,7 @@
 //!
 //! The cache is f16, as llama.cpp keeps it by default: generating a token
 //! reads every cached key and value of every layer (50 MB in f32 for
-//! SmolLM2 at 1,100 tokens, more than its weights' half), so half the
+//! SmolLM2 at 1,100 tokens, half of what its weights take), so half the
 //! bytes is what made generation as fast as llama.cpp's.
 
 use half::f16;
