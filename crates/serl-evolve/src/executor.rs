@@ -300,41 +300,35 @@ fn in_queue<R: Send>(
     let workers = parallel
         .min(rayon::current_num_threads())
         .clamp(1, order.len().max(1));
-    if workers == 1 {
-        let mut out = Vec::new();
-        for &i in order {
-            let r = work(i);
-            let failed = r.is_err();
-            out.push((i, r));
-            if failed {
-                break;
-            }
-        }
-        return out;
-    }
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let out = Mutex::new(Vec::with_capacity(order.len()));
-    rayon::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|_| {
-                while !failed.load(Ordering::SeqCst) {
-                    let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    // A panic stops the queue as an error does (rayon
-                    // passes it on once every worker has finished).
-                    let stop = StopOnPanic(&failed);
-                    let r = work(i);
-                    std::mem::forget(stop);
-                    if r.is_err() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    out.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-                }
-            });
+    let worker = || {
+        while !failed.load(Ordering::SeqCst) {
+            let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                break;
+            };
+            // A panic stops the queue as an error does (rayon passes it
+            // on once every worker has finished).
+            let stop = StopOnPanic(&failed);
+            let r = work(i);
+            std::mem::forget(stop);
+            if r.is_err() {
+                failed.store(true, Ordering::SeqCst);
+            }
+            out.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
         }
-    });
+    };
+    if workers == 1 {
+        // One worker works on the calling thread, as a lone job always has.
+        worker();
+    } else {
+        rayon::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|_| worker());
+            }
+        });
+    }
     let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
     out.sort_by_key(|(i, _)| *i);
     out
