@@ -73,6 +73,36 @@ impl ProfilingModule {
             let value = values[field].as_f64().unwrap_or(f64::NAN);
             in_range(kind, &format!("market.{field}"), value, lo, hi)?;
         }
+        // Written only when set, so not in the table the schema offers.
+        let max = serl_market::Coarsening::MAX_MULT;
+        in_range(
+            kind,
+            "market.noise_limit_mult",
+            m.noise_limit_mult,
+            1.0,
+            max,
+        )?;
         check_scenario(kind, "scenarios[0]", &m.scenario)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A designed population may make its flow coarser, within the range a
+    /// training's `coarse_flow` has, and an error names the field.
+    #[test]
+    fn a_designed_coarser_flow_is_checked_by_name() {
+        let mut p = ProfilingModule {
+            market: Box::new(MarketConfig {
+                noise_limit_mult: 4.0,
+                ..MarketConfig::default()
+            }),
+        };
+        p.validate().unwrap();
+        p.market.noise_limit_mult = 100.0;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("market.noise_limit_mult"), "{e}");
     }
 }

@@ -13,8 +13,9 @@ use serde::Serialize;
 use serl_data::{DataConfig, DataError, Dataset, Split};
 
 use crate::{
-    calibrate, generate_orders, run_dynamic, run_static, DefaultReward, EnvConfig, EnvError,
-    MarketConfig, MarketData, OrderConfig, ParentOrder, Reward, Sides, Strategy, Terminal, Twap,
+    calibrate, generate_orders, run_dynamic, run_static, Coarsening, DefaultReward, EnvConfig,
+    EnvError, MarketConfig, MarketData, OrderConfig, ParentOrder, Reward, Sides, Strategy,
+    Terminal, Twap,
 };
 
 /// What can stop a benchmark before it measures anything.
@@ -281,11 +282,14 @@ pub struct SimFigures {
     pub peak_rss_mb: Option<f64>,
     /// Runs each median is of.
     pub runs: usize,
+    /// The flow simulated: the calibrated one (the default) or coarser.
+    pub flow: Coarsening,
 }
 
 /// Simulates the last session of the data at `path` with 250 to 2,000
-/// agents, medians of `runs` seeds.
-pub fn sim_figures(path: &Path, runs: usize) -> Result<SimFigures, BenchError> {
+/// agents, medians of `runs` seeds, with the order flow made coarser by
+/// `flow` (the default: the calibrated flow).
+pub fn sim_figures(path: &Path, runs: usize, flow: &Coarsening) -> Result<SimFigures, BenchError> {
     let data_cfg = DataConfig::default();
     let ds = load_dataset(path)?;
     let md = MarketData::new(&ds, &data_cfg);
@@ -297,14 +301,14 @@ pub fn sim_figures(path: &Path, runs: usize) -> Result<SimFigures, BenchError> {
     // value traders, a couple of market makers; ours adds a few momentum
     // and informed traders.
     for agents in [250usize, 500, 1000, 2000] {
-        let base = MarketConfig {
+        let base = flow.apply(&MarketConfig {
             noise_agents: agents * 85 / 100,
             value_agents: agents * 9 / 100,
             momentum_agents: agents * 3 / 100,
             informed_agents: agents - agents * 97 / 100 - 2,
             market_makers: 2,
             ..MarketConfig::default()
-        };
+        });
         // The first calibration of a session runs the pilot days that fit
         // the noise rates; it is timed apart from the day itself.
         let t = Instant::now();
@@ -334,6 +338,7 @@ pub fn sim_figures(path: &Path, runs: usize) -> Result<SimFigures, BenchError> {
         rows,
         peak_rss_mb: peak_rss_mb(),
         runs,
+        flow: *flow,
     })
 }
 

@@ -154,8 +154,9 @@ pub use realism::{
     STATISTICS,
 };
 pub use sim::{
-    fit_noise_volume, held_out_profiles, AgentKind, BookSnapshot, Calibration, FitEffort,
-    MarketConfig, MinuteStats, Recording, Scenario, Simulator, TapeTrade, EXECUTION_OWNER,
+    fit_noise_volume, held_out_profiles, AgentKind, BookSnapshot, Calibration, Coarsening,
+    FitEffort, MarketConfig, MinuteStats, Recording, Scenario, Simulator, TapeTrade,
+    EXECUTION_OWNER,
 };
 
 /// Minutes in a regular US equity session (09:30 to 16:00): a simulated

@@ -123,3 +123,68 @@ fn fitted_noise_rates_bring_every_half_hour_to_the_real_volume() {
         );
     }
 }
+
+/// A coarser flow plays the same day in far fewer events: its noise
+/// orders are larger and fewer and its makers re-quote less often, yet
+/// the day's volume, spread and path stay the calibrated day's. The
+/// default coarsening changes nothing, to the bit.
+#[test]
+fn a_coarser_flow_plays_the_same_day_in_a_fraction_of_the_events() {
+    let cal = day();
+    let fine_cfg = MarketConfig::default();
+    assert_eq!(Coarsening::default().apply(&fine_cfg), fine_cfg);
+    let coarse_cfg = Coarsening {
+        noise_limit_mult: 8.0,
+        mm_interval_mult: 3.0,
+        merge_makers: true,
+    }
+    .apply(&fine_cfg);
+    assert_eq!(coarse_cfg.mm_interval_ms, 3 * fine_cfg.mm_interval_ms);
+    assert_eq!(coarse_cfg.market_makers, 1);
+    assert_eq!(coarse_cfg.mm_depth_share, 2.0 * fine_cfg.mm_depth_share);
+
+    let (mut fine_events, mut coarse_events) = (0, 0);
+    let (mut fine_volume, mut coarse_volume) = (0.0, 0.0);
+    for seed in 0..3 {
+        let mut fine = Simulator::new(&cal, &fine_cfg, seed);
+        let mut coarse = Simulator::new(&cal, &coarse_cfg, seed);
+        fine.run_until(390 * 60_000_000 - 1);
+        coarse.run_until(390 * 60_000_000 - 1);
+        fine_events += fine.events();
+        coarse_events += coarse.events();
+        let (f, c) = (fine.finish(), coarse.finish());
+        fine_volume += f.volume.iter().sum::<f64>();
+        coarse_volume += c.volume.iter().sum::<f64>();
+        for m in [100usize, 385] {
+            let off = (c.mid[m] / cal.minute_price[m] - 1.0).abs();
+            assert!(
+                off < 0.005,
+                "minute {m}: coarse mid {} off the day",
+                c.mid[m]
+            );
+        }
+    }
+    assert!(
+        coarse_events * 3 < fine_events,
+        "{coarse_events} events coarse against {fine_events} fine"
+    );
+    assert!(
+        (coarse_volume / fine_volume - 1.0).abs() < 0.2,
+        "volume {coarse_volume:.0} coarse against {fine_volume:.0} fine"
+    );
+}
+
+#[test]
+fn a_coarsening_outside_its_range_is_named() {
+    let too_coarse = Coarsening {
+        noise_limit_mult: 100.0,
+        ..Coarsening::default()
+    };
+    let why = too_coarse.check().unwrap_err();
+    assert!(why.contains("noise_limit_mult = 100"), "{why}");
+    let finer = Coarsening {
+        mm_interval_mult: 0.5,
+        ..Coarsening::default()
+    };
+    assert!(finer.check().unwrap_err().contains("mm_interval_mult"));
+}

@@ -233,6 +233,9 @@ impl TrainConfig {
                 "alpha and ema must be in [0, 1], floor in [0, 0.5)",
             ));
         }
+        if let Some(c) = &h.coarse_flow {
+            c.check().map_err(|why| bad("hybrid.coarse_flow", why))?;
+        }
         for (field, share) in [
             ("imagination.share", self.imagination.share),
             ("imagination.replay_share", self.imagination.replay_share),
@@ -357,11 +360,15 @@ impl TrainConfig {
     }
 
     /// The market each dynamic environment `j` (of `dynamic_envs()`)
-    /// plays: the calibrated day, or for the imagined share a scenario.
+    /// plays: the calibrated day, or for the imagined share a scenario,
+    /// with `[hybrid] coarse_flow`'s coarser flow where it is set.
     pub fn dynamic_market(&self, base: &MarketConfig, j: usize) -> MarketConfig {
         let n = self.dynamic_envs();
         let imagined = (self.imagination.share * n as f64).round() as usize;
-        let mut m = base.clone();
+        let mut m = match &self.hybrid.coarse_flow {
+            Some(c) => c.apply(base),
+            None => base.clone(),
+        };
         if j < imagined && !self.imagination.scenarios.is_empty() {
             m.scenario = self.imagination.scenarios[j % self.imagination.scenarios.len()].clone();
         }
@@ -496,5 +503,45 @@ mod tests {
             .to_string();
             assert!(e.starts_with("train config, max_params: "), "{e}");
         }
+    }
+
+    /// `[train.hybrid] coarse_flow` reaches the dynamic environments that
+    /// train (and only them: validation builds its own market), keeps an
+    /// imagined share's scenario, and is checked by name.
+    #[test]
+    fn a_coarse_flow_makes_the_training_market_coarser_and_is_checked() {
+        let text = r#"
+            [hybrid]
+            dynamic_envs = 2
+            coarse_flow = { noise_limit_mult = 8.0, mm_interval_mult = 3.0 }
+            [imagination]
+            share = 0.5
+            scenarios = [{ drift_bps = 20.0 }]
+        "#;
+        let cfg: TrainConfig = toml::from_str(text).unwrap();
+        let base = MarketConfig::default();
+        let (imagined, calibrated) = (cfg.dynamic_market(&base, 0), cfg.dynamic_market(&base, 1));
+        for m in [&imagined, &calibrated] {
+            assert_eq!(m.noise_limit_mult, 8.0);
+            assert_eq!(m.mm_interval_ms, 3 * base.mm_interval_ms);
+        }
+        assert_eq!(imagined.scenario.drift_bps, 20.0);
+        assert_eq!(calibrated.scenario, base.scenario);
+        cfg.validate(serl_env::OBS_DIM).unwrap();
+
+        let mut finer = cfg.clone();
+        finer.hybrid.coarse_flow = Some(serl_env::Coarsening {
+            noise_limit_mult: 0.5,
+            ..Default::default()
+        });
+        let e = finer.validate(serl_env::OBS_DIM).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "train config, hybrid.coarse_flow: noise_limit_mult = 0.5 is not in [1, 64]"
+            ),
+            "{e}"
+        );
+        let unset = TrainConfig::default();
+        assert_eq!(unset.dynamic_market(&base, 0), base);
     }
 }

@@ -37,6 +37,11 @@ pub struct HybridConfig {
     pub floor: f64,
     /// How many of the rollout environments play the dynamic market.
     pub dynamic_envs: usize,
+    /// A coarser order flow for the dynamic environments to train on
+    /// (none: the calibrated one). Validation and the test always play
+    /// the calibrated market; this only makes training's days cheaper.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coarse_flow: Option<serl_env::Coarsening>,
 }
 
 impl Default for HybridConfig {
@@ -47,6 +52,7 @@ impl Default for HybridConfig {
             ema: 0.2,
             floor: 0.1,
             dynamic_envs: 2,
+            coarse_flow: None,
         }
     }
 }

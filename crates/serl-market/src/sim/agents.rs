@@ -147,7 +147,7 @@ impl Simulator {
         }
         let a = self.rng.random_range(0..self.n_noise);
         let u: f64 = self.rng.random();
-        if u < self.cfg.cancel_share {
+        if u < self.noise_split.cancel_below {
             if let Some(id) = self.agents[a as usize].live.pop_front() {
                 self.events += 1;
                 self.cancel(id);
@@ -170,9 +170,10 @@ impl Simulator {
             Side::Ask
         };
         let qty = self.size();
-        if u < self.cfg.cancel_share + self.cfg.market_order_share * (1.0 - self.cfg.cancel_share) {
+        if u < self.noise_split.market_below {
             self.submit(a, side, OrderKind::Market, qty);
         } else {
+            let qty = self.noise_limit_size(qty);
             self.noise_limit(a, side, mid, qty);
         }
     }

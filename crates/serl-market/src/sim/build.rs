@@ -8,7 +8,8 @@ use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy, Ticks};
 
 use super::agents::population;
 use super::{
-    AgentKind, Calibration, MarketConfig, MinuteStats, Recording, Scenario, Simulator, US_PER_MIN,
+    AgentKind, Calibration, MarketConfig, MinuteStats, NoiseSplit, Recording, Scenario, Simulator,
+    US_PER_MIN,
 };
 
 /// A calibration's value for minute `m`, or `default` past its end.
@@ -46,6 +47,7 @@ fn noise_rates(
     minutes: usize,
     n_noise: usize,
     mean_size: f64,
+    split: &NoiseSplit,
 ) -> Vec<f64> {
     let sc = &cfg.scenario;
     (0..minutes)
@@ -53,7 +55,7 @@ fn noise_rates(
             let v =
                 at(&cal.minute_volume, m, 0.0) * sc.liquidity_mult * at(&cal.noise_scale, m, 1.0);
             let orders_per_min = v / mean_size / cfg.market_order_share.max(1e-3);
-            orders_per_min / n_noise as f64 / US_PER_MIN as f64
+            orders_per_min * split.rate_mult / n_noise as f64 / US_PER_MIN as f64
         })
         .collect()
 }
@@ -129,6 +131,8 @@ impl Simulator {
             (super::SizeDraw::Quantiles(q), mean)
         };
         let spread_ticks = (p0 * cal.spread_bps / 1e4 / cal.tick).max(1.0);
+        let split = NoiseSplit::new(cfg);
+        let acting = split.acting(n_noise);
         let daily_volume: f64 = cal.minute_volume.iter().sum::<f64>() * sc.liquidity_mult.max(1e-9);
         let mut sim = Simulator {
             book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
@@ -143,8 +147,9 @@ impl Simulator {
             cfg: cfg.clone(),
             tick: cal.tick,
             fundamental: fundamental(cal, cfg, seed, &real),
-            noise_rate: noise_rates(cal, cfg, minutes, n_noise, mean_size),
-            n_noise: n_noise as u32,
+            noise_rate: noise_rates(cal, cfg, minutes, acting, mean_size, &split),
+            noise_split: split,
+            n_noise: acting as u32,
             mm_size: mm_sizes(cal, cfg, minutes, median),
             spread_ticks,
             grid: (spread_ticks / 4.0).floor().max(1.0) as i64,

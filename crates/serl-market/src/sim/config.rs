@@ -80,6 +80,13 @@ pub struct MarketConfig {
     pub noise_tilt_bps: f64,
     /// Median order size, shares.
     pub order_size: f64,
+    /// The noise traders' limit orders as a multiple of everyone's size,
+    /// and those orders and the noise cancels that many times fewer, so
+    /// that the resting depth stays the same: a coarser flow, which a day
+    /// simulates in fewer events. Their market orders stay as they are
+    /// (1: the calibrated flow; docs/market.md). Written only when set.
+    #[serde(skip_serializing_if = "is_one")]
+    pub noise_limit_mult: f64,
     /// Orders are whole multiples of this many shares (1: any size), the
     /// market makers' quotes too. US equities trade in
     /// round lots of 100, and most real orders are exactly that; a LOBSTER
@@ -190,6 +197,7 @@ impl Default for MarketConfig {
             noise_fundamental_weight: 0.5,
             noise_tilt_bps: 10.0,
             order_size: 10.0,
+            noise_limit_mult: 1.0,
             round_lot: 1,
             mm_levels: 5,
             mm_interval_ms: 1_000,
@@ -217,6 +225,68 @@ impl Default for MarketConfig {
             informed_size_mult: 5.0,
             path: PathModel::default(),
             scenario: Scenario::default(),
+        }
+    }
+}
+
+/// A coarser order flow over the same calibrated day, for training: the
+/// noise traders rest their depth in limit orders `noise_limit_mult`
+/// times as large (and as many times fewer, their cancels too), the
+/// market makers re-quote `mm_interval_mult` times less often, and with
+/// `merge_makers` one maker quotes all their depth; the market orders
+/// that trade are as before. The simulator then plays a
+/// day in a fraction of the events (docs/market.md has the measurements
+/// and the realism checks it passes); the default changes nothing. `[train.hybrid] coarse_flow` trains on it while validation
+/// and the test play the calibrated flow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Coarsening {
+    /// Multiplies the noise traders' limit order size ([`MarketConfig::noise_limit_mult`]).
+    pub noise_limit_mult: f64,
+    /// Multiplies the makers' time between re-quotes ([`MarketConfig::mm_interval_ms`]).
+    pub mm_interval_mult: f64,
+    /// One market maker quotes what all of them did (their depth share
+    /// added up; the deep liquidity and the sniping follow the size), so
+    /// a re-quote is sent once instead of once per maker.
+    pub merge_makers: bool,
+}
+
+impl Coarsening {
+    /// The largest multiple of either setting a coarsening may ask for.
+    pub const MAX_MULT: f64 = 64.0;
+
+    /// `cfg` with its flow made coarser.
+    pub fn apply(&self, cfg: &MarketConfig) -> MarketConfig {
+        let mut out = cfg.clone();
+        out.noise_limit_mult = cfg.noise_limit_mult * self.noise_limit_mult;
+        out.mm_interval_ms = (cfg.mm_interval_ms as f64 * self.mm_interval_mult).round() as u64;
+        if self.merge_makers && cfg.market_makers > 1 {
+            out.mm_depth_share = cfg.mm_depth_share * cfg.market_makers as f64;
+            out.market_makers = 1;
+        }
+        out
+    }
+
+    /// The first setting outside [1, [`Self::MAX_MULT`]], named, with why.
+    pub fn check(&self) -> Result<(), String> {
+        for (field, v) in [
+            ("noise_limit_mult", self.noise_limit_mult),
+            ("mm_interval_mult", self.mm_interval_mult),
+        ] {
+            if !(1.0..=Self::MAX_MULT).contains(&v) {
+                return Err(format!("{field} = {v} is not in [1, {}]", Self::MAX_MULT));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Coarsening {
+    fn default() -> Self {
+        Coarsening {
+            noise_limit_mult: 1.0,
+            mm_interval_mult: 1.0,
+            merge_makers: false,
         }
     }
 }
@@ -276,4 +346,8 @@ pub enum AgentKind {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }

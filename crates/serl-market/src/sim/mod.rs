@@ -21,7 +21,7 @@ use serl_lob::{ExecReport, LobsterRecorder, NewOrder, OrderBook, OrderId, OrderK
 
 use agents::Agent;
 pub use calibration::{fit_noise_volume, Calibration, FitEffort};
-pub use config::{held_out_profiles, AgentKind, MarketConfig, Scenario};
+pub use config::{held_out_profiles, AgentKind, Coarsening, MarketConfig, Scenario};
 use record::Sinks;
 pub use record::{BookSnapshot, MinuteStats, Recording, TapeTrade};
 
@@ -62,8 +62,11 @@ pub struct Simulator {
     fundamental: Vec<f64>,
     /// Noise arrival rate per minute, per agent, per microsecond.
     noise_rate: Vec<f64>,
-    /// Noise traders: the first `n_noise` agents.
+    /// Noise traders who act: the first `n_noise` agents (all the noise
+    /// traders but with a coarser flow, [`NoiseSplit::acting`]).
     n_noise: u32,
+    /// How their arrivals divide between cancels, market and limit orders.
+    noise_split: NoiseSplit,
     mm_size: Vec<f64>,
     spread_ticks: f64,
     /// Ticks between the price levels agents think in: 1 for most stocks,
@@ -103,6 +106,61 @@ pub struct Simulator {
     /// LOBSTER's clock at the simulated day's start, seconds after
     /// midnight (09:30, or later for part of a session).
     lobster_open: f64,
+}
+
+/// How the noise stream's arrivals divide between cancels, market orders
+/// and limit orders, and how much larger its limit orders are
+/// ([`MarketConfig::noise_limit_mult`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NoiseSplit {
+    /// An arrival whose uniform draw is below this cancels.
+    pub(super) cancel_below: f64,
+    /// Else, below this it sends a market order; above, a limit order.
+    pub(super) market_below: f64,
+    /// The stream's rate against the calibrated flow's.
+    pub(super) rate_mult: f64,
+    /// A limit order's size against a drawn size.
+    pub(super) limit_mult: f64,
+}
+
+impl NoiseSplit {
+    /// The split for `cfg`: cancels `cfg.cancel_share` of arrivals, market
+    /// orders `market_order_share` of the rest, limit orders the others;
+    /// with `noise_limit_mult` k > 1, the cancels and limit orders k times
+    /// rarer and the market orders as frequent as at k = 1.
+    pub(super) fn new(cfg: &MarketConfig) -> Self {
+        let (c, m) = (cfg.cancel_share, cfg.market_order_share);
+        let k = cfg.noise_limit_mult.max(1.0);
+        if k == 1.0 {
+            // The calibrated flow, to the bit.
+            return NoiseSplit {
+                cancel_below: c,
+                market_below: c + m * (1.0 - c),
+                rate_mult: 1.0,
+                limit_mult: 1.0,
+            };
+        }
+        let (cancel, market, limit) = (c / k, m * (1.0 - c), (1.0 - c) * (1.0 - m) / k);
+        let all = cancel + market + limit;
+        NoiseSplit {
+            cancel_below: cancel / all,
+            market_below: (cancel + market) / all,
+            rate_mult: all,
+            limit_mult: k,
+        }
+    }
+
+    /// How many of `n` noise traders act: with limit orders k times
+    /// larger and rarer, n / k of them, so that each trader places and
+    /// cancels as often as before and a resting order lives as long (with
+    /// all n it would rest k times longer and go stale behind a move).
+    pub(super) fn acting(&self, n: usize) -> usize {
+        if self.limit_mult == 1.0 {
+            n
+        } else {
+            ((n as f64 / self.limit_mult).round() as usize).max(1)
+        }
+    }
 }
 
 /// Where the traders' order sizes come from.
@@ -507,6 +565,16 @@ impl Simulator {
             SizeDraw::LogNormal(d) => d.sample(&mut self.rng),
         };
         self.in_lots(shares)
+    }
+
+    /// A noise trader's limit order size from drawn size `qty`.
+    fn noise_limit_size(&self, qty: u64) -> u64 {
+        let mult = self.noise_split.limit_mult;
+        if mult == 1.0 {
+            qty
+        } else {
+            self.in_lots(qty as f64 * mult)
+        }
     }
 
     /// `shares` rounded to whole round lots, at least one.

@@ -21,8 +21,9 @@ pub enum BenchCommand {
     /// TWAP + VWAP + AC backtest's wall time with data loading.
     Env(BenchArgs),
     /// One simulated day: CPU time, events per second, memory, and how the
-    /// cost grows with the number of agents.
-    Sim(BenchArgs),
+    /// cost grows with the number of agents; of the calibrated flow, or of
+    /// a coarser one (`[train.hybrid] coarse_flow`).
+    Sim(SimArgs),
     /// PPO training throughput (environment steps per second, updates
     /// included) with the reference setup: MLP [64, 64], 8 static
     /// environments, n_steps 2048, batch 256, 10 epochs; DDQN on the same;
@@ -44,6 +45,24 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `serl bench sim`'s options: the common ones and a coarser flow.
+#[derive(Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub common: BenchArgs,
+    /// The noise traders' limit orders this many times larger and rarer
+    /// (`coarse_flow.noise_limit_mult`).
+    #[arg(long, default_value_t = 1.0)]
+    pub noise_limit_mult: f64,
+    /// The market makers re-quoting this many times less often
+    /// (`coarse_flow.mm_interval_mult`).
+    #[arg(long, default_value_t = 1.0)]
+    pub mm_interval_mult: f64,
+    /// One market maker quoting all their depth (`coarse_flow.merge_makers`).
+    #[arg(long)]
+    pub merge_makers: bool,
 }
 
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
@@ -87,8 +106,16 @@ fn print_env(f: &EnvFigures) {
     println!("medians of {} runs", f.runs);
 }
 
-fn sim(a: BenchArgs) -> Result<ExitCode> {
-    let f = serl_env::bench::sim_figures(&a.data, a.runs)?;
+fn sim(s: SimArgs) -> Result<ExitCode> {
+    let flow = serl_env::Coarsening {
+        noise_limit_mult: s.noise_limit_mult,
+        mm_interval_mult: s.mm_interval_mult,
+        merge_makers: s.merge_makers,
+    };
+    flow.check()
+        .map_err(|why| anyhow::anyhow!("serl bench sim: {why}"))?;
+    let a = s.common;
+    let f = serl_env::bench::sim_figures(&a.data, a.runs, &flow)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {
@@ -102,6 +129,19 @@ fn print_sim(f: &SimFigures) {
         "one simulated day of {} (09:30-16:00), one thread, median of {} runs",
         f.session, f.runs
     );
+    let c = &f.flow;
+    if *c != serl_env::Coarsening::default() {
+        println!(
+            "coarser flow: noise limit orders x{}, makers' re-quotes every x{} their interval{}",
+            c.noise_limit_mult,
+            c.mm_interval_mult,
+            if c.merge_makers {
+                ", makers merged into one"
+            } else {
+                ""
+            }
+        );
+    }
     println!(
         "{:>7} {:>12} {:>10} {:>14} {:>22}",
         "agents", "s per day", "events", "M events/s", "s to fit (once/session)"
