@@ -82,9 +82,11 @@ pub struct MarketConfig {
     pub order_size: f64,
     /// The noise traders' limit orders as a multiple of everyone's size,
     /// and those orders and the noise cancels that many times fewer, so
-    /// that the resting depth stays the same: a coarser flow, which a day
-    /// simulates in fewer events. Their market orders stay as they are
-    /// (1: the calibrated flow; docs/market.md). Written only when set.
+    /// that the resting depth stays the same; only that many times fewer
+    /// noise traders act, so that an order rests as long. A coarser flow,
+    /// which a day simulates in fewer events; their market orders stay as
+    /// they are (1: the calibrated flow; docs/market.md). Written only
+    /// when set.
     #[serde(skip_serializing_if = "is_one")]
     pub noise_limit_mult: f64,
     /// Orders are whole multiples of this many shares (1: any size), the
@@ -234,10 +236,11 @@ impl Default for MarketConfig {
 /// times as large (and as many times fewer, their cancels too), the
 /// market makers re-quote `mm_interval_mult` times less often, and with
 /// `merge_makers` one maker quotes all their depth; the market orders
-/// that trade are as before. The simulator then plays a
-/// day in a fraction of the events (docs/market.md has the measurements
-/// and the realism checks it passes); the default changes nothing. `[train.hybrid] coarse_flow` trains on it while validation
-/// and the test play the calibrated flow.
+/// that trade are as before. The simulator then plays a day in a
+/// fraction of the events (docs/market.md has the measurements and the
+/// realism checks it passes); the default changes nothing.
+/// `[train.hybrid] coarse_flow` trains on it while validation and the
+/// test play the calibrated flow.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Coarsening {
