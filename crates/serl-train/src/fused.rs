@@ -14,8 +14,11 @@
 //! compares its gradients with burn's) and applies burn's Adam and
 //! per-tensor gradient clipping; [`FusedDdqn`] does the same for DDQN's
 //! Huber loss (`ddqn`). After every update their weights are written back
-//! into the burn [`ActorCritic`] or `QNetwork`, so saving, validation and
-//! backtests do not know which learner ran. A GRU over the window is fused
+//! into the burn [`ActorCritic`] or `QNetwork`, so saving does not know
+//! which learner ran; validation and backtests act through the fused
+//! forward pass whichever learner trained the network (`greedy`: burn's
+//! bookkeeping per one-row call cost more than the rest of a validation).
+//! A GRU over the window is fused
 //! too (`gru`), and so is book attention (`attention`): every block of the
 //! grammar. The networks themselves, their passes and kernels are in
 //! `mlp`.
@@ -34,12 +37,14 @@ use crate::transition::{NextMarket, MARKET};
 mod attention;
 mod aux;
 mod ddqn;
+mod greedy;
 mod gru;
 mod mlp;
 
 pub use aux::AuxHead;
 use aux::{AuxBatch, AuxPass};
 pub use ddqn::FusedDdqn;
+pub(crate) use greedy::{GreedyNet, GreedyScratch};
 pub use mlp::implements;
 use mlp::{Activations, Mlp};
 

@@ -15,6 +15,7 @@ use serl_env::{
     ChildOrder, Decision, EnvConfig, ParentOrder, Placement, QueueState, SessionView, Strategy,
 };
 
+use crate::fused::{GreedyNet, GreedyScratch};
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
 use crate::TrainError;
@@ -572,6 +573,8 @@ impl DecisionObserver {
 /// the most likely or highest-valued action).
 pub struct PolicyStrategy {
     policy: Policy,
+    /// The network's fused twin where it has one, which acts in its place.
+    greedy: Option<(GreedyNet, GreedyScratch)>,
     observer: DecisionObserver,
     label: String,
     history: History,
@@ -593,6 +596,7 @@ impl PolicyStrategy {
             meta.obs_dim,
         );
         PolicyStrategy {
+            greedy: GreedyNet::new(&policy.model).map(|net| (net, GreedyScratch::default())),
             policy,
             observer,
             label,
@@ -638,16 +642,19 @@ impl PolicyStrategy {
         self.history.push(&obs);
         self.row.clear();
         self.history.write(&mut self.row);
-        let s = self.policy.act(&self.row, 1, false, 0.0, &mut self.rng);
         let meta = &self.policy.meta;
+        let s = match &mut self.greedy {
+            Some((net, scratch)) => net.decide(meta, &self.row, scratch, &mut self.rng),
+            None => self.policy.act(&self.row, 1, false, 0.0, &mut self.rng)[0],
+        };
         let share = meta.pace.share(
-            s[0].env_action,
+            s.env_action,
             d.remaining / d.qty,
             d.steps.saturating_sub(d.step),
         );
         let placement = meta
             .placements
-            .get(usize::from(s[0].placement))
+            .get(usize::from(s.placement))
             .copied()
             .unwrap_or_default();
         (share, placement)

@@ -542,3 +542,64 @@ pub(super) fn assert_figures_close(ours: &[f64], theirs: &[f64], context: &str) 
         assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{context}");
     }
 }
+
+/// A greedy decision through the fused network is burn's: the same
+/// action, and the Gaussian's mean to rounding, for every block of the
+/// grammar and both learners' networks.
+#[test]
+fn greedy_decisions_through_the_fused_network_are_burns() {
+    let device = crate::DeviceChoice::Cpu.device().expect("the CPU");
+    let mut rng = SmallRng::seed_from_u64(5);
+    let specs = [
+        attention(),
+        gru(),
+        normed(),
+        residual(),
+        spec(Activation::Gelu),
+    ];
+    for (spec, algo, head) in specs.iter().flat_map(|s| {
+        [
+            (s.clone(), Algo::Ppo, Head::Gaussian),
+            (s.clone(), Algo::Ppo, Head::Categorical(3)),
+            (s.clone(), Algo::Ddqn, Head::Categorical(3)),
+        ]
+    }) {
+        let mut m = meta(head, spec);
+        m.algo = algo;
+        let model = match algo {
+            Algo::Ppo => crate::policy::Model::Ppo(
+                ActorCritic::new(&m.spec, m.obs_dim, head, &device).expect("a valid spec"),
+            ),
+            Algo::Ddqn => crate::policy::Model::Ddqn(
+                crate::net::QNetwork::new(&m.spec, m.obs_dim, 3, &device).expect("a valid spec"),
+            ),
+        };
+        let net = GreedyNet::new(&model).expect("every block is fused");
+        let policy = crate::policy::Policy {
+            meta: m.clone(),
+            model,
+            device: device.clone(),
+        };
+        let mut scratch = GreedyScratch::default();
+        for _ in 0..20 {
+            let row: Vec<f32> = (0..policy.width())
+                .map(|_| rng.random_range(-2.0..2.0))
+                .collect();
+            let burn = policy.act(&row, 1, false, 0.0, &mut rng)[0];
+            let fused = net.decide(&m, &row, &mut scratch, &mut rng);
+            let what = format!("{algo:?} {head:?} {:?}", m.spec.blocks);
+            match head {
+                Head::Gaussian => assert!(
+                    (burn.raw - fused.raw).abs() <= 1e-5 * (1.0 + burn.raw.abs()),
+                    "{what}: mean {} against burn's {}",
+                    fused.raw,
+                    burn.raw
+                ),
+                Head::Categorical(_) => {
+                    assert_eq!(fused.raw, burn.raw, "{what}");
+                    assert_eq!(fused.env_action, burn.env_action, "{what}");
+                }
+            }
+        }
+    }
+}
