@@ -644,7 +644,7 @@ impl PolicyStrategy {
         self.history.write(&mut self.row);
         let meta = &self.policy.meta;
         let s = match &mut self.greedy {
-            Some((net, scratch)) => net.decide(meta, &self.row, scratch, &mut self.rng),
+            Some((net, scratch)) => net.decide(meta, &self.row, 1, scratch, &mut self.rng)[0],
             None => self.policy.act(&self.row, 1, false, 0.0, &mut self.rng)[0],
         };
         let share = meta.pace.share(

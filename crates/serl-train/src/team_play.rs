@@ -11,6 +11,7 @@ use serl_env::{
     SessionView, TeamMode, TeamStrategy, Venue, OBS_DIM,
 };
 
+use crate::fused::{GreedyNet, GreedyScratch};
 use crate::policy::{History, Policy};
 use crate::team::Channel;
 use crate::team_env::TeamObserver;
@@ -20,6 +21,8 @@ use crate::team_env::TeamObserver;
 /// columns are zero, what a team without communication hears.
 pub struct TeamPolicyStrategy {
     policy: Policy,
+    /// The actor's fused twin where it has one, which acts in its place.
+    greedy: Option<(GreedyNet, GreedyScratch)>,
     label: String,
     observer: TeamObserver,
     histories: Vec<History>,
@@ -44,6 +47,7 @@ impl TeamPolicyStrategy {
             &meta.features,
         );
         TeamPolicyStrategy {
+            greedy: GreedyNet::new(&policy.model).map(|net| (net, GreedyScratch::default())),
             policy,
             label,
             observer,
@@ -94,8 +98,11 @@ impl TeamStrategy for TeamPolicyStrategy {
             h.push(row);
             h.write(&mut self.rows);
         }
-        let acts = self.policy.act(&self.rows, n, false, 0.0, &mut self.rng);
         let meta = &self.policy.meta;
+        let acts = match &mut self.greedy {
+            Some((net, scratch)) => net.decide(meta, &self.rows, n, scratch, &mut self.rng),
+            None => self.policy.act(&self.rows, n, false, 0.0, &mut self.rng),
+        };
         acts.iter()
             .zip(decisions)
             .map(|(a, d)| ChildOrder {

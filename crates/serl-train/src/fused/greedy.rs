@@ -1,5 +1,5 @@
-//! A trained policy acting greedily on one observation at a time, as
-//! validation and backtests play it.
+//! A trained policy acting greedily, as validation and backtests play it:
+//! one observation at a time, or a team's members' together.
 //!
 //! Burn spends tens of microseconds of bookkeeping on each call of a small
 //! network, and a backtest calls it once per decision: a validation of
@@ -11,7 +11,9 @@
 use rand::rngs::SmallRng;
 
 use super::mlp::{Activations, Mlp};
-use crate::policy::{epsilon_greedy, floats1, sample_actor_critic, Model, PolicyMeta, Sampled};
+use crate::policy::{
+    epsilon_greedy, floats1, sample_actor_critic, Algo, Model, PolicyMeta, Sampled,
+};
 
 /// The network a greedy decision needs: PPO's actor or DDQN's Q-network.
 #[derive(Debug, Clone)]
@@ -38,28 +40,29 @@ impl GreedyNet {
         }
     }
 
-    /// The greedy decision for one normalised observation window `row`
-    /// (its value is 0 for PPO: the critic is not run).
+    /// The greedy decisions for `n` rows of normalised observation windows
+    /// (their values are 0 for PPO: the critic is not run).
     pub(crate) fn decide(
         &self,
         meta: &PolicyMeta,
-        row: &[f32],
+        rows: &[f32],
+        n: usize,
         acts: &mut GreedyScratch,
         rng: &mut SmallRng,
-    ) -> Sampled {
-        self.net.forward(row, 1, &mut acts.0);
+    ) -> Vec<Sampled> {
+        self.net.forward(rows, n, &mut acts.0);
         let out = acts.0.outputs.last().map_or(&[][..], Vec::as_slice);
-        let decided = match meta.algo {
-            crate::policy::Algo::Ppo => {
-                sample_actor_critic(meta, out, &[0.0], self.log_std, 1, false, rng)
+        match meta.algo {
+            Algo::Ppo => {
+                acts.1.resize(n, 0.0);
+                sample_actor_critic(meta, out, &acts.1, self.log_std, n, false, rng)
             }
-            crate::policy::Algo::Ddqn => epsilon_greedy(meta, out, 1, false, 0.0, rng),
-        };
-        decided.into_iter().next().unwrap_or_default()
+            Algo::Ddqn => epsilon_greedy(meta, out, n, false, 0.0, rng),
+        }
     }
 }
 
 /// The buffers of [`GreedyNet::decide`], kept between decisions so that
-/// a backtest allocates them once.
+/// a backtest allocates them once (and the zero values PPO's rows get).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct GreedyScratch(Activations);
+pub(crate) struct GreedyScratch(Activations, Vec<f32>);

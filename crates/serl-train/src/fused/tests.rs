@@ -581,23 +581,27 @@ fn greedy_decisions_through_the_fused_network_are_burns() {
             device: device.clone(),
         };
         let mut scratch = GreedyScratch::default();
-        for _ in 0..20 {
-            let row: Vec<f32> = (0..policy.width())
+        // One row, as a backtest asks, and three, as a team's members do.
+        for n in [1, 1, 1, 3, 3] {
+            let rows: Vec<f32> = (0..n * policy.width())
                 .map(|_| rng.random_range(-2.0..2.0))
                 .collect();
-            let burn = policy.act(&row, 1, false, 0.0, &mut rng)[0];
-            let fused = net.decide(&m, &row, &mut scratch, &mut rng);
+            let burn = policy.act(&rows, n, false, 0.0, &mut rng);
+            let fused = net.decide(&m, &rows, n, &mut scratch, &mut rng);
+            assert_eq!(fused.len(), n);
             let what = format!("{algo:?} {head:?} {:?}", m.spec.blocks);
-            match head {
-                Head::Gaussian => assert!(
-                    (burn.raw - fused.raw).abs() <= 1e-5 * (1.0 + burn.raw.abs()),
-                    "{what}: mean {} against burn's {}",
-                    fused.raw,
-                    burn.raw
-                ),
-                Head::Categorical(_) => {
-                    assert_eq!(fused.raw, burn.raw, "{what}");
-                    assert_eq!(fused.env_action, burn.env_action, "{what}");
+            for (burn, fused) in burn.iter().zip(&fused) {
+                match head {
+                    Head::Gaussian => assert!(
+                        (burn.raw - fused.raw).abs() <= 1e-5 * (1.0 + burn.raw.abs()),
+                        "{what}: mean {} against burn's {}",
+                        fused.raw,
+                        burn.raw
+                    ),
+                    Head::Categorical(_) => {
+                        assert_eq!(fused.raw, burn.raw, "{what}");
+                        assert_eq!(fused.env_action, burn.env_action, "{what}");
+                    }
                 }
             }
         }
