@@ -129,6 +129,9 @@ pub struct EnvFigures {
     pub dynamic_steps_per_second_one_core: f64,
     /// Episodes (each a simulated day) of a dynamic run.
     pub dynamic_episodes: usize,
+    /// The order flow the dynamic market played: the calibrated one, or a
+    /// coarser one as training may use (`[train.hybrid] coarse_flow`).
+    pub flow: Coarsening,
     /// Runs each median is of.
     pub runs: usize,
 }
@@ -139,6 +142,7 @@ pub fn env_figures(
     path: &Path,
     runs: usize,
     baselines: &EnvBaselines,
+    flow: &Coarsening,
 ) -> Result<EnvFigures, BenchError> {
     let reward = bench_reward();
     let runs = runs.max(1);
@@ -162,7 +166,7 @@ pub fn env_figures(
         (baselines.passive_twap)()
     });
     let sample: Vec<_> = orders.iter().take(8).collect();
-    let dyn_rates = dynamic_rates(&market, &sample, &reward, runs.min(3));
+    let dyn_rates = dynamic_rates(&market, &sample, &reward, runs.min(3), flow);
     Ok(EnvFigures {
         data: path.display().to_string(),
         static_steps_per_second_one_core: median(rates),
@@ -172,6 +176,7 @@ pub fn env_figures(
         backtest_wall_seconds_with_loading: median(walls),
         dynamic_steps_per_second_one_core: median(dyn_rates),
         dynamic_episodes: sample.len(),
+        flow: *flow,
         runs,
     })
 }
@@ -233,14 +238,15 @@ fn static_rates(
 }
 
 /// Steps per second of TWAP over `sample` in the dynamic market with
-/// 5-minute decisions, `runs` times.
+/// 5-minute decisions and the order flow `flow`, `runs` times.
 fn dynamic_rates(
     md: &MarketData,
     sample: &[&ParentOrder],
     reward: &DefaultReward,
     runs: usize,
+    flow: &Coarsening,
 ) -> Vec<f64> {
-    let market = MarketConfig::default();
+    let market = flow.apply(&MarketConfig::default());
     let five = EnvConfig::default();
     let mut rates = Vec::new();
     for _ in 0..runs {

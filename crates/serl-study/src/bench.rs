@@ -7,7 +7,11 @@ use serl_env::bench::{BenchError, EnvBaselines, EnvFigures};
 use serl_env::{EnvConfig, MarketData, ParentOrder, Reward};
 
 /// The environment figures of the data at `data`, medians of `runs`.
-pub fn env_figures(data: &Path, runs: usize) -> Result<EnvFigures, BenchError> {
+pub fn env_figures(
+    data: &Path,
+    runs: usize,
+    flow: &serl_env::Coarsening,
+) -> Result<EnvFigures, BenchError> {
     let baselines = EnvBaselines {
         backtest: &backtest_baselines,
         passive_twap: &|| {
@@ -16,7 +20,7 @@ pub fn env_figures(data: &Path, runs: usize) -> Result<EnvFigures, BenchError> {
             })
         },
     };
-    serl_env::bench::env_figures(data, runs, &baselines)
+    serl_env::bench::env_figures(data, runs, &baselines, flow)
 }
 
 /// TWAP, VWAP and AC over `orders` in the static replay, on every core, as

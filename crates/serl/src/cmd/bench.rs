@@ -18,12 +18,13 @@ mod team;
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Static and dynamic environment steps per second, and a full
-    /// TWAP + VWAP + AC backtest's wall time with data loading.
-    Env(BenchArgs),
+    /// TWAP + VWAP + AC backtest's wall time with data loading; the dynamic
+    /// market on the calibrated flow, or a coarser one.
+    Env(FlowArgs),
     /// One simulated day: CPU time, events per second, memory, and how the
     /// cost grows with the number of agents; of the calibrated flow, or of
     /// a coarser one (`[train.hybrid] coarse_flow`).
-    Sim(SimArgs),
+    Sim(FlowArgs),
     /// PPO training throughput (environment steps per second, updates
     /// included) with the reference setup: MLP [64, 64], 8 static
     /// environments, n_steps 2048, batch 256, 10 epochs; DDQN on the same;
@@ -47,9 +48,10 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// `serl bench sim`'s options: the common ones and a coarser flow.
+/// `serl bench env`'s and `sim`'s options: the common ones and a coarser
+/// flow for the simulated market.
 #[derive(Args)]
-pub struct SimArgs {
+pub struct FlowArgs {
     #[command(flatten)]
     pub common: BenchArgs,
     /// The noise traders' limit orders this many times larger and rarer
@@ -65,6 +67,21 @@ pub struct SimArgs {
     pub merge_makers: bool,
 }
 
+impl FlowArgs {
+    /// The coarsening asked for, checked; `command` names the subcommand
+    /// in the error.
+    fn coarsening(&self, command: &str) -> Result<serl_env::Coarsening> {
+        let flow = serl_env::Coarsening {
+            noise_limit_mult: self.noise_limit_mult,
+            mm_interval_mult: self.mm_interval_mult,
+            merge_makers: self.merge_makers,
+        };
+        flow.check()
+            .map_err(|why| anyhow::anyhow!("serl bench {command}: {why}"))?;
+        Ok(flow)
+    }
+}
+
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Env(a) => env(a),
@@ -74,8 +91,10 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     }
 }
 
-fn env(a: BenchArgs) -> Result<ExitCode> {
-    let f = serl_study::bench::env_figures(&a.data, a.runs)?;
+fn env(e: FlowArgs) -> Result<ExitCode> {
+    let flow = e.coarsening("env")?;
+    let a = e.common;
+    let f = serl_study::bench::env_figures(&a.data, a.runs, &flow)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {
@@ -103,17 +122,12 @@ fn print_env(f: &EnvFigures) {
         "dynamic env, 5-minute steps, 1 core  {:.0} steps/s ({} episodes, each a simulated day)",
         f.dynamic_steps_per_second_one_core, f.dynamic_episodes
     );
+    print_flow(&f.flow);
     println!("medians of {} runs", f.runs);
 }
 
-fn sim(s: SimArgs) -> Result<ExitCode> {
-    let flow = serl_env::Coarsening {
-        noise_limit_mult: s.noise_limit_mult,
-        mm_interval_mult: s.mm_interval_mult,
-        merge_makers: s.merge_makers,
-    };
-    flow.check()
-        .map_err(|why| anyhow::anyhow!("serl bench sim: {why}"))?;
+fn sim(s: FlowArgs) -> Result<ExitCode> {
+    let flow = s.coarsening("sim")?;
     let a = s.common;
     let f = serl_env::bench::sim_figures(&a.data, a.runs, &flow)?;
     if a.json {
@@ -129,19 +143,7 @@ fn print_sim(f: &SimFigures) {
         "one simulated day of {} (09:30-16:00), one thread, median of {} runs",
         f.session, f.runs
     );
-    let c = &f.flow;
-    if *c != serl_env::Coarsening::default() {
-        println!(
-            "coarser flow: noise limit orders x{}, makers' re-quotes every x{} their interval{}",
-            c.noise_limit_mult,
-            c.mm_interval_mult,
-            if c.merge_makers {
-                ", makers merged into one"
-            } else {
-                ""
-            }
-        );
-    }
+    print_flow(&f.flow);
     println!(
         "{:>7} {:>12} {:>10} {:>14} {:>22}",
         "agents", "s per day", "events", "M events/s", "s to fit (once/session)"
@@ -189,4 +191,20 @@ fn print_train(f: &TrainFigures) {
         "the same 8 environments without training: {:.0} env steps/s",
         f.env_only_steps_per_second
     );
+}
+
+/// Names a coarser flow (nothing for the calibrated one).
+fn print_flow(c: &serl_env::Coarsening) {
+    if *c != serl_env::Coarsening::default() {
+        println!(
+            "coarser flow: noise limit orders x{}, makers' re-quotes every x{} their interval{}",
+            c.noise_limit_mult,
+            c.mm_interval_mult,
+            if c.merge_makers {
+                ", makers merged into one"
+            } else {
+                ""
+            }
+        );
+    }
 }
