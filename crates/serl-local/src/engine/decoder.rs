@@ -563,7 +563,8 @@ impl Decoder {
     /// Causal attention of each new token over the cache (which already
     /// holds the new tokens' keys and values); a sliding-window layer sees
     /// only the last `window` positions, its own included (llama.cpp's
-    /// standard window).
+    /// standard window). A prompt's tokens attend as matrix products
+    /// (`prompt`), one new token with the cache-reading kernel (`simd`).
     fn attend(
         &self,
         state: &State,
@@ -579,6 +580,20 @@ impl Decoder {
         let window = if sliding { c.window } else { usize::MAX };
         let (keys, values) = (&state.keys[layer], &state.values[layer]);
         let scale = c.attn_scale;
+        let n = qkv.len() / (q_dim + 2 * kv);
+        if n >= super::prompt::MIN_TOKENS {
+            let prompt = super::prompt::PromptAttention {
+                keys,
+                values,
+                heads,
+                kv_heads: c.kv_heads,
+                head_dim: d,
+                start,
+                window,
+                scale,
+            };
+            return prompt.attend(qkv, q_dim + 2 * kv, n, out);
+        }
         // One task per (token, head): enough to share among the threads
         // even for a single token.
         out.par_chunks_exact_mut(d)

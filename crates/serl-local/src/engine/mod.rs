@@ -16,6 +16,7 @@
 mod candle;
 mod config;
 mod decoder;
+mod prompt;
 mod quant;
 pub(crate) mod simd;
 
