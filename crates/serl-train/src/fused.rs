@@ -44,7 +44,9 @@ mod mlp;
 pub use aux::AuxHead;
 use aux::{AuxBatch, AuxPass};
 pub use ddqn::FusedDdqn;
-pub(crate) use greedy::{GreedyNet, GreedyScratch};
+pub(crate) use greedy::Greedy;
+#[cfg(test)]
+use greedy::{GreedyNet, GreedyScratch};
 pub use mlp::implements;
 use mlp::{Activations, Mlp};
 

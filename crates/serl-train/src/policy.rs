@@ -15,7 +15,7 @@ use serl_env::{
     ChildOrder, Decision, EnvConfig, ParentOrder, Placement, QueueState, SessionView, Strategy,
 };
 
-use crate::fused::{GreedyNet, GreedyScratch};
+use crate::fused::Greedy;
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
 use crate::TrainError;
@@ -573,8 +573,8 @@ impl DecisionObserver {
 /// the most likely or highest-valued action).
 pub struct PolicyStrategy {
     policy: Policy,
-    /// The network's fused twin where it has one, which acts in its place.
-    greedy: Option<(GreedyNet, GreedyScratch)>,
+    /// How it acts: through the fused twin where the network has one.
+    greedy: Greedy,
     observer: DecisionObserver,
     label: String,
     history: History,
@@ -596,7 +596,7 @@ impl PolicyStrategy {
             meta.obs_dim,
         );
         PolicyStrategy {
-            greedy: GreedyNet::new(&policy.model).map(|net| (net, GreedyScratch::default())),
+            greedy: Greedy::new(&policy),
             policy,
             observer,
             label,
@@ -643,10 +643,7 @@ impl PolicyStrategy {
         self.row.clear();
         self.history.write(&mut self.row);
         let meta = &self.policy.meta;
-        let s = match &mut self.greedy {
-            Some((net, scratch)) => net.decide(meta, &self.row, 1, scratch, &mut self.rng)[0],
-            None => self.policy.act(&self.row, 1, false, 0.0, &mut self.rng)[0],
-        };
+        let s = self.greedy.act(&self.policy, &self.row, 1, &mut self.rng)[0];
         let share = meta.pace.share(
             s.env_action,
             d.remaining / d.qty,

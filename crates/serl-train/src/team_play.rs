@@ -11,7 +11,7 @@ use serl_env::{
     SessionView, TeamMode, TeamStrategy, Venue, OBS_DIM,
 };
 
-use crate::fused::{GreedyNet, GreedyScratch};
+use crate::fused::Greedy;
 use crate::policy::{History, Policy};
 use crate::team::Channel;
 use crate::team_env::TeamObserver;
@@ -21,8 +21,8 @@ use crate::team_env::TeamObserver;
 /// columns are zero, what a team without communication hears.
 pub struct TeamPolicyStrategy {
     policy: Policy,
-    /// The actor's fused twin where it has one, which acts in its place.
-    greedy: Option<(GreedyNet, GreedyScratch)>,
+    /// How it acts: through the fused twin where the network has one.
+    greedy: Greedy,
     label: String,
     observer: TeamObserver,
     histories: Vec<History>,
@@ -47,7 +47,7 @@ impl TeamPolicyStrategy {
             &meta.features,
         );
         TeamPolicyStrategy {
-            greedy: GreedyNet::new(&policy.model).map(|net| (net, GreedyScratch::default())),
+            greedy: Greedy::new(&policy),
             policy,
             label,
             observer,
@@ -99,10 +99,7 @@ impl TeamStrategy for TeamPolicyStrategy {
             h.write(&mut self.rows);
         }
         let meta = &self.policy.meta;
-        let acts = match &mut self.greedy {
-            Some((net, scratch)) => net.decide(meta, &self.rows, n, scratch, &mut self.rng),
-            None => self.policy.act(&self.rows, n, false, 0.0, &mut self.rng),
-        };
+        let acts = self.greedy.act(&self.policy, &self.rows, n, &mut self.rng);
         acts.iter()
             .zip(decisions)
             .map(|(a, d)| ChildOrder {

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 
 use super::mlp::{Activations, Mlp};
 use crate::policy::{
-    epsilon_greedy, floats1, sample_actor_critic, Algo, Model, PolicyMeta, Sampled,
+    epsilon_greedy, floats1, sample_actor_critic, Algo, Model, Policy, PolicyMeta, Sampled,
 };
 
 /// The network a greedy decision needs: PPO's actor or DDQN's Q-network.
@@ -66,3 +66,31 @@ impl GreedyNet {
 /// a backtest allocates them once (and the zero values PPO's rows get).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GreedyScratch(Activations, Vec<f32>);
+
+/// How a backtest strategy asks a trained policy for its greedy
+/// decisions: through the fused twin where the network has one (with its
+/// buffers), else through burn's network.
+#[derive(Debug, Clone)]
+pub(crate) struct Greedy(Option<(GreedyNet, GreedyScratch)>);
+
+impl Greedy {
+    /// The way `policy` acts greedily.
+    pub(crate) fn new(policy: &Policy) -> Self {
+        Greedy(GreedyNet::new(&policy.model).map(|net| (net, GreedyScratch::default())))
+    }
+
+    /// `policy`'s greedy decisions for `n` rows of normalised observation
+    /// windows.
+    pub(crate) fn act(
+        &mut self,
+        policy: &Policy,
+        rows: &[f32],
+        n: usize,
+        rng: &mut SmallRng,
+    ) -> Vec<Sampled> {
+        match &mut self.0 {
+            Some((net, scratch)) => net.decide(&policy.meta, rows, n, scratch, rng),
+            None => policy.act(rows, n, false, 0.0, rng),
+        }
+    }
+}
