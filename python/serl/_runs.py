@@ -55,6 +55,12 @@ class Run:
         day_tests: the test's day-level tests (Wilcoxon, BH q-values).
         metrics: a training run's ``metrics.jsonl``, one row per update.
         finals: an evolve run's final trainings (``final/*``) as runs.
+        recommendation: what an evolve run recommends, first of all: the
+            final training it points to (``recommended``: ``serl-best`` or
+            ``ppo-default``), the design's key (``design``, None for plain
+            PPO) and why (``reason``); from ``evidence.json``.
+        evidence: the figures behind it (σ_d, the noise edge, the minimum
+            detectable edge, PBO, the deflated Sharpe ratio, the SPA test).
     """
 
     path: Path
@@ -66,6 +72,8 @@ class Run:
     day_tests: Optional[pd.DataFrame] = None
     metrics: Optional[pd.DataFrame] = None
     finals: Dict[str, "Run"] = field(default_factory=dict)
+    recommendation: Optional[Dict[str, Any]] = None
+    evidence: Optional[Dict[str, Any]] = None
 
     @property
     def best(self) -> Optional[str]:
@@ -76,6 +84,8 @@ class Run:
 
     def __repr__(self) -> str:
         parts = [f"Run({str(self.path)!r}, kind={self.kind!r}"]
+        if self.recommendation is not None:
+            parts.append(f"recommended={self.recommendation.get('recommended')!r}")
         if self.kind == "evolve":
             parts.append(f"candidates={len(self.candidates)}")
         if self.metrics is not None:
@@ -87,7 +97,8 @@ def _candidates(path: Path) -> tuple:
     rows: List[Dict[str, Any]] = []
     designs: Dict[str, Dict[str, Any]] = {}
     for f in sorted((path / "scores").glob("*.json")):
-        if f.name.endswith(".secs.json"):
+        # A finalist retrained from a fresh seed is no candidate.
+        if f.name.endswith(".secs.json") or f.name.startswith("rescore_"):
             continue
         c = _read_json(f)
         v = c.get("validation") or {}
@@ -135,12 +146,16 @@ def load_run(path: PathLike) -> Run:
     if (p / "evolve.toml").is_file() or (p / "scores").is_dir():
         candidates, designs = _candidates(p)
         run = Run(p, "evolve", _read_toml(p / "evolve.toml"), candidates, designs)
+        if (p / "evidence.json").is_file():
+            run.evidence = _read_json(p / "evidence.json")
+            run.recommendation = run.evidence.get("recommendation")
         if (p / "test" / "summary.json").is_file():
             summary = _read_json(p / "test" / "summary.json")
             run.test = _summary_table(summary)
             run.day_tests = pd.DataFrame(summary.get("day_tests", []))
         for d in sorted((p / "final").glob("*")) if (p / "final").is_dir() else []:
-            if (d / "metrics.jsonl").is_file():
+            # final/recommended is a link to one of the others.
+            if not d.is_symlink() and (d / "metrics.jsonl").is_file():
                 run.finals[d.name] = load_run(d)
         return run
     if (p / "metrics.jsonl").is_file() or (p / "train.toml").is_file():

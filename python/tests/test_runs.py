@@ -40,6 +40,13 @@ def test_an_evolve_run_loads_its_designs_candidates_and_tables(root, serl_bin, t
     assert {"reward", "state", "architecture"} <= set(run.designs[run.best])
     assert run.test is not None and {"strategy", "env", "pa", "pa_lo", "pa_hi"} <= set(run.test.columns)
     assert "serl-best" in run.finals and run.finals["serl-best"].kind == "train"
+    # The recommendation comes first: the bundled data's one validation
+    # day cannot tell a design from noise, so plain PPO is recommended.
+    assert run.recommendation["recommended"] == "ppo-default"
+    assert "cannot tell" in run.recommendation["reason"]
+    assert repr(run).index("recommended=") < repr(run).index("candidates=")
+    assert "recommended" not in run.finals
+    assert (run_dir / "final" / "recommended").resolve() == (run_dir / "final" / "ppo-default").resolve()
 
 
 def test_a_folder_that_is_no_run_is_refused(tmp_path):

@@ -86,7 +86,11 @@ impl Module {
     /// module holds the compiled programs from here on.
     pub fn parse(kind: ModuleKind, text: &str) -> Result<Module, ModuleError> {
         Ok(match kind {
-            ModuleKind::Reward => Module::Reward(RewardModule::compile(text)?),
+            ModuleKind::Reward => {
+                let reward = RewardModule::compile(text)?;
+                reward.check_reads_state()?;
+                Module::Reward(reward)
+            }
             ModuleKind::State => {
                 let defs: StateText = json(kind, text)?;
                 if defs.features.is_empty() {

@@ -236,6 +236,57 @@ impl RewardModule {
         Ok(RewardModule { program })
     }
 
+    /// Refuses a reward that reads no state: one whose value is the same
+    /// on every step of an episode (a constant, `steps` alone, or an
+    /// expression whose variables cancel), since it teaches the policy
+    /// nothing and a search would only select it by luck. The program is
+    /// played on random steps of one episode (seeded, so the verdict is
+    /// the same every time).
+    pub fn check_reads_state(&self) -> Result<(), ModuleError> {
+        let mut seed = 0x5EED_u64;
+        let mut uniform = move || {
+            // splitmix64: no generator crate for 32 draws.
+            seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as f64 / u64::MAX as f64
+        };
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for _ in 0..32 {
+            let vars = REWARD_VARS.map(|v| match v.name {
+                // Fixed for the episode.
+                "steps" => 13.0,
+                "done" => f64::from(u8::from(uniform() < 0.3)),
+                _ => uniform() * 20.0 - 10.0,
+            });
+            let v = self.program.eval(&mut self.program.new_state(), &vars);
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if hi - lo > 1e-9 * (1.0 + lo.abs().max(hi.abs())) {
+            return Ok(());
+        }
+        let read: Vec<&str> = self
+            .program
+            .variables()
+            .iter()
+            .map(|&i| REWARD_VARS[i].name)
+            .collect();
+        let reads = if read.is_empty() {
+            "reads no variable".to_string()
+        } else {
+            format!(
+                "reads only {}, which cannot change it within an episode",
+                read.join(", ")
+            )
+        };
+        Err(err(
+            ModuleKind::Reward,
+            format!("the reward is {lo} on every step: it {reads}, so it teaches the policy nothing; build it on what changes from step to step (step_pa, twap_gain, remaining_inv, fill_qty, ...)"),
+        ))
+    }
+
     /// The module as the environment's [`Reward`], with its own count of
     /// repaired values; nothing is compiled again.
     pub fn reward(&self) -> ProgramReward {
@@ -300,6 +351,37 @@ mod tests {
                 ..Default::default()
             };
             assert!((r.reward(&s) - d.reward(&s)).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn a_reward_that_reads_no_state_is_refused_with_its_reason() {
+        for (src, why) in [
+            ("03.2223", "reads no variable"),
+            ("2 * steps + 1", "reads only steps"),
+            ("step_pa - step_pa + 4", "reads only step_pa"),
+        ] {
+            let e = RewardModule::compile(src)
+                .unwrap()
+                .check_reads_state()
+                .unwrap_err();
+            assert!(e.message.contains(why), "{src}: {}", e.message);
+            assert!(
+                e.message.contains("teaches the policy nothing"),
+                "{}",
+                e.message
+            );
+        }
+        for src in [
+            DEFAULT_REWARD_PROGRAM,
+            "twap_gain",
+            "done * step_pa",
+            "fill_qty / steps",
+        ] {
+            RewardModule::compile(src)
+                .unwrap()
+                .check_reads_state()
+                .unwrap();
         }
     }
 

@@ -22,6 +22,11 @@
 //!   `summary.json`, `report.md` and a self-contained `report.html` with
 //!   SVG plots, and [`results_tables`] gives the markdown tables for other
 //!   reports.
+//! - Selection: [`selection`] tells how far the best of many designs can
+//!   be trusted (the edge noise alone gives it, the smallest detectable
+//!   edge, PBO by CSCV, the deflated Sharpe ratio, Hansen's SPA test);
+//!   [`evidence`] keeps the days × strategies PA it reads in one Parquet
+//!   file.
 //! - Teams: [`run_team_backtest`] plays [`TeamFactory`]s (a trained team,
 //!   or one baseline per member) on parent orders worked by several agents
 //!   at once; [`TeamReportData`] summarises each team and member, pairs
@@ -35,9 +40,11 @@
 
 mod backtest;
 mod baselines;
+pub mod evidence;
 mod horizons;
 mod metrics;
 mod report;
+pub mod selection;
 mod significance;
 mod team;
 mod team_report;

@@ -16,7 +16,7 @@ use serl_llm::prompts::Example;
 
 use crate::database::Lineage;
 use crate::error::{read_json, write_json, EvolveError};
-use crate::paired::{DayPa, PairedScore};
+use crate::paired::{DayPa, PairedScore, StockDayPa};
 use crate::score::candidate_score;
 
 /// Validation metrics of a trained candidate.
@@ -40,6 +40,10 @@ pub struct Validation {
     /// paired score against plain PPO (`[evolve.search]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub days: Vec<DayPa>,
+    /// Each validation stock-day's mean PA in the static replay, bps: the
+    /// rows of the run's evidence file (`evidence.parquet`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stock_days: Vec<StockDayPa>,
 }
 
 /// One module's generation, as recorded.

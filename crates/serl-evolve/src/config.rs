@@ -83,6 +83,9 @@ pub struct EvolveConfig {
     /// model only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finetune: Option<crate::learner::FinetuneConfig>,
+    /// `[evolve.select]`: when the chosen design is recommended over plain
+    /// PPO (the SPA test's level, its bootstrap, CSCV's blocks).
+    pub select: crate::evidence::SelectConfig,
 }
 
 /// One part of SE-RL to switch off.
@@ -238,6 +241,7 @@ impl Default for EvolveConfig {
             hierarchy: None,
             search: None,
             finetune: None,
+            select: Default::default(),
         }
     }
 }
@@ -245,6 +249,7 @@ impl Default for EvolveConfig {
 impl EvolveConfig {
     /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
+        self.select.validate()?;
         if !(0.0..=1.0).contains(&self.instruction_replay) {
             return Err(format!(
                 "evolve.instruction_replay is {}; give a probability in [0, 1]",

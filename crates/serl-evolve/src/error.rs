@@ -27,6 +27,9 @@ pub enum EvolveError {
     /// A batch of tasks did not finish on the cluster.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// A run's evidence file is missing or unreadable.
+    #[error("evidence: {0}")]
+    Evidence(String),
     /// Every candidate of every iteration was invalid (or stopped by the
     /// pre-screen).
     #[error("no candidate was valid in {0} iterations (each failed a module, or was stopped by the pre-screen); see the attempts in the run directory")]

@@ -147,6 +147,35 @@ fn baseline_specs(cfg: &EvolveConfig) -> Result<Vec<StrategySpec>, EvolveError> 
         .map_err(EvolveError::Config)
 }
 
+/// The name of the plain baseline's final retraining: `ppo-default`, or
+/// a team run's MAPPO.
+pub(crate) fn plain_final(cfg: &EvolveConfig) -> String {
+    final_jobs(cfg, &Design::baseline())
+        .into_iter()
+        .nth(1)
+        .map_or_else(|| crate::confirm::PLAIN.to_string(), |j| j.name)
+}
+
+/// The scripted baselines on the validation orders in the static replay,
+/// for the evidence file: what a design's edge over plain PPO can be set
+/// beside.
+pub(crate) fn validate_baselines(scoring: &Scoring) -> Result<Vec<OrderResult>, EvolveError> {
+    let orders = crate::train::validation_orders(scoring);
+    let factories: Vec<StrategyFactory> = baseline_specs(scoring.cfg)?
+        .into_iter()
+        .map(StrategyFactory::from_spec)
+        .collect();
+    Ok(run_backtest(
+        scoring.market,
+        &orders,
+        &factories,
+        &[&StaticVenue as &dyn Venue],
+        scoring.env_cfg,
+        &scoring.env_cfg.default_reward(),
+        &|_| {},
+    ))
+}
+
 /// Tests the retrained policies once, beside the scripted baselines: every
 /// test order in the static replay, the first `dynamic_validation_orders`
 /// in the dynamic market.

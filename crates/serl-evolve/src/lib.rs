@@ -25,6 +25,7 @@
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
+//! | evidence | `evidence.rs` | every design's, plain PPO's and the baselines' PA per validation stock-day (`evidence.parquet`); σ_d, the noise edge, the detectable edge, PBO, the deflated score, the SPA test; the recommendation (`evidence.json`, `final/recommended`) |
 //! | verdict | `verdict.rs` | the chosen design on test against plain PPO and the baselines, day by day; whether the validation ranking held |
 //! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
 //! | executors | `executor.rs` | jobs run here side by side (where the numbers stay the same), or as batches of a cluster's plan (`serl-cluster`) |
@@ -51,6 +52,8 @@ mod dek_high;
 mod dek_low;
 mod design_stage;
 mod error;
+pub mod evidence;
+mod evidence_report;
 mod executor;
 mod final_test;
 mod hierarchy;
@@ -94,7 +97,7 @@ pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
 pub use learner::{FinetuneConfig, Learned, Learner};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::{now as utc_now, Lockbox};
-pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore};
+pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore, StockDayPa};
 pub use pairs::{
     pairs_from_candidates, read_run_pairs, sft_from_candidates, Pair, PairKind, SftExample,
 };

@@ -22,6 +22,32 @@ pub struct DayPa {
     pub pa: f64,
 }
 
+/// One validation stock-day's mean PA, bps: a row of the evidence file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StockDayPa {
+    /// The session.
+    pub date: NaiveDate,
+    /// The stock.
+    pub symbol: String,
+    /// Mean whole-order PA of its validation orders that day, bps.
+    pub pa: f64,
+    /// Orders behind the mean.
+    pub orders: u64,
+}
+
+/// Each stock-day's mean PA over `rows`, by date then symbol.
+pub(crate) fn stock_day_means(rows: &[OrderResult]) -> Vec<StockDayPa> {
+    serl_eval::evidence::stock_day_rows("", "", rows)
+        .into_iter()
+        .map(|r| StockDayPa {
+            date: r.date,
+            symbol: r.symbol,
+            pa: r.pa_bps,
+            orders: r.orders,
+        })
+        .collect()
+}
+
 /// Each day's mean PA over `rows`, by date.
 pub(crate) fn day_means(rows: &[OrderResult]) -> Vec<DayPa> {
     let mut by_day: std::collections::BTreeMap<NaiveDate, (f64, usize)> = Default::default();

@@ -83,7 +83,8 @@ pub fn write(
             l.opened_at.as_deref().unwrap_or("(not yet)")
         );
     }
-    // The final test, whose verdict comes first.
+    // The recommendation first, then the final test's verdict.
+    md.push_str(&out.evidence.markdown());
     let data = ReportData::new(&out.test, provenance);
     if let Some(v) = crate::verdict(out, &data) {
         md.push_str(&v.markdown());

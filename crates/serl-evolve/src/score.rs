@@ -144,6 +144,7 @@ pub(crate) fn validate(
         illusory_gain: static_subset - pa_dynamic,
         pa_dynamic,
         days: crate::paired::day_means(&rows),
+        stock_days: crate::paired::stock_day_means(&rows),
     }
 }
 

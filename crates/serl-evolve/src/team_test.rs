@@ -97,6 +97,7 @@ pub(crate) fn validate(inputs: &Scoring, policy: &Policy, terms: &dyn Reward) ->
         // A team is scored on its dynamic episodes alone: no static days
         // to pair, so a search ranks teams by their score.
         days: Vec::new(),
+        stock_days: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod confirm;
+mod evidence;
 mod resume;
 mod study;
 
@@ -96,6 +97,11 @@ pub enum EvolveAction {
     /// database) over several search seeds; the test sealed until the
     /// winner is declared (configs/study.toml).
     Study(study::StudyArgs),
+    /// What a run's evidence says of its choice: σ_d, the designs tried,
+    /// the edge noise alone gives the best of them, the minimum detectable
+    /// edge, PBO, the deflated score, the SPA test and the recommendation,
+    /// computed again from the run's evidence.parquet.
+    Evidence(evidence::EvidenceArgs),
 }
 
 /// The run directory and its config: a resumed run's saved one, or the
@@ -125,8 +131,10 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
 }
 
 pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
-    if let Some(EvolveAction::Study(s)) = a.action.take() {
-        return study::run(s);
+    match a.action.take() {
+        Some(EvolveAction::Study(s)) => return study::run(s),
+        Some(EvolveAction::Evidence(e)) => return evidence::run(e),
+        None => {}
     }
     let (out, cfg) = resolve(&a)?;
     crate::interrupt::lock_run(&out)?;
@@ -168,6 +176,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
     let main_secs = t0.elapsed().as_secs_f64();
     if let Some(l) = outcome.lockbox.as_ref().filter(|l| l.sealed()) {
+        print_lines(&outcome.evidence.lines());
         println!(
             "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
             outcome.best.key,
@@ -205,6 +214,8 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         };
         confirm::run(c, provenance)?;
     }
+    // The recommendation first, then the chosen design and its verdict.
+    print_lines(&outcome.evidence.lines());
     println!(
         "best design {} (validation score {:.3}); {}; report: {}",
         outcome.best.key,
@@ -219,6 +230,12 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_lines(lines: &[String]) {
+    for line in lines {
+        println!("{line}");
+    }
 }
 
 /// What one run of the loop shows: its own progress bar, and the loop's

@@ -1,0 +1,87 @@
+//! The evidence in words: the terminal's lines and the report's first
+//! section (the recommendation before everything else).
+
+use std::fmt::Write as _;
+
+use crate::evidence::SelectionEvidence;
+
+/// A figure or a dash.
+fn bps(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:+.2} bps"))
+}
+
+fn plain_bps(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2} bps"))
+}
+
+fn prob(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+impl SelectionEvidence {
+    /// The recommendation in one line.
+    pub fn recommendation_line(&self) -> String {
+        let r = &self.recommendation;
+        match &r.design {
+            Some(key) => format!(
+                "recommended: the design {key} (final/{}): {}",
+                r.recommended, r.reason
+            ),
+            None => format!(
+                "recommended: plain PPO (final/{}), not the chosen design {}: {}",
+                r.recommended, self.chosen, r.reason
+            ),
+        }
+    }
+
+    /// Each figure as (name, value, what it means), in the order shown.
+    pub fn figures(&self) -> Vec<(String, String, String)> {
+        let spa = self.spa.as_ref();
+        let pbo = self.pbo.as_ref();
+        vec![
+            ("designs tried (N)".into(), self.designs.to_string(), "every scored design, DEK trials included".into()),
+            ("validation days (d)".into(), self.days.to_string(), "the days every design and plain PPO share".into()),
+            ("σ_d".into(), plain_bps(self.sigma_d), "median daily sd of a design's difference from plain PPO".into()),
+            ("noise edge".into(), bps(self.noise_edge), "what the best of N designs with no edge leads by: E[max of N normals]·σ_d/√d".into()),
+            ("minimum detectable edge".into(), plain_bps(self.min_detectable_edge), format!("the smallest daily edge a paired t-test finds at {} with power {}", self.settings.alpha, self.settings.power)),
+            (format!("chosen design {}", self.chosen), bps(self.chosen_edge), format!("its mean daily edge over plain PPO; won {} of {} days", self.chosen_days_won, self.days)),
+            ("PBO (CSCV)".into(), prob(pbo.map(|p| p.pbo)), pbo.map_or("needs two designs and two days".into(), |p| format!("share of {} halvings of {} blocks whose in-sample best is below the median out of sample", p.halvings, p.blocks))),
+            ("deflated Sharpe ratio".into(), prob(self.deflated_sharpe), "probability the chosen design's edge is real, given N and the designs' spread".into()),
+            ("winner's curse".into(), bps(self.winners_curse()), if self.finalists.is_empty() { "no finalists retrained ([evolve.select] finalists = 0)".into() } else { format!("the {} finalists' lead when chosen minus their lead retrained from fresh seeds: {}", self.finalists.len(), self.finalists.iter().map(|f| format!("{} {:+.2} → {:+.2}", f.key, f.selection_edge, f.rescored_edge)).collect::<Vec<_>>().join(", ")) }),
+            ("Reality Check p-value".into(), prob(spa.map(|s| s.p_reality_check)), spa.map_or("needs two days".into(), |s| format!("White's test that the best of N beats plain PPO, {} bootstrap resamples of the days (mean block {}); the recommendation reads it at {}", s.reps, s.mean_block, self.settings.alpha))),
+            ("SPA p-value".into(), prob(spa.map(|s| s.p_consistent)), spa.map_or("needs two days".into(), |s| format!("Hansen's studentized test (bootstrap-t, consistent; lower {:.3}): conservative on few days", s.p_lower))),
+        ]
+    }
+
+    /// The evidence as terminal lines: the recommendation, then each
+    /// figure.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.recommendation_line()];
+        let figures = self.figures();
+        let width = figures
+            .iter()
+            .map(|f| f.0.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (name, value, meaning) in figures {
+            let pad = width - name.chars().count();
+            out.push(format!(
+                "  {name}{} {value:>11}  {meaning}",
+                " ".repeat(pad)
+            ));
+        }
+        out
+    }
+
+    /// The report's first section.
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("## Recommendation\n\n");
+        let _ = writeln!(md, "**{}**\n", self.recommendation_line());
+        md.push_str("Chosen on validation only; the test split plays no part in it (`evidence.json`, `evidence.parquet`; `serl evolve evidence RUN`).\n\n| figure | value | what it means |\n|---|---:|---|\n");
+        for (name, value, meaning) in self.figures() {
+            let _ = writeln!(md, "| {name} | {value} | {meaning} |");
+        }
+        md.push('\n');
+        md
+    }
+}
