@@ -253,6 +253,7 @@ impl RewardModule {
             (z ^ (z >> 31)) as f64 / u64::MAX as f64
         };
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        let mut repaired = 0;
         for _ in 0..32 {
             let vars = REWARD_VARS.map(|v| match v.name {
                 // Fixed for the episode.
@@ -260,11 +261,15 @@ impl RewardModule {
                 "done" => f64::from(u8::from(uniform() < 0.3)),
                 _ => uniform() * 20.0 - 10.0,
             });
-            let v = self.program.eval(&mut self.program.new_state(), &vars);
+            let mut st = self.program.new_state();
+            let v = self.program.eval(&mut st, &vars);
+            repaired += usize::from(st.repaired > 0);
             lo = lo.min(v);
             hi = hi.max(v);
         }
-        if hi - lo > 1e-9 * (1.0 + lo.abs().max(hi.abs())) {
+        // A value repaired on every step (a division by zero, a NaN) is
+        // the smoke test's to report, with the count of such steps.
+        if hi - lo > 1e-9 * (1.0 + lo.abs().max(hi.abs())) || repaired == 32 {
             return Ok(());
         }
         let read: Vec<&str> = self
@@ -273,13 +278,14 @@ impl RewardModule {
             .iter()
             .map(|&i| REWARD_VARS[i].name)
             .collect();
-        let reads = if read.is_empty() {
-            "reads no variable".to_string()
-        } else {
-            format!(
-                "reads only {}, which cannot change it within an episode",
+        let changing = read.iter().any(|v| *v != "steps");
+        let reads = match (read.is_empty(), changing) {
+            (true, _) => "reads no variable".to_string(),
+            (false, false) => format!(
+                "reads only {}, which is fixed for an episode",
                 read.join(", ")
-            )
+            ),
+            (false, true) => format!("reads {}, but they cancel out", read.join(", ")),
         };
         Err(err(
             ModuleKind::Reward,
@@ -359,7 +365,10 @@ mod tests {
         for (src, why) in [
             ("03.2223", "reads no variable"),
             ("2 * steps + 1", "reads only steps"),
-            ("step_pa - step_pa + 4", "reads only step_pa"),
+            (
+                "step_pa - step_pa + 4",
+                "reads step_pa, but they cancel out",
+            ),
         ] {
             let e = RewardModule::compile(src)
                 .unwrap()
@@ -383,6 +392,10 @@ mod tests {
                 .check_reads_state()
                 .unwrap();
         }
+        // A division by zero on every step is left to the smoke test, which
+        // counts the steps it repaired.
+        let zero = RewardModule::compile("step_pa / (done - done)").unwrap();
+        zero.check_reads_state().unwrap();
     }
 
     #[test]

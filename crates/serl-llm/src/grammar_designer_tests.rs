@@ -54,13 +54,15 @@ fn every_fresh_draw_is_a_sentence_of_its_modules_lark_grammar() {
 /// than it did fails the test.
 #[test]
 fn the_share_of_fresh_draws_that_validate_stays_above_its_floor() {
-    // Measured at seed 2: 100% of rewards, state features (either
-    // task), imagined scenarios and broadcasts; 64% of networks (the
-    // rest past the parameter budget), 84% of markets (the rest past
-    // 2,000 agents), 52% of plans (a drawn curve never starts at 1
-    // and falls to 0; every shape validates). No grammar says these.
+    // Measured at seed 2: 100% of state features (either task),
+    // imagined scenarios and broadcasts; 82.5% of rewards (the rest read
+    // no state: a constant, or variables that cancel, refused since
+    // issue #61); 64% of networks (the rest past the parameter budget),
+    // 84% of markets (the rest past 2,000 agents), 52% of plans (a drawn
+    // curve never starts at 1 and falls to 0; every shape validates). No
+    // grammar says these.
     let floors = [
-        (ModuleKind::Reward, 0.95),
+        (ModuleKind::Reward, 0.78),
         (ModuleKind::State, 0.95),
         (ModuleKind::Architecture, 0.55),
         (ModuleKind::Imagination, 0.95),

@@ -190,7 +190,9 @@ fn the_multi_agent_scenario_evolves_agents_that_talk() {
 #[test]
 fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_run() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = tiny_config(dir.path(), "");
+    // The best design is retrained from a fresh seed too (the winner's
+    // curse).
+    let cfg = tiny_config(dir.path(), "\n[evolve.select]\nfinalists = 1\n");
     let shipped = std::fs::read_to_string(&cfg).unwrap();
     let with_parallel = |n: usize| {
         let p = dir.path().join(format!("parallel{n}.toml"));
@@ -299,10 +301,48 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         text(&changed)
     );
 
+    // The recommendation comes before the verdict, in the report and on
+    // the terminal; one validation day recommends plain PPO.
+    let recommended_at = report.find("## Recommendation").expect("a recommendation");
+    assert!(recommended_at < verdict_at, "{report}");
+    let said = t
+        .find("recommended: plain PPO (final/ppo-default)")
+        .expect(&t);
+    assert!(said < t.find("verdict:").unwrap(), "{t}");
+    assert!(t.contains("1 validation day cannot tell"), "{t}");
+    let link = run.join("final/recommended");
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("ppo-default"));
+    let rescored = std::fs::read_dir(run.join("scores"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("rescore_")
+                && !name.to_string_lossy().ends_with(".secs.json")
+        })
+        .count();
+    assert_eq!(rescored, 1, "the finalist retrained from a fresh seed");
+    let evidence = serl(&["evolve", "evidence", run.to_str().unwrap(), "--json"]);
+    assert!(evidence.status.success(), "{}", text(&evidence));
+    let recomputed: serde_json::Value = serde_json::from_slice(&evidence.stdout).unwrap();
+    assert_eq!(recomputed, common::read_json(&run.join("evidence.json")));
+    assert_eq!(recomputed["finalists"].as_array().map(Vec::len), Some(1));
+    let shown = serl(&["evolve", "evidence", run.to_str().unwrap()]);
+    assert!(
+        text(&shown).contains("designs tried (N)"),
+        "{}",
+        text(&shown)
+    );
+    let evidence_before = std::fs::read(run.join("evidence.parquet")).unwrap();
+
     let table_before = table(&run);
     let trained_before = trained_files(&run);
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
+    assert_eq!(
+        std::fs::read(run.join("evidence.parquet")).unwrap(),
+        evidence_before,
+        "a resumed run gives the same evidence file"
+    );
     assert_eq!(table(&run), table_before, "the resumed run's test table");
     // Resuming a finished run keeps the costs its first process recorded.
     let costs_after = costs(&run);
