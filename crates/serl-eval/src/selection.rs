@@ -90,6 +90,18 @@ fn std_normal() -> Normal {
     Normal::standard()
 }
 
+/// The mean of `x` with its two-sided `level` t-interval (mean, low,
+/// high); `None` under two values.
+pub fn mean_interval(x: &[f64], level: f64) -> Option<(f64, f64, f64)> {
+    if x.len() < 2 {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, (x.len() - 1) as f64).ok()?;
+    let half = t.inverse_cdf(0.5 + level / 2.0) * sd(x) / (x.len() as f64).sqrt();
+    let m = mean(x);
+    Some((m, m - half, m + half))
+}
+
 /// E\[max of `n` independent standard normals\], by integrating
 /// x·n·φ(x)·Φ(x)^(n−1) (0 for n ≤ 1).
 pub fn expected_max_of_normals(n: usize) -> f64 {

@@ -47,6 +47,18 @@ fn the_noise_edge_and_the_detectable_edge_are_the_issues_figures() {
 }
 
 #[test]
+fn the_mean_interval_uses_the_t_quantile() {
+    // Mean 2, sd 1 over 4 values: t(0.975, 3) = 3.182446, so ±1.591223.
+    let (m, lo, hi) = mean_interval(&[1.0, 2.0, 3.0, 2.0], 0.95).unwrap();
+    let half = 3.182446 * (2.0f64 / 3.0).sqrt() / 2.0;
+    assert!(
+        (m - 2.0).abs() < 1e-12 && (hi - m - half).abs() < 1e-5,
+        "{lo} {hi}"
+    );
+    assert!(mean_interval(&[1.0], 0.95).is_none());
+}
+
+#[test]
 fn sigma_d_is_the_median_of_the_designs_daily_spreads() {
     let m = matrix(&[&[1.0, -1.0], &[2.0, -2.0], &[0.0, 6.0]]);
     // sds: √2, 2√2, 3√2.

@@ -2,8 +2,74 @@
 //! section (the recommendation before everything else).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use crate::evidence::SelectionEvidence;
+use serl_eval::evidence::{day_matrix, read_evidence};
+use serl_report::{intervals_chart, Chart};
+
+use crate::evidence::{SelectionEvidence, EVIDENCE_FILE, PLAIN_ROLE};
+
+/// The most designs the edges chart shows (the best by mean edge).
+const CHART_DESIGNS: usize = 12;
+
+/// The chart's title, which is also its caption and its image's alt text.
+pub(crate) fn edges_title(e: &SelectionEvidence) -> String {
+    format!(
+        "Each design's mean daily edge over plain PPO on the validation days, with its 95% interval, the best {CHART_DESIGNS} by mean (the chosen one starred); noise alone gives the best of {} about {}",
+        e.designs,
+        bps(e.noise_edge)
+    )
+}
+
+/// A chart of each design's mean daily edge over plain PPO on the
+/// validation days, with its 95% t-interval, best first, from the run's
+/// evidence file; `None` under two days (no interval) or without the file.
+pub(crate) fn edges_svg(dir: &Path, e: &SelectionEvidence) -> Option<String> {
+    let rows = read_evidence(&dir.join(EVIDENCE_FILE)).ok()?;
+    let plain = rows.iter().find(|r| r.role == PLAIN_ROLE)?.name.clone();
+    let mut designs: Vec<String> = rows
+        .iter()
+        .filter(|r| r.role == "candidate")
+        .map(|r| r.name.clone())
+        .collect();
+    designs.sort();
+    designs.dedup();
+    let m = day_matrix(&rows, &designs, &plain)?;
+    let mut points: Vec<(String, (f64, f64, f64))> = m
+        .designs
+        .iter()
+        .zip(&m.diffs)
+        .filter_map(|(d, x)| Some((d.clone(), serl_eval::selection::mean_interval(x, 0.95)?)))
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    points.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+    points.truncate(CHART_DESIGNS);
+    let labels = points
+        .iter()
+        .map(|(d, _)| {
+            if *d == e.chosen {
+                format!("{d}*")
+            } else {
+                d.clone()
+            }
+        })
+        .collect();
+    let chart = Chart::new(
+        "Daily edge over plain PPO on validation (95% interval)",
+        "design (* chosen)",
+        "bps a day",
+    )
+    .x_labels(labels);
+    let series = [(
+        "daily edge over plain PPO".to_string(),
+        points.into_iter().map(|p| p.1).collect(),
+    )];
+    let mut svg = String::new();
+    intervals_chart(&mut svg, &chart, &series).ok()?;
+    Some(svg)
+}
 
 /// A figure or a dash.
 fn bps(v: Option<f64>) -> String {

@@ -85,12 +85,19 @@ pub fn write(
     }
     // The recommendation first, then the final test's verdict.
     md.push_str(&out.evidence.markdown());
+    let mut svgs = Vec::new();
+    if let Some(svg) = crate::evidence_report::edges_svg(dir, &out.evidence) {
+        let title = crate::evidence_report::edges_title(&out.evidence);
+        std::fs::write(dir.join("evidence.svg"), &svg).map_err(|e| err(dir, e))?;
+        let _ = writeln!(md, "![{title}](evidence.svg)\n");
+        svgs.push((title, svg));
+    }
     let data = ReportData::new(&out.test, provenance);
     if let Some(v) = crate::verdict(out, &data) {
         md.push_str(&v.markdown());
     }
     let (best_line, points) = iterations_table(&mut md, out);
-    let mut svgs = score_plots(dir, &mut md, best_line, points)?;
+    svgs.extend(score_plots(dir, &mut md, best_line, points)?);
     best_design(&mut md, out, modules);
     if let Some(db) = crate::database::Database::read(dir) {
         if let Some(svg) = crate::report_search::section(&mut md, &db, &out.candidates) {

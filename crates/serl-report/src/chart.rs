@@ -288,7 +288,9 @@ pub fn intervals_chart(svg: &mut String, chart: &Chart, series: &[Intervals]) ->
     let pad = ((y1 - y0) * 0.08).max(1e-6);
     // Room above the whiskers for the legend (upper right).
     let legend_room = (y1 - y0) * 0.2 * series.len() as f64;
-    let root = SVGBackend::with_string(svg, (760, 380)).into_drawing_area();
+    // Wider where many positions need their labels apart.
+    let width = (70 * positions as u32 + 120).max(760);
+    let root = SVGBackend::with_string(svg, (width, 380)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut ctx = ChartBuilder::on(&root)
         .caption(&chart.title, ("sans-serif", 18))
