@@ -126,6 +126,9 @@ pub const REWARD_VARS: [RewardVar; 17] = [
     },
 ];
 
+/// The reward variables a plan module sets: 0 on every step without one.
+pub const PLAN_VARS: [&str; 2] = ["plan_gap", "subgoal_hit"];
+
 /// `{name, doc}` of each reward variable, for the prompts.
 pub fn reward_vars_doc() -> Vec<serde_json::Value> {
     REWARD_VARS
@@ -243,6 +246,14 @@ impl RewardModule {
     /// played on random steps of one episode (seeded, so the verdict is
     /// the same every time).
     pub fn check_reads_state(&self) -> Result<(), ModuleError> {
+        self.check_reads_state_in(true)
+    }
+
+    /// [`Self::check_reads_state`] for a design with or without a plan
+    /// module: without one, `plan_gap` and `subgoal_hit` are 0 on every
+    /// step, so a reward built on them alone reads no state either.
+    pub fn check_reads_state_in(&self, with_plan: bool) -> Result<(), ModuleError> {
+        let fixed = |name: &str| name == "steps" || (!with_plan && PLAN_VARS.contains(&name));
         let mut seed = 0x5EED_u64;
         let mut uniform = move || {
             // splitmix64: no generator crate for 32 draws.
@@ -258,6 +269,7 @@ impl RewardModule {
             let vars = REWARD_VARS.map(|v| match v.name {
                 // Fixed for the episode.
                 "steps" => 13.0,
+                name if fixed(name) => 0.0,
                 "done" => f64::from(u8::from(uniform() < 0.3)),
                 _ => uniform() * 20.0 - 10.0,
             });
@@ -278,11 +290,11 @@ impl RewardModule {
             .iter()
             .map(|&i| REWARD_VARS[i].name)
             .collect();
-        let changing = read.iter().any(|v| *v != "steps");
+        let changing = read.iter().any(|v| !fixed(v));
         let reads = match (read.is_empty(), changing) {
             (true, _) => "reads no variable".to_string(),
             (false, false) => format!(
-                "reads only {}, which is fixed for an episode",
+                "reads only {}, which is fixed for an episode (plan_gap and subgoal_hit are 0 without a plan module)",
                 read.join(", ")
             ),
             (false, true) => format!("reads {}, but they cancel out", read.join(", ")),
@@ -392,6 +404,11 @@ mod tests {
                 .check_reads_state()
                 .unwrap();
         }
+        // Without a plan module its variables are 0 on every step.
+        let subgoal = RewardModule::compile("subgoal_hit").unwrap();
+        subgoal.check_reads_state().unwrap();
+        let e = subgoal.check_reads_state_in(false).unwrap_err();
+        assert!(e.message.contains("without a plan module"), "{}", e.message);
         // A division by zero on every step is left to the smoke test, which
         // counts the steps it repaired.
         let zero = RewardModule::compile("step_pa / (done - done)").unwrap();

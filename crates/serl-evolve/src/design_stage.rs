@@ -188,6 +188,9 @@ pub(crate) struct SmokeBench<'a> {
     /// Whether the task's agent places its orders (its features may read
     /// the resting order's queue).
     pub placing: bool,
+    /// Whether a design has a plan module (configured or designed): without
+    /// one a reward of `plan_gap` or `subgoal_hit` alone is 0 throughout.
+    pub plan: bool,
 }
 
 impl SmokeBench<'_> {
@@ -197,6 +200,9 @@ impl SmokeBench<'_> {
     fn check(&self, m: &Module) -> Result<Option<SmokeReport>, String> {
         if let Module::State(s) = m {
             s.check_task(self.placing).map_err(|e| e.message)?;
+        }
+        if let Module::Reward(r) = m {
+            r.check_reads_state_in(self.plan).map_err(|e| e.message)?;
         }
         let Some(o) = self.order else { return Ok(None) };
         let (reward, state) = match m {

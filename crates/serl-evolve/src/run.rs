@@ -657,6 +657,7 @@ fn design_round(
             env_cfg: &inputs.env_cfg,
             order: inputs.train_orders.first(),
             placing: !cfg.train.placements.is_empty(),
+            plan: cfg.train.plan.is_some() || cfg.modules.contains(&serl_design::ModuleKind::Plan),
         },
     };
     let mut designed = Vec::with_capacity(candidates);
