@@ -85,7 +85,7 @@ pub struct EvolveConfig {
     pub finetune: Option<crate::learner::FinetuneConfig>,
     /// `[evolve.select]`: when the chosen design is recommended over plain
     /// PPO (the SPA test's level, its bootstrap, CSCV's blocks).
-    pub select: crate::evidence::SelectConfig,
+    pub select: crate::select::SelectConfig,
 }
 
 /// One part of SE-RL to switch off.

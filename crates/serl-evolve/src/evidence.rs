@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use serl_eval::evidence::{day_matrix, read_evidence, stock_day_rows, write_evidence, EvidenceRow};
 use serl_eval::selection::{self, DayMatrix, Pbo, Spa};
 
+pub use crate::select::SelectConfig;
+
 use crate::candidate::{CandidateResult, Validation};
 use crate::error::{file_err, read_json, write_json, EvolveError};
 
@@ -44,80 +46,6 @@ pub struct Finalist {
     pub selection_edge: f64,
     /// The same after its retraining from a fresh seed, bps.
     pub rescored_edge: f64,
-}
-
-/// `[evolve.select]`: how the run decides whether its choice is better
-/// than plain PPO.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SelectConfig {
-    /// The Reality Check's level: the chosen design is recommended only
-    /// where the test rejects at it.
-    pub alpha: f64,
-    /// The power the minimum detectable edge is stated at.
-    pub power: f64,
-    /// Stationary-bootstrap resamples of the days.
-    pub reps: usize,
-    /// Their mean block length, days. 1 (the default) resamples days
-    /// independently: with a handful of days, longer blocks keep the
-    /// sample's chance autocorrelation and understate the mean's spread.
-    pub mean_block: f64,
-    /// The most blocks of days CSCV cuts the validation days into (the
-    /// largest even number that leaves a day in each).
-    pub max_blocks: usize,
-    /// The best designs by selection score retrained from a fresh seed and
-    /// validated again, to measure the winner's curse (0: none).
-    pub finalists: usize,
-}
-
-impl Default for SelectConfig {
-    fn default() -> Self {
-        SelectConfig {
-            alpha: 0.05,
-            power: 0.8,
-            reps: 2000,
-            mean_block: 1.0,
-            max_blocks: 16,
-            finalists: 0,
-        }
-    }
-}
-
-impl SelectConfig {
-    /// Checks every field, naming the one at fault.
-    pub fn validate(&self) -> Result<(), String> {
-        let open = |v: f64| v > 0.0 && v < 1.0;
-        if !open(self.alpha) {
-            return Err(format!(
-                "[evolve.select] alpha = {}: give a level in (0, 1), e.g. 0.05",
-                self.alpha
-            ));
-        }
-        if !open(self.power) {
-            return Err(format!(
-                "[evolve.select] power = {}: give a probability in (0, 1), e.g. 0.8",
-                self.power
-            ));
-        }
-        if self.reps == 0 {
-            return Err(
-                "[evolve.select] reps = 0: the SPA test needs resamples (e.g. 2000)".into(),
-            );
-        }
-        if self.mean_block.is_nan() || self.mean_block < 1.0 {
-            return Err(format!(
-                "[evolve.select] mean_block = {}: a block is at least one day",
-                self.mean_block
-            ));
-        }
-        if self.max_blocks < 2 {
-            return Err(format!(
-                "[evolve.select] max_blocks = {}: CSCV needs at least 2 blocks",
-                self.max_blocks
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// What the run recommends, and why.
@@ -181,6 +109,14 @@ pub struct SelectionEvidence {
     pub seed: u64,
     /// The plain baseline's final name (`ppo-default`, or a team's).
     pub plain_final: String,
+    /// The chosen design's final name.
+    #[serde(default = "best_final_name")]
+    pub best_final: String,
+}
+
+/// The chosen design's final retraining, as runs before this field named it.
+fn best_final_name() -> String {
+    "serl-best".into()
 }
 
 /// The evidence rows of one validated strategy: its stock-days, or its
@@ -279,6 +215,8 @@ pub struct Assessing<'a> {
     pub seed: u64,
     /// The plain baseline's final name.
     pub plain_final: &'a str,
+    /// The chosen design's final name (`serl-best`).
+    pub best_final: &'a str,
 }
 
 /// The evidence's figures and the recommendation, from its rows alone.
@@ -333,6 +271,7 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
         settings: s.clone(),
         seed: a.seed,
         plain_final: a.plain_final.to_string(),
+        best_final: a.best_final.to_string(),
     };
     e.recommendation = recommend(&e);
     e
@@ -452,7 +391,7 @@ fn recommend(e: &SelectionEvidence) -> Recommendation {
         ));
     }
     Recommendation {
-        recommended: crate::confirm::BEST.to_string(),
+        recommended: e.best_final.clone(),
         design: Some(e.chosen.clone()),
         reason: format!(
             "the chosen design leads plain PPO by {edge:+.2} bps a day on {} validation days ({} won){noise}; Reality Check p = {:.3} < {alpha} over all {} designs tried",
@@ -510,6 +449,7 @@ pub fn recompute(dir: &Path) -> Result<(SelectionEvidence, Vec<EvidenceRow>), Ev
         settings: &recorded.settings,
         seed: recorded.seed,
         plain_final: &recorded.plain_final,
+        best_final: &recorded.best_final,
     };
     Ok((assess(&rows, &a), rows))
 }

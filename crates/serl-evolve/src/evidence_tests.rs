@@ -53,6 +53,7 @@ fn assessed(rows: &[EvidenceRow], chosen: &str) -> SelectionEvidence {
             settings: &settings,
             seed: 9,
             plain_final: "ppo-default",
+            best_final: "serl-best",
         },
     )
 }

@@ -71,6 +71,7 @@ mod report_search;
 mod run;
 mod score;
 mod search;
+mod select;
 mod stages;
 mod tasks;
 mod team_test;

@@ -450,6 +450,7 @@ fn weigh_evidence(
             settings: &cfg.select,
             seed: cfg.seed ^ EVIDENCE_SEED_MIX,
             plain_final: &plain_final,
+            best_final: crate::confirm::BEST,
         },
     );
     crate::evidence::write(&inputs.run_dir, &rows, &e)?;
