@@ -24,6 +24,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
+use crate::metrics::{mean, std_dev as sd};
+
 /// Euler–Mascheroni's constant, in the deflated Sharpe ratio's expected
 /// maximum.
 const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
@@ -58,19 +60,6 @@ impl DayMatrix {
         let mut sds: Vec<f64> = self.diffs.iter().map(|d| sd(d)).collect();
         median(&mut sds)
     }
-}
-
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len().max(1) as f64
-}
-
-/// The sample standard deviation (n − 1); 0 under two values.
-fn sd(x: &[f64]) -> f64 {
-    if x.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(x);
-    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
 }
 
 fn median(x: &mut [f64]) -> Option<f64> {

@@ -29,6 +29,8 @@ use crate::error::{file_err, read_json, write_json, EvolveError};
 pub const EVIDENCE_FILE: &str = "evidence.parquet";
 /// What the run concluded from it.
 pub const EVIDENCE_JSON: &str = "evidence.json";
+/// The role of a scored design's rows.
+pub const CANDIDATE_ROLE: &str = "candidate";
 /// The role of plain PPO's rows: the reference every design is paired with.
 pub const PLAIN_ROLE: &str = "plain";
 /// The role of a finalist's rows after its retraining from a fresh seed.
@@ -162,7 +164,7 @@ pub(crate) fn rows(
     for c in scored(all) {
         out.extend(validation_rows(
             &c.key,
-            "candidate",
+            CANDIDATE_ROLE,
             c.validation.as_ref().expect("scored"),
         ));
     }
@@ -221,24 +223,11 @@ pub struct Assessing<'a> {
 
 /// The evidence's figures and the recommendation, from its rows alone.
 pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
-    let mut designs: Vec<String> = rows
-        .iter()
-        .filter(|r| r.role == "candidate")
-        .map(|r| r.name.clone())
-        .collect();
-    designs.sort();
-    designs.dedup();
-    let plain = rows
-        .iter()
-        .find(|r| r.role == PLAIN_ROLE)
-        .map(|r| r.name.clone());
-    let m = plain
-        .as_deref()
-        .and_then(|p| day_matrix(rows, &designs, p))
-        .unwrap_or(DayMatrix {
-            designs: Vec::new(),
-            diffs: Vec::new(),
-        });
+    let plain = plain_name(rows);
+    let m = designs_matrix(rows).unwrap_or(DayMatrix {
+        designs: Vec::new(),
+        diffs: Vec::new(),
+    });
     let s = a.settings;
     let (n, days) = (m.designs.len(), m.days());
     let sigma_d = m.sigma_d();
@@ -321,6 +310,26 @@ impl SelectionEvidence {
                 / n,
         )
     }
+}
+
+/// The name of the reference's rows (plain PPO's key), if any.
+fn plain_name(rows: &[EvidenceRow]) -> Option<String> {
+    rows.iter()
+        .find(|r| r.role == PLAIN_ROLE)
+        .map(|r| r.name.clone())
+}
+
+/// The days × designs matrix of every candidate's daily difference from
+/// plain PPO, designs by name; `None` without plain PPO's rows.
+pub(crate) fn designs_matrix(rows: &[EvidenceRow]) -> Option<DayMatrix> {
+    let mut designs: Vec<String> = rows
+        .iter()
+        .filter(|r| r.role == CANDIDATE_ROLE)
+        .map(|r| r.name.clone())
+        .collect();
+    designs.sort();
+    designs.dedup();
+    day_matrix(rows, &designs, &plain_name(rows)?)
 }
 
 /// The chosen design's deflated Sharpe ratio among `m`'s designs.

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serl_eval::evidence::{day_matrix, read_evidence};
+use serl_eval::evidence::read_evidence;
 use serl_report::{intervals_chart, Chart};
 
-use crate::evidence::{SelectionEvidence, EVIDENCE_FILE, PLAIN_ROLE};
+use crate::evidence::{SelectionEvidence, EVIDENCE_FILE};
 
 /// The most designs the edges chart shows (the best by mean edge).
 const CHART_DESIGNS: usize = 12;
@@ -26,15 +26,7 @@ pub(crate) fn edges_title(e: &SelectionEvidence) -> String {
 /// evidence file; `None` under two days (no interval) or without the file.
 pub(crate) fn edges_svg(dir: &Path, e: &SelectionEvidence) -> Option<String> {
     let rows = read_evidence(&dir.join(EVIDENCE_FILE)).ok()?;
-    let plain = rows.iter().find(|r| r.role == PLAIN_ROLE)?.name.clone();
-    let mut designs: Vec<String> = rows
-        .iter()
-        .filter(|r| r.role == "candidate")
-        .map(|r| r.name.clone())
-        .collect();
-    designs.sort();
-    designs.dedup();
-    let m = day_matrix(&rows, &designs, &plain)?;
+    let m = crate::evidence::designs_matrix(&rows)?;
     let mut points: Vec<(String, (f64, f64, f64))> = m
         .designs
         .iter()

@@ -153,7 +153,8 @@ pub(crate) fn plain_final(cfg: &EvolveConfig) -> String {
     final_jobs(cfg, &Design::baseline())
         .into_iter()
         .nth(1)
-        .map_or_else(|| crate::confirm::PLAIN.to_string(), |j| j.name)
+        .expect("the plain baseline's final retraining follows the best design's")
+        .name
 }
 
 /// The scripted baselines on the validation orders in the static replay,

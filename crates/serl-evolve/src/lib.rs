@@ -25,7 +25,7 @@
 //! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
-//! | evidence | `evidence.rs` | every design's, plain PPO's and the baselines' PA per validation stock-day (`evidence.parquet`); σ_d, the noise edge, the detectable edge, PBO, the deflated score, the SPA test; the recommendation (`evidence.json`, `final/recommended`) |
+//! | evidence | `evidence.rs`, `evidence_stage.rs` | every design's, plain PPO's and the baselines' PA per validation stock-day (`evidence.parquet`); σ_d, the noise edge, the detectable edge, PBO, the deflated score, the SPA test; the recommendation (`evidence.json`, `final/recommended`) |
 //! | verdict | `verdict.rs` | the chosen design on test against plain PPO and the baselines, day by day; whether the validation ranking held |
 //! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
 //! | executors | `executor.rs` | jobs run here side by side (where the numbers stay the same), or as batches of a cluster's plan (`serl-cluster`) |
@@ -54,6 +54,7 @@ mod design_stage;
 mod error;
 pub mod evidence;
 mod evidence_report;
+mod evidence_stage;
 mod executor;
 mod final_test;
 mod hierarchy;

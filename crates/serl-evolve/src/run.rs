@@ -24,7 +24,7 @@ use crate::config::{ConvergenceConfig, EvolveConfig};
 use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
-use crate::evidence::{Assessing, SelectionEvidence};
+use crate::evidence::SelectionEvidence;
 use crate::executor::{self, Executor};
 use crate::hierarchy_rows::HierarchyRow;
 use crate::llm_critic::CriticMaker;
@@ -367,7 +367,9 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     let (baseline, (test, lockbox)) =
         baseline_and_final(&inputs, executor, &best, &design, &mut stages)?;
     let evidence = stages.time("evidence", || {
-        weigh_evidence(&inputs, executor, &all, &baseline, &best.key)
+        let scoring = inputs.scoring();
+        let weighing = (&scoring, executor, inputs.run_dir.as_path());
+        crate::evidence_stage::weigh(weighing, &all, &baseline, &best.key)
     })?;
     let sealed = lockbox.as_ref().is_some_and(Lockbox::sealed);
     let hierarchy = hierarchy_rows(&inputs, executor, &design, sealed, &mut stages)?;
@@ -384,77 +386,6 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
         hierarchy,
         evidence,
     })
-}
-
-/// Mixed into `[evolve] seed` for the finalists' fresh seeds.
-const RESCORE_SEED_MIX: u64 = 0x2E5C_0AE5;
-
-/// The `[evolve.select] finalists` best designs by selection score,
-/// retrained on the candidates' budget from fresh seeds and validated
-/// again (`scores/rescore_<key>.json`): how much of their lead was the
-/// luck of their training.
-fn rescore_finalists(
-    inputs: &EvolveInputs,
-    executor: &dyn Executor,
-    all: &[CandidateResult],
-) -> Result<Vec<CandidateResult>, EvolveError> {
-    let cfg = &inputs.cfg;
-    let jobs: Vec<ScoreJob> = crate::evidence::finalists(all, cfg.select.finalists)
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| ScoreJob {
-            design: c.design.clone().expect("scored candidates have designs"),
-            key: format!("{}{}", crate::evidence::RESCORE_PREFIX, c.key),
-            iteration: c.iteration,
-            success_rate: c.success_rate,
-            seed: cfg.seed ^ RESCORE_SEED_MIX ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        })
-        .collect();
-    if jobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let scored = executor.score(
-        &inputs.scoring(),
-        &inputs.run_dir,
-        "finalists",
-        &jobs,
-        &|| {},
-    )?;
-    Ok(scored.into_iter().map(|s| s.result).collect())
-}
-
-/// Mixed into `[evolve] seed` for the SPA test's bootstrap.
-const EVIDENCE_SEED_MIX: u64 = 0x5E1E_C7ED;
-
-/// The evidence of every scored design, plain PPO and the scripted
-/// baselines on the validation days (written to the run directory), what
-/// it says of the choice of `chosen`, and the recommendation. Validation
-/// only: the test split plays no part.
-fn weigh_evidence(
-    inputs: &EvolveInputs,
-    executor: &dyn Executor,
-    all: &[CandidateResult],
-    plain: &CandidateResult,
-    chosen: &str,
-) -> Result<SelectionEvidence, EvolveError> {
-    let scoring = inputs.scoring();
-    let baselines = crate::final_test::validate_baselines(&scoring)?;
-    let rescored = rescore_finalists(inputs, executor, all)?;
-    let rows = crate::evidence::rows(all, &rescored, plain, &baselines);
-    let cfg = &inputs.cfg;
-    let plain_final = crate::final_test::plain_final(cfg);
-    let e = crate::evidence::assess(
-        &rows,
-        &Assessing {
-            chosen,
-            settings: &cfg.select,
-            seed: cfg.seed ^ EVIDENCE_SEED_MIX,
-            plain_final: &plain_final,
-            best_final: crate::confirm::BEST,
-        },
-    );
-    crate::evidence::write(&inputs.run_dir, &rows, &e)?;
-    Ok(e)
 }
 
 /// The program database of `[evolve.search]` (none without it). It scores
