@@ -270,12 +270,7 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
 /// `m`), on the days both scorings share with plain PPO, in the order of
 /// the selection edges.
 fn rescored_finalists(rows: &[EvidenceRow], m: &DayMatrix, plain: &str) -> Vec<Finalist> {
-    let mut names: Vec<String> = rows
-        .iter()
-        .filter(|r| r.role == RESCORED_ROLE)
-        .map(|r| r.name.clone())
-        .collect();
-    names.dedup();
+    let names = names_of(rows, RESCORED_ROLE);
     let means = m.means();
     let mut out: Vec<Finalist> = names
         .iter()
@@ -322,14 +317,19 @@ fn plain_name(rows: &[EvidenceRow]) -> Option<String> {
 /// The days × designs matrix of every candidate's daily difference from
 /// plain PPO, designs by name; `None` without plain PPO's rows.
 pub(crate) fn designs_matrix(rows: &[EvidenceRow]) -> Option<DayMatrix> {
-    let mut designs: Vec<String> = rows
+    day_matrix(rows, &names_of(rows, CANDIDATE_ROLE), &plain_name(rows)?)
+}
+
+/// The names of `role`'s rows, sorted, each once.
+fn names_of(rows: &[EvidenceRow], role: &str) -> Vec<String> {
+    let mut names: Vec<String> = rows
         .iter()
-        .filter(|r| r.role == CANDIDATE_ROLE)
+        .filter(|r| r.role == role)
         .map(|r| r.name.clone())
         .collect();
-    designs.sort();
-    designs.dedup();
-    day_matrix(rows, &designs, &plain_name(rows)?)
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The chosen design's deflated Sharpe ratio among `m`'s designs.
