@@ -4,6 +4,7 @@ candidates and tables, a training run's metrics."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -97,8 +98,13 @@ def _candidates(path: Path) -> tuple:
     rows: List[Dict[str, Any]] = []
     designs: Dict[str, Dict[str, Any]] = {}
     for f in sorted((path / "scores").glob("*.json")):
-        # A finalist retrained from a fresh seed is no candidate.
-        if f.name.endswith(".secs.json") or f.name.startswith("rescore_"):
+        # A finalist retrained from a fresh seed, or scored on a fold of
+        # the non-test days, is no candidate.
+        if (
+            f.name.endswith(".secs.json")
+            or f.name.startswith("rescore_")
+            or re.match(r"fold\d+(s\d+)?_", f.name)
+        ):
             continue
         c = _read_json(f)
         v = c.get("validation") or {}

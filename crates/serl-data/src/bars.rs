@@ -50,6 +50,10 @@ pub struct Session {
     pub volume: Vec<f64>,
     /// Per-bar VWAP, when the source has it.
     pub vwap: Option<Vec<f64>>,
+    /// A planted forecast of the return from each bar's close over the
+    /// next minutes, in standard units, when the source carries one
+    /// (`serl data plant`; 0 on filled bars).
+    pub signal: Option<Vec<f64>>,
     /// Top-of-book quotes aligned with the bars, when a LEAN quote file was
     /// paired with the trade file.
     pub quotes: Option<QuoteBars>,

@@ -120,6 +120,10 @@ pub struct ColumnMapping {
     /// Optional: a symbol column. Without it the symbol comes from the file
     /// name (`AAPL.csv.gz`) or, for one file per day, the parent folder.
     pub symbol: String,
+    /// Optional: a planted forecast of each bar's coming return
+    /// (`serl data plant`, default `signal`); designs may read it, plain
+    /// PPO does not.
+    pub signal: String,
 }
 
 impl Default for ColumnMapping {
@@ -135,6 +139,7 @@ impl Default for ColumnMapping {
             volume: "volume".into(),
             vwap: "vwap".into(),
             symbol: "symbol".into(),
+            signal: "signal".into(),
         }
     }
 }

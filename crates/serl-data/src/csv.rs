@@ -23,6 +23,7 @@ enum TimeLayout {
 struct Layout {
     time: TimeLayout,
     vwap: bool,
+    signal: bool,
     symbol: bool,
 }
 
@@ -63,6 +64,7 @@ fn resolve_layout(file: &Path, header: &[String], map: &ColumnMapping) -> Result
     Ok(Layout {
         time,
         vwap: has(&map.vwap),
+        signal: has(&map.signal),
         symbol: has(&map.symbol),
     })
 }
@@ -151,11 +153,14 @@ pub(crate) fn read_csv(
 }
 
 /// The numeric columns of a layout: open, high, low, close, volume, then
-/// the VWAP where the file has one.
+/// the VWAP and the planted signal where the file has them.
 fn numeric_columns<'m>(map: &'m ColumnMapping, layout: &Layout) -> Vec<&'m str> {
     let mut numeric: Vec<&str> = price_columns(map).to_vec();
     if layout.vwap {
         numeric.push(&map.vwap);
+    }
+    if layout.signal {
+        numeric.push(&map.signal);
     }
     numeric
 }
@@ -206,7 +211,7 @@ fn bars_from_frame(
         minutes,
         values,
     };
-    Ok(columns.keep(&cells.ok, layout.vwap))
+    Ok(columns.keep(&cells.ok, layout.vwap, layout.signal))
 }
 
 /// Reads a Parquet file's frame into raw bars with the same column mapping
@@ -442,18 +447,21 @@ struct Columns {
     symbols: Vec<Arc<str>>,
     dates: Vec<NaiveDate>,
     minutes: Vec<u16>,
-    /// open, high, low, close, volume, then vwap when the file has it.
+    /// open, high, low, close, volume, then vwap and signal when the file
+    /// has them.
     values: Vec<Vec<f64>>,
 }
 
 impl Columns {
     /// The rows marked `ok`, with their source lines.
-    fn keep(self, ok: &[bool], vwap: bool) -> RawBars {
+    fn keep(self, ok: &[bool], vwap: bool, signal: bool) -> RawBars {
         let values = &self.values;
         let mut raw = RawBars {
             vwap: vwap.then(Vec::new),
+            signal: signal.then(Vec::new),
             ..Default::default()
         };
+        let signal_at = PRICE_FIELDS + usize::from(vwap);
         for i in (0..ok.len()).filter(|&i| ok[i]) {
             raw.symbol.push(self.symbols[i].clone());
             raw.date.push(self.dates[i]);
@@ -464,7 +472,10 @@ impl Columns {
             raw.close.push(values[3][i]);
             raw.volume.push(values[4][i]);
             if let Some(v) = &mut raw.vwap {
-                v.push(values[5][i]);
+                v.push(values[PRICE_FIELDS][i]);
+            }
+            if let Some(v) = &mut raw.signal {
+                v.push(values[signal_at][i]);
             }
             raw.line.push(i as u64 + 2);
         }

@@ -87,6 +87,7 @@ mod error;
 mod lean;
 mod load;
 mod parquet;
+mod plant;
 mod raw;
 mod split;
 mod stats;
@@ -103,6 +104,9 @@ pub use convert::{convert, ConvertReport};
 pub use error::{DataError, Problem, ProblemKind, Severity};
 pub use load::{load, scan};
 pub use parquet::write_sessions;
+pub use plant::{
+    forward_returns_bps, plant, read_plant_manifest, PlantConfig, PlantReport, PLANT_MANIFEST,
+};
 pub use split::{Split, Splits};
 pub use stats::{
     historical_profile, realized_vol, session_stats, spread_estimate, volume_profile, SessionStats,

@@ -39,7 +39,8 @@ pub(crate) fn read_parquet(
 }
 
 /// Writes `sessions` (bars as loaded; filled bars left out, since a copy
-/// holds what the source had) to `path` as Parquet under `map`'s column
+/// holds what the source had; a planted signal where every session has
+/// one) to `path` as Parquet under `map`'s column
 /// names. Returns the bars written.
 pub fn write_sessions(
     path: &Path,
@@ -47,9 +48,11 @@ pub fn write_sessions(
     map: &ColumnMapping,
 ) -> std::io::Result<u64> {
     let with_vwap = sessions.iter().all(|s| s.vwap.is_some()) && !sessions.is_empty();
+    let with_signal = sessions.iter().all(|s| s.signal.is_some()) && !sessions.is_empty();
     let mut symbol = Vec::new();
     let mut stamp = Vec::new();
     let mut cols: [Vec<f64>; 6] = Default::default();
+    let mut signal = Vec::new();
     for s in sessions {
         let date = s.date.format("%Y-%m-%d").to_string();
         for i in (0..s.len()).filter(|&i| !s.filled.get(i).copied().unwrap_or(false)) {
@@ -63,6 +66,9 @@ pub fn write_sessions(
             }
             if let (true, Some(v)) = (with_vwap, &s.vwap) {
                 cols[5].push(v[i]);
+            }
+            if let (true, Some(g)) = (with_signal, &s.signal) {
+                signal.push(g[i]);
             }
         }
     }
@@ -81,6 +87,9 @@ pub fn write_sessions(
     ];
     for (name, values) in names.iter().zip(cols).take(if with_vwap { 6 } else { 5 }) {
         columns.push(Column::new(name.as_str().into(), values));
+    }
+    if with_signal {
+        columns.push(Column::new(map.signal.as_str().into(), signal));
     }
     let mut df = DataFrame::new_infer_height(columns).map_err(std::io::Error::other)?;
     let tmp = path.with_extension("parquet.tmp");

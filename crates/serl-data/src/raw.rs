@@ -25,6 +25,7 @@ pub struct RawBars {
     pub close: Vec<f64>,
     pub volume: Vec<f64>,
     pub vwap: Option<Vec<f64>>,
+    pub signal: Option<Vec<f64>>,
     /// 1-based source line of each row.
     pub line: Vec<u64>,
 }
@@ -41,6 +42,7 @@ impl RawBars {
             && self.close[a] == self.close[b]
             && self.volume[a] == self.volume[b]
             && self.vwap.as_ref().is_none_or(|v| v[a] == v[b])
+            && self.signal.as_ref().is_none_or(|v| v[a] == v[b])
     }
 }
 
@@ -182,7 +184,8 @@ fn valid_rows(
 }
 
 /// The first thing wrong with row `i`'s values, if any: a price that is
-/// not positive, a high below the low, a negative or non-finite volume.
+/// not positive, a high below the low, a negative or non-finite volume, a
+/// planted signal that is not finite.
 fn bad_values(file: &Path, raw: &RawBars, i: usize) -> Option<Problem> {
     let fields = ["open", "high", "low", "close"];
     let prices = [raw.open[i], raw.high[i], raw.low[i], raw.close[i]];
@@ -219,6 +222,13 @@ fn bad_values(file: &Path, raw: &RawBars, i: usize) -> Option<Problem> {
             "volume",
             ProblemKind::BadVolume,
             format!("volume {v} is negative or not finite; row dropped"),
+        );
+    }
+    if let Some(g) = raw.signal.as_ref().map(|g| g[i]).filter(|g| !g.is_finite()) {
+        return error(
+            "signal",
+            ProblemKind::BadValue,
+            format!("signal {g} is not finite; row dropped"),
         );
     }
     None
@@ -321,12 +331,13 @@ fn build_session(raw: &RawBars, idx: &[u32], hours: Hours) -> Session {
         close: Vec::with_capacity(cap),
         volume: Vec::with_capacity(cap),
         vwap: raw.vwap.as_ref().map(|_| Vec::with_capacity(cap)),
+        signal: raw.signal.as_ref().map(|_| Vec::with_capacity(cap)),
         quotes: None,
         filled: Vec::with_capacity(cap),
         missing_minutes: missing,
         filled_minutes: 0,
     };
-    let push = |s: &mut Session, m: u16, o: f64, h: f64, l: f64, c: f64, v: f64, w: f64, f| {
+    let push = |s: &mut Session, m: u16, [o, h, l, c, v, w, g]: [f64; 7], f| {
         s.minute.push(m);
         s.open.push(o);
         s.high.push(h);
@@ -335,6 +346,9 @@ fn build_session(raw: &RawBars, idx: &[u32], hours: Hours) -> Session {
         s.volume.push(v);
         if let Some(vw) = &mut s.vwap {
             vw.push(w);
+        }
+        if let Some(sg) = &mut s.signal {
+            sg.push(g);
         }
         s.filled.push(f);
     };
@@ -346,29 +360,29 @@ fn build_session(raw: &RawBars, idx: &[u32], hours: Hours) -> Session {
             if let Some(&prev_m) = s.minute.last() {
                 let c = *s.close.last().unwrap_or(&raw.open[i]);
                 for m in prev_m + 1..raw.minute[i] {
-                    push(&mut s, m, c, c, c, c, 0.0, c, true);
+                    push(&mut s, m, [c, c, c, c, 0.0, c, 0.0], true);
                     s.filled_minutes += 1;
                 }
             }
         }
         let w = raw.vwap.as_ref().map_or(0.0, |v| v[i]);
-        push(
-            &mut s,
-            raw.minute[i],
+        let g = raw.signal.as_ref().map_or(0.0, |v| v[i]);
+        let bar = [
             raw.open[i],
             raw.high[i],
             raw.low[i],
             raw.close[i],
             raw.volume[i],
             w,
-            false,
-        );
+            g,
+        ];
+        push(&mut s, raw.minute[i], bar, false);
     }
     if hours.missing == MissingMinutes::Fill {
         if let Some(&last_m) = s.minute.last() {
             let c = *s.close.last().unwrap_or(&0.0);
             for m in last_m + 1..=hours.last {
-                push(&mut s, m, c, c, c, c, 0.0, c, true);
+                push(&mut s, m, [c, c, c, c, 0.0, c, 0.0], true);
                 s.filled_minutes += 1;
             }
         }

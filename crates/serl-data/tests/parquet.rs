@@ -155,6 +155,7 @@ fn synthetic(dir: &Path, symbols: usize, days: usize) {
                     filled: vec![false; minute.len()],
                     missing_minutes: 0,
                     filled_minutes: 0,
+                    signal: None,
                     minute,
                 }
             })

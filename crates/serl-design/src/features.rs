@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 use serl_env::obs::{DESIGN_DIM, OBS_DIM};
+
+/// Where the planted `signal` sits among the design columns: the last.
+const SIGNAL_COLUMN: usize = DESIGN_DIM - 1;
 use serl_expr::{Program, State, VarSet};
 
 /// One feature: its name and its program.
@@ -121,9 +124,21 @@ impl FeatureSet {
     /// orders.
     pub fn queue_reader(&self) -> Option<(&FeatureDef, &'static str)> {
         self.defs.iter().zip(&self.programs).find_map(|(d, p)| {
-            let column = p.variables().into_iter().find(|&v| v >= OBS_DIM)?;
+            let column = p
+                .variables()
+                .into_iter()
+                .find(|&v| (OBS_DIM..SIGNAL_COLUMN).contains(&v))?;
             Some((d, serl_env::QueueState::NAMES[column - OBS_DIM]))
         })
+    }
+
+    /// The first feature that reads the planted `signal`
+    /// ([`serl_env::obs::SIGNAL`]), if any.
+    pub fn signal_reader(&self) -> Option<&FeatureDef> {
+        self.defs
+            .iter()
+            .zip(&self.programs)
+            .find_map(|(d, p)| p.variables().contains(&SIGNAL_COLUMN).then_some(d))
     }
 
     /// The definitions, in order.
@@ -146,25 +161,27 @@ impl FeatureSet {
         self.programs.iter().map(Program::new_state).collect()
     }
 
-    /// The design columns' values in `obs`: the market's, then the queue's
-    /// when `obs` carries them (zero otherwise).
-    fn inputs(&self, obs: &[f32]) -> [f64; DESIGN_DIM] {
+    /// The design columns' values: the market's from `obs`, then the
+    /// queue's when `obs` carries them (zero otherwise), then the planted
+    /// `signal`.
+    fn inputs(&self, obs: &[f32], signal: f32) -> [f64; DESIGN_DIM] {
         let mut vals = [0f64; DESIGN_DIM];
         let n = if self.queue_input {
-            DESIGN_DIM
+            OBS_DIM + serl_env::QueueState::COLUMNS
         } else {
             OBS_DIM
         };
         for (v, &o) in vals.iter_mut().zip(&obs[..n]) {
             *v = o as f64;
         }
+        vals[SIGNAL_COLUMN] = signal as f64;
         vals
     }
 
-    /// Each program's value over `obs`, advancing its window state one
-    /// step.
-    pub fn eval_into(&self, states: &mut [State], obs: &[f32], out: &mut [f64]) {
-        let vals = self.inputs(obs);
+    /// Each program's value over `obs` and the planted `signal` (0 where
+    /// there is none), advancing its window state one step.
+    pub fn eval_into(&self, states: &mut [State], obs: &[f32], signal: f32, out: &mut [f64]) {
+        let vals = self.inputs(obs, signal);
         for ((p, st), o) in self.programs.iter().zip(states.iter_mut()).zip(out) {
             *o = p.eval(st, &vals);
         }
@@ -173,10 +190,11 @@ impl FeatureSet {
     /// Writes the inner observation and the features into `out` (length
     /// inner + features), advancing each program's window state one step.
     /// The programs read the market's columns (and the queue's, see
-    /// [`FeatureSet::with_queue_input`]); columns after them (heard
+    /// [`FeatureSet::with_queue_input`]) and the planted `signal` (0 where
+    /// there is none); columns after the market's and the queue's (heard
     /// messages) pass through.
-    pub fn extend(&self, states: &mut [State], inner: &[f32], out: &mut [f32]) {
-        let vals = self.inputs(inner);
+    pub fn extend(&self, states: &mut [State], inner: &[f32], signal: f32, out: &mut [f32]) {
+        let vals = self.inputs(inner, signal);
         out[..inner.len()].copy_from_slice(inner);
         for (k, (p, st)) in self.programs.iter().zip(states.iter_mut()).enumerate() {
             out[inner.len() + k] = p.eval(st, &vals) as f32;
@@ -190,21 +208,29 @@ impl FeatureSet {
     }
 }
 
-/// The columns a designed program may read: the observation's, and the
+/// The columns a designed program may read: the observation's, the
 /// resting order's queue state when the agent places its orders
-/// (`placing`).
-pub fn observation_columns(placing: bool) -> Vec<String> {
+/// (`placing`), and the planted `signal` where the data carries one
+/// (`signal`).
+pub fn observation_columns(placing: bool, signal: bool) -> Vec<String> {
+    let mut columns = serl_env::obs::feature_names();
     if placing {
-        serl_env::obs::design_names()
-    } else {
-        serl_env::obs::feature_names()
+        columns.extend(serl_env::QueueState::NAMES.iter().map(|n| n.to_string()));
     }
+    if signal {
+        columns.push(serl_env::obs::SIGNAL.into());
+    }
+    columns
 }
 
 /// What an observation column of [`observation_columns`] means, as the
-/// prompts list it: the resting order's columns have their own docs.
+/// prompts list it: the resting order's columns and the planted signal
+/// have their own docs.
 pub fn column_doc(name: &str) -> &'static str {
     use serl_env::QueueState;
+    if name == serl_env::obs::SIGNAL {
+        return serl_env::obs::SIGNAL_DOC;
+    }
     QueueState::NAMES
         .iter()
         .zip(QueueState::DOCS)
@@ -276,14 +302,15 @@ mod tests {
     /// heard message.
     fn placing_obs() -> Vec<f32> {
         let names = serl_env::obs::feature_names();
-        let mut obs = vec![0f32; DESIGN_DIM + 1];
+        let queued = OBS_DIM + serl_env::QueueState::COLUMNS;
+        let mut obs = vec![0f32; queued + 1];
         obs[names.iter().position(|n| n == "volume").unwrap()] = 2.0;
         serl_env::QueueState {
             ahead: 0.5,
             minutes: 3.0,
         }
-        .write(&mut obs[OBS_DIM..DESIGN_DIM]);
-        obs[DESIGN_DIM] = 7.0;
+        .write(&mut obs[OBS_DIM..queued]);
+        obs[queued] = 7.0;
         obs
     }
 
@@ -303,7 +330,7 @@ mod tests {
         let obs = placing_obs();
         let placing = f.clone().with_queue_input(true);
         let mut out = vec![0f32; obs.len() + 3];
-        placing.extend(&mut placing.states(), &obs, &mut out);
+        placing.extend(&mut placing.states(), &obs, 0.0, &mut out);
         assert_eq!(&out[..obs.len()], &obs[..], "the input passes through");
         assert_eq!(&out[obs.len()..], &[0.25, 3.0, 2.0]);
 
@@ -313,8 +340,37 @@ mod tests {
         let mut crossing = obs[..OBS_DIM].to_vec();
         crossing.push(7.0);
         let mut out = vec![0f32; crossing.len() + 3];
-        f.extend(&mut f.states(), &crossing, &mut out);
+        f.extend(&mut f.states(), &crossing, 0.0, &mut out);
         assert_eq!(&out[crossing.len()..], &[0.0, 0.0, 2.0]);
+    }
+
+    /// The planted signal is a design column that no observation carries:
+    /// a feature reads it from the decision, whatever follows the market's
+    /// columns, and only the prompts of a planted task list it.
+    #[test]
+    fn a_feature_reads_the_planted_signal_beside_the_observation() {
+        let f = check_features(&[
+            def("edge", "signal * 2"),
+            def("q", "queue_ahead"),
+            def("vol", "volume"),
+        ])
+        .unwrap();
+        assert_eq!(f.signal_reader().map(|d| d.name.as_str()), Some("edge"));
+        assert_eq!(f.queue_reader().map(|(_, c)| c), Some("queue_ahead"));
+        let obs = placing_obs();
+        let placing = f.clone().with_queue_input(true);
+        let mut out = vec![0f32; obs.len() + 3];
+        placing.extend(&mut placing.states(), &obs, -1.5, &mut out);
+        assert_eq!(&out[obs.len()..], &[-3.0, 0.5, 2.0]);
+        assert!(check_features(&[def("v", "volume")])
+            .unwrap()
+            .signal_reader()
+            .is_none());
+        assert!(!observation_columns(true, false).contains(&"signal".to_string()));
+        let planted = observation_columns(false, true);
+        assert_eq!(planted.last().map(String::as_str), Some("signal"));
+        assert!(!planted.contains(&"queue_ahead".to_string()));
+        assert!(column_doc("signal").contains("forecast"));
     }
 
     #[test]

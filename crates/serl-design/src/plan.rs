@@ -424,7 +424,7 @@ mod tests {
         for (time_left, inv) in [(1.0, 1.0), (0.63, 0.5), (0.1, 0.05), (0.0, 0.0)] {
             obs[0] = time_left as f32;
             obs[1] = inv as f32;
-            set.eval_into(&mut states, &obs, &mut out);
+            set.eval_into(&mut states, &obs, 0.0, &mut out);
             let u = 1.0 - time_left;
             let gap = inv - p.target(u);
             let ahead = inv - p.target((u + 1.0 / 13.0).min(1.0));

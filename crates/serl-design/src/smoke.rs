@@ -68,7 +68,8 @@ pub fn smoke_test(
     while !env.done() {
         env.observe(&mut obs[..OBS_DIM]);
         env.queue().write(&mut obs[OBS_DIM..]);
-        fs.extend(&mut states, &obs, &mut ext);
+        let signal = env.decision(&[]).signal;
+        fs.extend(&mut states, &obs, signal, &mut ext);
         for (k, rg) in ranges.iter_mut().enumerate() {
             let v = ext[DESIGN_DIM + k] as f64;
             rg.0 = rg.0.min(v);

@@ -37,6 +37,11 @@ pub struct Decision<'a> {
     pub last_step_volume: f64,
     /// The agent's resting order from the last step, if any.
     pub queue: QueueState,
+    /// The planted forecast of the coming return, signed against the
+    /// order ([`SessionView::signal_before`]; 0 without one). Designed
+    /// features may read it (the design column `signal`); the default
+    /// observation does not carry it.
+    pub signal: f32,
     /// The whole session (read only bars before `from_minute`).
     pub view: &'a SessionView,
     /// The parent order being worked.
@@ -79,6 +84,7 @@ impl<'a> Decision<'a> {
             to_minute,
             last_step_volume: p.last_step_volume,
             queue: p.queue,
+            signal: view.signal_before(from_minute, order.side) as f32,
             view,
             order,
         }

@@ -277,6 +277,7 @@ fn minute_bars(symbol: &str, date: NaiveDate, messages: &[MessageRow], rows: &Bo
         filled: Vec::new(),
         missing_minutes: 0,
         filled_minutes: 0,
+        signal: None,
     };
     let mut pv = 0.0;
     for (i, m) in messages.iter().enumerate() {

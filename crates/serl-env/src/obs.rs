@@ -55,17 +55,27 @@ pub fn feature_names() -> Vec<String> {
 }
 
 /// Width of what designed features and broadcast programs read: the
-/// observation and then the resting order's queue state.
-pub const DESIGN_DIM: usize = OBS_DIM + crate::QueueState::COLUMNS;
+/// observation, the resting order's queue state and the planted signal.
+pub const DESIGN_DIM: usize = OBS_DIM + crate::QueueState::COLUMNS + 1;
+
+/// The design column of a planted forecast ([`crate::Decision::signal`]):
+/// the last of [`design_names`].
+pub const SIGNAL: &str = "signal";
+
+/// What [`SIGNAL`] means, as a designer is told.
+pub const SIGNAL_DOC: &str = "a forecast of the price move over the coming step, in standard units, signed against the order (positive: the price is expected to move against you, so trading now is cheaper than later); 0 where the data carries none";
 
 /// The columns designed features may name ([`DESIGN_DIM`] of them): the
-/// observation's ([`feature_names`]) and then the resting order's,
-/// `queue_ahead` and `minutes_resting` ([`crate::QueueState`]). The last
-/// two read 0 for an agent that does not place orders: nothing of its
-/// rests.
+/// observation's ([`feature_names`]), then the resting order's,
+/// `queue_ahead` and `minutes_resting` ([`crate::QueueState`]), which read
+/// 0 for an agent that does not place orders (nothing of its rests), and
+/// last the planted `signal` ([`SIGNAL`]), which reads 0 on data without
+/// one. The default observation carries neither the signal nor, for an
+/// agent that does not place orders, the queue.
 pub fn design_names() -> Vec<String> {
     let mut v = feature_names();
     v.extend(crate::QueueState::NAMES.iter().map(|n| n.to_string()));
+    v.push(SIGNAL.into());
     v
 }
 

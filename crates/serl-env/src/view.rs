@@ -42,6 +42,9 @@ pub struct SessionView {
     pub ask_size: Option<Vec<f64>>,
     /// 1-minute log returns of the close, in bps (0 for the first bar).
     pub ret_bps: Vec<f64>,
+    /// A planted forecast of each bar's coming return, where the data
+    /// carries one (`serl data plant`).
+    pub signal: Option<Vec<f64>>,
     /// Average daily volume over the look-back before this day.
     pub adv: f64,
     /// `adv` spread over the session's minutes.
@@ -128,6 +131,7 @@ impl SessionView {
             bid_size: s.quotes.as_ref().map(|q| q.bid_size.clone()),
             ask_size: s.quotes.as_ref().map(|q| q.ask_size.clone()),
             ret_bps,
+            signal: s.signal.clone(),
             adv,
             avg_minute_volume: adv / session_minutes,
             spread_bps,
@@ -140,6 +144,20 @@ impl SessionView {
             order_flow: None,
             noise_fits: NoiseFits::default(),
             fit_dir: None,
+        }
+    }
+
+    /// The planted forecast a decision at `from` may know (the last
+    /// completed bar's), signed against an order on `side` as the returns
+    /// in the observation are: positive forecasts a move against it. 0
+    /// where the data carries none.
+    pub fn signal_before(&self, from: u16, side: crate::OrderSide) -> f64 {
+        let Some(signal) = &self.signal else {
+            return 0.0;
+        };
+        match self.minute.partition_point(|&m| m < from) {
+            0 => 0.0,
+            k => signal[k - 1] * side.sign(),
         }
     }
 
@@ -308,6 +326,12 @@ impl MarketData {
         self.index
             .get(&(Arc::from(symbol), date))
             .map(|&i| &self.views[i])
+    }
+
+    /// Whether its sessions carry a planted forecast (`serl data
+    /// plant`): designs may then read it as `signal`.
+    pub fn has_signal(&self) -> bool {
+        self.views.iter().any(|v| v.signal.is_some())
     }
 
     /// Number of sessions.

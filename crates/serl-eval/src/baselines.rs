@@ -207,6 +207,34 @@ impl Strategy for Oracle {
     }
 }
 
+/// Signal-tilted TWAP: the even share of what is left, tilted by the
+/// planted forecast ([`Decision::signal`], `serl data plant`): `1 + tilt ·
+/// clamp(signal, −1, 1)` times it, so more is traded before a forecast
+/// move against the order and less before one in its favour. With the
+/// tilt of the trained policies' pace (0.5 in the standard config) it is
+/// a policy inside their action space that follows the signal: its PA over
+/// TWAP is the edge the plant put within a design's reach. On data
+/// without a signal it is TWAP.
+#[derive(Debug, Clone, Copy)]
+pub struct SignalTwap {
+    /// How far the forecast tilts the even share, as a fraction of it.
+    pub tilt: f64,
+}
+
+impl Strategy for SignalTwap {
+    fn name(&self) -> String {
+        format!("signal:{}", self.tilt)
+    }
+    fn act(&mut self, d: &Decision) -> f64 {
+        let left = d.remaining / d.qty;
+        if d.step + 1 >= d.steps {
+            return left;
+        }
+        let tilt = 1.0 + self.tilt * f64::from(d.signal).clamp(-1.0, 1.0);
+        (d.even_share() * tilt).clamp(0.0, left)
+    }
+}
+
 /// A strategy by name, as the CLI and configs give it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,12 +260,17 @@ pub enum StrategySpec {
         /// Where each step's share rests (default: the touch).
         placement: Placement,
     },
+    /// [`SignalTwap`].
+    Signal {
+        /// How far the planted forecast tilts TWAP (default 0.5).
+        tilt: f64,
+    },
 }
 
 impl StrategySpec {
     /// Parses `twap`, `vwap`, `pov`, `pov:0.05`, `ac`, `ac:1e-7`, `oracle`,
-    /// `twap-passive`, `twap-passive:PLACEMENT` (see [`Placement::parse`])
-    /// and `peg-mid` (`twap-passive:mid`).
+    /// `twap-passive`, `twap-passive:PLACEMENT` (see [`Placement::parse`]),
+    /// `peg-mid` (`twap-passive:mid`) and `signal`, `signal:0.5`.
     pub fn parse(s: &str) -> Result<Self, String> {
         let (name, arg) = match s.split_once(':') {
             Some((n, a)) => (n, Some(a)),
@@ -259,6 +292,7 @@ impl StrategySpec {
             "pov" => Ok(StrategySpec::Pov { rate: num(0.05)? }),
             "ac" => Ok(StrategySpec::Ac { risk_aversion: num(1e-7)? }),
             "oracle" => Ok(StrategySpec::Oracle),
+            "signal" => Ok(StrategySpec::Signal { tilt: num(0.5)? }),
             "twap-passive" => Ok(StrategySpec::TwapPassive {
                 placement: match arg {
                     None => Placement::Passive { ticks: 0 },
@@ -269,7 +303,7 @@ impl StrategySpec {
                 placement: Placement::Mid { offset_bps: 0.0 },
             }),
             _ => Err(format!(
-                "unknown strategy `{s}`: expected twap, vwap, pov[:rate], ac[:risk_aversion], oracle, twap-passive[:placement], peg-mid or policy:RUN_DIR"
+                "unknown strategy `{s}`: expected twap, vwap, pov[:rate], ac[:risk_aversion], oracle, twap-passive[:placement], peg-mid, signal[:tilt] or policy:RUN_DIR"
             )),
         }
     }
@@ -282,6 +316,7 @@ impl StrategySpec {
             StrategySpec::Pov { rate } => format!("pov:{rate}"),
             StrategySpec::Ac { risk_aversion } => format!("ac:{risk_aversion:e}"),
             StrategySpec::Oracle => "oracle".into(),
+            StrategySpec::Signal { tilt } => format!("signal:{tilt}"),
             StrategySpec::TwapPassive { placement } => PassiveTwap {
                 placement: *placement,
             }
@@ -312,6 +347,7 @@ impl StrategySpec {
             StrategySpec::Ac { risk_aversion } => Box::new(AlmgrenChriss::new(risk_aversion)),
             StrategySpec::Oracle => Box::new(Oracle::default()),
             StrategySpec::TwapPassive { placement } => Box::new(PassiveTwap { placement }),
+            StrategySpec::Signal { tilt } => Box::new(SignalTwap { tilt }),
         }
     }
 }

@@ -53,7 +53,9 @@ pub mod walk_forward;
 mod warnings;
 
 pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
-pub use baselines::{AlmgrenChriss, Oracle, PassiveTwap, Pov, StrategySpec, Twap, Vwap};
+pub use baselines::{
+    AlmgrenChriss, Oracle, PassiveTwap, Pov, SignalTwap, StrategySpec, Twap, Vwap,
+};
 pub use horizons::{horizon_label, HorizonRow};
 pub use metrics::{
     bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,

@@ -79,6 +79,23 @@ fn std_normal() -> Normal {
     Normal::standard()
 }
 
+/// Wilson's score interval for a proportion: `k` successes of `n`, at a
+/// two-sided `level` (0.95); `(0, 1)` for no trials. Unlike the normal
+/// interval it stays inside [0, 1] and is not empty at 0 or `n` successes,
+/// which is where a detection rate or a false-recommendation rate lives.
+pub fn wilson_interval(k: usize, n: usize, level: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = std_normal().inverse_cdf(0.5 + level / 2.0);
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
 /// The mean of `x` with its two-sided `level` t-interval (mean, low,
 /// high); `None` under two values.
 pub fn mean_interval(x: &[f64], level: f64) -> Option<(f64, f64, f64)> {

@@ -275,3 +275,27 @@ fn the_reality_check_holds_its_level_on_the_best_of_many_and_finds_a_real_edge()
     let flat = matrix(&[&[0.0, 0.0, 0.0], &[1.0, -1.0, 0.5]]);
     assert_eq!(spa_test(&flat, 2.0, 100, 1).unwrap().flat, 1);
 }
+
+/// Wilson's interval against values worked by hand from its formula
+/// (z = 1.959964): 16 of 20 gives [0.584, 0.919]; 0 of 20 gives
+/// [0, 0.161]; 20 of 20 gives [0.839, 1].
+#[test]
+fn the_wilson_interval_matches_its_worked_values() {
+    let close = |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-3 && (a.1 - b.1).abs() < 1e-3;
+    assert!(
+        close(wilson_interval(16, 20, 0.95), (0.5840, 0.9193)),
+        "{:?}",
+        wilson_interval(16, 20, 0.95)
+    );
+    assert!(
+        close(wilson_interval(0, 20, 0.95), (0.0, 0.1611)),
+        "{:?}",
+        wilson_interval(0, 20, 0.95)
+    );
+    assert!(
+        close(wilson_interval(20, 20, 0.95), (0.8389, 1.0)),
+        "{:?}",
+        wilson_interval(20, 20, 0.95)
+    );
+    assert_eq!(wilson_interval(0, 0, 0.95), (0.0, 1.0));
+}

@@ -131,6 +131,10 @@ pub struct CandidateResult {
     /// parents and its island (`[evolve.search]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lineage: Option<Lineage>,
+    /// The fold it was trained and scored on, with its days
+    /// (`[evolve.select] folds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold: Option<crate::fold::FoldRecord>,
 }
 
 /// What the pre-screen (`[evolve.budget.prescreen]`) said of a candidate.
@@ -167,6 +171,7 @@ impl CandidateResult {
             prescreen: None,
             paired: None,
             lineage: None,
+            fold: None,
         }
     }
 
@@ -231,6 +236,7 @@ impl Designed {
             iteration,
             success_rate: self.success_rate,
             seed: self.seed,
+            fold: None,
         })
     }
 
@@ -260,6 +266,10 @@ pub(crate) struct ScoreJob {
     pub(crate) iteration: usize,
     pub(crate) success_rate: f64,
     pub(crate) seed: u64,
+    /// Trains and scores on a fold of the non-test days instead of the
+    /// train and validation splits (`[evolve.select] folds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fold: Option<crate::fold::Fold>,
 }
 
 /// A scored job: its result, with the seconds its training took, and the

@@ -138,6 +138,7 @@ pub(crate) fn tune_constants(
                     iteration: j,
                     success_rate: best.success_rate,
                     seed: *seed,
+                    fold: None,
                 }),
             })
             .collect();

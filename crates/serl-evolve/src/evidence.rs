@@ -22,6 +22,8 @@ use serl_eval::selection::{self, DayMatrix, Pbo, Spa};
 
 pub use crate::select::SelectConfig;
 
+pub use crate::evidence_folds::{FoldedEvidence, FOLD_PLAIN_ROLE, FOLD_ROLE};
+
 use crate::candidate::{CandidateResult, Validation};
 use crate::error::{file_err, read_json, write_json, EvolveError};
 
@@ -103,6 +105,10 @@ pub struct SelectionEvidence {
     /// finalists`), best selection score first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalists: Vec<Finalist>,
+    /// The finalists scored fold by fold (`[evolve.select] folds`): where
+    /// present, the recommendation reads its test instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<FoldedEvidence>,
     /// The recommendation.
     pub recommendation: Recommendation,
     /// The settings the figures were computed with.
@@ -151,16 +157,34 @@ pub(crate) fn validation_rows(name: &str, role: &str, v: &Validation) -> Vec<Evi
         .collect()
 }
 
-/// The rows of every scored candidate, the re-scored finalists, plain PPO
+/// The rows of every scored candidate, the re-scored finalists, the
+/// finalists and plain PPO scored fold by fold (`folded`), plain PPO
 /// (named by its key) and the baselines' rows (`baselines`, already
 /// played on the validation orders).
 pub(crate) fn rows(
     all: &[CandidateResult],
     rescored: &[CandidateResult],
+    folded: &[CandidateResult],
     plain: &CandidateResult,
     baselines: &[serl_eval::OrderResult],
 ) -> Vec<EvidenceRow> {
     let mut out = Vec::new();
+    for c in scored(folded) {
+        let Some(key) = crate::fold::unfolded_key(&c.key) else {
+            continue;
+        };
+        let role = if key == plain.key {
+            FOLD_PLAIN_ROLE
+        } else {
+            FOLD_ROLE
+        };
+        let name = crate::evidence_folds::fold_name(key);
+        out.extend(validation_rows(
+            &name,
+            role,
+            c.validation.as_ref().expect("scored"),
+        ));
+    }
     for c in scored(all) {
         out.extend(validation_rows(
             &c.key,
@@ -238,6 +262,18 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
     let finalists = plain
         .as_deref()
         .map_or_else(Vec::new, |p| rescored_finalists(rows, &m, p));
+    let validation_days: Vec<chrono::NaiveDate> = rows
+        .iter()
+        .filter(|r| r.role == PLAIN_ROLE)
+        .map(|r| r.date)
+        .collect();
+    let folded = crate::evidence_folds::assess_folds(
+        rows,
+        a.chosen,
+        s,
+        a.seed ^ FOLD_SEED_MIX,
+        &validation_days,
+    );
     let mut e = SelectionEvidence {
         designs: n,
         days,
@@ -252,6 +288,7 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
         deflated_sharpe: deflated(&m, &chosen_diffs),
         spa,
         finalists,
+        folded,
         recommendation: Recommendation {
             recommended: a.plain_final.to_string(),
             design: None,
@@ -306,6 +343,9 @@ impl SelectionEvidence {
         )
     }
 }
+
+/// Mixed into the bootstrap's seed for the folded test.
+const FOLD_SEED_MIX: u64 = 0xF01D_5EED;
 
 /// The name of the reference's rows (plain PPO's key), if any.
 fn plain_name(rows: &[EvidenceRow]) -> Option<String> {
@@ -365,6 +405,11 @@ fn recommend(e: &SelectionEvidence) -> Recommendation {
             e.chosen
         ));
     };
+    // The folds' test, on the days that did not pick the finalists,
+    // replaces the search's.
+    if let Some(f) = &e.folded {
+        return recommend_folded(e, f);
+    }
     let Some(spa) = &e.spa else {
         return plain(format!(
             "{} validation day{} cannot tell a design from noise (a test needs at least 2 days; configs/evolve-standard.toml has 6)",
@@ -405,6 +450,49 @@ fn recommend(e: &SelectionEvidence) -> Recommendation {
         reason: format!(
             "the chosen design leads plain PPO by {edge:+.2} bps a day on {} validation days ({} won){noise}; Reality Check p = {:.3} < {alpha} over all {} designs tried",
             e.days, e.chosen_days_won, spa.p_value(), e.designs
+        ),
+    }
+}
+
+/// The recommendation where the finalists were scored fold by fold: the
+/// Reality Check over them on the days that did not pick them.
+fn recommend_folded(e: &SelectionEvidence, f: &FoldedEvidence) -> Recommendation {
+    let plain = |reason: String| Recommendation {
+        recommended: e.plain_final.clone(),
+        design: None,
+        reason,
+    };
+    let alpha = e.settings.alpha;
+    let (Some(spa), Some(edge)) = (&f.spa, f.chosen_edge) else {
+        return plain(format!(
+            "the folds leave {} day{} that did not pick the finalists: too few to test (cut the non-test days into more blocks)",
+            f.days,
+            if f.days == 1 { "" } else { "s" }
+        ));
+    };
+    let p = spa.p_value();
+    let again = e.finalists.iter().find(|r| r.key == e.chosen);
+    if let Some(r) = again.filter(|r| r.rescored_edge <= 0.0) {
+        return plain(format!(
+            "the chosen design's lead did not survive a retraining from a fresh seed: {:+.2} bps a day when chosen, {:+.2} retrained",
+            r.selection_edge, r.rescored_edge
+        ));
+    }
+    if p >= alpha || edge <= 0.0 {
+        return plain(format!(
+            "on the {} non-test days that did not pick them, each scored by a fold that never trained on it, the best of the {} finalists is not better than plain PPO: the chosen design leads by {edge:+.2} bps a day ({} won); Reality Check p = {p:.3}{}",
+            f.days,
+            f.designs,
+            f.chosen_days_won,
+            if p >= alpha { format!(" ≥ {alpha}") } else { format!(" < {alpha}, but for another finalist") }
+        ));
+    }
+    Recommendation {
+        recommended: e.best_final.clone(),
+        design: Some(e.chosen.clone()),
+        reason: format!(
+            "the chosen design leads plain PPO by {edge:+.2} bps a day on the {} non-test days that did not pick it ({} won), each scored by a fold that never trained on it; Reality Check p = {p:.3} < {alpha} over the {} finalists",
+            f.days, f.chosen_days_won, f.designs
         ),
     }
 }

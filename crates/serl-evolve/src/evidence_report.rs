@@ -94,6 +94,28 @@ impl SelectionEvidence {
 
     /// Each figure as (name, value, what it means), in the order shown.
     pub fn figures(&self) -> Vec<(String, String, String)> {
+        let mut figures = self.search_figures();
+        figures.extend(self.folded_figures());
+        figures
+    }
+
+    /// The folded test's figures (`[evolve.select] folds`), if any.
+    fn folded_figures(&self) -> Vec<(String, String, String)> {
+        let Some(f) = &self.folded else {
+            return Vec::new();
+        };
+        let spa = f.spa.as_ref();
+        vec![
+            ("folds".into(), f.folds.to_string(), format!("blocks of the non-test days; the {} finalists and plain PPO trained without each ({} seed{} each, averaged), scored on it", f.designs, f.seeds, if f.seeds == 1 { "" } else { "s" })),
+            ("folded days".into(), f.days.to_string(), "non-test days that did not pick the finalists (the validation days did), each scored by a fold that never trained on it".into()),
+            ("folded σ_d".into(), plain_bps(f.sigma_d), format!("minimum detectable edge there {}", plain_bps(f.min_detectable_edge))),
+            (format!("chosen design {} on the folds", self.chosen), bps(f.chosen_edge), format!("its mean daily edge over plain PPO there; won {} of {} days", f.chosen_days_won, f.days)),
+            ("folded Reality Check p".into(), prob(spa.map(|s| s.p_reality_check)), format!("over the {} finalists on those days, resampled in blocks of {:.1} days on average (a fold's days share its trainings); the recommendation reads it at {}", f.designs, spa.map_or(0.0, |s| s.mean_block), self.settings.alpha)),
+        ]
+    }
+
+    /// The search's figures, on the validation days.
+    fn search_figures(&self) -> Vec<(String, String, String)> {
         let spa = self.spa.as_ref();
         let pbo = self.pbo.as_ref();
         vec![

@@ -14,6 +14,9 @@ use crate::train::Scoring;
 /// Mixed into `[evolve] seed` for the finalists' fresh seeds.
 const RESCORE_SEED_MIX: u64 = 0x2E5C_0AE5;
 
+/// Mixed into `[evolve] seed` for the folds' trainings.
+const FOLD_SEED_MIX: u64 = 0xF01D_C0DE;
+
 /// Mixed into `[evolve] seed` for the SPA test's bootstrap.
 const EVIDENCE_SEED_MIX: u64 = 0x5E1E_C7ED;
 
@@ -39,12 +42,54 @@ fn rescore_finalists(
             iteration: c.iteration,
             success_rate: c.success_rate,
             seed: cfg.seed ^ RESCORE_SEED_MIX ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            fold: None,
         })
         .collect();
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
     let scored = executor.score(scoring, dir, "finalists", &jobs, &|| {})?;
+    Ok(scored.into_iter().map(|s| s.result).collect())
+}
+
+/// With `[evolve.select] folds = k`: the finalists and plain PPO each
+/// trained k times on the candidates' budget (k × `seeds`), each time
+/// without one block of the non-test days, and scored on it
+/// (`scores/fold<f>_<key>.json`, `fold<f>s<s>_<key>.json` for the further
+/// seeds, each with the days it trained and was scored on).
+fn score_folds(
+    (scoring, executor, dir): Weighing,
+    all: &[CandidateResult],
+    plain: &CandidateResult,
+) -> Result<Vec<CandidateResult>, EvolveError> {
+    let cfg = scoring.cfg;
+    let of = cfg.select.folds;
+    if of < 2 {
+        return Ok(Vec::new());
+    }
+    let mut designs: Vec<&CandidateResult> = crate::evidence::finalists(all, cfg.select.finalists);
+    designs.push(plain);
+    let mut jobs = Vec::new();
+    for k in 0..cfg.select.seeds {
+        for index in 0..of {
+            for (i, c) in designs.iter().enumerate() {
+                let Some(design) = c.design.clone() else {
+                    continue;
+                };
+                let n = (k * of + index) * designs.len() + i;
+                let mix = (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                jobs.push(ScoreJob {
+                    design,
+                    key: crate::fold::fold_key(index, k, &c.key),
+                    iteration: c.iteration,
+                    success_rate: c.success_rate,
+                    seed: cfg.seed ^ FOLD_SEED_MIX ^ mix,
+                    fold: Some(crate::fold::Fold { index, of }),
+                });
+            }
+        }
+    }
+    let scored = executor.score(scoring, dir, "folds", &jobs, &|| {})?;
     Ok(scored.into_iter().map(|s| s.result).collect())
 }
 
@@ -61,7 +106,8 @@ pub(crate) fn weigh(
     let (scoring, _, dir) = weighing;
     let baselines = crate::final_test::validate_baselines(scoring)?;
     let rescored = rescore_finalists(weighing, all)?;
-    let rows = crate::evidence::rows(all, &rescored, plain, &baselines);
+    let folded = score_folds(weighing, all, plain)?;
+    let rows = crate::evidence::rows(all, &rescored, &folded, plain, &baselines);
     let cfg = scoring.cfg;
     let plain_final = crate::final_test::plain_final(cfg);
     let e = crate::evidence::assess(

@@ -41,6 +41,7 @@ pub(crate) fn baseline(
         iteration: 0,
         success_rate: 1.0,
         seed: scoring.cfg.seed ^ 0xBA5E,
+        fold: None,
     };
     let scored = executor.score(scoring, dir, "baseline", &[job], &|| {})?;
     let scored = scored.into_iter().next().expect("one result per job");

@@ -52,6 +52,7 @@ pub(crate) fn screen(
         iteration: 0,
         success_rate: 1.0,
         seed: scoring.cfg.seed ^ 0xBA5E,
+        fold: None,
     };
     let mut screens: Vec<ScoreJob> = vec![plain];
     screens.extend(jobs.iter().map(|j| ScoreJob {

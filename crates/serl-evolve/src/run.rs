@@ -234,7 +234,7 @@ impl EvolveInputs<'_> {
     }
 }
 
-fn task(env: &EnvConfig, train: &serl_train::TrainConfig) -> TaskInfo {
+fn task(env: &EnvConfig, train: &serl_train::TrainConfig, signal: bool) -> TaskInfo {
     let team = train.learning_team();
     TaskInfo {
         steps: (SESSION_MINUTES as usize / env.decision_minutes.max(1) as usize).max(1),
@@ -243,6 +243,7 @@ fn task(env: &EnvConfig, train: &serl_train::TrainConfig) -> TaskInfo {
         placements: train.placements.iter().map(|p| p.label()).collect(),
         team_agents: team.map_or(1, |t| t.agents),
         team_mode: team.map_or(String::new(), |t| t.mode.name().to_string()),
+        signal,
         ..TaskInfo::default()
     }
 }
@@ -278,7 +279,11 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
     cfg.validate().map_err(EvolveError::Config)?;
     let dir = inputs.run_dir.clone();
     std::fs::create_dir_all(dir.join("candidates")).map_err(|e| file_err(&dir, e))?;
-    let task = task(&inputs.env_cfg, &inputs.cfg.train);
+    let task = task(
+        &inputs.env_cfg,
+        &inputs.cfg.train,
+        inputs.market.has_signal(),
+    );
     let mut stages = Stages::resume(&dir);
     let executor = executor::on(inputs.cluster);
     let executor = executor.as_ref();

@@ -40,8 +40,28 @@ pub fn candidate_score(pa: f64, success_rate: f64) -> f64 {
 }
 
 /// Trains the job's design on the candidates' budget and validates it,
-/// scored by [`candidate_score`], with the seconds each part took.
+/// scored by [`candidate_score`], with the seconds each part took. A job
+/// on a fold trains on the other folds' days and is scored on its own
+/// ([`crate::fold`]), unpaired.
 pub(crate) fn score(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
+    let Some(fold) = job.fold else {
+        return score_on(inputs, job);
+    };
+    let (train, val, record) =
+        crate::fold::fold_orders(inputs.train_orders, inputs.val_orders, fold);
+    let on_fold = Scoring {
+        train_orders: &train,
+        val_orders: &val,
+        pairing: None,
+        ..*inputs
+    };
+    let mut scored = score_on(&on_fold, job)?;
+    scored.result.fold = Some(record);
+    Ok(scored)
+}
+
+/// [`score`] on the orders `inputs` holds.
+fn score_on(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
     let design = &job.design;
     let t = Instant::now();
     let (policy, repaired, train_profile) = train_design(

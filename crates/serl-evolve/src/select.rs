@@ -25,6 +25,19 @@ pub struct SelectConfig {
     /// The best designs by selection score retrained from a fresh seed and
     /// validated again, to measure the winner's curse (0: none).
     pub finalists: usize,
+    /// Blocks of days the non-test sessions are cut into (0: none). With
+    /// k ≥ 2, the finalists and plain PPO are each trained k times, each
+    /// time without one block, and scored on it: the recommendation's
+    /// test then runs on the non-test days that did not pick the
+    /// finalists, each scored by a policy that never trained on it
+    /// (`crate::fold`). The search's own scores are the cascade's cheap
+    /// first stage; only the finalists go on to the folds.
+    pub folds: usize,
+    /// Trainings per fold of each finalist and of plain PPO, from
+    /// independent seeds, their PA per stock-day averaged (1: one). A
+    /// fold's days share its trainings, so one unlucky training of plain
+    /// PPO shifts all of them; more seeds shrink that shift.
+    pub seeds: usize,
 }
 
 impl Default for SelectConfig {
@@ -36,6 +49,8 @@ impl Default for SelectConfig {
             mean_block: 1.0,
             max_blocks: 16,
             finalists: 0,
+            folds: 0,
+            seeds: 1,
         }
     }
 }
@@ -65,6 +80,28 @@ impl SelectConfig {
             return Err(format!(
                 "[evolve.select] mean_block = {}: a block is at least one day",
                 self.mean_block
+            ));
+        }
+        if self.folds == 1 {
+            return Err(
+                "[evolve.select] folds = 1: give 0 (no folds) or at least 2 blocks of days".into(),
+            );
+        }
+        if self.folds >= 2 && self.finalists == 0 {
+            return Err(format!(
+                "[evolve.select] folds = {}: the folds score the finalists; set finalists to 1 or more",
+                self.folds
+            ));
+        }
+        if self.seeds == 0 {
+            return Err(
+                "[evolve.select] seeds = 0: a fold trains each design at least once".into(),
+            );
+        }
+        if self.seeds > 1 && self.folds < 2 {
+            return Err(format!(
+                "[evolve.select] seeds = {}: the seeds are the folds' trainings; set folds to 2 or more",
+                self.seeds
             ));
         }
         if self.max_blocks < 2 {

@@ -214,14 +214,19 @@ mod tests {
     #[test]
     fn a_run_counts_the_cpu_seconds_of_all_its_threads() {
         let s = Stages::default();
-        // Two threads busy for a while: the CPU seconds exceed the wall's.
+        // Two threads busy until the process has used 0.3 CPU seconds
+        // since the start (or 20 s have passed): on a loaded machine the
+        // wall time they need is longer, the CPU time they count the same.
+        let used = || s.core_use().map_or(f64::INFINITY, |u| u.cpu_secs);
         std::thread::scope(|scope| {
             for _ in 0..2 {
                 scope.spawn(|| {
                     let t = Instant::now();
                     let mut x = 0u64;
-                    while t.elapsed().as_secs_f64() < 0.3 {
-                        x = std::hint::black_box(x.wrapping_add(1));
+                    while used() < 0.3 && t.elapsed().as_secs_f64() < 20.0 {
+                        for _ in 0..100_000 {
+                            x = std::hint::black_box(x.wrapping_add(1));
+                        }
                     }
                 });
             }

@@ -70,11 +70,23 @@ const PLACEMENT_FEATURES: [(&str, &str); 2] = [
     ),
 ];
 
-/// Feature `i`: one of [`FEATURES`], then of [`PLACEMENT_FEATURES`].
+/// Feature programs over a planted forecast, offered where the data
+/// carries one, numbered after [`PLACEMENT_FEATURES`].
+const SIGNAL_FEATURES: [(&str, &str); 2] = [
+    ("signal", "signal"),
+    // The forecast matters more the more of the order is left.
+    ("signal_x_left", "signal * inventory_left"),
+];
+
+/// Feature `i`: one of [`FEATURES`], then of [`PLACEMENT_FEATURES`], then
+/// of [`SIGNAL_FEATURES`].
 fn feature(i: usize) -> (&'static str, &'static str) {
+    let placement = FEATURES.len();
+    let signal = placement + PLACEMENT_FEATURES.len();
     FEATURES
         .get(i)
-        .or_else(|| PLACEMENT_FEATURES.get(i - FEATURES.len()))
+        .or_else(|| PLACEMENT_FEATURES.get(i.wrapping_sub(placement)))
+        .or_else(|| SIGNAL_FEATURES.get(i.wrapping_sub(signal)))
         .copied()
         .unwrap_or(FEATURES[0])
 }
@@ -141,6 +153,9 @@ pub struct BuiltinDesigner {
     /// Whether the agent places its orders (the task says so): rewards may
     /// then use the placement terms.
     placing: bool,
+    /// Whether the data carries a planted forecast (the task says so):
+    /// state features may then read it.
+    signal: bool,
 }
 
 impl BuiltinDesigner {
@@ -152,6 +167,7 @@ impl BuiltinDesigner {
             known: HashMap::new(),
             fresh_rewards: 0,
             placing: false,
+            signal: false,
         }
     }
 
@@ -165,14 +181,20 @@ impl BuiltinDesigner {
             }
     }
 
-    /// How many state features it draws from.
-    fn features(&self) -> usize {
-        FEATURES.len()
-            + if self.placing {
-                PLACEMENT_FEATURES.len()
-            } else {
-                0
-            }
+    /// The state features it draws from ([`feature`]'s numbers): the
+    /// market's, the queue's for a placing agent, the planted signal's
+    /// where there is one.
+    fn features(&self) -> Vec<usize> {
+        let placement = FEATURES.len();
+        let signal = placement + PLACEMENT_FEATURES.len();
+        let mut all: Vec<usize> = (0..placement).collect();
+        if self.placing {
+            all.extend(placement..signal);
+        }
+        if self.signal {
+            all.extend(signal..signal + SIGNAL_FEATURES.len());
+        }
+        all
     }
 
     fn random(&mut self, kind: ModuleKind) -> Genome {
@@ -198,7 +220,7 @@ impl BuiltinDesigner {
                 let n = r.random_range(1..=3);
                 let mut f: Vec<usize> = Vec::new();
                 while f.len() < n {
-                    let i = r.random_range(0..n_features);
+                    let i = n_features[r.random_range(0..n_features.len())];
                     if !f.contains(&i) {
                         f.push(i);
                     }
@@ -279,7 +301,7 @@ impl BuiltinDesigner {
             }
             Genome::State(f) => {
                 let mut f = f.clone();
-                let i = r.random_range(0..n_features);
+                let i = n_features[r.random_range(0..n_features.len())];
                 match f.iter().position(|j| *j == i) {
                     Some(p) if f.len() > 1 => {
                         f.remove(p);
@@ -512,6 +534,7 @@ impl Designer for BuiltinDesigner {
 
     fn propose(&mut self, kind: ModuleKind, ctx: &ModuleContext) -> Result<Reply, LlmError> {
         self.placing = !ctx.task.placements.is_empty();
+        self.signal = ctx.task.signal;
         // Parents: the best examples it recognises, best first.
         let mut parents: Vec<(Genome, f64)> = ctx
             .examples

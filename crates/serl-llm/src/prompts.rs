@@ -233,6 +233,10 @@ pub struct TaskInfo {
     /// How a team shares the work: `cooperative` (one parent order split
     /// across its members) or `competitive` (independent orders competing).
     pub team_mode: String,
+    /// Whether the data carries a planted forecast (`serl data plant`)
+    /// that state features may read as `signal`.
+    #[serde(default)]
+    pub signal: bool,
 }
 
 impl Default for TaskInfo {
@@ -247,6 +251,7 @@ impl Default for TaskInfo {
             placements: Vec::new(),
             team_agents: 1,
             team_mode: String::new(),
+            signal: false,
         }
     }
 }
@@ -313,7 +318,8 @@ impl ModuleContext {
                 // A placing agent's state features may also read its
                 // resting order; a broadcast only what every agent sees.
                 let placing = kind == ModuleKind::State && placing_task;
-                let columns = serl_design::observation_columns(placing);
+                let signal = kind == ModuleKind::State && task.signal;
+                let columns = serl_design::observation_columns(placing, signal);
                 let variables = columns
                     .iter()
                     .map(|n| json!({"name": n, "doc": serl_design::column_doc(n)}))
@@ -328,7 +334,7 @@ impl ModuleContext {
             micro_instruction: micro_instruction.into(),
             variables,
             grammar,
-            obs_dim: serl_design::observation_columns(placing_task).len(),
+            obs_dim: serl_design::observation_columns(placing_task, false).len(),
             max_params: serl_design::MAX_PARAMS,
             examples: Vec::new(),
             feedback: None,

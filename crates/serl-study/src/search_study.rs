@@ -38,6 +38,11 @@ pub struct StudyFile {
     pub z: f64,
     /// The arms.
     pub arms: Vec<Arm>,
+    /// Runs the study on planted copies of the base's data instead, one
+    /// per strength (`configs/study-planted.toml`,
+    /// [`crate::planted_study`]).
+    #[serde(default)]
+    pub plant: Option<crate::planted_study::PlantSweep>,
 }
 
 fn default_z() -> f64 {
@@ -132,6 +137,9 @@ impl StudyFile {
         }
         if !(s.z.is_finite() && s.z >= 0.0) {
             return Err(bad(format!("z must be 0 or more, not {}", s.z)));
+        }
+        if let Some(p) = &s.plant {
+            p.check().map_err(|m| bad(format!("plant.{m}")))?;
         }
         Ok(s)
     }
@@ -295,6 +303,9 @@ pub struct StudyRunner<'a> {
     pub warn: &'a dyn Fn(&str),
     /// Hears each run as it starts: arm, seed, and whether it resumes.
     pub starting: &'a dyn Fn(&str, u64, bool),
+    /// The data every new run reads instead of the base's (a planted
+    /// copy); `None`: the base's.
+    pub data: Option<PathBuf>,
 }
 
 impl StudyRunner<'_> {
@@ -360,6 +371,7 @@ impl StudyRunner<'_> {
             resolve(EvolveStart::Resume(dir), &EvolveOverrides::default())?
         } else {
             let overrides = EvolveOverrides {
+                data: self.data.clone(),
                 llm: Some(arm.llm),
                 model: arm.model.clone(),
                 seed: Some(seed),

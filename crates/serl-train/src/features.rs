@@ -33,8 +33,9 @@ impl<E: TrainEnv> WithFeatures<E> {
 
     fn refresh(&mut self) {
         self.inner.observe(&mut self.base);
+        let signal = self.inner.signal();
         self.features
-            .extend(&mut self.states, &self.base, &mut self.current);
+            .extend(&mut self.states, &self.base, signal, &mut self.current);
     }
 }
 
@@ -79,6 +80,9 @@ impl<E: TrainEnv> TrainEnv for WithFeatures<E> {
     }
     fn episode_pa(&self) -> f64 {
         self.inner.episode_pa()
+    }
+    fn signal(&self) -> f32 {
+        self.inner.signal()
     }
     fn progress(&self) -> Option<(f64, usize, usize)> {
         self.inner.progress()

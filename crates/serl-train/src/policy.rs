@@ -559,7 +559,7 @@ impl DecisionObserver {
             base.extend_from_slice(&crate::team::role_columns(0, 1));
         }
         match &mut self.features {
-            Some((f, s)) => f.extend(s, base, obs),
+            Some((f, s)) => f.extend(s, base, d.signal, obs),
             None => {
                 obs.fill(0.0);
                 let n = obs.len().min(base.len());

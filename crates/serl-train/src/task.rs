@@ -41,6 +41,12 @@ pub trait TrainEnv: Send {
     fn reset(&mut self, rng: &mut SmallRng);
     /// Writes the current observation (`obs_dim()` columns) into `out`.
     fn observe(&self, out: &mut [f32]);
+    /// The planted forecast at the current decision
+    /// ([`serl_env::Decision::signal`]): designed features may read it,
+    /// the observation does not carry it. 0 where the data has none.
+    fn signal(&self) -> f32 {
+        0.0
+    }
     /// Applies an action (a fraction of the order, or a discrete index);
     /// returns the reward and whether the episode ended.
     fn step(&mut self, action: f64) -> (f64, bool);
@@ -339,6 +345,13 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
             Some(channel) => channel.heard(heard),
             None => heard.fill(0.0),
         }
+    }
+
+    fn signal(&self) -> f32 {
+        self.episode
+            .as_ref()
+            .filter(|e| !e.done())
+            .map_or(0.0, |e| e.decision(&[]).signal)
     }
 
     fn step(&mut self, action: f64) -> (f64, bool) {

@@ -192,11 +192,12 @@ impl Channel {
         self.messages = vec![vec![0.0; programs.len()]; agents];
     }
 
-    /// Agent `k` broadcasts what its programs say about `obs`.
+    /// Agent `k` broadcasts what its programs say about `obs` (a
+    /// broadcast reads only what every agent sees: no planted signal).
     pub fn broadcast(&mut self, k: usize, obs: &[f32]) {
         self.comm
             .broadcast()
-            .eval_into(&mut self.states[k], obs, &mut self.messages[k]);
+            .eval_into(&mut self.states[k], obs, 0.0, &mut self.messages[k]);
     }
 
     /// What the learner (agent 0) hears, written into `out`.

@@ -135,7 +135,8 @@ impl TeamObserver {
             }
             let row = &mut out[k * dim..(k + 1) * dim];
             match &self.features {
-                Some(f) => f.extend(&mut self.states[k], &self.inner, row),
+                // A team's members do not see a planted signal (yet).
+                Some(f) => f.extend(&mut self.states[k], &self.inner, 0.0, row),
                 None => row.copy_from_slice(&self.inner),
             }
         }

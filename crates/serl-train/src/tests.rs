@@ -150,12 +150,66 @@ fn a_replay_on_imagined_days_sees_the_scenario_drift_in_its_returns() {
     }
 }
 
+/// A planted forecast reaches a designed feature in training, signed
+/// against each order, and nowhere else: the observation's own columns
+/// are the same with and without it.
+#[test]
+fn a_designed_feature_reads_the_planted_signal_in_training() {
+    let (mut ds, data_cfg, env_cfg, reward) = bundled();
+    let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
+    let plain = MarketData::new(&ds, &data_cfg);
+    for s in &mut ds.sessions {
+        s.signal = Some(vec![0.75; s.len()]);
+    }
+    let planted = MarketData::new(&ds, &data_cfg);
+    assert!(planted.has_signal() && !plain.has_signal());
+    let edge = serl_design::FeatureDef {
+        name: "edge".into(),
+        program: "signal * 2".into(),
+    };
+    let mut cfg = TrainConfig {
+        n_envs: 1,
+        features: serl_design::check_features(&[edge]).unwrap(),
+        ..Default::default()
+    };
+    cfg.hybrid.mode = crate::HybridMode::StaticOnly;
+    let base = serl_env::MarketConfig::default();
+    let envs = |market| {
+        crate::execution_envs(&cfg, market, &orders, &env_cfg, reward.clone(), &base).unwrap()
+    };
+    let (mut with, mut without) = (envs(&planted), envs(&plain));
+    let dim = with[0].obs_dim();
+    assert_eq!(
+        dim,
+        serl_env::OBS_DIM + 1,
+        "the signal is no column of its own"
+    );
+    let (mut a, mut b) = (vec![0f32; dim], vec![0f32; dim]);
+    for k in 0..6 {
+        let mut rng = SmallRng::seed_from_u64(k);
+        with[0].reset_to(k as usize, &mut rng.clone());
+        without[0].reset_to(k as usize, &mut rng);
+        // The first decision knows no bar yet: the second reads one.
+        assert_eq!(with[0].signal(), 0.0);
+        with[0].step(0.1);
+        without[0].step(0.1);
+        with[0].observe(&mut a);
+        without[0].observe(&mut b);
+        let side = orders[k as usize % orders.len()].side.sign() as f32;
+        assert_eq!(a[..dim - 1], b[..dim - 1], "the observation is the same");
+        assert_eq!((a[dim - 1], b[dim - 1]), (1.5 * side, 0.0), "order {k}");
+    }
+}
+
 /// A placing agent's designed feature of its resting order: the column it
 /// reads is the queue state the environment writes after the market's,
 /// and a crossing agent's config that names it is refused.
 #[test]
 fn a_placing_agents_designed_features_read_its_resting_order() {
-    use serl_env::{obs::DESIGN_DIM, Placement};
+    use serl_env::{obs::OBS_DIM, Placement, QueueState};
+    // A placing agent's observation: the market's columns, its queue's,
+    // then the feature.
+    let queued = OBS_DIM + QueueState::COLUMNS;
     let (ds, data_cfg, _, reward) = bundled();
     let env_cfg = EnvConfig::default();
     let orders = generate_orders(&ds, Split::Train, &data_cfg, &OrderConfig::default()).unwrap();
@@ -171,18 +225,18 @@ fn a_placing_agents_designed_features_read_its_resting_order() {
     };
     cfg.hybrid.mode = crate::HybridMode::StaticOnly;
     cfg.ppo.discrete = vec![0.05];
-    let e = cfg.validate(DESIGN_DIM + 1).unwrap_err().to_string();
+    let e = cfg.validate(queued + 1).unwrap_err().to_string();
     assert!(
         e.contains("features.waited: reads `minutes_resting`"),
         "{e}"
     );
 
     cfg.placements = vec![Placement::Cross, Placement::Passive { ticks: 0 }];
-    cfg.validate(DESIGN_DIM + 1).unwrap();
+    cfg.validate(queued + 1).unwrap();
     let base = serl_env::MarketConfig::default();
     let mut envs = crate::execution_envs(&cfg, &market, &orders, &env_cfg, reward, &base).unwrap();
     let env = &mut envs[0];
-    assert_eq!(env.obs_dim(), DESIGN_DIM + 1);
+    assert_eq!(env.obs_dim(), queued + 1);
     assert_eq!(env.obs_dim(), cfg.obs_dim());
     env.reset(&mut SmallRng::seed_from_u64(3));
     let mut obs = vec![0f32; env.obs_dim()];
@@ -193,11 +247,8 @@ fn a_placing_agents_designed_features_read_its_resting_order() {
             break;
         }
         env.observe(&mut obs);
-        let minutes = obs[DESIGN_DIM - 1] * 10.0;
-        assert_eq!(
-            obs[DESIGN_DIM], minutes,
-            "the feature reads the queue column"
-        );
+        let minutes = obs[queued - 1] * 10.0;
+        assert_eq!(obs[queued], minutes, "the feature reads the queue column");
         longest = longest.max(minutes);
     }
     assert!(longest >= env_cfg.decision_minutes as f32, "{longest}");

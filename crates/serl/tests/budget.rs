@@ -32,14 +32,7 @@ fn a_spent_budget_stops_the_search_and_a_resumed_run_stops_at_the_same_place() {
         "\n[evolve.budget]\nseconds = 0.001\n",
     );
     let run = dir.path().join("run");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = common::evolve_ok(&cfg, &run);
     assert!(
         text(&o).contains("[evolve.budget] spent after 1 iterations"),
         "{}",
@@ -99,14 +92,7 @@ fn the_prescreen_trains_each_design_briefly_first_and_stops_the_ones_far_below_p
         "\n[evolve.budget.prescreen]\nsteps = 512\nvalidation_orders = 8\nmargin = 1000\n",
     );
     let run = dir.path().join("lenient");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        lenient.to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    common::evolve_ok(&lenient, &run);
     let designed: Vec<serde_json::Value> = stored(&run)
         .into_iter()
         .filter(|c| c["key"].as_str().unwrap().starts_with('i'))

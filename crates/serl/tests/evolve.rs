@@ -206,14 +206,7 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     };
     let cfg = with_parallel(1);
     let run = dir.path().join("run");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = common::evolve_ok(&cfg, &run);
     let t = text(&o);
     for s in [
         "twap",
@@ -458,14 +451,7 @@ fn a_lockbox_keeps_the_test_sealed_until_the_run_is_declared_final() {
     )
     .unwrap();
     let run = dir.path().join("sealed");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        sealed_cfg.to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = common::evolve_ok(&sealed_cfg, &run);
     assert!(text(&o).contains("--open-test"), "{}", text(&o));
     let lockbox = |run: &Path| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(run.join("lockbox.json")).unwrap()).unwrap()
@@ -489,14 +475,7 @@ fn a_lockbox_keeps_the_test_sealed_until_the_run_is_declared_final() {
     assert!(report.contains("test split sealed at"), "{report}");
 
     let reference = dir.path().join("plain");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        plain.to_str().unwrap(),
-        "--out",
-        reference.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = common::evolve_ok(&plain, &reference);
     assert!(!printed_table(&o).is_empty());
     assert_eq!(printed_table(&opened), printed_table(&o));
 
@@ -770,14 +749,7 @@ fn configured_ablations_run_after_the_main_run_and_fill_the_report_table() {
     );
     std::fs::write(&cfg, text0).unwrap();
     let run = dir.path().join("run");
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    common::evolve_ok(&cfg, &run);
 
     // Each ablation is a full run of its own, with its own report.
     for name in ["no_low_level", "static_only"] {

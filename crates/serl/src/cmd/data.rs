@@ -1,4 +1,5 @@
-//! `serl data inspect`, `serl data validate` and `serl data convert`.
+//! `serl data inspect`, `serl data validate`, `serl data convert` and
+//! `serl data plant`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,6 +19,31 @@ pub enum DataCommand {
     /// Write a cleaned Parquet copy, one file per symbol (OUT/SYMBOL.parquet),
     /// in bounded memory; load it with the same --config.
     Convert(ConvertArgs),
+    /// Write a Parquet copy that carries a planted forecast of known
+    /// strength (a `signal` column): a market with a known answer, to
+    /// check that a search finds an edge where there is one and none where
+    /// there is none (docs/data.md#a-market-with-a-known-answer).
+    Plant(PlantArgs),
+}
+
+#[derive(Args)]
+pub struct PlantArgs {
+    #[command(flatten)]
+    pub source: DataSource,
+    /// The folder to write (Parquet, one file per symbol, and PLANT.json).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The forecast's information coefficient, in [0, 1): 0 plants pure
+    /// noise, nothing to find.
+    #[arg(long)]
+    pub strength: f64,
+    /// How far ahead the signal forecasts, minutes (the task's decision
+    /// interval is the natural choice).
+    #[arg(long, default_value_t = 30)]
+    pub horizon: u16,
+    /// Seed of the forecast's noise.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// The data a `serl data` command reads, and how.
@@ -85,28 +111,95 @@ pub fn run(cmd: DataCommand) -> Result<ExitCode> {
         DataCommand::Inspect(a) => inspect(a),
         DataCommand::Validate(a) => validate(a),
         DataCommand::Convert(a) => convert(a),
+        DataCommand::Plant(a) => plant(a),
     }
+}
+
+fn plant(a: PlantArgs) -> Result<ExitCode> {
+    let cfg = a.source.config(None)?;
+    let path = &a.source.path;
+    refuse_writing_over(path, &a.out)?;
+    let planted = serl_data::PlantConfig {
+        strength: a.strength,
+        horizon_minutes: a.horizon,
+        seed: a.seed,
+    };
+    if let Err(e) = planted.validate() {
+        anyhow::bail!("--strength/--horizon: {e}");
+    }
+    let bar = spinner("plant");
+    let t0 = std::time::Instant::now();
+    let report = serl_data::plant(path, &a.out, &cfg, &planted, &|n| bar.inc(n))
+        .with_context(|| format!("planting a signal in a copy of {}", path.display()))?;
+    bar.finish_and_clear();
+    print_written(
+        (report.files, report.written),
+        &a.out,
+        (report.sessions, report.rows),
+        t0,
+    );
+    println!(
+        "planted: a {}-minute forecast with information coefficient {} (measured {:+.3}); the {}-minute return's rms is {:.1} bps",
+        a.horizon, a.strength, report.realised_ic, a.horizon, report.forward_rms_bps
+    );
+    println!(
+        "the edge it puts within reach: serl backtest --data {} --config CONFIG --strategy twap --strategy signal --out DIR",
+        a.out.display()
+    );
+    if !report.problems.is_empty() {
+        println!(
+            "{} problems while reading (their rows or files were left out): see `serl data validate {}`",
+            report.problems.len(),
+            path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses an `--out` that is the source itself.
+fn refuse_writing_over(source: &Path, out: &Path) -> Result<()> {
+    if out
+        .canonicalize()
+        .ok()
+        .is_some_and(|o| source.canonicalize().is_ok_and(|p| o == p))
+    {
+        anyhow::bail!(
+            "--out {} is the source itself; write the copy elsewhere",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// What a copy wrote: files read and written, sessions and bars, time.
+fn print_written(
+    (files, written): (usize, usize),
+    out: &Path,
+    (sessions, rows): (usize, u64),
+    t0: std::time::Instant,
+) {
+    println!(
+        "{files} files → {written} Parquet files in {}: {sessions} sessions, {rows} bars, in {:.2}s",
+        out.display(),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// A spinner counting files done.
+fn spinner(what: &str) -> indicatif::ProgressBar {
+    indicatif::ProgressBar::new_spinner().with_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} {{pos}} files, {{per_sec}}, {{elapsed}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    )
 }
 
 fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let cfg = a.source.config(None)?;
     let path = &a.source.path;
-    if a.out
-        .canonicalize()
-        .ok()
-        .is_some_and(|o| path.canonicalize().is_ok_and(|p| o == p))
-    {
-        anyhow::bail!(
-            "--out {} is the source itself; write the copy elsewhere",
-            a.out.display()
-        );
-    }
-    let bar = indicatif::ProgressBar::new_spinner().with_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} convert {pos} files, {per_sec}, {elapsed}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
+    refuse_writing_over(path, &a.out)?;
+    let bar = spinner("convert");
     let t0 = std::time::Instant::now();
     let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
         .with_context(|| format!("converting {}", path.display()))?;
@@ -116,14 +209,11 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
         .iter()
         .filter(|p| p.severity == Severity::Error)
         .count();
-    println!(
-        "{} files → {} Parquet files in {}: {} sessions, {} bars, in {:.2}s",
-        report.files,
-        report.written,
-        a.out.display(),
-        report.sessions,
-        report.rows,
-        t0.elapsed().as_secs_f64()
+    print_written(
+        (report.files, report.written),
+        &a.out,
+        (report.sessions, report.rows),
+        t0,
     );
     if report.sessions_with_quotes > 0 {
         println!(

@@ -47,6 +47,20 @@ pub fn backtest_lean(split: &str, strategies: &[&str], out: &Path, extra: &[&str
     serl(&args)
 }
 
+/// `serl evolve --config cfg --out run`, asserted to succeed.
+#[allow(dead_code)] // for the evolve tests
+pub fn evolve_ok(cfg: &Path, run: &Path) -> Output {
+    let o = serl(&[
+        "evolve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
 /// The shipped evolve config `shipped` with tiny budgets (2 iterations of
 /// 2 candidates, 512-step trainings) and `extra` appended, in `dir`.
 #[allow(dead_code)] // for the evolve tests

@@ -37,9 +37,14 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
         )
     })?;
     crate::interrupt::lock_run(&a.out)?;
-    let runs = file.arms.len() * file.seeds.len();
+    let strengths = file.plant.as_ref().map_or(1, |p| p.strengths.len());
+    let runs = file.arms.len() * file.seeds.len() * strengths;
     eprintln!(
-        "study: {} arms × {} seeds = {runs} evolve runs in {}",
+        "study: {}{} arms × {} seeds = {runs} evolve runs in {}",
+        file.plant.as_ref().map_or(String::new(), |p| format!(
+            "{} planted strengths × ",
+            p.strengths.len()
+        )),
         file.arms.len(),
         file.seeds.len(),
         a.out.display()
@@ -56,7 +61,11 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
         shown: study_shown,
         warn: &warn,
         starting: &starting,
+        data: None,
     };
+    if let Some(sweep) = &file.plant {
+        return planted(&runner, sweep, &a.out);
+    }
     let result = runner.run()?;
     let l = &result.lockbox;
     println!(
@@ -75,5 +84,19 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
             .join("; ")
     );
     println!("report: {}", a.out.join("report.html").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The planted study: every run, then its table.
+fn planted(
+    runner: &StudyRunner,
+    sweep: &serl_study::planted_study::PlantSweep,
+    out: &std::path::Path,
+) -> Result<ExitCode> {
+    use serl_study::planted_study as planted;
+    let runs = planted::run_planted(runner, sweep)?;
+    let summaries = planted::write_report(out, &runs)?;
+    print!("{}", planted::markdown(&summaries));
+    println!("report: {}", out.join("report.md").display());
     Ok(ExitCode::SUCCESS)
 }
