@@ -25,7 +25,7 @@ fn every_hierarchy_row_trains_reports_and_resumes_to_the_same_table() {
         .replace("every = 4 ", "every = 1 ");
     std::fs::write(&cfg, text_cfg).unwrap();
     let run = dir.path().join("run");
-    let o = common::evolve_ok(&cfg, &run);
+    common::evolve_ok(&cfg, &run);
 
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let section = hierarchy_section(&report);
