@@ -114,6 +114,42 @@ pub fn check_run_dir(out: &Path, resume: bool, (seeds, walk_forward): (usize, bo
             out.display()
         );
     }
+    if resume {
+        check_same_kind(out, (seeds, walk_forward))?;
+    }
+    Ok(())
+}
+
+/// A resume never changes a run's kind: a walk-forward run resumes as
+/// one, a run of several seeds as one, a single training as one (a
+/// walk-forward run resumed without `--walk-forward` once trained a new
+/// policy on the whole data beside its windows).
+fn check_same_kind(out: &Path, (seeds, walk_forward): (usize, bool)) -> Result<()> {
+    let d = out.display();
+    let was_walk_forward = out.join("window-0").exists();
+    let was_seeds = out.join("seeds.json").exists()
+        || std::fs::read_dir(out).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("seed-"))
+        });
+    let was_single = out.join("checkpoint").join("state.json").exists();
+    if was_walk_forward && !walk_forward {
+        crate::bail!(
+            "{d} is a walk-forward run: resume it with `serl train --resume --out {d} --walk-forward`"
+        );
+    }
+    if walk_forward && !was_walk_forward && (was_seeds || was_single) {
+        crate::bail!("{d} is not a walk-forward run: resume it without --walk-forward");
+    }
+    if was_seeds && seeds == 1 {
+        crate::bail!(
+            "{d} trained several seeds: resume it with `serl train --resume --out {d}` and the same --seeds"
+        );
+    }
+    if was_single && !was_seeds && seeds > 1 {
+        crate::bail!("{d} is a single training: resume it without --seeds");
+    }
     Ok(())
 }
 

@@ -734,3 +734,40 @@ fn prompts_list_names_exactly_the_templates_render_accepts() {
         "{t}"
     );
 }
+
+/// A count of zero (`--seeds 0`, `--n 0`, `--runs 0`) is refused by name
+/// before anything runs, instead of a report "over 0 simulated days"
+/// (issue #66).
+#[test]
+fn a_count_of_zero_is_refused_by_name() {
+    let out = tempfile::tempdir().unwrap();
+    let out = out.path().to_str().unwrap();
+    for (args, flag) in [
+        (
+            vec!["simulate", "realism", "--seeds", "0", "--out", out],
+            "--seeds",
+        ),
+        (
+            vec!["simulate", "fills", "--seeds", "0", "--out", out],
+            "--seeds",
+        ),
+        (vec!["simulate", "--seeds", "0", "--out", out], "--seeds"),
+        (vec!["prompts", "probe", "--n", "0"], "--n"),
+        (vec!["train", "--seeds", "0", "--out", out], "--seeds"),
+        (vec!["bench", "train", "--runs", "0"], "--runs"),
+    ] {
+        let o = serl(&args);
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("'{flag}")) && said.contains("must be 1 or more, got 0"),
+            "{args:?}: {said}"
+        );
+    }
+    let o = serl(&["simulate", "realism", "--seeds", "three", "--out", out]);
+    assert!(
+        text(&o).contains("`three` is not a whole number"),
+        "{}",
+        text(&o)
+    );
+}

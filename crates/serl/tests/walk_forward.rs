@@ -87,4 +87,22 @@ fn walk_forward_tests_each_window_on_later_days_and_resumes() {
     let o = serl(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(read()["pooled"]["summaries"], first["pooled"]["summaries"]);
+
+    // Resumed without --walk-forward, it is refused with the command that
+    // resumes it, and no policy is trained beside the windows (issue #66).
+    let plain: Vec<String> = args(true)
+        .into_iter()
+        .filter(|a| a != "--walk-forward")
+        .collect();
+    let o = serl(&plain.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("is a walk-forward run: resume it with `serl train --resume --out")
+            && text(&o).contains("--walk-forward`"),
+        "{}",
+        text(&o)
+    );
+    for written in ["best.bpk", "final.bpk", "metrics.jsonl", "checkpoint"] {
+        assert!(!out.join(written).exists(), "{written} was written");
+    }
 }

@@ -89,6 +89,19 @@ pub fn positive(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// A count given on the command line: 1 or more, so that `--seeds 0` or
+/// `--n 0` is refused by name instead of running nothing and reporting
+/// statistics over it.
+pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(
+    s: &str,
+) -> std::result::Result<T, String> {
+    match s.parse::<T>() {
+        Ok(v) if v >= T::from(1) => Ok(v),
+        Ok(_) => Err(format!("must be 1 or more, got {s}")),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}
+
 /// The designable modules' names, in `ModuleKind::ALL`'s order.
 pub fn module_names() -> Vec<&'static str> {
     serl_design::ModuleKind::ALL

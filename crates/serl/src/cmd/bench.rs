@@ -42,7 +42,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "data/lean")]
     pub data: PathBuf,
     /// Runs per figure; the median is reported.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<usize>, default_value_t = 5)]
     pub runs: usize,
     #[arg(long)]
     pub json: bool,

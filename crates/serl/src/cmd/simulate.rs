@@ -21,7 +21,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub session: SessionArgs,
     /// Simulated days (seeds) the checks pool over.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<u64>, default_value_t = 20)]
     pub seeds: u64,
     #[arg(long, required = true)]
     pub out: Option<PathBuf>,
@@ -76,7 +76,7 @@ pub struct ImpactArgs {
     #[command(flatten)]
     pub session: SessionArgs,
     /// Seeds per metaorder size (each runs a buy and a sell).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<u64>, default_value_t = 30)]
     pub seeds: u64,
     /// Metaorder sizes as shares of the day's volume.
     #[arg(long, value_delimiter = ',', default_value = "0.01,0.02,0.05,0.1,0.2")]

@@ -69,7 +69,7 @@ pub struct TrainArgs {
     /// Train this many independent policies, from seeds `seed`, `seed + 1`,
     /// ..., each in `OUT/seed-<seed>/`, and report their validation PA
     /// per seed and as mean ± std (`OUT/seeds.json`).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<usize>, default_value_t = 1)]
     pub seeds: usize,
     /// Train a policy on each rolling window of `[walk_forward]` and test
     /// it on the sessions after it (`OUT/window-K/`, the pooled report in

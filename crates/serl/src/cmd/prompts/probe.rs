@@ -25,7 +25,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub adapter: Option<PathBuf>,
     /// Replies per module and mode.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<usize>, default_value_t = 20)]
     pub n: usize,
     /// Also ask without constraints.
     #[arg(long)]

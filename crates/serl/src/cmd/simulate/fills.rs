@@ -18,7 +18,7 @@ pub struct FillsArgs {
     #[arg(long, value_delimiter = ',')]
     pub symbols: Vec<String>,
     /// Simulated days per probe in each market.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<u64>, default_value_t = 2)]
     pub seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1)]

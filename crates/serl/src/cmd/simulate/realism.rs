@@ -18,7 +18,7 @@ pub struct RealismArgs {
     #[arg(long, value_delimiter = ',')]
     pub symbols: Vec<String>,
     /// Simulated days per model and symbol.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, value_parser = crate::cmd::args::at_least_one::<u64>, default_value_t = 3)]
     pub seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1)]
