@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::bars::Session;
 use crate::config::{DataConfig, MissingMinutes};
 use crate::parquet::write_sessions;
 use crate::stream::by_symbol;
@@ -46,6 +47,40 @@ pub fn convert(
     cfg: &DataConfig,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ConvertReport, DataError> {
+    let copied = copy_by_symbol(src, dst, cfg, progress, |sessions| {
+        sessions.iter().filter(|s| s.quotes.is_some()).count()
+    })?;
+    Ok(ConvertReport {
+        files: copied.files,
+        written: copied.written,
+        sessions: copied.sessions,
+        rows: copied.rows,
+        sessions_with_quotes: copied.parts.iter().sum(),
+        problems: copied.problems,
+    })
+}
+
+/// What [`copy_by_symbol`] wrote, and what `each` said of each symbol.
+pub(crate) struct Copied<T> {
+    pub(crate) files: usize,
+    pub(crate) written: usize,
+    pub(crate) sessions: usize,
+    pub(crate) rows: u64,
+    pub(crate) parts: Vec<T>,
+    pub(crate) problems: Vec<Problem>,
+}
+
+/// Copies every bar file under `src` into `dst/SYMBOL.parquet` a symbol
+/// at a time, as a load keeps the bars (gaps stay gaps), after `each` has
+/// seen (and may have changed) the symbol's sessions: what `convert` and
+/// `plant` share.
+pub(crate) fn copy_by_symbol<T>(
+    src: &Path,
+    dst: &Path,
+    cfg: &DataConfig,
+    progress: &(dyn Fn(u64) + Sync),
+    mut each: impl FnMut(&mut [Session]) -> T,
+) -> Result<Copied<T>, DataError> {
     if !src.exists() {
         return Err(DataError::NotFound {
             path: src.to_path_buf(),
@@ -58,26 +93,29 @@ pub fn convert(
     // A copy holds what the source had: gaps stay gaps.
     let mut cfg = cfg.clone();
     cfg.session.missing_minutes = MissingMinutes::Leave;
-    let scanned = by_symbol(src, &cfg, progress, |symbol, sessions| {
-        let quotes = sessions.iter().filter(|s| s.quotes.is_some()).count();
+    let scanned = by_symbol(src, &cfg, progress, |symbol, mut sessions| {
+        let part = each(&mut sessions);
         if sessions.is_empty() {
-            return Ok((0, 0, quotes));
+            return Ok((0, 0, part));
         }
         let out = dst.join(format!("{symbol}.parquet"));
         let rows = write_sessions(&out, &sessions, &cfg.columns)
             .map_err(|source| DataError::Io { path: out, source })?;
-        Ok((sessions.len(), rows, quotes))
+        Ok((sessions.len(), rows, part))
     })?;
-    let mut report = ConvertReport {
+    let mut copied = Copied {
         files: scanned.files.len(),
+        written: 0,
+        sessions: 0,
+        rows: 0,
+        parts: Vec::new(),
         problems: scanned.problems,
-        ..ConvertReport::default()
     };
-    for (sessions, rows, quotes) in scanned.parts {
-        report.written += usize::from(sessions > 0);
-        report.sessions += sessions;
-        report.rows += rows;
-        report.sessions_with_quotes += quotes;
+    for (sessions, rows, part) in scanned.parts {
+        copied.written += usize::from(sessions > 0);
+        copied.sessions += sessions;
+        copied.rows += rows;
+        copied.parts.push(part);
     }
-    Ok(report)
+    Ok(copied)
 }

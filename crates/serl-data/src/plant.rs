@@ -25,9 +25,8 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::bars::Session;
-use crate::config::{DataConfig, MissingMinutes};
-use crate::parquet::write_sessions;
-use crate::stream::by_symbol;
+use crate::config::DataConfig;
+use crate::convert::copy_by_symbol;
 use crate::{DataError, Problem};
 
 /// The manifest a planted copy carries beside its files.
@@ -210,50 +209,35 @@ pub fn plant(
         path: dst.to_path_buf(),
         message,
     })?;
-    if !src.exists() {
-        return Err(DataError::NotFound {
-            path: src.to_path_buf(),
-        });
-    }
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| DataError::Io { path, source }
-    };
-    std::fs::create_dir_all(dst).map_err(io(dst))?;
-    let mut cfg = cfg.clone();
-    cfg.session.missing_minutes = MissingMinutes::Leave;
-    let scanned = by_symbol(src, &cfg, progress, |symbol, mut sessions| {
+    let copied = copy_by_symbol(src, dst, cfg, progress, |sessions| {
         let mut m = Planted::default();
-        for s in &mut sessions {
+        for s in sessions {
             let one = plant_session(s, plant);
             m.ic_sum += one.correlation();
             m.moments.merge(&one);
         }
-        if sessions.is_empty() {
-            return Ok((0, 0, m));
-        }
-        let out = dst.join(format!("{symbol}.parquet"));
-        let rows = write_sessions(&out, &sessions, &cfg.columns).map_err(io(&out))?;
-        Ok((sessions.len(), rows, m))
+        m
     })?;
-    let mut report = PlantReport {
-        config: Some(*plant),
-        files: scanned.files.len(),
-        problems: scanned.problems,
-        ..PlantReport::default()
-    };
     let (mut ic, mut rr, mut n) = (0.0, 0.0, 0.0);
-    for (sessions, rows, m) in scanned.parts {
-        report.written += usize::from(sessions > 0);
-        report.sessions += sessions;
-        report.rows += rows;
+    for m in &copied.parts {
         (ic, rr, n) = (ic + m.ic_sum, rr + m.moments.rr, n + m.moments.n);
     }
-    report.realised_ic = ic / report.sessions.max(1) as f64;
-    report.forward_rms_bps = (rr / n.max(1.0)).sqrt();
+    let report = PlantReport {
+        config: Some(*plant),
+        files: copied.files,
+        written: copied.written,
+        sessions: copied.sessions,
+        rows: copied.rows,
+        realised_ic: ic / copied.sessions.max(1) as f64,
+        forward_rms_bps: (rr / n.max(1.0)).sqrt(),
+        problems: copied.problems,
+    };
     let manifest = dst.join(PLANT_MANIFEST);
     let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    std::fs::write(&manifest, text).map_err(io(&manifest))?;
+    std::fs::write(&manifest, text).map_err(|source| DataError::Io {
+        path: manifest.clone(),
+        source,
+    })?;
     Ok(report)
 }
 

@@ -73,6 +73,24 @@ pub fn day_means(rows: &[EvidenceRow]) -> BTreeMap<String, BTreeMap<NaiveDate, f
         .collect()
 }
 
+/// The names of `role`'s rows, sorted, each once.
+pub fn names_with_role(rows: &[EvidenceRow], role: &str) -> Vec<String> {
+    let mut names: Vec<String> = rows
+        .iter()
+        .filter(|r| r.role == role)
+        .map(|r| r.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The name of the first of `role`'s rows (a reference's, whose rows all
+/// share one name), if any.
+pub fn name_with_role(rows: &[EvidenceRow], role: &str) -> Option<String> {
+    rows.iter().find(|r| r.role == role).map(|r| r.name.clone())
+}
+
 /// The days × designs matrix of `designs`' daily differences from
 /// `reference`, on the days every one of them and the reference have, in
 /// date order. `None` when a name has no rows.

@@ -17,7 +17,10 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serl_eval::evidence::{day_matrix, read_evidence, stock_day_rows, write_evidence, EvidenceRow};
+use serl_eval::evidence::{
+    day_matrix, name_with_role, names_with_role, read_evidence, stock_day_rows, write_evidence,
+    EvidenceRow,
+};
 use serl_eval::selection::{self, DayMatrix, Pbo, Spa};
 
 pub use crate::select::SelectConfig;
@@ -262,7 +265,8 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
     let finalists = plain
         .as_deref()
         .map_or_else(Vec::new, |p| rescored_finalists(rows, &m, p));
-    let validation_days: Vec<chrono::NaiveDate> = rows
+    // Plain PPO's rows are stock-days: each date once.
+    let validation_days: std::collections::BTreeSet<chrono::NaiveDate> = rows
         .iter()
         .filter(|r| r.role == PLAIN_ROLE)
         .map(|r| r.date)
@@ -307,7 +311,7 @@ pub fn assess(rows: &[EvidenceRow], a: &Assessing) -> SelectionEvidence {
 /// `m`), on the days both scorings share with plain PPO, in the order of
 /// the selection edges.
 fn rescored_finalists(rows: &[EvidenceRow], m: &DayMatrix, plain: &str) -> Vec<Finalist> {
-    let names = names_of(rows, RESCORED_ROLE);
+    let names = names_with_role(rows, RESCORED_ROLE);
     let means = m.means();
     let mut out: Vec<Finalist> = names
         .iter()
@@ -349,27 +353,17 @@ const FOLD_SEED_MIX: u64 = 0xF01D_5EED;
 
 /// The name of the reference's rows (plain PPO's key), if any.
 fn plain_name(rows: &[EvidenceRow]) -> Option<String> {
-    rows.iter()
-        .find(|r| r.role == PLAIN_ROLE)
-        .map(|r| r.name.clone())
+    name_with_role(rows, PLAIN_ROLE)
 }
 
 /// The days × designs matrix of every candidate's daily difference from
 /// plain PPO, designs by name; `None` without plain PPO's rows.
 pub(crate) fn designs_matrix(rows: &[EvidenceRow]) -> Option<DayMatrix> {
-    day_matrix(rows, &names_of(rows, CANDIDATE_ROLE), &plain_name(rows)?)
-}
-
-/// The names of `role`'s rows, sorted, each once.
-fn names_of(rows: &[EvidenceRow], role: &str) -> Vec<String> {
-    let mut names: Vec<String> = rows
-        .iter()
-        .filter(|r| r.role == role)
-        .map(|r| r.name.clone())
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    day_matrix(
+        rows,
+        &names_with_role(rows, CANDIDATE_ROLE),
+        &plain_name(rows)?,
+    )
 }
 
 /// The chosen design's deflated Sharpe ratio among `m`'s designs.

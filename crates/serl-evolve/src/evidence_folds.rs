@@ -4,9 +4,11 @@
 //! days did). Computed from the evidence rows alone, like the rest of
 //! `evidence.json`.
 
+use std::collections::BTreeSet;
+
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use serl_eval::evidence::{day_matrix, EvidenceRow};
+use serl_eval::evidence::{day_matrix, name_with_role, names_with_role, EvidenceRow};
 use serl_eval::selection::{self, Spa};
 
 use crate::select::SelectConfig;
@@ -61,20 +63,10 @@ pub(crate) fn assess_folds(
     chosen: &str,
     settings: &SelectConfig,
     seed: u64,
-    validation_days: &[NaiveDate],
+    validation_days: &BTreeSet<NaiveDate>,
 ) -> Option<FoldedEvidence> {
-    let plain = rows
-        .iter()
-        .find(|r| r.role == FOLD_PLAIN_ROLE)?
-        .name
-        .clone();
-    let mut names: Vec<String> = rows
-        .iter()
-        .filter(|r| r.role == FOLD_ROLE)
-        .map(|r| r.name.clone())
-        .collect();
-    names.sort();
-    names.dedup();
+    let plain = name_with_role(rows, FOLD_PLAIN_ROLE)?;
+    let names = names_with_role(rows, FOLD_ROLE);
     let unpicked: Vec<EvidenceRow> = rows
         .iter()
         .filter(|r| r.role == FOLD_ROLE || r.role == FOLD_PLAIN_ROLE)
@@ -146,7 +138,7 @@ mod tests {
             ));
             rows.push(row("baseline", "plain", day, 0.0));
         }
-        let validation: Vec<NaiveDate> = (11..=12)
+        let validation: BTreeSet<NaiveDate> = (11..=12)
             .map(|d| NaiveDate::from_ymd_opt(2018, 3, d).unwrap())
             .collect();
         let cfg = SelectConfig {

@@ -47,6 +47,7 @@ pub mod fills_report;
 pub mod finetune;
 pub mod llm;
 pub mod paths;
+mod plant_sweep;
 pub mod planted_study;
 #[cfg(feature = "local")]
 pub mod probe;

@@ -21,55 +21,10 @@ use serl_data::{PlantConfig, PlantReport};
 use serl_evolve::EvolveOutcome;
 
 use crate::error::{Context, Result};
+pub use crate::plant_sweep::PlantSweep;
 use crate::search_study::{Arm, StudyRunner};
 use crate::search_study_report::{test_line, TestLine};
 use crate::EvolveFile;
-
-/// `[plant]` in a study file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlantSweep {
-    /// The forecast strengths (information coefficients) planted, one copy
-    /// of the data each; include 0.
-    pub strengths: Vec<f64>,
-    /// How far ahead the forecast looks, minutes (best: the task's
-    /// decision interval).
-    #[serde(default = "default_horizon")]
-    pub horizon: u16,
-    /// Seed of the forecasts' noise.
-    #[serde(default)]
-    pub seed: u64,
-}
-
-fn default_horizon() -> u16 {
-    30
-}
-
-impl PlantSweep {
-    /// Checks the strengths, naming the field.
-    pub fn check(&self) -> std::result::Result<(), String> {
-        if self.strengths.is_empty() {
-            return Err("strengths: give at least one (0 measures the false discoveries)".into());
-        }
-        for (i, &s) in self.strengths.iter().enumerate() {
-            self.config(s)
-                .validate()
-                .map_err(|e| format!("strengths[{i}]: {e}"))?;
-            if self.strengths[..i].contains(&s) {
-                return Err(format!("strengths[{i}]: {s} is given twice"));
-            }
-        }
-        Ok(())
-    }
-
-    fn config(&self, strength: f64) -> PlantConfig {
-        PlantConfig {
-            strength,
-            horizon_minutes: self.horizon,
-            seed: self.seed,
-        }
-    }
-}
 
 /// What one run of the planted study came to
 /// (`OUT/strength-S/ARM/seedN/planted-run.json`).
@@ -168,27 +123,21 @@ pub fn run_planted(runner: &StudyRunner, sweep: &PlantSweep) -> Result<Vec<Plant
             }
         }
     }
-    // Every run has recommended on validation: now the tests.
-    for (run, copy) in runs
+    // Every run has recommended on validation: now the tests. A run
+    // resumes from its own config, which names its planted copy.
+    for run in runs
         .iter_mut()
         .filter(|r| r.recommended.is_some() && r.test.is_none())
-        .map(|r| {
-            let k = sweep
-                .strengths
-                .iter()
-                .position(|&s| s == r.strength)
-                .unwrap_or(0);
-            (r, copies[k].clone())
-        })
     {
+        let Some(arm) = runner.file.arms.iter().find(|a| a.name == run.arm) else {
+            continue;
+        };
         let out = strength_dir(runner.out, run.strength);
         let sub = StudyRunner {
             out: &out,
-            data: Some(copy),
+            data: None,
             ..*runner
         };
-        let arm = runner.file.arms.iter().find(|a| a.name == run.arm);
-        let Some(arm) = arm else { continue };
         (runner.starting)(
             &format!("{} (test, strength {})", arm.name, run.strength),
             run.seed,
@@ -388,21 +337,5 @@ mod tests {
         assert!(lo < 0.5 && hi > 0.5, "{lo} {hi}");
         let md = markdown(&s);
         assert!(md.contains("| 0.3 | grammar | 2 | 2/2"), "{md}");
-    }
-
-    #[test]
-    fn a_sweep_without_strengths_or_with_a_bad_one_is_refused() {
-        let mut p = PlantSweep {
-            strengths: vec![],
-            horizon: 30,
-            seed: 0,
-        };
-        assert!(p.check().unwrap_err().contains("strengths"));
-        p.strengths = vec![0.0, 1.5];
-        assert!(p.check().unwrap_err().contains("strengths[1]"));
-        p.strengths = vec![0.0, 0.0];
-        assert!(p.check().unwrap_err().contains("twice"));
-        p.strengths = vec![0.0, 0.1, 0.3];
-        p.check().unwrap();
     }
 }

@@ -42,7 +42,7 @@ pub struct StudyFile {
     /// per strength (`configs/study-planted.toml`,
     /// [`crate::planted_study`]).
     #[serde(default)]
-    pub plant: Option<crate::planted_study::PlantSweep>,
+    pub plant: Option<crate::plant_sweep::PlantSweep>,
 }
 
 fn default_z() -> f64 {

@@ -11,6 +11,9 @@ use crate::task::{Source, TrainEnv};
 pub struct WithFeatures<E> {
     inner: E,
     features: FeatureSet,
+    /// Whether a feature reads the planted signal: only then is it asked
+    /// of the environment, each step.
+    reads_signal: bool,
     states: Vec<State>,
     base: Vec<f32>,
     current: Vec<f32>,
@@ -24,6 +27,7 @@ impl<E: TrainEnv> WithFeatures<E> {
         let current = vec![0.0; inner.obs_dim() + features.len()];
         WithFeatures {
             inner,
+            reads_signal: features.signal_reader().is_some(),
             features,
             states,
             base,
@@ -33,7 +37,11 @@ impl<E: TrainEnv> WithFeatures<E> {
 
     fn refresh(&mut self) {
         self.inner.observe(&mut self.base);
-        let signal = self.inner.signal();
+        let signal = if self.reads_signal {
+            self.inner.signal()
+        } else {
+            0.0
+        };
         self.features
             .extend(&mut self.states, &self.base, signal, &mut self.current);
     }
