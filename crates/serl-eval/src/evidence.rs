@@ -95,6 +95,15 @@ pub fn name_with_role(rows: &[EvidenceRow], role: &str) -> Option<String> {
 /// `reference`, on the days every one of them and the reference have, in
 /// date order. `None` when a name has no rows.
 pub fn day_matrix(rows: &[EvidenceRow], designs: &[String], reference: &str) -> Option<DayMatrix> {
+    dated_day_matrix(rows, designs, reference).map(|(_, m)| m)
+}
+
+/// [`day_matrix`] with the date of each of its days.
+pub fn dated_day_matrix(
+    rows: &[EvidenceRow],
+    designs: &[String],
+    reference: &str,
+) -> Option<(Vec<NaiveDate>, DayMatrix)> {
     let means = day_means(rows);
     let plain = means.get(reference)?;
     let mut days: Vec<NaiveDate> = plain.keys().copied().collect();
@@ -106,10 +115,13 @@ pub fn day_matrix(rows: &[EvidenceRow], designs: &[String], reference: &str) -> 
         .iter()
         .map(|d| days.iter().map(|day| means[d][day] - plain[day]).collect())
         .collect();
-    Some(DayMatrix {
-        designs: designs.to_vec(),
-        diffs,
-    })
+    Some((
+        days,
+        DayMatrix {
+            designs: designs.to_vec(),
+            diffs,
+        },
+    ))
 }
 
 /// Writes `rows` to `path` as Parquet (columns `name`, `role`, `date`,

@@ -44,6 +44,7 @@ pub mod evidence;
 mod horizons;
 mod metrics;
 mod report;
+mod report_data;
 pub mod selection;
 mod significance;
 mod team;
@@ -61,10 +62,8 @@ pub use metrics::{
     bootstrap_mean, mean, paired_diff, std_dev, summarize, Estimate, OrderResult, PairedDiff,
     Summary,
 };
-pub use report::{
-    is_baseline, placement_cells, results_tables, write_report, IllusoryGain, Provenance,
-    ReportData,
-};
+pub use report::{placement_cells, results_tables, write_report};
+pub use report_data::{is_baseline, IllusoryGain, Provenance, ReportData};
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest, MIN_TEST_DAYS};
 pub use team::{
     crowding_cost, paired_scores, run_team_backtest, summarize_teams, NamedVenue, TeamFactory,
@@ -72,4 +71,4 @@ pub use team::{
 };
 pub use team_report::{write_team_report, TeamComparisons, TeamReportData};
 pub use terminal::{summary_table, team_table};
-pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, LEGEND};
+pub use warnings::{orders_over_capacity, warnings, AFI_WARNING, IS_LEGEND, LEGEND};

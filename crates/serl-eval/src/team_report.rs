@@ -11,7 +11,7 @@ use serl_env::TeamMode;
 use serl_report::{html, intervals_chart, table_cell, Chart};
 
 use crate::metrics::{summarize, OrderResult, Summary};
-use crate::report::Provenance;
+use crate::report_data::Provenance;
 use crate::team::{
     crowding_cost, paired_scores, summarize_teams, TeamPaired, TeamResult, TeamSummary,
 };

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::ReportData;
+use crate::report_data::ReportData;
 use crate::team_report::TeamReportData;
 use crate::Summary;
 

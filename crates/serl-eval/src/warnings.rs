@@ -5,7 +5,7 @@
 
 use serl_env::{EnvConfig, MarketData, ParentOrder};
 
-use crate::report::ReportData;
+use crate::report_data::ReportData;
 use crate::significance::MIN_TEST_DAYS;
 
 /// AFI above this (1% of the order left at the horizon) is named.
@@ -13,7 +13,12 @@ pub const AFI_WARNING: f64 = 0.01;
 
 /// The abbreviations of the strategy tables, spelled out: one line under
 /// every table that shows them.
-pub const LEGEND: &str = "PA: price advantage of the whole parent order over the window's benchmark, bps (unfilled shares charged as if crossed at the horizon); PA filled: the same over the filled shares only; WR: win rate (share of orders with PA > 0); GLR: mean gain / mean loss; AFI: average fraction of the order left unfilled; IS: implementation shortfall against the arrival price, bps (docs/metrics.md).";
+pub const LEGEND: &str = "PA: price advantage of the whole parent order over the window's benchmark, bps (unfilled shares charged as if crossed at the horizon); PA filled: the same over the filled shares only; WR: win rate (share of orders with PA > 0); GLR: mean gain / mean loss; AFI: average fraction of the order's shares left unfilled (docs/metrics.md).";
+
+/// What the IS column means, for the tables that show it (the report's
+/// Markdown and HTML; the terminal's table has no IS column).
+pub const IS_LEGEND: &str =
+    "IS: implementation shortfall against the arrival price, bps (docs/metrics.md).";
 
 /// How many of `orders` are larger than their window's volume times the
 /// participation cap: they cannot finish by trading within the cap, so
@@ -46,10 +51,12 @@ pub fn warnings(data: &ReportData) -> Vec<String> {
     }
     for s in data.summaries.iter().filter(|s| s.afi > AFI_WARNING) {
         out.push(format!(
-            "{} ({}) left {:.1}% of its orders unfilled: its PA charges them as if crossed at the horizon ({:.2} bps); over the filled shares alone it would read {:.2} bps.",
+            "{} ({}) left {:.1}% of its shares unfilled (AFI, over {} order{}): its PA charges them as if crossed at the horizon ({:.2} bps); over the filled shares alone it would read {:.2} bps.",
             s.strategy,
             s.env,
             100.0 * s.afi,
+            s.orders,
+            if s.orders == 1 { "" } else { "s" },
             s.pa.mean,
             s.pa_filled
         ));
@@ -78,7 +85,7 @@ pub fn warnings(data: &ReportData) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::metrics::{Estimate, Summary};
-    use crate::report::Provenance;
+    use crate::report_data::Provenance;
 
     fn summary(strategy: &str, afi: f64) -> Summary {
         let e = Estimate {
@@ -123,7 +130,11 @@ mod tests {
 
         let w = warnings(&data(vec![summary("twap", 0.0), summary("ddqn", 0.212)]));
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("ddqn (static) left 21.2%"), "{}", w[0]);
+        assert!(
+            w[0].contains("ddqn (static) left 21.2% of its shares unfilled (AFI, over 10 orders)"),
+            "{}",
+            w[0]
+        );
         assert!(
             w[0].contains("1.00 bps") && w[0].contains("3.00 bps"),
             "{}",
@@ -138,5 +149,17 @@ mod tests {
         d.provenance.orders_over_capacity = 3;
         let w = warnings(&d);
         assert!(w[0].starts_with("3 of 8 orders are larger"), "{w:?}");
+    }
+
+    /// The terminal's table has no IS column, so its legend does not
+    /// define IS; the report's tables, which show it, add its line.
+    #[test]
+    fn the_legend_defines_only_the_columns_its_table_shows() {
+        assert!(!LEGEND.contains("IS:"), "{LEGEND}");
+        assert!(LEGEND.contains("share"), "AFI is a share of the shares");
+        let table = crate::summary_table(&data(vec![summary("twap", 0.0)]));
+        let header = table.lines().next().unwrap();
+        assert!(!header.contains("IS"), "{header}");
+        assert!(IS_LEGEND.starts_with("IS:"));
     }
 }

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::{CandidateKind, CandidateResult};
+use crate::record::{CandidateKind, CandidateResult};
 
 /// The `[evolve.budget]` table; a limit left out is not counted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

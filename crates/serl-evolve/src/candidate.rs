@@ -1,5 +1,5 @@
-//! Candidates: the states each passes through, what the run directory
-//! keeps of each, what kind each is, and which are the best.
+//! Candidates: the states each passes through on its way to its record
+//! ([`CandidateResult`], in `record.rs`), and the modules a prompt shows.
 //!
 //! A candidate is [`Designed`] (the designer's modules, valid or not),
 //! then a [`ScoreJob`] (what training and scoring it needs, nothing
@@ -14,202 +14,8 @@ use serde::{Deserialize, Serialize};
 use serl_design::{Design, Module, ModuleKind, SmokeReport};
 use serl_llm::prompts::Example;
 
-use crate::database::Lineage;
 use crate::error::{read_json, write_json, EvolveError};
-use crate::paired::{DayPa, PairedScore, StockDayPa};
-use crate::score::candidate_score;
-
-/// Validation metrics of a trained candidate.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Validation {
-    /// Mean PA, bps, in the static replay.
-    pub pa: f64,
-    /// Its standard deviation over orders.
-    pub pa_std: f64,
-    /// Win rate: share of orders with positive PA.
-    pub wr: f64,
-    /// Gain-loss ratio.
-    pub glr: f64,
-    /// Average fill incompleteness: share of the order left unfilled.
-    pub afi: f64,
-    /// Static minus dynamic PA on the dynamic subset.
-    pub illusory_gain: f64,
-    /// Mean PA, bps, in the dynamic market.
-    pub pa_dynamic: f64,
-    /// Each validation day's mean PA in the static replay, bps, for the
-    /// paired score against plain PPO (`[evolve.search]`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub days: Vec<DayPa>,
-    /// Each validation stock-day's mean PA in the static replay, bps: the
-    /// rows of the run's evidence file (`evidence.parquet`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stock_days: Vec<StockDayPa>,
-}
-
-/// One module's generation, as recorded.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModuleRecord {
-    /// Which module.
-    pub kind: ModuleKind,
-    /// The accepted module's text; `None` when every attempt failed.
-    pub text: Option<String>,
-    /// Attempts made.
-    pub attempts: usize,
-    /// Why each rejected attempt was rejected.
-    pub errors: Vec<String>,
-    /// The rendered prompt (for the fine-tuning dataset).
-    pub prompt: String,
-    /// The designer's replies, in order.
-    pub replies: Vec<String>,
-    /// The parent it was taken from as it is (a mutation or crossover of
-    /// the program database), with no attempt of its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inherited_from: Option<String>,
-}
-
-impl ModuleRecord {
-    /// `module` taken as it is from parent `from`: one attempt, accepted.
-    pub(crate) fn inherited(kind: ModuleKind, module: &Module, from: &str) -> Self {
-        ModuleRecord {
-            kind,
-            text: Some(module.text()),
-            attempts: 1,
-            errors: Vec::new(),
-            prompt: String::new(),
-            replies: Vec::new(),
-            inherited_from: Some(from.to_string()),
-        }
-    }
-}
-
-/// A candidate as the run directory keeps it (`candidates/<key>.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CandidateResult {
-    /// Its name; [`CandidateKind::of_key`] reads what kind it is.
-    pub key: String,
-    /// The iteration it belongs to.
-    pub iteration: usize,
-    /// The design; `None` when a module failed.
-    pub design: Option<Design>,
-    /// How each module was generated.
-    pub modules: Vec<ModuleRecord>,
-    /// Mean over modules of 1/attempts (0 when a module failed).
-    pub success_rate: f64,
-    /// Its validation metrics; `None` for invalid designs.
-    pub validation: Option<Validation>,
-    /// PA × success rate (the paper's score); `None` for invalid designs.
-    pub score: Option<f64>,
-    /// NaN, ±∞ and division-by-zero values its reward repaired in training.
-    pub repaired: u64,
-    /// Seconds its training took.
-    pub train_secs: f64,
-    /// Where they went (not stored: a result's file holds no timings).
-    #[serde(skip)]
-    pub train_profile: serl_train::TrainProfile,
-    /// Tokens the designer read for it.
-    pub prompt_tokens: u64,
-    /// Tokens the designer wrote for it.
-    pub completion_tokens: u64,
-    /// The reward's statistics on the smoke episode, fed back to the
-    /// designer with the round's results.
-    #[serde(default)]
-    pub reward_smoke: Option<SmokeReport>,
-    /// Each term of its reward on the trained policy's static validation
-    /// episodes, fed back to the designer with the round's results.
-    #[serde(default)]
-    pub reward_terms: Option<Vec<serl_design::TermStats>>,
-    /// What the pre-screen said of it (`[evolve.budget.prescreen]`): a
-    /// design it stopped has no score.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prescreen: Option<Screened>,
-    /// Its daily edge over plain PPO on the validation days, where the run
-    /// searches with a program database (`[evolve.search]`): what the
-    /// search ranks by.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired: Option<PairedScore>,
-    /// Where it came from in the program database: the operator, its
-    /// parents and its island (`[evolve.search]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lineage: Option<Lineage>,
-    /// The fold it was trained and scored on, with its days
-    /// (`[evolve.select] folds`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fold: Option<crate::fold::FoldRecord>,
-}
-
-/// What the pre-screen (`[evolve.budget.prescreen]`) said of a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Screened {
-    /// Its validation PA after the short training, bps.
-    pub pa: f64,
-    /// Plain PPO's on the same short run, bps.
-    pub plain_pa: f64,
-    /// Whether it went on to its full training.
-    pub passed: bool,
-    /// Seconds the short training took.
-    pub secs: f64,
-}
-
-impl CandidateResult {
-    /// An invalid candidate: a module failed, nothing was trained.
-    pub(crate) fn invalid(key: String, iteration: usize, success_rate: f64) -> Self {
-        CandidateResult {
-            key,
-            iteration,
-            design: None,
-            modules: Vec::new(),
-            success_rate,
-            validation: None,
-            score: None,
-            repaired: 0,
-            train_secs: 0.0,
-            train_profile: Default::default(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            reward_smoke: None,
-            reward_terms: None,
-            prescreen: None,
-            paired: None,
-            lineage: None,
-            fold: None,
-        }
-    }
-
-    /// What selection ranks it by: the lower bound of its daily edge over
-    /// plain PPO where the run pairs days (`[evolve.search]`), else its
-    /// score; either charged for the designer's retries
-    /// ([`candidate_score`]). `None` for an unscored candidate.
-    pub fn selection_score(&self) -> Option<f64> {
-        self.score?;
-        match &self.paired {
-            Some(p) => Some(candidate_score(p.lower, self.success_rate)),
-            None => self.score,
-        }
-    }
-
-    /// What kind of candidate it is.
-    pub fn kind(&self) -> CandidateKind {
-        CandidateKind::of_key(&self.key)
-    }
-
-    /// Candidate `key` as a run in `run_dir` recorded it, if it got that
-    /// far.
-    pub(crate) fn recorded(run_dir: &Path, key: &str) -> Option<Self> {
-        read_json(&recorded_path(run_dir, key))
-    }
-
-    /// Records the candidate in `run_dir` (`candidates/<key>.json`), its
-    /// last state.
-    pub(crate) fn record(self, run_dir: &Path) -> Result<Self, EvolveError> {
-        write_json(&recorded_path(run_dir, &self.key), &self)?;
-        Ok(self)
-    }
-}
-
-/// Where a run directory keeps recorded candidate `key`.
-fn recorded_path(run_dir: &Path, key: &str) -> PathBuf {
-    run_dir.join("candidates").join(format!("{key}.json"))
-}
+use crate::record::{CandidateResult, Lineage, ModuleRecord};
 
 /// A candidate as the designer left it: its modules and how they were
 /// written, and a design when every module was valid.
@@ -329,58 +135,6 @@ fn secs_path(path: &Path) -> PathBuf {
     path.with_extension("secs.json")
 }
 
-/// Where a candidate came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CandidateKind {
-    /// Designed by the designer (`i<iteration>_c<k>`).
-    Designed,
-    /// A low-level DEK trial: the best design with tuned constants
-    /// (`ll<iteration>_g<generation>_m<member>`).
-    LowLevel,
-    /// Plain PPO with the default modules (`baseline`).
-    Baseline,
-}
-
-impl CandidateKind {
-    const LOW_LEVEL_PREFIX: &'static str = "ll";
-    const BASELINE_KEY: &'static str = "baseline";
-
-    /// The key of designed candidate `k` of iteration `j`.
-    pub fn designed_key(j: usize, k: usize) -> String {
-        format!("i{j}_c{k}")
-    }
-
-    /// The key of member `m` of generation `g` of iteration `j`'s ES.
-    pub fn low_level_key(j: usize, g: usize, m: usize) -> String {
-        format!("{}{j}_g{g}_m{m}", Self::LOW_LEVEL_PREFIX)
-    }
-
-    /// The baseline's key.
-    pub fn baseline_key() -> String {
-        Self::BASELINE_KEY.into()
-    }
-
-    /// The kind a key names.
-    pub fn of_key(key: &str) -> Self {
-        if key == Self::BASELINE_KEY {
-            CandidateKind::Baseline
-        } else if key.starts_with(Self::LOW_LEVEL_PREFIX) {
-            CandidateKind::LowLevel
-        } else {
-            CandidateKind::Designed
-        }
-    }
-}
-
-/// The valid candidate with the highest selection score
-/// ([`CandidateResult::selection_score`]).
-pub(crate) fn best_of(all: &[CandidateResult]) -> Option<&CandidateResult> {
-    all.iter()
-        .filter_map(|c| Some((c, c.selection_score()?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, _)| c)
-}
-
 /// `d`'s `kind` module (`None` for a part the design leaves out).
 pub(crate) fn module_of(d: &Design, kind: ModuleKind) -> Option<Module> {
     Some(match kind {
@@ -422,22 +176,7 @@ pub(crate) fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_name_their_kind() {
-        assert_eq!(
-            CandidateKind::of_key(&CandidateKind::designed_key(2, 1)),
-            CandidateKind::Designed
-        );
-        assert_eq!(
-            CandidateKind::of_key(&CandidateKind::low_level_key(1, 0, 3)),
-            CandidateKind::LowLevel
-        );
-        assert_eq!(
-            CandidateKind::of_key(&CandidateKind::baseline_key()),
-            CandidateKind::Baseline
-        );
-    }
+    use crate::record::best_of;
 
     #[test]
     fn a_scored_job_is_written_without_timings_and_read_back_whole() {
@@ -465,18 +204,6 @@ mod tests {
             "what a run keeps in memory"
         );
         assert!(Scored::read(&dir.path().join("missing.json")).is_none());
-    }
-
-    #[test]
-    fn a_recorded_candidate_is_found_by_its_key() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(CandidateResult::recorded(dir.path(), "baseline").is_none());
-        let r = CandidateResult::invalid("baseline".into(), 0, 1.0)
-            .record(dir.path())
-            .unwrap();
-        let again = CandidateResult::recorded(dir.path(), "baseline").unwrap();
-        assert_eq!(again.key, r.key);
-        assert!(dir.path().join("candidates").join("baseline.json").exists());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use serl_train::Algo;
 use crate::config::EvolveConfig;
 use crate::error::{read_json, write_json, EvolveError};
 use crate::executor::{self, Executor, Local};
-use crate::final_test::{load_final, BASELINES, FINAL_SEED_MIX};
+use crate::final_stage::{load_final, BASELINES, FINAL_SEED_MIX};
 use crate::tasks::FinalJob;
 use crate::train::{policy_factory, Scoring};
 

@@ -17,9 +17,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::CandidateResult;
 use crate::error::{write_json, EvolveError};
 use crate::paired::FoldStability;
+use crate::record::{CandidateResult, Lineage, Operator};
 
 /// `[evolve.search]`: the program database and how it picks parents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,70 +137,6 @@ impl OperatorWeights {
         }
         Operator::Fresh
     }
-}
-
-/// What made a design.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operator {
-    /// Every module written from scratch.
-    Fresh,
-    /// One module of one parent rewritten.
-    Mutate,
-    /// Two parents combined.
-    Crossover,
-    /// The builtin offline search.
-    Builtin,
-    /// The low-level DEK's constants on the best design.
-    Tune,
-}
-
-impl Operator {
-    /// The instruction its prompt ends with before the high-level DEK
-    /// rewrites it (`mutate.j2`, `crossover.j2` fall back to the same
-    /// words); none for the operators without a prompt of their own.
-    pub fn instruction(self) -> &'static str {
-        match self {
-            Operator::Mutate => "Change it to do better: keep what works and change one or two things (a term, a constant, a feature, a layer, a scenario).",
-            Operator::Crossover => "Keep the strengths of both (for example the terms or features that each relies on), reconciled into a single valid module.",
-            _ => "",
-        }
-    }
-
-    /// Its name in configs, prompts and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Operator::Fresh => "fresh",
-            Operator::Mutate => "mutate",
-            Operator::Crossover => "crossover",
-            Operator::Builtin => "builtin",
-            Operator::Tune => "tune",
-        }
-    }
-
-    /// Parents it needs.
-    fn parents(self) -> usize {
-        match self {
-            Operator::Mutate | Operator::Tune => 1,
-            Operator::Crossover => 2,
-            Operator::Fresh | Operator::Builtin => 0,
-        }
-    }
-}
-
-/// Where a design came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lineage {
-    /// The operator that made it.
-    pub operator: Operator,
-    /// Its parents' keys (none for `fresh` and `builtin`).
-    pub parents: Vec<String>,
-    /// The island it belongs to.
-    pub island: usize,
-    /// The module the designer rewrote (mutate, crossover); the others
-    /// are the parents'.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub module: Option<serl_design::ModuleKind>,
 }
 
 /// A MAP-Elites cell: simple descriptors of a design, bucketed, so that

@@ -1,7 +1,7 @@
 //! The program database's rules, on hand-made candidates.
 
 use super::*;
-use crate::candidate::Validation;
+use crate::record::Validation;
 use serl_design::{Design, RewardModule};
 
 /// A candidate with `reward` and `afi`, scored `score` (`None`: invalid).

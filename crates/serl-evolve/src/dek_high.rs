@@ -11,9 +11,8 @@ use serl_design::ModuleKind;
 use serl_llm::prompts::{CandidateFeedback, Feedback, ModuleContext, TaskInfo};
 use serl_llm::Designer;
 
-use crate::candidate::CandidateResult;
 use crate::config::EvolveConfig;
-use crate::database::Operator;
+use crate::record::{CandidateResult, Operator};
 
 /// Most characters a rewritten instruction may have; a longer one is
 /// ignored.

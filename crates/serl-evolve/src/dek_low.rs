@@ -10,9 +10,11 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serl_design::{Design, RewardModule};
 
-use crate::candidate::{CandidateKind, CandidateResult, ScoreJob};
+use crate::candidate::ScoreJob;
+
 use crate::error::EvolveError;
 use crate::executor::Executor;
+use crate::record::{CandidateKind, CandidateResult};
 use crate::train::Scoring;
 
 /// The numbers of a design the low-level DEK tunes: the reward program's

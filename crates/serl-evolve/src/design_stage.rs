@@ -10,10 +10,12 @@ use serl_env::{EnvConfig, MarketData, ParentOrder};
 use serl_llm::prompts::{Feedback, ModuleContext, Prompts, TaskInfo};
 use serl_llm::{generate, Designer};
 
-use crate::candidate::{top_examples, CandidateResult, Designed, ModuleRecord};
+use crate::candidate::{top_examples, Designed};
+
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
 use crate::operators::{CandidatePlan, ModulePlan};
+use crate::record::{CandidateResult, ModuleRecord};
 
 /// What designing a round's candidates reads: the config, the task, the
 /// current instructions, the last round's feedback and every result so far.

@@ -27,8 +27,8 @@ pub use crate::select::SelectConfig;
 
 pub use crate::evidence_folds::{FoldedEvidence, FOLD_PLAIN_ROLE, FOLD_ROLE};
 
-use crate::candidate::{CandidateResult, Validation};
 use crate::error::{file_err, read_json, write_json, EvolveError};
+use crate::record::{CandidateResult, Validation};
 
 /// The evidence file in a run directory.
 pub const EVIDENCE_FILE: &str = "evidence.parquet";
@@ -457,14 +457,15 @@ fn recommend_folded(e: &SelectionEvidence, f: &FoldedEvidence) -> Recommendation
         reason,
     };
     let alpha = e.settings.alpha;
-    let (Some(spa), Some(edge)) = (&f.spa, f.chosen_edge) else {
+    let (Some(test), Some(edge)) = (&f.clustered, f.chosen_edge) else {
         return plain(format!(
-            "the folds leave {} day{} that did not pick the finalists: too few to test (cut the non-test days into more blocks)",
+            "the folds leave {} day{} in fewer than 2 folds that did not pick the finalists: too few to test (cut the non-test days into more blocks)",
             f.days,
             if f.days == 1 { "" } else { "s" }
         ));
     };
-    let p = spa.p_value();
+    let p = test.p_value;
+    let k = test.clusters;
     let again = e.finalists.iter().find(|r| r.key == e.chosen);
     if let Some(r) = again.filter(|r| r.rescored_edge <= 0.0) {
         return plain(format!(
@@ -472,21 +473,29 @@ fn recommend_folded(e: &SelectionEvidence, f: &FoldedEvidence) -> Recommendation
             r.selection_edge, r.rescored_edge
         ));
     }
+    let rc = f
+        .spa
+        .as_ref()
+        .map(|s| {
+            format!(
+                "; the Reality Check over the {} finalists, shown beside, p = {:.3}",
+                f.designs,
+                s.p_value()
+            )
+        })
+        .unwrap_or_default();
     if p >= alpha || edge <= 0.0 {
         return plain(format!(
-            "on the {} non-test days that did not pick them, each scored by a fold that never trained on it, the best of the {} finalists is not better than plain PPO: the chosen design leads by {edge:+.2} bps a day ({} won); Reality Check p = {p:.3}{}",
-            f.days,
-            f.designs,
-            f.chosen_days_won,
-            if p >= alpha { format!(" ≥ {alpha}") } else { format!(" < {alpha}, but for another finalist") }
+            "on the {} non-test days that did not pick it, each scored by a fold that never trained on it, the chosen design is not better than plain PPO: it leads by {edge:+.2} bps a day ({} won), and with each of the {k} folds as one unit (a clustered t) p = {p:.3} ≥ {alpha}{rc}",
+            f.days, f.chosen_days_won
         ));
     }
     Recommendation {
         recommended: e.best_final.clone(),
         design: Some(e.chosen.clone()),
         reason: format!(
-            "the chosen design leads plain PPO by {edge:+.2} bps a day on the {} non-test days that did not pick it ({} won), each scored by a fold that never trained on it; Reality Check p = {p:.3} < {alpha} over the {} finalists",
-            f.days, f.chosen_days_won, f.designs
+            "the chosen design leads plain PPO by {edge:+.2} bps a day on the {} non-test days that did not pick it ({} won), each scored by a fold that never trained on it; with each of the {k} folds as one unit (a clustered t) p = {p:.3} < {alpha}{rc}",
+            f.days, f.chosen_days_won
         ),
     }
 }

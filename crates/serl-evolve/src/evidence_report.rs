@@ -110,7 +110,8 @@ impl SelectionEvidence {
             ("folded days".into(), f.days.to_string(), "non-test days that did not pick the finalists (the validation days did), each scored by a fold that never trained on it".into()),
             ("folded σ_d".into(), plain_bps(f.sigma_d), format!("minimum detectable edge there {}", plain_bps(f.min_detectable_edge))),
             (format!("chosen design {} on the folds", self.chosen), bps(f.chosen_edge), format!("its mean daily edge over plain PPO there; won {} of {} days", f.chosen_days_won, f.days)),
-            ("folded Reality Check p".into(), prob(spa.map(|s| s.p_reality_check)), format!("over the {} finalists on those days, resampled in blocks of {:.1} days on average (a fold's days share its trainings); the recommendation reads it at {}", f.designs, spa.map_or(0.0, |s| s.mean_block), self.settings.alpha)),
+            ("folded clustered t p".into(), prob(f.clustered.as_ref().map(|c| c.p_value)), format!("the chosen design against plain PPO on those days, each fold's days one unit ({} folds, t = {}): a fold's days share its trainings; the recommendation reads it at {}", f.clustered.as_ref().map_or(0, |c| c.clusters), f.clustered.as_ref().map_or("—".into(), |c| format!("{:.2}", c.t)), self.settings.alpha)),
+            ("folded Reality Check p".into(), prob(spa.map(|s| s.p_reality_check)), format!("over the {} finalists on those days, resampled in blocks of {:.1} days on average; shown, not read (on a few blocks it rejects noise too often)", f.designs, spa.map_or(0.0, |s| s.mean_block))),
         ]
     }
 
@@ -128,7 +129,7 @@ impl SelectionEvidence {
             ("PBO (CSCV)".into(), prob(pbo.map(|p| p.pbo)), pbo.map_or("needs two designs and two days".into(), |p| format!("share of {} halvings of {} blocks whose in-sample best is below the median out of sample", p.halvings, p.blocks))),
             ("deflated Sharpe ratio".into(), prob(self.deflated_sharpe), "probability the chosen design's edge is real, given N and the designs' spread".into()),
             ("winner's curse".into(), bps(self.winners_curse()), if self.finalists.is_empty() { "no finalists retrained ([evolve.select] finalists = 0)".into() } else { format!("the {} finalists' lead when chosen minus their lead retrained from fresh seeds: {}", self.finalists.len(), self.finalists.iter().map(|f| format!("{} {:+.2} → {:+.2}", f.key, f.selection_edge, f.rescored_edge)).collect::<Vec<_>>().join(", ")) }),
-            ("Reality Check p-value".into(), prob(spa.map(|s| s.p_reality_check)), spa.map_or("needs two days".into(), |s| format!("White's test that the best of N beats plain PPO, {} bootstrap resamples of the days (mean block {}); the recommendation reads it at {}", s.reps, s.mean_block, self.settings.alpha))),
+            ("Reality Check p-value".into(), prob(spa.map(|s| s.p_reality_check)), spa.map_or("needs two days".into(), |s| format!("White's test that the best of N beats plain PPO, {} bootstrap resamples of the days (mean block {}); {}", s.reps, s.mean_block, if self.folded.is_some() { "with folds the recommendation reads the folded test below".to_string() } else { format!("the recommendation reads it at {}", self.settings.alpha) }))),
             ("SPA p-value".into(), prob(spa.map(|s| s.p_consistent)), spa.map_or("needs two days".into(), |s| format!("Hansen's studentized test (bootstrap-t, consistent; lower {:.3}): conservative on few days", s.p_lower))),
         ]
     }

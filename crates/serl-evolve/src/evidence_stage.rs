@@ -5,10 +5,12 @@
 
 use std::path::Path;
 
-use crate::candidate::{CandidateResult, ScoreJob};
+use crate::candidate::ScoreJob;
+
 use crate::error::EvolveError;
 use crate::evidence::{Assessing, SelectionEvidence};
 use crate::executor::Executor;
+use crate::record::CandidateResult;
 use crate::train::Scoring;
 
 /// Mixed into `[evolve] seed` for the finalists' fresh seeds.
@@ -104,12 +106,12 @@ pub(crate) fn weigh(
     chosen: &str,
 ) -> Result<SelectionEvidence, EvolveError> {
     let (scoring, _, dir) = weighing;
-    let baselines = crate::final_test::validate_baselines(scoring)?;
+    let baselines = crate::final_stage::validate_baselines(scoring)?;
     let rescored = rescore_finalists(weighing, all)?;
     let folded = score_folds(weighing, all, plain)?;
     let rows = crate::evidence::rows(all, &rescored, &folded, plain, &baselines);
     let cfg = scoring.cfg;
-    let plain_final = crate::final_test::plain_final(cfg);
+    let plain_final = crate::final_stage::plain_final(cfg);
     let e = crate::evidence::assess(
         &rows,
         &Assessing {

@@ -62,7 +62,12 @@ fn days_of<'o>(orders: impl Iterator<Item = &'o ParentOrder>) -> Vec<NaiveDate> 
 /// contiguous runs of nearly equal length, in date order (fewer where
 /// there are fewer days).
 pub fn day_blocks(train: &[ParentOrder], val: &[ParentOrder], of: usize) -> Vec<Vec<NaiveDate>> {
-    let days = days_of(train.iter().chain(val));
+    cut_days(&days_of(train.iter().chain(val)), of)
+}
+
+/// Sorted distinct `days` cut into `of` contiguous blocks of nearly equal
+/// length, as [`day_blocks`] cuts the non-test days.
+pub(crate) fn cut_days(days: &[NaiveDate], of: usize) -> Vec<Vec<NaiveDate>> {
     let of = of.clamp(1, days.len().max(1));
     (0..of)
         .map(|b| days[b * days.len() / of..(b + 1) * days.len() / of].to_vec())

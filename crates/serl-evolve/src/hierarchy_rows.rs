@@ -26,7 +26,7 @@ use serl_train::Algo;
 use crate::config::EvolveConfig;
 use crate::error::{read_json, EvolveError};
 use crate::executor::Executor;
-use crate::final_test::{load_final, FINAL_SEED_MIX};
+use crate::final_stage::{load_final, FINAL_SEED_MIX};
 use crate::hierarchy::{Base, HierarchyConfig, Switch};
 use crate::score::trains_fused;
 use crate::tasks::{FinalJob, Trained};

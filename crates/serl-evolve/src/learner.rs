@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serl_llm::Designer;
 use serl_tune::TuneConfig;
 
-use crate::candidate::CandidateResult;
 use crate::error::EvolveError;
+use crate::record::CandidateResult;
 
 /// `[evolve.finetune]`: when the designer learns, and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

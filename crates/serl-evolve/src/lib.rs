@@ -15,14 +15,15 @@
 //! | stage | file | what |
 //! |---|---|---|
 //! | program database | `database.rs`, `operators.rs`, `paired.rs` | `[evolve.search]`: designs kept in islands and MAP-Elites cells; parents chosen by score; mutate, crossover, fresh and builtin operators; each design scored by its daily edge over plain PPO |
-//! | candidates | `candidate.rs` | a candidate's states: designed, a scoring job, scored, recorded in the run directory |
+//! | records | `record.rs` | what the run directory keeps of a candidate (`CandidateResult`) and the types it is made of: validation, days, paired edge, lineage; the score they share. A leaf: it imports no other stage |
+//! | candidates | `candidate.rs` | a candidate's states: designed, a scoring job, scored |
 //! | design | `design_stage.rs` | the designer writes each module; replies validated and smoke-tested, errors fed back |
 //! | train and score | `train.rs`, `score.rs` | each design trained on the candidates' budget and validated: a function of its job |
 //! | low-level DEK | `dek_low.rs` | a (1+λ)-ES on the best design's constants |
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
 //! | budget | `budget.rs` | `[evolve.budget]`: fewer candidates as the tokens or training seconds run low, none once spent |
-//! | final test | `final_test.rs` | plain PPO validated alike, the best retrained, everything tested once |
+//! | final test | `final_stage.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
 //! | evidence | `evidence.rs`, `evidence_stage.rs` | every design's, plain PPO's and the baselines' PA per validation stock-day (`evidence.parquet`); σ_d, the noise edge, the detectable edge, PBO, the deflated score, the SPA test; the recommendation (`evidence.json`, `final/recommended`) |
@@ -57,7 +58,7 @@ mod evidence_folds;
 mod evidence_report;
 mod evidence_stage;
 mod executor;
-mod final_test;
+mod final_stage;
 pub mod fold;
 mod hierarchy;
 mod hierarchy_rows;
@@ -68,6 +69,7 @@ mod operators;
 mod paired;
 mod pairs;
 mod prescreen;
+mod record;
 pub mod repairs;
 mod report;
 mod report_search;
@@ -77,13 +79,12 @@ mod search;
 mod select;
 mod stages;
 mod tasks;
-mod team_test;
+mod team_validation;
 mod train;
 mod verdict;
 
 pub use ablation::{table as ablation_table, AblationRow};
 pub use budget::{BudgetConfig, PrescreenConfig};
-pub use candidate::{CandidateKind, CandidateResult, ModuleRecord, Screened, Validation};
 pub use config::{Ablation, ConvergenceConfig, EvolveConfig, LowLevelConfig};
 pub use confirm::{
     check as check_confirmation, confirm, mean_label, seed_label, seed_mean, ConfirmInputs,
@@ -92,8 +93,7 @@ pub use confirm::{
 pub use confirm_report::{write_confirmation, AcrossSeeds, ConfirmReport, WindowLine};
 pub use confirm_tables::confirm_tables;
 pub use database::{
-    Cell, Database, Island, Lineage, Migration, Operator, OperatorWeights, Program, RoundLine,
-    SearchConfig,
+    Cell, Database, Island, Migration, OperatorWeights, Program, RoundLine, SearchConfig,
 };
 pub use error::EvolveError;
 pub use hierarchy::{Base, HierarchyConfig, Switch};
@@ -101,13 +101,16 @@ pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
 pub use learner::{FinetuneConfig, Learned, Learner};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::{now as utc_now, Lockbox};
-pub use paired::{paired as paired_days, DayPa, FoldStability, PairedScore, StockDayPa};
+pub use paired::{paired as paired_days, FoldStability};
 pub use pairs::{
     pairs_from_candidates, read_run_pairs, sft_from_candidates, Pair, PairKind, SftExample,
 };
+pub use record::{
+    candidate_score, CandidateKind, CandidateResult, DayPa, Lineage, ModuleRecord, Operator,
+    PairedScore, Screened, StockDayPa, Validation,
+};
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
-pub use score::candidate_score;
 pub use stages::CoreUse;
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
 pub use train::policy_factory;

@@ -12,8 +12,10 @@ use rand::{Rng, SeedableRng};
 use serl_design::{Module, ModuleKind};
 use serl_llm::prompts::Parent;
 
-use crate::candidate::{module_of, module_text, CandidateResult};
-use crate::database::{Choice, Lineage, Operator};
+use crate::candidate::{module_of, module_text};
+
+use crate::database::Choice;
+use crate::record::{CandidateResult, Lineage, Operator};
 
 /// How one module of a candidate comes about.
 #[derive(Debug, Clone)]
@@ -182,7 +184,7 @@ fn write(operator: Operator, parents: &[&CandidateResult], kind: ModuleKind) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidate::Validation;
+    use crate::record::Validation;
     use serl_design::{Design, RewardModule};
 
     fn scored(key: &str, reward: &str) -> CandidateResult {

@@ -13,27 +13,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serl_eval::OrderResult;
 
-/// One validation day's mean PA, bps.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DayPa {
-    /// The session.
-    pub date: NaiveDate,
-    /// Mean whole-order PA of the day's validation orders, bps.
-    pub pa: f64,
-}
-
-/// One validation stock-day's mean PA, bps: a row of the evidence file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StockDayPa {
-    /// The session.
-    pub date: NaiveDate,
-    /// The stock.
-    pub symbol: String,
-    /// Mean whole-order PA of its validation orders that day, bps.
-    pub pa: f64,
-    /// Orders behind the mean.
-    pub orders: u64,
-}
+use crate::record::{candidate_score, DayPa, PairedScore, StockDayPa};
 
 /// Each stock-day's mean PA over `rows`, by date then symbol.
 pub(crate) fn stock_day_means(rows: &[OrderResult]) -> Vec<StockDayPa> {
@@ -63,22 +43,6 @@ pub(crate) fn day_means(rows: &[OrderResult]) -> Vec<DayPa> {
             pa: sum / n as f64,
         })
         .collect()
-}
-
-/// A design's daily edge over plain PPO.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairedScore {
-    /// Mean over days of (design − plain PPO), bps.
-    pub mean: f64,
-    /// Its standard error (the days' standard deviation over √days; 0
-    /// with one day).
-    pub se: f64,
-    /// `mean − z · se`: what the search ranks by.
-    pub lower: f64,
-    /// Days paired.
-    pub days: usize,
-    /// Each day's difference, in date order.
-    pub diffs: Vec<f64>,
 }
 
 /// `design`'s days against `plain`'s, paired on the days both have, with
@@ -169,7 +133,7 @@ pub(crate) fn fold_stability(
         .filter_map(|b| {
             let score = |(_, p, success): &Contender| {
                 let lower = bound(&p.diffs[b.clone()], z).map_or(f64::MIN, |s| s.lower);
-                crate::score::candidate_score(lower, *success)
+                candidate_score(lower, *success)
             };
             round
                 .iter()

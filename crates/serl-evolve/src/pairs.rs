@@ -24,9 +24,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serl_design::ModuleKind;
 
-use crate::candidate::{CandidateKind, CandidateResult, ModuleRecord};
-use crate::database::Operator;
 use crate::error::{file_err, EvolveError};
+use crate::record::{CandidateKind, CandidateResult, ModuleRecord, Operator};
 
 /// Why a pair prefers its chosen reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

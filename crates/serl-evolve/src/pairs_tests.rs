@@ -1,7 +1,7 @@
 //! The three kinds of pairs on hand-made candidate records.
 
 use super::*;
-use crate::database::Lineage;
+use crate::record::Lineage;
 
 /// A reward module asked with `prompt`: the replies in order, the last
 /// accepted unless `errors` covers them all.

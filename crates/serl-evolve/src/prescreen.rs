@@ -15,9 +15,10 @@ use std::path::Path;
 use serl_design::Design;
 
 use crate::budget::PrescreenConfig;
-use crate::candidate::{CandidateResult, ScoreJob, Screened};
+use crate::candidate::ScoreJob;
 use crate::error::EvolveError;
 use crate::executor::Executor;
+use crate::record::{CandidateResult, Screened};
 use crate::train::Scoring;
 
 /// The key of a candidate's short run.

@@ -9,9 +9,9 @@ use serl_design::ModuleKind;
 use serl_eval::{Provenance, ReportData};
 use serl_report::{html, lines_chart, Chart};
 
-use crate::candidate::CandidateResult;
 use crate::error::{write_json, EvolveError};
 use crate::pairs::{pairs_from_candidates, sft_from_candidates, Pair, SftExample};
+use crate::record::CandidateResult;
 use crate::run::EvolveOutcome;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> EvolveError {
@@ -411,7 +411,7 @@ fn spend(md: &mut String, out: &EvolveOutcome) {
         );
     }
     md.push('\n');
-    let screened: Vec<&crate::candidate::Screened> = out
+    let screened: Vec<&crate::record::Screened> = out
         .candidates
         .iter()
         .filter_map(|c| c.prescreen.as_ref())

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::candidate::{best_of, CandidateResult};
-use crate::database::{Database, Operator};
+use crate::database::Database;
+use crate::record::{best_of, CandidateResult, Operator};
 
 /// The colour of each operator in the lineage chart.
 fn colour(op: Operator) -> &'static str {
@@ -190,7 +190,7 @@ fn lineage_svg(db: &Database, all: &[CandidateResult]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::database::Lineage;
+    use crate::record::Lineage;
 
     #[test]
     fn the_section_tabulates_rounds_and_draws_an_edge_per_parent() {

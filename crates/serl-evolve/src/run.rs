@@ -1,7 +1,7 @@
 //! The loop, stage by stage: design ([`crate::design_stage`]), train and
 //! score ([`crate::score`]), the low-level DEK ([`crate::dek_low`]),
 //! feedback and the high-level DEK ([`crate::dek_high`]), convergence, and
-//! the final test ([`crate::final_test`]).
+//! the final test ([`crate::final_stage`]).
 //!
 //! Every finished candidate is written to `candidates/<key>.json`; a
 //! resumed run replays the loop from the start (the designer is
@@ -17,9 +17,8 @@ use serl_eval::OrderResult;
 use serl_llm::prompts::{Feedback, Prompts, TaskInfo};
 use serl_llm::Designer;
 
-use crate::candidate::{
-    best_of, CandidateKind, CandidateResult, Designed, ScoreJob, Scored, Screened,
-};
+use crate::candidate::{Designed, ScoreJob, Scored};
+
 use crate::config::{ConvergenceConfig, EvolveConfig};
 use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
@@ -29,6 +28,7 @@ use crate::executor::{self, Executor};
 use crate::hierarchy_rows::HierarchyRow;
 use crate::llm_critic::CriticMaker;
 use crate::lockbox::Lockbox;
+use crate::record::{best_of, CandidateKind, CandidateResult, Screened};
 use crate::search::Search;
 use crate::stages::{ProfiledStage, Stages};
 use crate::train::{Pairing, Scoring};
@@ -403,13 +403,13 @@ fn start_search(
     let Some(s) = &inputs.cfg.search else {
         return Ok(None);
     };
-    let plain = crate::final_test::baseline(&inputs.scoring(), executor, &inputs.run_dir)?;
+    let plain = crate::final_stage::baseline(&inputs.scoring(), executor, &inputs.run_dir)?;
     Ok(Some(Search::new(&inputs.cfg, s, &plain)))
 }
 
 /// Plain PPO validated (the bar on validation), and the final stage of
 /// [`seal_or_test`]. Where no number can change by it
-/// ([`crate::final_test::baseline_overlaps_retraining`]), plain PPO trains
+/// ([`crate::final_stage::baseline_overlaps_retraining`]), plain PPO trains
 /// while the final retrainings do, so that the machine is not left to a
 /// lone training twice over.
 fn baseline_and_final(
@@ -427,8 +427,8 @@ fn baseline_and_final(
         open_test: inputs.open_test,
         test_orders: inputs.test_orders,
     };
-    let plain = || crate::final_test::baseline(&finale.scoring, executor, finale.dir);
-    if crate::final_test::baseline_overlaps_retraining(cfg, executor, design) {
+    let plain = || crate::final_stage::baseline(&finale.scoring, executor, finale.dir);
+    if crate::final_stage::baseline_overlaps_retraining(cfg, executor, design) {
         let (baseline, tested) = rayon::join(plain, || {
             seal_or_test(&finale, executor, &best.key, design, stages)
         });
@@ -478,10 +478,10 @@ fn seal_or_test(
     }
     let scoring = &finale.scoring;
     let trained = stages.time("final training", || {
-        crate::final_test::retrain(scoring, executor, design, dir)
+        crate::final_stage::retrain(scoring, executor, design, dir)
     })?;
     let test = stages.time("test", || {
-        crate::final_test::test(scoring, finale.test_orders, trained, dir)
+        crate::final_stage::test(scoring, finale.test_orders, trained, dir)
     })?;
     Ok((test, lockbox))
 }

@@ -11,32 +11,16 @@ use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, summarize, OrderResult};
 use serl_train::{Algo, Policy};
 
-use crate::candidate::{CandidateResult, ScoreJob, Scored, Validation};
+use crate::candidate::{ScoreJob, Scored};
+
 use crate::error::EvolveError;
+use crate::record::{candidate_score, CandidateResult, Validation};
 use crate::train::{policy_factory, train_design, validation_orders, Scoring};
 
 /// Whether `algo` trains `d` with the fused learner, which gives the same
 /// numbers however many trainings share the machine.
 pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Algo) -> bool {
     serl_train::reproducible_side_by_side(base, algo, &d.architecture)
-}
-
-/// A candidate's score from its validation PA (bps) and its designer's
-/// success rate (in (0, 1]: 1 / attempts, averaged over its modules).
-///
-/// The paper's PA × success rate for a PA of zero or more; PA / success
-/// rate below zero. Both halves meet at 0, so the score rises with PA at
-/// any success rate, and with the success rate at any PA: a design that
-/// needed more attempts never scores higher than the same PA in fewer.
-/// (PA × success alone would rank a losing design *higher* the more
-/// attempts it took: -4 × 0.5 = -2 > -4.)
-pub fn candidate_score(pa: f64, success_rate: f64) -> f64 {
-    let s = success_rate.clamp(1e-6, 1.0);
-    if pa >= 0.0 {
-        pa * s
-    } else {
-        pa / s
-    }
 }
 
 /// Trains the job's design on the candidates' budget and validates it,
@@ -108,7 +92,7 @@ pub(crate) fn validate(
     terms: &dyn serl_env::Reward,
 ) -> Validation {
     if policy.meta.team.is_some() {
-        return crate::team_test::validate(inputs, policy, terms);
+        return crate::team_validation::validate(inputs, policy, terms);
     }
     let orders = validation_orders(inputs);
     let f = [policy_factory("candidate".into(), policy.clone())];
@@ -165,38 +149,5 @@ pub(crate) fn validate(
         pa_dynamic,
         days: crate::paired::day_means(&rows),
         stock_days: crate::paired::stock_day_means(&rows),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::candidate_score;
-
-    #[test]
-    fn the_score_rises_with_pa_and_with_the_success_rate_on_both_sides_of_zero() {
-        let pas = [-40.0, -4.0, -0.5, 0.0, 0.5, 4.0, 40.0];
-        let rates = [0.2, 1.0 / 3.0, 0.5, 0.75, 1.0];
-        for &s in &rates {
-            for w in pas.windows(2) {
-                assert!(
-                    candidate_score(w[0], s) < candidate_score(w[1], s),
-                    "{w:?} at {s}"
-                );
-            }
-        }
-        for &pa in &pas {
-            for w in rates.windows(2) {
-                let (lo, hi) = (candidate_score(pa, w[0]), candidate_score(pa, w[1]));
-                if pa == 0.0 {
-                    assert_eq!(lo, hi);
-                } else {
-                    assert!(lo < hi, "PA {pa}: {lo} at {} vs {hi} at {}", w[0], w[1]);
-                }
-            }
-        }
-        // The paper's rule where PA is positive; a full success is the PA.
-        assert_eq!(candidate_score(4.0, 0.5), 2.0);
-        assert_eq!(candidate_score(-4.0, 1.0), -4.0);
-        assert_eq!(candidate_score(-4.0, 0.5), -8.0);
     }
 }

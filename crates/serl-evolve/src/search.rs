@@ -9,12 +9,12 @@ use std::path::Path;
 
 use serl_llm::BuiltinDesigner;
 
-use crate::candidate::{CandidateKind, CandidateResult};
 use crate::config::EvolveConfig;
-use crate::database::{Database, Lineage, Operator, RoundLine, SearchConfig};
+use crate::database::{Database, RoundLine, SearchConfig};
 use crate::error::EvolveError;
 use crate::operators::CandidatePlan;
-use crate::paired::{fold_stability, DayPa};
+use crate::paired::fold_stability;
+use crate::record::{CandidateKind, CandidateResult, DayPa, Lineage, Operator};
 use crate::train::Pairing;
 
 /// The search's state across rounds.

@@ -9,10 +9,10 @@ use serl_env::{spread_orders, EnvConfig, MarketConfig, MarketData, ParentOrder};
 use serl_eval::StrategyFactory;
 use serl_train::{Algo, Policy, PolicyStrategy, TrainProfile, TrainSession};
 
-use crate::candidate::CandidateResult;
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
 use crate::llm_critic::CriticMaker;
+use crate::record::CandidateResult;
 
 /// What training and scoring a design needs: the run's inputs without the
 /// designer, shared by trainings running in parallel. Where the
@@ -36,7 +36,7 @@ pub(crate) struct Scoring<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct Pairing<'a> {
     /// Plain PPO's validation days.
-    pub(crate) plain: &'a [crate::paired::DayPa],
+    pub(crate) plain: &'a [crate::record::DayPa],
     /// Standard errors below the mean for the lower bound.
     pub(crate) z: f64,
 }

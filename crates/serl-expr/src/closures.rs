@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::compile::Op;
+use crate::ops::Op;
 
 /// What a step's closures read and write.
 pub(crate) struct Frame<'a> {

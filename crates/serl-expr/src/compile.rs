@@ -7,6 +7,7 @@ mod columns;
 
 use super::syntax::{lex, BinOp, Expr, Node, Parser};
 use super::{suggest, CompileError, Limits, Pos, VarSet};
+use crate::ops::{repair, Op, BIG};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ty {
@@ -61,46 +62,6 @@ pub(crate) fn function_names() -> Vec<&'static str> {
     v.extend(["min", "max", "clip"]);
     v.extend(WINDOW_FNS.iter().map(|w| w.0));
     v
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Op {
-    Const(f64),
-    Var(u16),
-    Local(u16),
-    SetLocal(u16),
-    Window(u16),
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Neg,
-    Not,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-    And,
-    Or,
-    Abs,
-    Sqrt,
-    Log,
-    Exp,
-    Tanh,
-    Sign,
-    Min,
-    Max,
-    Clip,
-    /// Pops else, then, condition.
-    Select,
-    /// `x ^ n` for a small whole constant n (folded at compile time).
-    Powi(i32),
-    /// Ends the body of the `let` that set this local (a no-op for the
-    /// interpreter; the closure compiler scopes the binding with it).
-    EndLet(u16),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -167,28 +128,12 @@ impl Ring {
     }
 }
 
-pub(crate) const BIG: f64 = 1e12;
-
 /// Most window-function calls one program may make.
 const MAX_WINDOWS: usize = 32;
 
 /// Deepest evaluation stack a program may need; programs that would need
 /// more are refused at compile time.
 const STACK: usize = 64;
-
-#[inline]
-pub(crate) fn repair(x: f64, repaired: &mut u64) -> f64 {
-    if x.is_finite() {
-        x
-    } else {
-        *repaired += 1;
-        if x.is_nan() {
-            0.0
-        } else {
-            x.clamp(-BIG, BIG)
-        }
-    }
-}
 
 struct Checker<'a> {
     vars: &'a VarSet,

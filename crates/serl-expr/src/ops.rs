@@ -4,7 +4,66 @@
 //! `compile/columns.rs`). Each passes its own builder to [`elementwise!`],
 //! so each keeps its fast path and both compute the same function.
 
-use crate::compile::BIG;
+/// The compiled program's instructions: a stack machine's, which both
+/// evaluators run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Op {
+    Const(f64),
+    Var(u16),
+    Local(u16),
+    SetLocal(u16),
+    Window(u16),
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Neg,
+    Not,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+    Abs,
+    Sqrt,
+    Log,
+    Exp,
+    Tanh,
+    Sign,
+    Min,
+    Max,
+    Clip,
+    /// Pops else, then, condition.
+    Select,
+    /// `x ^ n` for a small whole constant n (folded at compile time).
+    Powi(i32),
+    /// Ends the body of the `let` that set this local (a no-op for the
+    /// interpreter; the closure compiler scopes the binding with it).
+    EndLet(u16),
+}
+
+/// The largest magnitude a repaired value takes: an overflow becomes ±BIG.
+pub(crate) const BIG: f64 = 1e12;
+
+/// `x`, with NaN repaired to 0 and ±∞ to ±[`BIG`], each counted in
+/// `repaired`.
+#[inline]
+pub(crate) fn repair(x: f64, repaired: &mut u64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        *repaired += 1;
+        if x.is_nan() {
+            0.0
+        } else {
+            x.clamp(-BIG, BIG)
+        }
+    }
+}
 
 /// `a / b`, with a division by zero giving 0 and an overflow ±[`BIG`],
 /// each counted in `repaired`.
@@ -50,7 +109,7 @@ pub(crate) fn b2f(b: bool) -> f64 {
 /// arithmetic; the arms in braces handle every other op.
 macro_rules! elementwise {
     ($m:ident, $op:expr, { $($rest:tt)* }) => {{
-        use $crate::compile::{repair, Op};
+        use $crate::ops::{repair, Op};
         use $crate::ops::{b2f, divide, sign};
         match $op {
             Op::Add => $m.bin(|a, b, _| a + b),

@@ -31,6 +31,7 @@
 
 mod backend;
 mod builtin;
+mod check;
 mod designer;
 mod grammar_designer;
 mod http;
@@ -38,10 +39,12 @@ mod http;
 mod local;
 pub mod prompts;
 mod record;
+mod samples;
 mod templates;
 
 pub use backend::{Backend, ChatRequest, ChatResponse, LlmError, Message, Schema};
 pub use builtin::BuiltinDesigner;
+pub use check::check_operators;
 pub use designer::{generate, Attempt, Designer, Generated, LlmDesigner, Reply};
 pub use grammar_designer::GrammarDesigner;
 pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
@@ -49,6 +52,7 @@ pub use http::{Flavor, HttpBackend, HttpConfig, SchemaFormat};
 pub use local::{LocalBackend, LocalConfig};
 pub use prompts::{ModuleContext, Prompts, TaskInfo};
 pub use record::{Recorder, Replay};
+pub use samples::{operator_context, sample_context};
 #[cfg(feature = "local")]
 pub use serl_local;
 pub use templates::Template;

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 use serl_design::ModuleKind;
 
-use crate::prompts::{operator_context, sample_context};
+use crate::samples::{operator_context, sample_context};
 
 /// A template serl renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

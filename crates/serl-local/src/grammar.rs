@@ -12,7 +12,16 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::error::LocalError;
-use crate::model::Constraint;
+
+/// What a reply must follow: a Lark grammar (llguidance's dialect, which
+/// may inline JSON schemas with `%json`) or a JSON schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constraint {
+    /// A Lark grammar.
+    Lark(String),
+    /// A JSON schema; the reply is compact JSON.
+    JsonSchema(serde_json::Value),
+}
 
 /// llguidance's form of `constraint`; JSON comes out compact.
 pub(crate) fn top_level(constraint: &Constraint) -> TopLevelGrammar {

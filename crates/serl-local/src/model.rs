@@ -12,6 +12,7 @@ use crate::adapter::{model_hash, Adapter};
 use crate::engine::{Network, State};
 use crate::error::LocalError;
 use crate::file::ModelFile;
+use crate::grammar::Constraint;
 use crate::sample::{Sampler, Sampling};
 use crate::template::{ChatMessage, ChatTemplate};
 use crate::vocab::Vocab;
@@ -42,16 +43,6 @@ impl Default for LocalOptions {
 /// Conversations kept by default: one per module a design round asks for,
 /// and the instruction rewrites.
 pub const DEFAULT_CACHE_SLOTS: usize = 8;
-
-/// What a reply must follow: a Lark grammar (llguidance's dialect, which
-/// may inline JSON schemas with `%json`) or a JSON schema.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Constraint {
-    /// A Lark grammar.
-    Lark(String),
-    /// A JSON schema; the reply is compact JSON.
-    JsonSchema(serde_json::Value),
-}
 
 /// One question to the model.
 #[derive(Debug, Clone)]

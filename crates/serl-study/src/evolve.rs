@@ -133,10 +133,7 @@ pub fn prepare(
     if cfg.evolve.search.is_some() {
         // A search shows the model its parents through the operator
         // templates; a prompt directory without them would not.
-        if let Some(e) = serl_llm::prompts::check_operators(&prompts)
-            .into_iter()
-            .next()
-        {
+        if let Some(e) = serl_llm::check_operators(&prompts).into_iter().next() {
             bail!("[evolve.search] needs the operator templates: {e}");
         }
     }

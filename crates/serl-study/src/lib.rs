@@ -32,6 +32,7 @@
 
 #![deny(missing_docs)]
 
+mod arm_run;
 pub mod backtest;
 pub mod bench;
 pub mod cluster;

@@ -42,6 +42,11 @@ pub struct PlantedRun {
     pub chosen_edge: Option<f64>,
     /// The Reality Check's p-value over every design the run tried.
     pub p_value: Option<f64>,
+    /// With folds: the chosen design's lead over plain PPO on the non-test
+    /// days that did not pick it, bps, and the clustered t's p-value
+    /// there, which the recommendation reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<(f64, f64)>,
     /// The design recommended over plain PPO, if any.
     pub recommended: Option<String>,
     /// Whether the recommended design's state reads the planted `signal`.
@@ -71,6 +76,10 @@ impl PlantedRun {
             chosen: e.chosen.clone(),
             chosen_edge: e.chosen_edge,
             p_value: e.spa.as_ref().map(|s| s.p_value()),
+            folded: e
+                .folded
+                .as_ref()
+                .and_then(|f| Some((f.chosen_edge?, f.clustered.as_ref()?.p_value))),
             recommended,
             reads_signal,
             designs: e.designs,
@@ -87,6 +96,7 @@ impl PlantedRun {
             chosen: String::new(),
             chosen_edge: None,
             p_value: None,
+            folded: None,
             recommended: None,
             reads_signal: false,
             designs: 0,

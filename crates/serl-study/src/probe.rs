@@ -164,7 +164,7 @@ pub fn speed(a: &ProbeRequest) -> Result<Speed> {
     .map_err(StudyError::msg)?;
     let prompts = Prompts::load(&a.prompts)?;
     // The prompt `serl prompts render reward` prints.
-    let ctx = serl_llm::prompts::sample_context(ModuleKind::Reward, true);
+    let ctx = serl_llm::sample_context(ModuleKind::Reward, true);
     let messages = [ChatMessage {
         role: "user".into(),
         content: prompts.render("reward", &ctx)?,

@@ -11,8 +11,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serl_eval::OrderResult;
 
+use crate::arm_run::ArmRun;
 use crate::error::{Context, Result};
-use crate::search_study::ArmRun;
 
 /// One arm over its seeds.
 #[derive(Debug, Clone, Serialize, Deserialize)]

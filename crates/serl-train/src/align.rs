@@ -22,8 +22,9 @@ use serl_design::PlanModule;
 
 use crate::net::{ActorCritic, Head};
 use crate::normalize::RunningNorm;
-use crate::policy::{indices, Algo, Pace, PolicyMeta, Squash};
+use crate::policy::{Algo, Pace, PolicyMeta, Squash};
 use crate::rollout::VecEnv;
+use crate::tensors::indices;
 use crate::TrainError;
 
 /// `[train.alignment]`: behaviour cloning of the plan before PPO.

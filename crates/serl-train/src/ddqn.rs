@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::hybrid::LossWeights;
 use crate::net::QNetwork;
-use crate::policy::{argmax, floats, indices};
+use crate::policy::argmax;
 use crate::task::Source;
+use crate::tensors::{floats, indices};
 
-mod learner;
-pub use learner::{DdqnLearner, DdqnUpdateStats};
+pub(crate) mod learner;
 
 /// DDQN's settings (`[train.ddqn]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -70,6 +70,7 @@ mod learner;
 pub mod net;
 mod normalize;
 mod policy;
+mod policy_strategy;
 mod ppo;
 mod record;
 mod registry;
@@ -82,6 +83,7 @@ mod task;
 mod team;
 mod team_env;
 mod team_play;
+mod tensors;
 #[cfg(test)]
 mod tests;
 mod transition;
@@ -93,7 +95,8 @@ pub use align::{AlignmentConfig, AlignmentStats};
 pub use burn;
 pub use config::{DeviceChoice, TrainConfig};
 pub use critic::{BuiltinCritic, CriticConfig, CriticKind, CriticReview, RewardCritic};
-pub use ddqn::{DdqnConfig, DdqnLearner, DdqnUpdateStats};
+pub use ddqn::learner::{DdqnLearner, DdqnUpdateStats};
+pub use ddqn::DdqnConfig;
 pub use envs::execution_envs;
 pub use features::WithFeatures;
 pub use files::write_atomic;
@@ -101,11 +104,10 @@ pub use hybrid::{HybridConfig, HybridMode, LossWeights};
 pub use learner::{AnyLearner, Experience, Learner, UpdateStats};
 pub use net::Head;
 pub use normalize::RunningNorm;
-pub use policy::{
-    Algo, DecisionObserver, Model, Pace, Policy, PolicyMeta, PolicyStrategy, Sampled, Squash,
-    TeamMeta,
-};
-pub use ppo::{PpoConfig, PpoLearner, PpoStats, PpoUpdateStats};
+pub use policy::{Algo, Model, Pace, Policy, PolicyMeta, Sampled, Squash, TeamMeta};
+pub use policy_strategy::{DecisionObserver, PolicyStrategy};
+pub use ppo::learner::{PpoLearner, PpoUpdateStats};
+pub use ppo::{PpoConfig, PpoStats};
 pub use record::{read_metrics, UpdateRecord};
 pub use registry::{build_learner, registered, reproducible_side_by_side, Registered};
 pub use report::updates_table;

@@ -16,12 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::hybrid::LossWeights;
 use crate::net::{ActorCritic, Head};
-use crate::policy::{indices, Pace, Squash};
+use crate::policy::{Pace, Squash};
 use crate::rollout::{gae, Rollout};
 use crate::task::Source;
+use crate::tensors::indices;
 
-mod learner;
-pub use learner::{PpoLearner, PpoUpdateStats};
+pub(crate) mod learner;
 
 /// PPO's settings (`[train.ppo]` in configs). `n_steps` also sets the
 /// length of every learner's update ([`crate::TrainConfig::decisions_per_update`]).

@@ -6,10 +6,10 @@ use burn::tensor::Device;
 use serl_design::NetworkSpec;
 
 use crate::config::TrainConfig;
-use crate::ddqn::DdqnLearner;
+use crate::ddqn::learner::DdqnLearner;
 use crate::learner::{AnyLearner, Learner};
 use crate::policy::{Algo, PolicyMeta};
-use crate::ppo::PpoLearner;
+use crate::ppo::learner::PpoLearner;
 use crate::TrainError;
 
 /// Builds a boxed learner for a config (see [`Learner::build`]).

@@ -11,7 +11,7 @@ use serl_env::{
     SessionView, TeamMode, TeamStrategy, Venue, OBS_DIM,
 };
 
-use crate::fused::Greedy;
+use crate::fused::greedy::Greedy;
 use crate::policy::{History, Policy};
 use crate::team::Channel;
 use crate::team_env::TeamObserver;

@@ -4,7 +4,8 @@
 use rayon::prelude::*;
 use serl_env::{run_static, EnvConfig, MarketData, ParentOrder};
 
-use crate::policy::{Policy, PolicyStrategy};
+use crate::policy::Policy;
+use crate::policy_strategy::PolicyStrategy;
 
 /// Mean PA (bps) of `policy`, acting greedily, over `orders` in the static
 /// environment.

@@ -331,6 +331,11 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let trained_before = trained_files(&run);
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
+    assert!(
+        text(&o2).contains("has finished before") && text(&o2).contains("nothing is trained again"),
+        "a resume of a finished run says so: {}",
+        text(&o2)
+    );
     assert_eq!(
         std::fs::read(run.join("evidence.parquet")).unwrap(),
         evidence_before,

@@ -120,9 +120,12 @@ fn a_strategy_that_leaves_half_its_order_pays_for_it_in_pa_and_significance() {
         "{t}"
     );
     assert!(
-        t.contains("AFI: average fraction of the order left unfilled"),
+        t.contains("AFI: average fraction of the order's shares left unfilled")
+            && t.contains("left 67.2% of its shares unfilled (AFI, over 48 orders)"),
         "{t}"
     );
+    // The terminal's table has no IS column, and its legend defines none.
+    assert!(!t.contains("IS: implementation shortfall"), "{t}");
     // Not a terminal: plain progress lines instead of a bar.
     assert!(t.contains("backtest: 100% ("), "{t}");
 }

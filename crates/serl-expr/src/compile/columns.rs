@@ -1,7 +1,8 @@
 //! The column evaluator: the bytecode run over chunks of rows, each op a
 //! tight loop over the chunk that the compiler can vectorise.
 
-use super::{repair, Op, Program};
+use super::Program;
+use crate::ops::{repair, Op};
 
 /// Rows run through the bytecode at a time.
 const CHUNK: usize = 128;

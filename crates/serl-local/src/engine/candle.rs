@@ -13,7 +13,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::{quantized_phi3, quantized_qwen2, quantized_qwen3};
 
-use super::decoder::LoadError;
+use super::config::LoadError;
 
 /// The architectures candle runs here, as GGUF names them.
 pub const CANDLE_ARCHITECTURES: &[&str] = &["qwen2", "qwen3", "phi3"];

@@ -5,7 +5,8 @@
 
 use candle_core::quantized::gguf_file::{Content, Value};
 
-use super::decoder::LoadError;
+/// What a tensor or a metadata field lacks.
+pub type LoadError = String;
 
 /// Which of the layouts the decoder runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use candle_core::Device;
 use half::f16;
 use rayon::prelude::*;
 
-use super::config::{Config, Flavor, RopeTable};
+use super::config::{Config, Flavor, LoadError, RopeTable};
 use super::quant::{matmul, LayoutError, QActs, QMatrix};
 use crate::adapter::{Adapter, Prepared, Target};
 use std::collections::BTreeMap;
@@ -51,9 +51,6 @@ pub struct Decoder {
     /// Low-rank updates added to the projections (unmerged), per layer.
     adapter: Option<Vec<BTreeMap<Target, Prepared>>>,
 }
-
-/// What a tensor or a metadata field lacks.
-pub type LoadError = String;
 
 impl Decoder {
     /// Reads the weights named in `content` from `reader`, for the

@@ -9,7 +9,7 @@
 //!
 //! Tensors, in order: `Wₑ, bₑ, W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o`.
 
-use super::mlp::gemm;
+use super::kernels::gemm;
 
 /// Tokens per row: the book's levels.
 pub(super) const TOKENS: usize = serl_design::BOOK_LEVELS;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AdamState;
+use super::adam::AdamState;
 use crate::transition::{NextMarket, MARKET};
 
 /// The head's weights (`(hidden + 1) × M`, the action's row last, then

@@ -7,8 +7,8 @@
 
 use rand::rngs::SmallRng;
 
+use super::adam::AdamState;
 use super::mlp::{Activations, Mlp};
-use super::AdamState;
 use crate::ddqn::{DdqnConfig, DdqnStats, Replay};
 use crate::hybrid::LossWeights;
 use crate::net::QNetwork;
@@ -33,7 +33,7 @@ impl FusedDdqn {
         let target = Mlp::from_burn(&target.trunk, &target.head)?;
         Some(FusedDdqn {
             optim: AdamState::new(&online_mlp.params),
-            grads: super::zeros_like(&online_mlp.params),
+            grads: super::adam::zeros_like(&online_mlp.params),
             online: online_mlp,
             target,
             acts: Activations::default(),
@@ -234,7 +234,7 @@ mod tests {
         let mut mirrored = online.valid();
         fused.write_into(&mut mirrored);
         let rows: Vec<f32> = (0..3 * width).map(|i| (i as f32 * 0.37).sin()).collect();
-        let theirs = crate::policy::floats(mirrored.forward(crate::policy::matrix(
+        let theirs = crate::tensors::floats(mirrored.forward(crate::tensors::matrix(
             &rows,
             3,
             &mirrored.head.weight.val().device(),

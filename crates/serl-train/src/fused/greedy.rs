@@ -12,8 +12,9 @@ use rand::rngs::SmallRng;
 
 use super::mlp::{Activations, Mlp};
 use crate::policy::{
-    epsilon_greedy, floats1, sample_actor_critic, Algo, Model, Policy, PolicyMeta, Sampled,
+    epsilon_greedy, sample_actor_critic, Algo, Model, Policy, PolicyMeta, Sampled,
 };
+use crate::tensors::floats1;
 
 /// The network a greedy decision needs: PPO's actor or DDQN's Q-network.
 #[derive(Debug, Clone)]

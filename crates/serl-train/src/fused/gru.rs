@@ -17,7 +17,7 @@
 //! the observation window, so it is always a network's first block: no
 //! gradient flows to its input.
 
-use super::mlp::{gemm, tanh};
+use super::kernels::{gemm, tanh};
 
 /// A GRU layer's sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,13 +7,13 @@ use burn::optim::GradientsParams;
 use rand::{Rng, SeedableRng};
 use serl_design::{Activation, BlockSpec, NetworkSpec};
 
-use super::mlp::tanh;
+use super::kernels::tanh;
 use super::*;
 use crate::net::Block;
 use crate::normalize::RunningNorm;
-use crate::policy::floats;
 use crate::policy::{Algo, Squash};
 use crate::task::Source;
+use crate::tensors::floats;
 
 const OBS: usize = 5;
 
@@ -522,7 +522,7 @@ fn a_large_product_split_across_threads_gives_the_same_bits() {
     for (ta, rows, inner) in [(false, m, k), (true, k, m)] {
         let product = |threads, out: &mut [f32]| {
             let b = &b[..inner * n];
-            super::mlp::gemm_on(threads, rows, inner, n, &a, ta, b, false, out)
+            super::kernels::gemm_on(threads, rows, inner, n, &a, ta, b, false, out)
         };
         let mut one = vec![0f32; rows * n];
         let mut four = vec![0f32; rows * n];

@@ -138,6 +138,9 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     }
     let (out, cfg) = resolve(&a)?;
     crate::interrupt::lock_run(&out)?;
+    if a.resume.is_some() {
+        say_if_finished(&out);
+    }
     let dir = out.clone();
     // No clean points here: a signal stops evolve at once, and `--resume`
     // goes on from what its run directory holds.
@@ -230,6 +233,18 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A resumed run that had finished says so before it replays its records.
+fn say_if_finished(out: &Path) {
+    let report = out.join("report.md");
+    if report.exists() {
+        eprintln!(
+            "{} has finished before (its report: {}): nothing is trained again; its records are read back and its summary printed",
+            out.display(),
+            report.display()
+        );
+    }
 }
 
 fn print_lines(lines: &[String]) {

@@ -9,10 +9,12 @@ use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::{Algo, Critic, DeviceChoice, Policy};
 
-use crate::candidate::{CandidateKind, CandidateResult, ScoreJob};
+use crate::candidate::ScoreJob;
+
 use crate::config::EvolveConfig;
 use crate::error::EvolveError;
 use crate::executor::Executor;
+use crate::record::{CandidateKind, CandidateResult};
 use crate::tasks::FinalJob;
 use crate::train::{policy_factory, Scoring};
 
@@ -189,7 +191,7 @@ pub(crate) fn test(
 ) -> Result<Vec<OrderResult>, EvolveError> {
     let baselines = baseline_specs(scoring.cfg)?;
     if scoring.cfg.train.learning_team().is_some() {
-        return crate::team_test::test(scoring, test_orders, &trained, &baselines, dir);
+        return crate::team_validation::test(scoring, test_orders, &trained, &baselines, dir);
     }
     let trained = trained
         .into_iter()

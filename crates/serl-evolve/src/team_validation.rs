@@ -16,8 +16,8 @@ use serl_eval::{
 };
 use serl_train::{Policy, TeamPolicyStrategy};
 
-use crate::candidate::Validation;
 use crate::error::{file_err, EvolveError};
+use crate::record::Validation;
 use crate::train::{validation_orders, Scoring};
 
 fn team_factory(policy: &Policy, label: &str, silent: bool) -> TeamFactory {
