@@ -365,19 +365,31 @@ pub fn evolve(mut inputs: EvolveInputs) -> Result<EvolveOutcome, EvolveError> {
             break;
         }
     }
+    finish(&inputs, executor, all, iterations_run, stages)
+}
+
+/// After the rounds: the best design retrained and tested beside plain
+/// PPO, the selection evidence and the hierarchy rows.
+fn finish(
+    inputs: &EvolveInputs,
+    executor: &dyn Executor,
+    all: Vec<CandidateResult>,
+    iterations_run: usize,
+    mut stages: Stages,
+) -> Result<EvolveOutcome, EvolveError> {
     let best = best_of(&all)
         .cloned()
         .ok_or(EvolveError::NoValidDesign(iterations_run))?;
     let design = best.design.clone().expect("scored candidates have designs");
     let (baseline, (test, lockbox)) =
-        baseline_and_final(&inputs, executor, &best, &design, &mut stages)?;
+        baseline_and_final(inputs, executor, &best, &design, &mut stages)?;
     let evidence = stages.time("evidence", || {
         let scoring = inputs.scoring();
         let weighing = (&scoring, executor, inputs.run_dir.as_path());
         crate::evidence_stage::weigh(weighing, &all, &baseline, &best.key)
     })?;
     let sealed = lockbox.as_ref().is_some_and(Lockbox::sealed);
-    let hierarchy = hierarchy_rows(&inputs, executor, &design, sealed, &mut stages)?;
+    let hierarchy = hierarchy_rows(inputs, executor, &design, sealed, &mut stages)?;
     Ok(EvolveOutcome {
         candidates: all,
         best,
