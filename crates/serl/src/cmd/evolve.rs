@@ -141,16 +141,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     if a.resume.is_some() {
         say_if_finished(&out);
     }
-    let dir = out.clone();
-    // No clean points here: a signal stops evolve at once, and `--resume`
-    // goes on from what its run directory holds.
-    crate::interrupt::install(move || {
-        if dir.join("evolve.toml").exists() {
-            format!("resume with `serl evolve --resume {}`", dir.display())
-        } else {
-            "stopped before the run began: nothing to resume".into()
-        }
-    })?;
+    say_how_to_resume(&out)?;
     let request = EvolveRequest {
         seeds: a.seeds,
         walk_forward: a.walk_forward,
@@ -233,6 +224,21 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// On a signal, the line that says how to go on. No clean points here: a
+/// signal stops evolve at once, and `--resume` goes on from what its run
+/// directory holds.
+fn say_how_to_resume(out: &Path) -> Result<()> {
+    let dir = out.to_path_buf();
+    crate::interrupt::install(move || {
+        if dir.join("evolve.toml").exists() {
+            format!("resume with `serl evolve --resume {}`", dir.display())
+        } else {
+            "stopped before the run began: nothing to resume".into()
+        }
+    })?;
+    Ok(())
 }
 
 /// A resumed run that had finished says so before it replays its records.
