@@ -223,6 +223,21 @@ impl TrainConfig {
         if self.algo == Algo::Ddqn && self.ddqn.actions.len() < 2 {
             return Err(bad("ddqn.actions", "needs at least two actions"));
         }
+        self.validate_mixing()?;
+        if let Some(t) = &self.team {
+            t.validate()?;
+            if t.learns_together() && self.algo != Algo::Ppo {
+                return Err(bad(
+                    "team.agents",
+                    "a team learns with PPO (MAPPO or independent PPO): set algo = \"ppo\"",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The hybrid weights, the coarse flow and the imagined days' shares.
+    fn validate_mixing(&self) -> Result<(), TrainError> {
         let h = &self.hybrid;
         if !(0.0..=1.0).contains(&h.alpha)
             || !(0.0..0.5).contains(&h.floor)
@@ -242,15 +257,6 @@ impl TrainConfig {
         ] {
             if !(0.0..=1.0).contains(&share) {
                 return Err(bad(field, "must be in [0, 1]"));
-            }
-        }
-        if let Some(t) = &self.team {
-            t.validate()?;
-            if t.learns_together() && self.algo != Algo::Ppo {
-                return Err(bad(
-                    "team.agents",
-                    "a team learns with PPO (MAPPO or independent PPO): set algo = \"ppo\"",
-                ));
             }
         }
         Ok(())
