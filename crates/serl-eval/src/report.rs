@@ -166,70 +166,90 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 fn plots(results: &[OrderResult], data: &ReportData) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for env in data.pa_by_symbol.keys() {
-        let rows: Vec<&OrderResult> = results.iter().filter(|r| &r.env == env).collect();
-        let mut all: Vec<f64> = rows
+        out.extend(pa_distribution(results, data, env));
+        out.extend(pa_per_symbol(data, env));
+    }
+    out.extend(inventory_paths(results));
+    out
+}
+
+/// The distribution of PA at venue `env`, one series per strategy.
+fn pa_distribution(
+    results: &[OrderResult],
+    data: &ReportData,
+    env: &str,
+) -> Option<(String, String)> {
+    let rows: Vec<&OrderResult> = results.iter().filter(|r| r.env == env).collect();
+    let mut all: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.strategy != "oracle")
+        .map(|r| r.pa_bps)
+        .collect();
+    all.sort_by(f64::total_cmp);
+    let (lo, hi) = (quantile(&all, 0.01), quantile(&all, 0.99));
+    let mut series = Vec::new();
+    for s in data.pa_by_symbol[env].keys() {
+        let v: Vec<f64> = rows
             .iter()
-            .filter(|r| r.strategy != "oracle")
+            .filter(|r| &r.strategy == s)
             .map(|r| r.pa_bps)
             .collect();
-        all.sort_by(f64::total_cmp);
-        let (lo, hi) = (quantile(&all, 0.01), quantile(&all, 0.99));
-        let mut series = Vec::new();
-        for s in data.pa_by_symbol[env].keys() {
-            let v: Vec<f64> = rows
-                .iter()
-                .filter(|r| &r.strategy == s)
-                .map(|r| r.pa_bps)
-                .collect();
-            series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), PA_BINS)));
-        }
-        let mut svg = String::new();
-        // The range leaves the oracle out, so its tail is clipped: say so
-        // only where there is one.
-        let title = if data.pa_by_symbol[env].contains_key("oracle") {
-            format!("PA distribution ({env}); oracle clipped to the others' range")
-        } else {
-            format!("PA distribution ({env})")
-        };
-        let chart = Chart::new(&title, "PA (bps)", "share of orders");
-        let bin_width = (hi.max(lo + 1e-6) - lo) / PA_BINS as f64;
-        if bars_chart(&mut svg, &chart, &series, bin_width).is_ok() {
-            out.push((title, svg));
-        }
-
-        // PA per symbol, symbols sorted by TWAP's (or the first) PA.
-        let by = &data.pa_by_symbol[env];
-        let key = if by.contains_key("twap") {
-            "twap".to_string()
-        } else {
-            by.keys().next().cloned().unwrap_or_default()
-        };
-        let mut syms: Vec<(&String, f64)> = by
-            .get(&key)
-            .map(|m| m.iter().map(|(s, v)| (s, *v)).collect())
-            .unwrap_or_default();
-        syms.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let series: Vec<(String, Vec<(f64, f64)>)> = by
-            .iter()
-            .map(|(s, m)| {
-                let pts = syms
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, (sym, _))| m.get(*sym).map(|v| (i as f64, *v)))
-                    .collect();
-                (s.clone(), pts)
-            })
-            .collect();
-        let mut svg = String::new();
-        let title = format!("Mean PA per symbol ({env}), symbols ordered by {key}");
-        let chart = Chart::new(&title, "symbol", "PA (bps)")
-            .points()
-            .x_labels(syms.iter().map(|(sym, _)| sym.to_string()).collect());
-        if lines_chart(&mut svg, &chart, &series).is_ok() {
-            out.push((title, svg));
-        }
+        series.push((s.clone(), histogram(&v, lo, hi.max(lo + 1e-6), PA_BINS)));
     }
-    // Example trajectories: inventory left over the episode, per strategy.
+    let mut svg = String::new();
+    // The range leaves the oracle out, so its tail is clipped: say so
+    // only where there is one.
+    let title = if data.pa_by_symbol[env].contains_key("oracle") {
+        format!("PA distribution ({env}); oracle clipped to the others' range")
+    } else {
+        format!("PA distribution ({env})")
+    };
+    let chart = Chart::new(&title, "PA (bps)", "share of orders");
+    let bin_width = (hi.max(lo + 1e-6) - lo) / PA_BINS as f64;
+    bars_chart(&mut svg, &chart, &series, bin_width)
+        .is_ok()
+        .then_some((title, svg))
+}
+
+/// Mean PA per symbol at venue `env`, symbols sorted by TWAP's (or the
+/// first strategy's) PA.
+fn pa_per_symbol(data: &ReportData, env: &str) -> Option<(String, String)> {
+    let by = &data.pa_by_symbol[env];
+    let key = if by.contains_key("twap") {
+        "twap".to_string()
+    } else {
+        by.keys().next().cloned().unwrap_or_default()
+    };
+    let mut syms: Vec<(&String, f64)> = by
+        .get(&key)
+        .map(|m| m.iter().map(|(s, v)| (s, *v)).collect())
+        .unwrap_or_default();
+    syms.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let series: Vec<(String, Vec<(f64, f64)>)> = by
+        .iter()
+        .map(|(s, m)| {
+            let pts = syms
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (sym, _))| m.get(*sym).map(|v| (i as f64, *v)))
+                .collect();
+            (s.clone(), pts)
+        })
+        .collect();
+    let mut svg = String::new();
+    let title = format!("Mean PA per symbol ({env}), symbols ordered by {key}");
+    let chart = Chart::new(&title, "symbol", "PA (bps)")
+        .points()
+        .x_labels(syms.iter().map(|(sym, _)| sym.to_string()).collect());
+    lines_chart(&mut svg, &chart, &series)
+        .is_ok()
+        .then_some((title, svg))
+}
+
+/// Example trajectories: inventory left over the episode, per strategy,
+/// for the first two orders that kept one.
+fn inventory_paths(results: &[OrderResult]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let mut ids: Vec<u64> = results
         .iter()
         .filter(|r| !r.inventory_path.is_empty())
