@@ -1,6 +1,6 @@
 //! Loading a dataset a symbol at a time, for the work that must not hold
 //! all of it: the bounded-memory catalog ([`crate::Catalog::scan`]) and
-//! the Parquet conversion ([`crate::convert`]).
+//! the Parquet conversion (`serl data convert`, `convert.rs`).
 //!
 //! The files are grouped by the symbol they stand for; each group is
 //! loaded and cleaned like [`crate::scan`] does, handed to the caller's

@@ -234,7 +234,7 @@ pub struct SymbolFills {
 }
 
 /// Plays every probe of the study on every symbol of `a.lobster`
-/// ([`crate::fills_report::write`] writes the files). `progress` hears the
+/// (`fills_report.rs` writes the files). `progress` hears the
 /// days to play in all, then each one done with the symbol at hand.
 pub fn probe_all(
     a: &FillsRequest,

@@ -41,7 +41,7 @@ pub struct StudyFile {
     pub arms: Vec<Arm>,
     /// Runs the study on planted copies of the base's data instead, one
     /// per strength (`configs/study-planted.toml`,
-    /// [`crate::planted_study`]).
+    /// `planted_study.rs`).
     #[serde(default)]
     pub plant: Option<crate::plant_sweep::PlantSweep>,
 }
