@@ -12,6 +12,7 @@ behind it otherwise.
 """
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import serl
@@ -35,7 +36,8 @@ def main() -> None:
     ap.add_argument("--config", default=None, help="a serl backtest or train config")
     ap.add_argument("--split", default="all")
     ap.add_argument("--venue", default="both", choices=["static", "dynamic", "both"])
-    ap.add_argument("--out", default=ROOT / "runs" / "py-custom")
+    # Outside the repository unless asked: an example leaves the clone clean.
+    ap.add_argument("--out", default=Path(tempfile.gettempdir()) / "serl-py-custom")
     args = ap.parse_args()
 
     result = serl.backtest(
@@ -47,6 +49,7 @@ def main() -> None:
         venue=args.venue,
         out=args.out,
     )
+    # AFI: the share of the order's shares left unfilled (the CLI's column).
     print(result.table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     paired = [p for p in result.summary["paired_vs_twap"] if p["strategy"] == "momentum-tilt"]
     for p in paired:

@@ -9,7 +9,9 @@ import pandas as pd
 
 def summary_table(summary: Dict[str, Any]) -> pd.DataFrame:
     """One row per strategy and venue of a ``summary.json``: PA with its
-    bootstrap CI, filled-share PA, PA-std, WR, GLR and fill rate."""
+    bootstrap CI, filled-share PA, PA-std, WR, GLR, AFI (the mean share of
+    the order's shares left unfilled at the horizon, as the CLI and the
+    report name it) and fill rate (1 − AFI)."""
     rows = []
     for s in summary.get("summaries", []):
         rows.append(
@@ -24,6 +26,7 @@ def summary_table(summary: Dict[str, Any]) -> pd.DataFrame:
                 "pa_std": s["pa_std"],
                 "wr": s["wr"],
                 "glr": s["glr"],
+                "afi": s.get("afi"),
                 "fill_rate": s.get("fill_rate"),
             }
         )

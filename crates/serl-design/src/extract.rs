@@ -46,6 +46,21 @@ pub fn extract(kind: ModuleKind, reply: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// [`extract`], or why nothing could be taken from the reply, in words
+/// (the parser's "EOF while parsing" on an empty text says nothing of
+/// the reply).
+pub fn extract_or_why(kind: ModuleKind, reply: &str) -> Result<String, String> {
+    extract(kind, reply).ok_or_else(|| {
+        if reply.trim().is_empty() {
+            "the reply was empty".to_string()
+        } else if kind.is_json() {
+            "no JSON object found in the reply".to_string()
+        } else {
+            "no expression found in the reply".to_string()
+        }
+    })
+}
+
 /// The reply with each feature name in `list` given once: a feature
 /// repeated whole is dropped, another program under a name already used
 /// gets the name with `_2`, `_3`, ... A context-free grammar cannot forbid
@@ -187,6 +202,16 @@ fn programs_parse(v: &serde_json::Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_with_nothing_to_take_says_so_in_words() {
+        let e = extract_or_why(ModuleKind::Architecture, "I think a wide net is best.");
+        assert_eq!(e.unwrap_err(), "no JSON object found in the reply");
+        assert_eq!(
+            extract_or_why(ModuleKind::Reward, "  ").unwrap_err(),
+            "the reply was empty"
+        );
+    }
 
     #[test]
     fn programs_come_out_of_fences_and_labels() {

@@ -56,7 +56,7 @@ mod smoke;
 mod terms;
 
 pub use communication::{Aggregate, Communication, MAX_BROADCAST};
-pub use extract::{extract, well_formed};
+pub use extract::{extract, extract_or_why, well_formed};
 pub use features::{
     check_features, column_doc, observation_columns, observation_grammar, FeatureDef, FeatureError,
     FeatureSet, MAX_FEATURES, MAX_FEATURE_NAME,

@@ -83,6 +83,7 @@ pub(crate) fn tune_constants(
     best: &CandidateResult,
     j: usize,
     dir: &Path,
+    tick: &(dyn Fn() + Sync),
 ) -> Result<Vec<CandidateResult>, EvolveError> {
     let cfg = &inputs.cfg.low_level;
     let Some(design) = best.design.clone() else {
@@ -146,7 +147,7 @@ pub(crate) fn tune_constants(
             .collect();
         let batch = format!("ll{j}_g{g}");
         let mut trained = executor
-            .score(inputs, dir, &batch, &jobs, &|| {})?
+            .score(inputs, dir, &batch, &jobs, tick)?
             .into_iter();
         let results = members
             .iter()

@@ -58,7 +58,8 @@ pub enum Event {
         /// Who trains them: `local` or the cluster's engine.
         engine: &'static str,
     },
-    /// One designed candidate is trained and scored (or was loaded).
+    /// One candidate, designed or a low-level DEK trial, is trained and
+    /// scored (or was loaded): what the progress bar counts.
     CandidateDone,
     /// An iteration ended.
     Iteration(IterationSummary),
@@ -516,8 +517,14 @@ fn low_level_round(
         pairing,
         ..inputs.scoring()
     };
+    let on_event = inputs.on_event.as_ref();
+    let tick = || {
+        if let Some(f) = on_event {
+            f(Event::CandidateDone);
+        }
+    };
     let tuned = stages.time("low-level DEK", || {
-        crate::dek_low::tune_constants(&scoring, executor, best, j, &inputs.run_dir)
+        crate::dek_low::tune_constants(&scoring, executor, best, j, &inputs.run_dir, &tick)
     })?;
     for r in &tuned {
         stages.add_profile(ProfiledStage::LowLevel, &r.train_profile);

@@ -126,6 +126,13 @@ impl Verdict {
                 r.word()
             ));
         }
+        if let Some(days) = self.too_few_days() {
+            out.push(format!(
+                "the test split has {days} day{}: too few for a day-level verdict (at least {}); configs/evolve-standard.toml tests on 6 days",
+                if days == 1 { "" } else { "s" },
+                serl_eval::MIN_TEST_DAYS
+            ));
+        }
         let (v_best, v_plain) = self.validation;
         out.push(match self.ranking_held {
             Some(true) => format!(
@@ -137,6 +144,14 @@ impl Verdict {
             None => format!("validation score: {BEST} {v_best:.3}"),
         });
         out
+    }
+
+    /// The test's days, when every row spans too few of them for a
+    /// day-level verdict (said once, rather than only row by row).
+    pub fn too_few_days(&self) -> Option<usize> {
+        let days: Vec<&DayTest> = self.rows.iter().filter_map(|r| r.day.as_ref()).collect();
+        let all_few = !days.is_empty() && days.iter().all(|t| t.too_few_days());
+        all_few.then(|| days.iter().map(|t| t.days).max().unwrap_or(0))
     }
 
     /// The report's first section.
@@ -161,8 +176,14 @@ impl Verdict {
                 r.word()
             );
         }
-        let last = self.lines().pop().unwrap_or_default();
-        let _ = writeln!(md, "\n{}{}.\n", last[..1].to_uppercase(), &last[1..]);
+        let mut lines = self.lines();
+        let last = lines.pop().unwrap_or_default();
+        let mut said = format!("{}{}.", last[..1].to_uppercase(), &last[1..]);
+        if self.too_few_days().is_some() {
+            let few = lines.pop().unwrap_or_default();
+            said = format!("{}{}. {said}", few[..1].to_uppercase(), &few[1..]);
+        }
+        let _ = writeln!(md, "\n{said}\n");
         md
     }
 }

@@ -5,7 +5,8 @@
 
 mod columns;
 
-use super::syntax::{lex, BinOp, Expr, Node, Parser};
+use super::binop::BinOp;
+use super::syntax::{lex, Expr, Node, Parser};
 use super::{suggest, CompileError, Limits, Pos, VarSet};
 use crate::ops::{repair, Op, BIG};
 
@@ -236,7 +237,7 @@ impl Checker<'_> {
                     BinOp::And => (Ty::Bool, Ty::Bool, Op::And),
                     BinOp::Or => (Ty::Bool, Ty::Bool, Op::Or),
                 };
-                let what = format!("each side of `{}`", op_symbol(*op));
+                let what = format!("each side of `{}`", op.symbol());
                 self.expect(a, ta, want, &what)?;
                 self.expect(b, tb, want, &what)?;
                 match (code, self.code.last()) {
@@ -372,24 +373,6 @@ impl Checker<'_> {
         }
         self.push(op, 1 - n as isize);
         Ok(Ty::Num)
-    }
-}
-
-fn op_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Pow => "^",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
     }
 }
 

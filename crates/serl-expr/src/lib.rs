@@ -77,6 +77,7 @@
 
 #![deny(missing_docs)]
 
+mod binop;
 mod closures;
 mod compile;
 mod grammar;
@@ -85,11 +86,12 @@ mod syntax;
 mod terms;
 mod tree;
 
+pub use binop::BinOp;
 pub use compile::{Program, State, WindowKind};
 pub use grammar::{
     gbnf, gbnf_with, json_schema, lark, lark_rules, typed_rules, Dialect, LARK_DEPTH,
 };
-pub use tree::{Op, ProgramDraw, Tree, Uniform, NODE_BUDGET, WINDOW_FUNCTIONS};
+pub use tree::{ProgramDraw, Tree, Uniform, NODE_BUDGET, WINDOW_FUNCTIONS};
 
 /// Whether `src` is a sentence of the language: it lexes and parses
 /// within the default [`Limits`]; names, types and windows are not

@@ -14,6 +14,7 @@
 //! atom    := NUMBER | "true" | "false" | NAME | NAME "(" expr ("," expr)* ")" | "(" expr ")"
 //! ```
 
+use super::binop::BinOp;
 use super::{CompileError, Limits, Pos};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,23 +118,6 @@ pub fn lex(src: &str) -> Result<(Vec<(Tok, Pos)>, Vec<(usize, usize, f64)>), Com
     }
     out.push((Tok::End, Pos { line, col }));
     Ok((out, literals))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-    And,
-    Or,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -310,13 +294,13 @@ impl<'a> Parser<'a> {
 
     fn binary(
         &mut self,
-        ops: &[(&str, BinOp)],
+        ops: &[BinOp],
         next: fn(&mut Self) -> Result<Expr, CompileError>,
         repeat: bool,
     ) -> Result<Expr, CompileError> {
         let mut lhs = next(self)?;
         loop {
-            let Some(&(_, op)) = ops.iter().find(|(s, _)| self.is_sym(s)) else {
+            let Some(&op) = ops.iter().find(|op| self.is_sym(op.symbol())) else {
                 return Ok(lhs);
             };
             let pos = self.pos();
@@ -330,34 +314,23 @@ impl<'a> Parser<'a> {
     }
 
     fn or(&mut self) -> Result<Expr, CompileError> {
-        self.binary(&[("||", BinOp::Or)], Self::and, true)
+        self.binary(&[BinOp::Or], Self::and, true)
     }
 
     fn and(&mut self) -> Result<Expr, CompileError> {
-        self.binary(&[("&&", BinOp::And)], Self::cmp, true)
+        self.binary(&[BinOp::And], Self::cmp, true)
     }
 
     fn cmp(&mut self) -> Result<Expr, CompileError> {
-        self.binary(
-            &[
-                ("<=", BinOp::Le),
-                (">=", BinOp::Ge),
-                ("==", BinOp::Eq),
-                ("!=", BinOp::Ne),
-                ("<", BinOp::Lt),
-                (">", BinOp::Gt),
-            ],
-            Self::sum,
-            false,
-        )
+        self.binary(&BinOp::COMPARISONS, Self::sum, false)
     }
 
     fn sum(&mut self) -> Result<Expr, CompileError> {
-        self.binary(&[("+", BinOp::Add), ("-", BinOp::Sub)], Self::product, true)
+        self.binary(&[BinOp::Add, BinOp::Sub], Self::product, true)
     }
 
     fn product(&mut self) -> Result<Expr, CompileError> {
-        self.binary(&[("*", BinOp::Mul), ("/", BinOp::Div)], Self::unary, true)
+        self.binary(&[BinOp::Mul, BinOp::Div], Self::unary, true)
     }
 
     fn unary(&mut self) -> Result<Expr, CompileError> {

@@ -11,103 +11,14 @@
 
 use std::fmt;
 
+use crate::binop::BinOp;
 use crate::compile::UNARY_FNS;
-use crate::syntax::{lex, BinOp, Expr, Node, Parser};
+use crate::syntax::{lex, Expr, Node, Parser};
 use crate::{CompileError, Limits, VarSet, LARK_DEPTH};
 
 /// The window functions the typed grammar offers, as
 /// [`typed_rules`](crate::typed_rules) writes them.
 pub const WINDOW_FUNCTIONS: [&str; 6] = ["mean", "std", "ema", "lag", "min_over", "max_over"];
-
-/// A binary operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `+`
-    Add,
-    /// `-`
-    Sub,
-    /// `*`
-    Mul,
-    /// `/`
-    Div,
-    /// `^`
-    Pow,
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-    /// `==`
-    Eq,
-    /// `!=`
-    Ne,
-    /// `&&`
-    And,
-    /// `||`
-    Or,
-}
-
-impl Op {
-    /// The operator as written.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Op::Add => "+",
-            Op::Sub => "-",
-            Op::Mul => "*",
-            Op::Div => "/",
-            Op::Pow => "^",
-            Op::Lt => "<",
-            Op::Le => "<=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-            Op::Eq => "==",
-            Op::Ne => "!=",
-            Op::And => "&&",
-            Op::Or => "||",
-        }
-    }
-
-    /// How tightly it binds (higher binds tighter), as the parser reads
-    /// it: `||` 1, `&&` 2, comparisons 3, `+ -` 4, `* /` 5, `^` 7.
-    fn precedence(self) -> u8 {
-        match self {
-            Op::Or => 1,
-            Op::And => 2,
-            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne => 3,
-            Op::Add | Op::Sub => 4,
-            Op::Mul | Op::Div => 5,
-            Op::Pow => 7,
-        }
-    }
-
-    /// Whether it gives a condition.
-    fn is_condition(self) -> bool {
-        self.precedence() <= 3
-    }
-}
-
-impl From<BinOp> for Op {
-    fn from(op: BinOp) -> Op {
-        match op {
-            BinOp::Add => Op::Add,
-            BinOp::Sub => Op::Sub,
-            BinOp::Mul => Op::Mul,
-            BinOp::Div => Op::Div,
-            BinOp::Pow => Op::Pow,
-            BinOp::Lt => Op::Lt,
-            BinOp::Le => Op::Le,
-            BinOp::Gt => Op::Gt,
-            BinOp::Ge => Op::Ge,
-            BinOp::Eq => Op::Eq,
-            BinOp::Ne => Op::Ne,
-            BinOp::And => Op::And,
-            BinOp::Or => Op::Or,
-        }
-    }
-}
 
 /// A program's syntax tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +34,7 @@ pub enum Tree {
     /// `!c`
     Not(Box<Tree>),
     /// `a op b`
-    Bin(Op, Box<Tree>, Box<Tree>),
+    Bin(BinOp, Box<Tree>, Box<Tree>),
     /// `f(args)`
     Call(String, Vec<Tree>),
     /// `if c then a else b`
@@ -296,7 +207,7 @@ impl Tree {
         Some(t)
     }
 
-    /// How tightly the printed tree binds (as [`Op::precedence`]; `let`
+    /// How tightly the printed tree binds (as [`BinOp::precedence`]; `let`
     /// and `if` 0, prefix operators 6, atoms 8).
     fn precedence(&self) -> u8 {
         match self {
@@ -336,7 +247,7 @@ impl Tree {
                 // Left-associative chains; a comparison takes two sums; a
                 // power's operands are atoms, as the typed grammar has it.
                 let (l, r) = match op {
-                    Op::Pow => (8, 8),
+                    BinOp::Pow => (8, 8),
                     _ if op.is_condition() && p == 3 => (4, 4),
                     _ => (p, p + 1),
                 };
@@ -394,7 +305,7 @@ impl From<Expr> for Tree {
             Node::Name(n) => Tree::Name(n),
             Node::Neg(x) => Tree::Neg(b(x)),
             Node::Not(x) => Tree::Not(b(x)),
-            Node::Bin(op, x, y) => Tree::Bin(op.into(), b(x), b(y)),
+            Node::Bin(op, x, y) => Tree::Bin(op, b(x), b(y)),
             Node::Call(n, args) => Tree::Call(n, args.into_iter().map(Tree::from).collect()),
             Node::If(c, x, y) => Tree::If(b(c), b(x), b(y)),
             Node::Let(n, x, y) => Tree::Let(n, b(x), b(y)),
@@ -555,7 +466,12 @@ impl<'d, 'a, 'r> Drawing<'d, 'a, 'r> {
 
     /// `k` more of `item`, `k` drawn with energy `k` up to `most`, joined
     /// left to right by one of `ops`.
-    fn chain(&mut self, most: usize, ops: &[Op], mut item: impl FnMut(&mut Self) -> Tree) -> Tree {
+    fn chain(
+        &mut self,
+        most: usize,
+        ops: &[BinOp],
+        mut item: impl FnMut(&mut Self) -> Tree,
+    ) -> Tree {
         let more = self.count(most);
         let mut t = item(self);
         for _ in 0..more {
@@ -577,11 +493,11 @@ impl<'d, 'a, 'r> Drawing<'d, 'a, 'r> {
     }
 
     fn sum(&mut self, level: usize) -> Tree {
-        self.chain(5, &[Op::Add, Op::Sub], |d| d.product(level))
+        self.chain(5, &[BinOp::Add, BinOp::Sub], |d| d.product(level))
     }
 
     fn product(&mut self, level: usize) -> Tree {
-        self.chain(5, &[Op::Mul, Op::Div], |d| d.unary(level))
+        self.chain(5, &[BinOp::Mul, BinOp::Div], |d| d.unary(level))
     }
 
     fn unary(&mut self, level: usize) -> Tree {
@@ -597,7 +513,7 @@ impl<'d, 'a, 'r> Drawing<'d, 'a, 'r> {
         match self.pick(&[0.0, 1.0]) {
             1 => {
                 let b = self.atom(level);
-                self.node(Tree::Bin(Op::Pow, Box::new(a), Box::new(b)))
+                self.node(Tree::Bin(BinOp::Pow, Box::new(a), Box::new(b)))
             }
             _ => a,
         }
@@ -671,11 +587,11 @@ impl<'d, 'a, 'r> Drawing<'d, 'a, 'r> {
     }
 
     fn condition(&mut self, level: usize) -> Tree {
-        self.chain(2, &[Op::Or], |d| d.conjunction(level))
+        self.chain(2, &[BinOp::Or], |d| d.conjunction(level))
     }
 
     fn conjunction(&mut self, level: usize) -> Tree {
-        self.chain(2, &[Op::And], |d| d.literal(level))
+        self.chain(2, &[BinOp::And], |d| d.literal(level))
     }
 
     /// A constant (`true`, `false`, `!true`, `!false`), a comparison of
@@ -697,7 +613,7 @@ impl<'d, 'a, 'r> Drawing<'d, 'a, 'r> {
                 }
             }
             1 => {
-                const CMP: [Op; 6] = [Op::Le, Op::Ge, Op::Eq, Op::Ne, Op::Lt, Op::Gt];
+                const CMP: [BinOp; 6] = BinOp::COMPARISONS;
                 let a = self.sum(level);
                 let op = CMP[self.below(CMP.len())];
                 let b = self.sum(level);

@@ -2,7 +2,7 @@
 //! retries with the error until a module passes or the attempts run out.
 
 use serde::Serialize;
-use serl_design::{extract, Module, ModuleKind};
+use serl_design::{extract_or_why, Module, ModuleKind};
 
 use crate::backend::{Backend, ChatRequest, LlmError, Schema};
 use crate::prompts::{ModuleContext, Prompts};
@@ -272,18 +272,11 @@ pub fn generate(
         };
         g.prompt_tokens += reply.prompt_tokens;
         g.completion_tokens += reply.completion_tokens;
-        let result = match extract(kind, &reply.text) {
-            None => Err(if reply.text.trim().is_empty() {
-                "the reply was empty".to_string()
-            } else if kind.is_json() {
-                "no JSON object found in the reply".to_string()
-            } else {
-                "no expression found in the reply".to_string()
-            }),
-            Some(text) => Module::parse(kind, &text)
+        let result = extract_or_why(kind, &reply.text).and_then(|text| {
+            Module::parse(kind, &text)
                 .map_err(|e| e.to_string())
-                .and_then(|m| check(&m).map(|_| m)),
-        };
+                .and_then(|m| check(&m).map(|_| m))
+        });
         match result {
             Ok(m) => {
                 g.attempts.push(Attempt {

@@ -196,6 +196,10 @@ impl StudyData {
     /// load left out, when anything.
     pub fn load(cfg: &EvolveFile, all: bool, warn: &dyn Fn(&str)) -> Result<StudyData> {
         let data_path = cfg.data_path();
+        if !data_path.exists() {
+            let hint = crate::paths::as_written_hint("data_path", &cfg.paths_as_written);
+            crate::bail!("the data {} is not there{hint}", data_path.display());
+        }
         let ds = load_data(&data_path, &cfg.data, warn)?;
         let train = generate_orders(&ds, Split::Train, &cfg.data, &cfg.orders)?;
         let val = generate_orders(&ds, Split::Validation, &cfg.data, &cfg.orders)?;

@@ -127,9 +127,18 @@ pub fn prepare(
     if !req.new_run {
         crate::rundir::set_aside_unreadable(out)?;
     }
-    let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
-    let prompts = Prompts::load(&prompts_dir)
-        .with_context(|| format!("loading the prompts in {}", prompts_dir.display()))?;
+    // The prompts and the data are read before a new run writes anything,
+    // so a config that points at neither leaves no run behind.
+    let run_prompts = out.join("prompts");
+    let read_from = if !req.new_run && run_prompts.is_dir() {
+        run_prompts
+    } else {
+        cfg.prompt_dir()
+    };
+    let prompts = Prompts::load(&read_from).with_context(|| {
+        let hint = crate::paths::as_written_hint("prompts", &cfg.paths_as_written);
+        format!("loading the prompts in {}{hint}", read_from.display())
+    })?;
     if cfg.evolve.search.is_some() {
         // A search shows the model its parents through the operator
         // templates; a prompt directory without them would not.
@@ -143,6 +152,7 @@ pub fn prepare(
         let walk_forward = req.walk_forward.then_some(&cfg.walk_forward);
         serl_evolve::check_confirmation(&cfg.evolve, walk_forward, &data.all)?;
     }
+    let prompts_dir = prepare_run_dir(out, cfg, req.new_run)?;
     let cluster = crate::cluster::cluster_of(&cfg.cluster, out)?;
     let transcript = out.join("transcript.jsonl");
     let replay_from = req.replay_from.clone().unwrap_or(transcript.clone());

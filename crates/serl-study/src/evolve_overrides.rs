@@ -44,6 +44,9 @@ pub enum EvolveStart<'a> {
         out: &'a Path,
         /// The config file; the defaults when `None`.
         config: Option<&'a Path>,
+        /// Whether a run already in `out` is to be written over
+        /// (`--force`; the caller clears it before the run begins).
+        force: bool,
     },
     /// The run directory of a run to resume.
     Resume(&'a Path),
@@ -80,8 +83,8 @@ pub fn resolve(start: EvolveStart, o: &EvolveOverrides) -> Result<(PathBuf, Evol
             }
             Ok((dir.to_path_buf(), cfg))
         }
-        EvolveStart::New { out, config } => {
-            if out.join("evolve.toml").exists() {
+        EvolveStart::New { out, config, force } => {
+            if !force && out.join("evolve.toml").exists() {
                 crate::bail!(
                     "{} already holds an evolve run; continue it with `serl evolve --resume {}`",
                     out.display(),
@@ -269,6 +272,7 @@ mod tests {
         let start = EvolveStart::New {
             out: dir,
             config: None,
+            force: false,
         };
         // Its data: any directory that is there (a resumed run checks).
         let data = EvolveOverrides {
@@ -308,6 +312,7 @@ mod tests {
         let start = EvolveStart::New {
             out: dir.path(),
             config: None,
+            force: false,
         };
         let e = resolve(start, &EvolveOverrides::default())
             .unwrap_err()

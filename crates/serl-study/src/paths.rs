@@ -67,6 +67,21 @@ pub fn resolve(
     Ok(())
 }
 
+/// For the error of a path that is not there: how the config wrote it,
+/// when it wrote it relative (`prompts = "../prompts" in the config: a
+/// relative path there is read from the config file's directory`), or
+/// nothing. A config copied away from the data and prompts it names
+/// fails with the path it looked at and why it looked there.
+pub fn as_written_hint(field: &str, written: &BTreeMap<String, PathBuf>) -> String {
+    match written.get(field).filter(|w| w.is_relative()) {
+        Some(w) => format!(
+            " ({field} = {:?} in the config: a relative path there is read from the config file's directory)",
+            w.display().to_string()
+        ),
+        None => String::new(),
+    }
+}
+
 /// `p` made absolute against the working directory, with `.` and `..`
 /// folded (not through symbolic links: a run records the path it was
 /// given).

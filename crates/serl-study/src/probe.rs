@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
-use serl_design::{extract, well_formed, Module, ModuleKind};
+use serl_design::{extract_or_why, well_formed, Module, ModuleKind};
 use serl_llm::{
     Designer, LlmDesigner, LocalBackend, LocalConfig, ModuleContext, Prompts, TaskInfo,
 };
@@ -137,10 +137,11 @@ fn ask(
         row.seconds += start.elapsed().as_secs_f64();
         row.completion_tokens += reply.completion_tokens;
         row.well_formed += usize::from(well_formed(kind, &reply.text));
-        let text = extract(kind, &reply.text).unwrap_or_default();
-        match Module::parse(kind, &text) {
+        let parsed = extract_or_why(kind, &reply.text)
+            .and_then(|text| Module::parse(kind, &text).map_err(|e| e.to_string()));
+        match parsed {
             Ok(_) => row.valid += 1,
-            Err(e) => row.errors.push(e.to_string()),
+            Err(e) => row.errors.push(e),
         }
         row.texts.push(reply.text);
         tick();

@@ -344,6 +344,7 @@ impl StudyRunner<'_> {
             let start = EvolveStart::New {
                 out: dir,
                 config: Some(&self.file.base),
+                force: false,
             };
             let (dir, mut cfg) = resolve(start, &overrides)?;
             cfg.evolve.search = arm.search.then(|| {

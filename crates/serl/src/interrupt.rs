@@ -12,7 +12,10 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
+use serl_study::rundir::{OutRule, RunKind};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -31,17 +34,30 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 /// go on a signal as on a normal end.
 static HELD: Mutex<Option<serl_study::rundir::RunLock>> = Mutex::new(None);
 
-/// Takes `dir`'s run lock for this command line until the command ends
-/// ([`release`]) or a signal stops it; a second coordinator of the same
-/// run is refused with the holder's name.
-pub fn lock_run(dir: &std::path::Path) -> Result<()> {
-    let mut args = std::env::args();
-    let command = std::iter::once("serl".to_string())
-        .chain(args.by_ref().skip(1))
+/// This command line, as a run records it and its lock names it.
+fn command_line() -> String {
+    std::iter::once("serl".to_string())
+        .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
-        .join(" ");
+        .join(" ")
+}
+
+/// Claims `dir` for a run of `kind`, following the one rule for an output
+/// folder (`--force`, `--resume`; `docs/cli.md`): refuses a folder the
+/// rule does not allow, then takes its run lock for this command line
+/// until the command ends ([`release`]) or a signal stops it (a second
+/// coordinator of the same run is refused with the holder's name), and
+/// records the run's kind.
+pub fn claim_run(dir: &Path, kind: RunKind, (force, resume): (bool, bool)) -> Result<()> {
+    if force && resume {
+        anyhow::bail!("--force starts the run afresh and --resume goes on with it: give one");
+    }
+    let rule = OutRule::from_flags(force, resume);
+    serl_study::rundir::check_out(dir, kind, rule)?;
+    let command = command_line();
     let lock = serl_study::rundir::RunLock::acquire(dir, &command, &|l| eprintln!("{l}"))?;
     *HELD.lock().unwrap_or_else(|p| p.into_inner()) = Some(lock);
+    serl_study::rundir::begin_run(dir, kind, rule, &command)?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::ProgressBar;
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// Longest silence between two plain lines while work goes on.
 const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
@@ -55,6 +55,74 @@ impl PlainProgress {
             line.push_str(msg);
         }
         line
+    }
+}
+
+/// Progress of one long piece of work: a bar on a terminal, plain lines
+/// ([`PlainProgress`]) otherwise, so no command that runs for more than
+/// a moment is silent in a log.
+pub struct Meter {
+    bar: ProgressBar,
+    label: &'static str,
+    unit: &'static str,
+    plain: Mutex<Option<PlainProgress>>,
+    message: Mutex<String>,
+}
+
+impl Meter {
+    /// A meter of `len` `unit`s (0: not known yet, [`Meter::set_length`]).
+    pub fn new(label: &'static str, unit: &'static str, len: u64) -> Meter {
+        let template = format!("{label} {{bar:30}} {{pos}}/{{len}} {unit}, eta {{eta}}  {{msg}}");
+        let bar = ProgressBar::new(len).with_style(
+            ProgressStyle::with_template(&template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let plain = PlainProgress::for_bar(&bar, label, unit);
+        Meter {
+            bar,
+            label,
+            unit,
+            plain: Mutex::new(plain),
+            message: Mutex::new(String::new()),
+        }
+    }
+
+    /// The work is `len` units in all.
+    pub fn set_length(&self, len: u64) {
+        self.bar.set_length(len);
+        if let Ok(mut p) = self.plain.lock() {
+            *p = PlainProgress::for_bar(&self.bar, self.label, self.unit);
+        }
+    }
+
+    /// What is under way (shown beside the count).
+    pub fn set_message(&self, msg: String) {
+        if let Ok(mut m) = self.message.lock() {
+            m.clone_from(&msg);
+        }
+        self.bar.set_message(msg);
+    }
+
+    /// `n` more units done.
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+        let Ok(plain) = self.plain.lock() else {
+            return;
+        };
+        if let Some(p) = plain.as_ref() {
+            let msg = self.message.lock().map(|m| m.clone()).unwrap_or_default();
+            p.at(self.bar.position(), &msg);
+        }
+    }
+
+    /// A line above the bar (the bar is cleared first).
+    pub fn say(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
+    /// The work is over: the bar goes.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
     }
 }
 

@@ -138,6 +138,9 @@ fn backtest_on_bundled_data_writes_a_report() {
 fn bad_backtest_input_is_a_clear_error() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
+    // The report would go beside the config, in a folder of its own.
+    let bt = out.path().join("bt");
+    let bt = bt.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--strategy", "twapp"], "unknown strategy `twapp`"),
         (
@@ -151,7 +154,7 @@ fn bad_backtest_input_is_a_clear_error() {
         (&["--strategy", &format!("policy:{dir}")], "checkpoint.json"),
     ];
     for (extra, want) in cases {
-        let mut args = vec!["backtest", "--data", "data/lean", "--out", dir];
+        let mut args = vec!["backtest", "--data", "data/lean", "--out", bt];
         args.extend_from_slice(extra);
         let o = serl(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
@@ -168,7 +171,7 @@ fn bad_backtest_input_is_a_clear_error() {
         "--config",
         cfg.to_str().unwrap(),
         "--out",
-        dir,
+        bt,
     ]);
     assert!(text(&o).contains("outside the session"), "{}", text(&o));
     std::fs::write(&cfg, "[env]\ndecision_minuets = 5\n").unwrap();
@@ -181,7 +184,7 @@ fn bad_backtest_input_is_a_clear_error() {
         "--config",
         cfg.to_str().unwrap(),
         "--out",
-        dir,
+        bt,
     ]);
     assert!(
         text(&o).contains("decision_minuets") && text(&o).contains("window.toml"),
@@ -246,7 +249,7 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
         "--date",
         "2013-10-12",
         "--out",
-        out.path().to_str().unwrap(),
+        out.path().join("no-session").to_str().unwrap(),
     ]);
     assert!(
         text(&o).contains("no session of SPY on 2013-10-12; it has 2013-10-04"),
@@ -306,7 +309,7 @@ fn a_larger_metaorder_moves_the_price_more_but_less_than_in_proportion() {
         "--end-minute",
         "400",
         "--out",
-        out.path().to_str().unwrap(),
+        out.path().join("outside").to_str().unwrap(),
     ]);
     assert!(!o.status.success());
     assert!(
@@ -646,6 +649,11 @@ fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
     };
     let out = tempfile::tempdir().unwrap();
     let args = |lobster: &str| {
+        let out = out.path().join(if lobster.starts_with("no-") {
+            "missing"
+        } else {
+            "sim"
+        });
         vec![
             "simulate".to_string(),
             "--data".into(),
@@ -659,19 +667,19 @@ fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {
             "--lobster".into(),
             lobster.into(),
             "--out".into(),
-            out.path().to_str().unwrap().into(),
+            out.to_str().unwrap().into(),
         ]
     };
     let a = args(sample.to_str().unwrap());
     let o = serl(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", text(&o));
-    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let report = std::fs::read_to_string(out.path().join("sim/report.md")).unwrap();
     assert!(
         report.contains("calibrated from LOBSTER") && report.contains("cancels per submission"),
         "{report}"
     );
     let cal: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("calibration.json")).unwrap(),
+        &std::fs::read_to_string(out.path().join("sim/calibration.json")).unwrap(),
     )
     .unwrap();
     // AAPL's 2012 flow: about half a cancel per new order.

@@ -266,7 +266,9 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         "{report}"
     );
     assert!(report.contains("| static | ppo-default |"), "{report}");
-    let last: Vec<&str> = t.lines().rev().take(12).collect();
+    // The terminal's last words (stdout; the progress goes to stderr).
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last: Vec<&str> = out.lines().rev().take(12).collect();
     assert!(
         last.iter().any(|l| l.contains("test (static): serl-best"))
             && last.iter().any(|l| l.contains("validation ranking")),

@@ -115,6 +115,14 @@ fn pairs_are_counted_and_an_adapter_killed_halfway_resumes_to_the_same_bytes() {
     assert!(o.status.success(), "{}", text(&o));
     let counts: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(counts["total"]["sft"].as_u64().unwrap() >= 2, "{counts}");
+    // The JSON has the table's `pairs` column: the sum over the kinds.
+    let total = counts["total"].as_object().unwrap();
+    let kinds: u64 = total
+        .iter()
+        .filter(|(k, _)| *k != "pairs" && *k != "sft")
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(total["pairs"].as_u64(), Some(kinds), "{counts}");
     let o = serl(&["llm", "pairs", dir.path().join("nothing").to_str().unwrap()]);
     assert!(
         !o.status.success() && text(&o).contains("nothing"),
@@ -152,7 +160,7 @@ fn pairs_are_counted_and_an_adapter_killed_halfway_resumes_to_the_same_bytes() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(whole.join("report.html").exists() && whole.join("adapter.json").exists());
 
-    // kill -9 after a few checkpoints, then the same command again.
+    // kill -9 after a few checkpoints, then the same command with --resume.
     let cut = dir.path().join("cut");
     let mut child = Command::new(env!("CARGO_BIN_EXE_serl"))
         .args(args(&cut))
@@ -172,6 +180,17 @@ fn pairs_are_counted_and_an_adapter_killed_halfway_resumes_to_the_same_bytes() {
     );
     let o = Command::new(env!("CARGO_BIN_EXE_serl"))
         .args(args(&cut))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "refused without --resume: {}",
+        text(&o)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_serl"))
+        .args(args(&cut))
+        .arg("--resume")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));

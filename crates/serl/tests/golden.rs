@@ -64,12 +64,12 @@ fn the_quick_evolve_run_gives_the_recorded_test_table() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     check("evolve-test.json", &run.join("test/summary.json"));
-    the_readme_says_what_the_quick_run_did(&run);
+    the_readme_says_what_the_quick_run_did(&run, &text(&o));
 }
 
 /// The README's words about the quick run (candidates trained, decisions
 /// a day) are what the run did and what its config says.
-fn the_readme_says_what_the_quick_run_did(run: &Path) {
+fn the_readme_says_what_the_quick_run_did(run: &Path, said: &str) {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let readme = squash(&std::fs::read_to_string(repo().join("README.md")).unwrap());
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
@@ -82,6 +82,18 @@ fn the_readme_says_what_the_quick_run_did(run: &Path) {
     assert!(
         readme.contains(&format!("so {trained} candidates trained")),
         "the README should say the quick run trains {trained} candidates"
+    );
+    // Its progress counts what the README counts (in a log, plain lines).
+    assert!(
+        said.contains(&format!("evolve: 100% ({trained}/{trained} candidates)")),
+        "the progress should count {trained} candidates:\n{said}"
+    );
+    // One test day: said once, with the config that has enough.
+    let once = "the test split has 1 day: too few for a day-level verdict";
+    assert_eq!(said.matches(once).count(), 1, "{said}");
+    assert!(
+        readme.contains("one test day"),
+        "the README should say the quick run tests on one day"
     );
     let config: toml::Value =
         toml::from_str(&std::fs::read_to_string(repo().join("configs/evolve.toml")).unwrap())

@@ -59,7 +59,7 @@ fn llm_pairs_counts_each_kind_per_module_and_names_a_directory_without_a_run() {
     let o = serl(&["llm", "pairs", run.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let counts: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let expected = json!({"better": 1, "valid": 1, "mutation": 1, "sft": 2});
+    let expected = json!({"better": 1, "valid": 1, "mutation": 1, "pairs": 3, "sft": 2});
     assert_eq!(counts["modules"]["reward"], expected, "{counts}");
     assert_eq!(counts["total"], expected, "{counts}");
 

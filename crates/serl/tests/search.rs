@@ -249,8 +249,14 @@ fn the_study_runs_its_arms_seals_the_test_and_opens_only_the_winners() {
     }
     assert!(out.join("report.html").exists() && out.join("curves.svg").exists());
 
-    // Run again: nothing is trained or opened again.
-    let again = serl(&args);
+    // The same command again is refused: the folder holds a study.
+    let refused = serl(&args);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("--resume`"), "{}", text(&refused));
+    // Resumed: nothing is trained or opened again.
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let again = serl(&resume);
     assert!(again.status.success(), "{}", text(&again));
     assert!(!text(&again).contains("running arm"), "{}", text(&again));
     assert_eq!(read_json(&out.join("lockbox.json")), lockbox);

@@ -1,18 +1,25 @@
-//! `serl run check`: is a run directory whole? Every record readable,
-//! every output its plan promises present, the data it read unchanged;
-//! and the repairs it has had.
+//! The parts of `serl run check` every run shares (every record
+//! readable) and an evolve run's own (every output its plan promises
+//! present, the data it read unchanged, the repairs it has had); the
+//! other kinds' checks are in `whole.rs`.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serl_evolve::repairs::{problem_of, read_record, read_repairs, Repair};
 
+use super::kind::RunKind;
 use crate::config::{read_toml, EvolveFile};
 use crate::error::Result;
 
 /// What a check of a run directory found.
 #[derive(Debug, Default, Serialize)]
 pub struct CheckReport {
+    /// What wrote the run (its record's kind, or the kind its files show).
+    pub kind: Option<RunKind>,
+    /// The runs inside it that were checked too (a study's evolve runs,
+    /// a walk-forward's windows, relative paths).
+    pub inner: Vec<String>,
     /// Records read (JSON files and JSON-lines files).
     pub records: usize,
     /// Outputs of the run's task plan checked.
@@ -50,51 +57,46 @@ pub struct Fingerprints {
     pub data: String,
 }
 
-/// Checks the evolve run directory `dir`.
-pub fn check_run(dir: &Path) -> Result<CheckReport> {
-    let config = dir.join("evolve.toml");
-    if !config.is_file() {
-        crate::bail!(
-            "{} has no evolve.toml: it is not a run directory of `serl evolve`",
-            dir.display()
-        );
-    }
-    let mut r = CheckReport {
-        finished: dir.join("report.html").is_file(),
-        repairs: read_repairs(dir),
+/// The checks of an evolve run `dir` beyond its records' readability:
+/// its config, its task plan's outputs, a finished run's files and its
+/// data. `at` names `dir` in the problems (empty for the run checked).
+pub(super) fn check_evolve(dir: &Path, at: &str, r: &mut CheckReport) {
+    let finished = dir.join("report.html").is_file();
+    let mut own = CheckReport {
+        finished,
         ..CheckReport::default()
     };
-    let cfg = match read_toml::<EvolveFile>(&config) {
+    let cfg = match read_toml::<EvolveFile>(&dir.join("evolve.toml")) {
         Ok(c) => Some(c),
         Err(e) => {
-            r.problems.push(format!("evolve.toml: {}", e.chain()));
+            own.problems.push(format!("evolve.toml: {}", e.chain()));
             None
         }
     };
-    for u in unreadable_records(dir, &mut r.records) {
-        r.problems.push(format!("{}: {}", u.file, u.problem));
-    }
-    check_plan(dir, &mut r);
-    if r.finished {
+    check_plan(dir, &mut own);
+    if finished {
         for f in FINISHED {
             if !dir.join(f).is_file() {
-                r.problems
+                own.problems
                     .push(format!("{f}: missing (a finished run writes it)"));
             }
         }
     }
     if let Some(cfg) = cfg {
-        check_fingerprints(dir, &cfg, &mut r);
+        check_fingerprints(dir, &cfg, &mut own);
     }
-    Ok(r)
+    r.planned += own.planned;
+    r.repairs.extend(read_repairs(dir));
+    r.problems
+        .extend(own.problems.into_iter().map(|p| format!("{at}{p}")));
 }
 
 /// A record of the run that does not read as JSON.
-struct Unreadable {
+pub(super) struct Unreadable {
     /// The file, relative to the run directory.
-    file: String,
+    pub(super) file: String,
     /// What is wrong with it (a JSON-lines file's: `line N: ...`).
-    problem: String,
+    pub(super) problem: String,
     /// A `.jsonl` log, whose readable lines are kept.
     lines: bool,
 }
@@ -102,7 +104,7 @@ struct Unreadable {
 /// Every `.json` and `.jsonl` below `run` (the prompt templates and the
 /// records set aside excepted) that does not read as JSON; `records`
 /// counts those read.
-fn unreadable_records(run: &Path, records: &mut usize) -> Vec<Unreadable> {
+pub(super) fn unreadable_records(run: &Path, records: &mut usize) -> Vec<Unreadable> {
     let mut out = Vec::new();
     walk_records(run, run, records, &mut out);
     out

@@ -29,6 +29,11 @@ use crate::error::{Context, Result};
 /// The lock file's name in a run directory.
 pub const LOCK_FILE: &str = ".lock";
 
+/// The run record's name in a run directory (what wrote it: `kind.rs`).
+/// Kept here, beside the lock, because a directory the lock created goes
+/// away on release when the record is all that was written.
+pub const RUN_FILE: &str = "serl-run.json";
+
 /// How long a holder on another host stays the holder without renewing.
 pub const DEFAULT_LEASE_SECS: u64 = 120;
 
@@ -206,8 +211,18 @@ impl Drop for RunLock {
         if read_holder(&self.path).is_some_and(|h| same_holder(&h, &self.holder)) {
             let _ = std::fs::remove_file(&self.path);
         }
+        // A run refused before it began leaves nothing behind: its record
+        // goes when nothing else was written (a record alone would vouch
+        // for files put there later), and so does a directory the lock
+        // created (the removal fails, as it should, unless it is empty).
+        if let Some(dir) = self.path.parent() {
+            let only_the_record = std::fs::read_dir(dir)
+                .is_ok_and(|es| es.flatten().all(|e| e.file_name() == RUN_FILE));
+            if only_the_record {
+                let _ = std::fs::remove_file(dir.join(RUN_FILE));
+            }
+        }
         if let Some(dir) = &self.created {
-            // Fails, as it should, unless the directory is empty.
             let _ = std::fs::remove_dir(dir);
         }
     }

@@ -1,13 +1,21 @@
-//! What every run directory shares, whatever wrote it: one coordinator at
-//! a time ([`RunLock`]), and a check that it is whole ([`check_run`]:
-//! records readable, planned outputs present, the data unchanged, and the
-//! repairs it has had).
+//! What every run directory shares, whatever wrote it: a record of the
+//! command's kind and one rule for a folder that exists already
+//! ([`check_out`], [`begin_run`]), one coordinator at a time
+//! ([`RunLock`]), and a check that it is whole ([`check_run`]: records
+//! readable, what its kind writes present, planned outputs present, the
+//! data unchanged, and the repairs it has had).
 
 mod check;
+mod kind;
 mod lock;
+mod whole;
 
 pub use check::{
-    changed_data, check_run, data_fingerprint, record_fingerprints, set_aside_unreadable,
-    CheckReport, Fingerprints, FINGERPRINTS_FILE,
+    changed_data, data_fingerprint, record_fingerprints, set_aside_unreadable, CheckReport,
+    Fingerprints, FINGERPRINTS_FILE,
 };
-pub use lock::{host_name, Holder, RunLock, DEFAULT_LEASE_SECS, LOCK_FILE};
+pub use kind::{
+    begin_run, check_out, infer_kind, read_record, run_kind, OutRule, RunKind, RunRecord,
+};
+pub use lock::{host_name, Holder, RunLock, DEFAULT_LEASE_SECS, LOCK_FILE, RUN_FILE};
+pub use whole::check_run;

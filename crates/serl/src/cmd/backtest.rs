@@ -10,6 +10,7 @@ use serl_cluster::EngineKind;
 use serl_data::Split;
 use serl_env::Quantity;
 use serl_study::backtest::{replay, strategy_factory, BacktestData, EnvChoice, NEEDS_LOBSTER};
+use serl_study::rundir::RunKind;
 use serl_study::tasks::shards::{self, Backtest};
 use serl_study::{read_toml, BacktestFile, TrainFile};
 
@@ -98,6 +99,10 @@ pub struct BacktestArgs {
     pub shards: usize,
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The configs a backtest runs with, after every override.
@@ -137,7 +142,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(&a.out, RunKind::Backtest, (a.force, false))?;
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }

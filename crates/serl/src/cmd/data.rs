@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serl_data::{Catalog, DataConfig, ErrorPolicy, Severity};
+use serl_study::rundir::RunKind;
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -33,6 +34,10 @@ pub struct PlantArgs {
     /// The folder to write (Parquet, one file per symbol, and PLANT.json).
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the dataset already in --out: its files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
     /// The forecast's information coefficient, in [0, 1): 0 plants pure
     /// noise, nothing to find.
     #[arg(long)]
@@ -78,6 +83,10 @@ pub struct ConvertArgs {
     /// The folder to write; the copy uses the config's column names.
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the dataset already in --out: its files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args)]
@@ -119,6 +128,7 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     let cfg = a.source.config(None)?;
     let path = &a.source.path;
     refuse_writing_over(path, &a.out)?;
+    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
     let planted = serl_data::PlantConfig {
         strength: a.strength,
         horizon_minutes: a.horizon,
@@ -199,6 +209,7 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let cfg = a.source.config(None)?;
     let path = &a.source.path;
     refuse_writing_over(path, &a.out)?;
+    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
     let bar = spinner("convert");
     let t0 = std::time::Instant::now();
     let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))

@@ -15,6 +15,7 @@ use serl_cluster::Cluster;
 use serl_evolve::{Ablation, Event, EvolveConfig, OnEvent};
 use serl_study::evolve::{EvolveRequest, Prepared, Study};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
+use serl_study::rundir::RunKind;
 use serl_study::{EvolveFile, StudyData};
 
 use super::args::{warn, EngineChoice, LlmArg};
@@ -71,6 +72,10 @@ pub struct EvolveArgs {
     /// The run directory.
     #[arg(long, required_unless_present = "resume")]
     pub out: Option<PathBuf>,
+    /// Write over the evolve run already in --out: its files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Who runs the trainings (overrides `[cluster] engine`; a resumed run
@@ -124,6 +129,7 @@ fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
         (None, Some(out)) => EvolveStart::New {
             out,
             config: a.config.as_deref(),
+            force: a.force,
         },
         (None, None) => bail!("give --out DIR for a new run, or --resume DIR"),
     };
@@ -136,8 +142,13 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         Some(EvolveAction::Evidence(e)) => return evidence::run(e),
         None => {}
     }
+    if let Some(out) = &a.out {
+        // Refused before the config is read: a run there is named first.
+        let rule = serl_study::rundir::OutRule::from_flags(a.force, false);
+        serl_study::rundir::check_out(out, RunKind::Evolve, rule)?;
+    }
     let (out, cfg) = resolve(&a)?;
-    crate::interrupt::lock_run(&out)?;
+    crate::interrupt::claim_run(&out, RunKind::Evolve, (a.force, a.resume.is_some()))?;
     if a.resume.is_some() {
         say_if_finished(&out);
     }
@@ -264,8 +275,15 @@ fn print_lines(lines: &[String]) {
 fn shown<'a>(cfg: &EvolveConfig) -> OnEvent<'a> {
     let bar = evolve_bar(cfg);
     let plain = crate::progress::PlainProgress::for_bar(&bar, "evolve", "candidates");
+    let per_iteration = per_iteration(cfg) as u64;
     Box::new(move |e| {
         let done = matches!(e, Event::CandidateDone);
+        if let Event::Iteration(s) = &e {
+            // A design without constants has no DEK trials, and a budget
+            // may design fewer: the bar catches up with the iteration.
+            let reached = s.iteration as u64 * per_iteration;
+            bar.set_position(bar.position().max(reached.min(bar.length().unwrap_or(0))));
+        }
         show_event(&bar, e);
         if let Some(p) = plain.as_ref().filter(|_| done) {
             p.at(bar.position(), &bar.message());
@@ -300,9 +318,22 @@ fn print_hierarchy(rows: &[serl_evolve::HierarchyRow]) {
     }
 }
 
-/// The evolve progress bar: one tick per designed candidate.
+/// Candidates an iteration trains: its designs and its low-level DEK
+/// trials (the README's count: 3 × (3 + 2) = 15 in the quick run).
+fn per_iteration(cfg: &EvolveConfig) -> usize {
+    let ll = &cfg.low_level;
+    cfg.candidates
+        + if ll.enabled {
+            ll.generations * ll.lambda
+        } else {
+            0
+        }
+}
+
+/// The evolve progress bar: one tick per candidate trained, designed or a
+/// DEK trial.
 fn evolve_bar(cfg: &EvolveConfig) -> ProgressBar {
-    ProgressBar::new((cfg.iterations * cfg.candidates) as u64).with_style(
+    ProgressBar::new((cfg.iterations * per_iteration(cfg)) as u64).with_style(
         ProgressStyle::with_template(
             "{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}",
         )

@@ -73,6 +73,9 @@ fn pairs(a: PairsArgs) -> Result<ExitCode> {
                 .zip(k)
                 .map(|(kind, n)| (kind.name().to_string(), (*n).into()))
                 .collect();
+            // The table's columns, the same names: every kind, their sum
+            // (`pairs`), and the SFT examples.
+            r.insert("pairs".into(), k.iter().sum::<usize>().into());
             r.insert("sft".into(), (*s).into());
             serde_json::Value::Object(r)
         };

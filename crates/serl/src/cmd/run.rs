@@ -8,10 +8,12 @@ use clap::{Args, Subcommand};
 
 #[derive(Subcommand)]
 pub enum RunCommand {
-    /// Verify an evolve run directory: every record readable, every
-    /// output its task plan promises present, the data unchanged since
-    /// the run began; lists the repairs it has had. Exits 1 with a list
-    /// when something is wrong.
+    /// Verify a run directory of any kind serl writes (evolve, train,
+    /// walk-forward, backtest, simulate, study, finetune, …): every record
+    /// readable, what a finished run of its kind writes present, the runs
+    /// inside it checked too; for an evolve run, every output its task
+    /// plan promises and the data unchanged since it began, and the
+    /// repairs it has had. Exits 1 with a list when something is wrong.
     Check(CheckArgs),
 }
 
@@ -29,8 +31,13 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
     } else {
         "not finished"
     };
+    let kind = r.kind.map_or("run", |k| k.name());
+    let inner = match r.inner.len() {
+        0 => String::new(),
+        n => format!(", {n} runs inside checked"),
+    };
     println!(
-        "{} ({state}): {} records read, {} planned outputs",
+        "{} ({kind}, {state}): {} records read, {} planned outputs{inner}",
         a.run_dir.display(),
         r.records,
         r.planned
@@ -48,10 +55,13 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
     for p in &r.problems {
         println!("problem: {p}");
     }
-    println!(
-        "{} problems; `serl evolve --resume {}` recomputes unreadable records",
-        r.problems.len(),
-        a.run_dir.display()
-    );
+    let how = match r.kind {
+        Some(serl_study::rundir::RunKind::Evolve) => format!(
+            "; `serl evolve --resume {}` recomputes unreadable records",
+            a.run_dir.display()
+        ),
+        _ => String::new(),
+    };
+    println!("{} problems{how}", r.problems.len());
     Ok(ExitCode::from(1))
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serl_study::rundir::RunKind;
 use serl_study::simulate::{ImpactRequest, SessionRequest};
 
 use super::args::{warn, EngineChoice};
@@ -25,6 +26,10 @@ pub struct SimulateArgs {
     pub seeds: u64,
     #[arg(long, required = true)]
     pub out: Option<PathBuf>,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -88,6 +93,10 @@ pub struct ImpactArgs {
     pub end_minute: usize,
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl SessionArgs {
@@ -115,15 +124,12 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         None => {}
     }
     let out = a.out.clone().context("--out is required")?;
-    crate::interrupt::lock_run(&out)?;
+    crate::interrupt::claim_run(&out, RunKind::Simulate, (a.force, false))?;
     let session = serl_study::simulate::load_session(a.session.request()?, &warn)?;
-    let bar = indicatif::ProgressBar::new(a.seeds);
-    let said = |l: &str| {
-        bar.finish_and_clear();
-        eprintln!("{l}");
-    };
+    let bar = crate::progress::Meter::new("simulate", "seeds", a.seeds);
+    let said = |l: &str| bar.say(l);
     let summary = serl_study::simulate::simulate(&session, a.seeds, &out, &|| bar.inc(1), &said);
-    bar.finish_and_clear();
+    bar.finish();
     let summary = summary?;
     for c in summary.calibration.iter().chain(&summary.stylized_facts) {
         println!(
@@ -147,18 +153,12 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         end_minute: a.end_minute,
     };
     let spec = request.spec(&session);
-    let bar = indicatif::ProgressBar::new(spec.seeds).with_style(
-        indicatif::ProgressStyle::with_template("impact {bar:30} {pos}/{len} seeds, eta {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let said = |l: &str| {
-        bar.finish_and_clear();
-        eprintln!("{l}");
-    };
     let out = &a.out;
-    crate::interrupt::lock_run(out)?;
+    crate::interrupt::claim_run(out, RunKind::Impact, (a.force, false))?;
+    let bar = crate::progress::Meter::new("impact", "seeds", spec.seeds);
+    let said = |l: &str| bar.say(l);
     let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);
-    bar.finish_and_clear();
+    bar.finish();
     let done = done?;
     let (study, delta) = (&done.study, &done.delta);
     for r in &study.rows {

@@ -58,6 +58,10 @@ pub struct CheckArgs {
     /// A directory on the shared filesystem for the probes' plan.
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the probes already in --out: their files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args)]
@@ -157,6 +161,11 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
     let mut cfg = serl_study::tasks::cluster_config(a.config.as_deref())?;
     cfg.engine = a.engine.into();
     let say = |l: &str| eprintln!("{l}");
+    crate::interrupt::claim_run(
+        &a.out,
+        serl_study::rundir::RunKind::TaskCheck,
+        (a.force, false),
+    )?;
     let report = serl_study::tasks::check_engine(&cfg, (a.tasks, a.singles), &a.out, &say)?;
     print_check(&report);
     println!(

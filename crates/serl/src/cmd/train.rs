@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_env::TeamMode;
+use serl_study::rundir::{OutRule, RunKind};
 use serl_study::train::TrainingHooks;
 use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
 use serl_study::TrainFile;
@@ -32,6 +33,10 @@ pub struct TrainArgs {
     /// Continue the run in --out from its last checkpoint, with its config.
     #[arg(long)]
     pub resume: bool,
+    /// Write over the training already in --out: its files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     /// The learner: PPO or DDQN for one agent; MAPPO (a centralised
     /// critic) or independent PPO for a team (`--agents N`).
     #[arg(long, value_enum)]
@@ -163,8 +168,21 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     crate::interrupt::install(resume_hint(&a))?;
+    let kind = match (a.walk_forward, a.seeds) {
+        (true, _) => RunKind::WalkForward,
+        (false, n) if n > 1 => RunKind::TrainSeeds,
+        _ => RunKind::Train,
+    };
+    serl_study::rundir::check_out(&a.out, kind, OutRule::from_flags(a.force, a.resume))?;
     let cfg = resolve(&a)?;
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(&a.out, kind, (a.force, a.resume))?;
+    if a.resume && a.total_steps.is_none() && a.out.join("final.json").is_file() {
+        eprintln!(
+            "{} has finished before (its report: {}): nothing is trained again; its summary follows (--total-steps N trains on to N steps)",
+            a.out.display(),
+            a.out.join("report.md").display()
+        );
+    }
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
     };

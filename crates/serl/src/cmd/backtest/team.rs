@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_env::TeamMode;
 use serl_study::team::{TeamBacktest, TeamRequest};
 use serl_study::BacktestFile;
@@ -47,16 +46,10 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         played.mode.name(),
         played.venues()
     );
-    let bar = ProgressBar::new(played.episodes()).with_style(
-        ProgressStyle::with_template(
-            "{spinner} team backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    let bar = crate::progress::Meter::new("team backtest", "orders", played.episodes());
     let t0 = std::time::Instant::now();
     let played = played.play(cfg, &a.out, &|n| bar.inc(n));
-    bar.finish_and_clear();
+    bar.finish();
     let (report, episodes) = played?;
     let secs = t0.elapsed().as_secs_f64();
     print!("{}", serl_eval::team_table(&report));

@@ -16,9 +16,17 @@ pub struct StudyArgs {
     /// (configs/study.toml).
     #[arg(long)]
     pub config: PathBuf,
-    /// The study's directory; a study found there is resumed.
+    /// The study's directory.
     #[arg(long)]
     pub out: PathBuf,
+    /// Go on with the study in --out: runs that finished are read back,
+    /// the one under way resumes, the rest run.
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Each run's progress bar, as `serl evolve` shows it.
@@ -31,12 +39,16 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
     let (config, out) = (a.config.clone(), a.out.clone());
     crate::interrupt::install(move || {
         format!(
-            "resume with `serl evolve study --config {} --out {}`",
+            "resume with `serl evolve study --config {} --out {} --resume`",
             config.display(),
             out.display()
         )
     })?;
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(
+        &a.out,
+        serl_study::rundir::RunKind::Study,
+        (a.force, a.resume),
+    )?;
     let strengths = file.plant.as_ref().map_or(1, |p| p.strengths.len());
     let runs = file.arms.len() * file.seeds.len() * strengths;
     eprintln!(

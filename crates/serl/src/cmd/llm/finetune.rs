@@ -30,10 +30,17 @@ pub struct FinetuneArgs {
     /// or another of the same tokenizer).
     #[arg(long)]
     pub model: PathBuf,
-    /// The adapter's directory; a checkpoint of the same settings and
-    /// pairs found there is resumed.
+    /// The adapter's directory.
     #[arg(long)]
     pub out: PathBuf,
+    /// Go on from the checkpoint in --out (of the same settings and
+    /// pairs).
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
     /// The objective (default: the settings file's, else dpo).
     #[arg(long, value_enum)]
     pub objective: Option<ObjectiveArg>,
@@ -91,7 +98,7 @@ fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
 pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
     let config = settings(&a)?;
     let resume = format!(
-        "resume with the same command: serl llm finetune --from {} --model {} --out {}",
+        "resume with: serl llm finetune --from {} --model {} --out {} --resume",
         a.from
             .iter()
             .map(|p| p.display().to_string())
@@ -101,7 +108,11 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
         a.out.display()
     );
     crate::interrupt::install(move || resume.clone())?;
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(
+        &a.out,
+        serl_study::rundir::RunKind::Finetune,
+        (a.force, a.resume),
+    )?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("finetune {bar:30} {pos}/{len} steps  {msg}")

@@ -12,7 +12,6 @@ use anyhow::{Context, Result};
 use clap::builder::PossibleValuesParser;
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_design::ModuleKind;
 use serl_study::probe::{ProbeRequest, Row};
 
@@ -66,16 +65,14 @@ pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
         prompts: a.prompts.clone(),
     };
     let asked = request.kinds()?.len() * request.modes().len() * a.n;
-    let bar = ProgressBar::new(asked as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} replies {elapsed} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = crate::progress::Meter::new("probe", "replies", asked as u64);
     let at = |kind: ModuleKind, constrained| {
         bar.set_message(format!("{} ({})", kind.name(), mode(constrained)))
     };
     let rows = serl_study::probe::probe(&request, &at, &|| bar.inc(1))?;
-    bar.finish_and_clear();
+    bar.finish();
     print_rows(&rows, a.show);
+    eprintln!("probe: measuring the model's speed (a prompt and a reply, 3 times)");
     let s = serl_study::probe::speed(&request)?;
     println!(
         "speed: prompt {:.0} tokens/s ({} tokens), generation {:.1} tokens/s (median of 3)",

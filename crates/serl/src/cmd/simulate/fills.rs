@@ -34,10 +34,14 @@ pub struct FillsArgs {
     pub config: Option<PathBuf>,
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(a: FillsArgs) -> Result<ExitCode> {
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(&a.out, serl_study::rundir::RunKind::Fills, (a.force, false))?;
     let request = FillsRequest {
         lobster: a.lobster,
         symbols: a.symbols,
@@ -52,7 +56,7 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
     let progress = super::realism::on_progress(&bar);
     let all = serl_study::fills::probe_all(&request, &progress)?;
     serl_study::fills_report::write(&request, &all)?;
-    bar.finish_and_clear();
+    bar.finish();
     for s in &all {
         let real = s.summary(VENUES[0], 0);
         let market = s.summary(VENUES[1], 0);

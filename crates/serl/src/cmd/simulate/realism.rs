@@ -8,6 +8,8 @@ use anyhow::Result;
 use clap::Args;
 use serl_study::realism::{Progress, RealismRequest};
 
+use crate::progress::Meter;
+
 #[derive(Args)]
 pub struct RealismArgs {
     /// A LOBSTER sample zip, or a directory of them (the deepest file of
@@ -32,10 +34,18 @@ pub struct RealismArgs {
     pub export: bool,
     #[arg(long)]
     pub out: PathBuf,
+    /// Write over the run already in --out: its files are removed first
+    /// (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(a: RealismArgs) -> Result<ExitCode> {
-    crate::interrupt::lock_run(&a.out)?;
+    crate::interrupt::claim_run(
+        &a.out,
+        serl_study::rundir::RunKind::Realism,
+        (a.force, false),
+    )?;
     let request = RealismRequest {
         lobster: a.lobster,
         symbols: a.symbols,
@@ -48,7 +58,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     let bar = days_bar("realism");
     let progress = on_progress(&bar);
     let reports = serl_study::realism::realism(&request, &progress)?;
-    bar.finish_and_clear();
+    bar.finish();
     for r in &reports {
         let [held, seen] = [&r.parts[0], &r.parts[1]];
         let ((wins, total), (in_wins, in_total)) = (held.wins(), seen.wins());
@@ -64,18 +74,14 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A bar over the simulated days of a LOBSTER study, labelled `label`.
-pub(super) fn days_bar(label: &str) -> indicatif::ProgressBar {
-    let template = format!("{label} {{bar:30}} {{pos}}/{{len}} days, eta {{eta}} {{msg}}");
-    indicatif::ProgressBar::new(0).with_style(
-        indicatif::ProgressStyle::with_template(&template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    )
+/// A meter over the simulated days of a LOBSTER study, labelled `label`.
+pub(super) fn days_bar(label: &'static str) -> Meter {
+    Meter::new(label, "days", 0)
 }
 
 /// What `bar` shows of a LOBSTER study's progress: the days in all, the
 /// symbol at work, each day done.
-pub(super) fn on_progress(bar: &indicatif::ProgressBar) -> impl Fn(Progress) + Sync + '_ {
+pub(super) fn on_progress(bar: &Meter) -> impl Fn(Progress) + Sync + '_ {
     move |p: Progress| match p {
         Progress::Days(n) => bar.set_length(n),
         Progress::Symbol(s) => bar.set_message(s.to_string()),
