@@ -253,6 +253,7 @@ struct SmallDisk(PathBuf);
 
 impl SmallDisk {
     fn mount(at: &Path, size: &str) -> Result<SmallDisk, String> {
+        common::slurm::cluster_suite()?;
         std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
         let o = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])

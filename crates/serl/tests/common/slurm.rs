@@ -21,6 +21,7 @@ impl Slurm {
 
     /// Up, or why not.
     pub fn up() -> Result<Slurm, String> {
+        cluster_suite()?;
         let dir = tempfile::tempdir().unwrap();
         let o = Command::new("bash")
             .arg(Self::script())
@@ -50,6 +51,24 @@ impl Drop for Slurm {
             .arg(self.dir.path().join("slurm"))
             .status();
     }
+}
+
+/// The command that runs the cluster suite (README, "Run on a cluster").
+pub const CLUSTER_SUITE: &str =
+    "SERL_CLUSTER_SUITE=1 cargo test -p serl --test cluster --test slurm_faults --test rundir -- slurm full_disk";
+
+/// Whether the cluster suite is asked for: the tests that install and
+/// start system services (Slurm, with apt, as root) or mount filesystems
+/// run only with `SERL_CLUSTER_SUITE=1`, which `.ci/run` sets for its
+/// second step, so that the README's test command on a workstation
+/// installs nothing.
+pub fn cluster_suite() -> Result<(), String> {
+    if std::env::var_os("SERL_CLUSTER_SUITE").is_some_and(|v| v == "1") {
+        return Ok(());
+    }
+    Err(format!(
+        "part of the cluster suite, which installs and starts Slurm (as root, with apt) and mounts a tmpfs; run it with `{CLUSTER_SUITE}` (.ci/run does)"
+    ))
 }
 
 /// Where test `test` notes that it was skipped, for `.ci/run` to print.
