@@ -11,6 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Longest silence between two plain lines while work goes on.
 const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
+/// Work of unknown length: its first count after this long, …
+const COUNT_FIRST: Duration = Duration::from_secs(2);
+/// … then one every this long.
+const COUNT_EVERY: Duration = Duration::from_secs(10);
 
 /// Plain progress lines on stderr (`train: 40% (4096/10240 steps)  …`).
 pub struct PlainProgress {
@@ -34,8 +38,13 @@ impl PlainProgress {
     }
 
     /// `pos` units done: a line when a new tenth is reached, the work is
-    /// done, or a minute has passed since the last line.
+    /// done, or a minute has passed since the last line. Work of unknown
+    /// length ([`Meter::counter`]) gets its count once 2 s have passed,
+    /// then every 10 s.
     pub fn at(&self, pos: u64, msg: &str) {
+        if self.len == 0 {
+            return self.count(pos, msg);
+        }
         let tenth = (pos * 10).checked_div(self.len).unwrap_or(10);
         let Ok(mut last) = self.last.lock() else {
             return;
@@ -47,7 +56,33 @@ impl PlainProgress {
         eprintln!("{}", self.line(pos, msg));
     }
 
+    /// [`PlainProgress::at`] for work of unknown length; `last.0`
+    /// counts the lines written.
+    fn count(&self, pos: u64, msg: &str) {
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        let wait = if last.0 == 0 {
+            COUNT_FIRST
+        } else {
+            COUNT_EVERY
+        };
+        if last.1.elapsed() < wait {
+            return;
+        }
+        *last = (last.0 + 1, Instant::now());
+        eprintln!("{}", self.line(pos, msg));
+    }
+
     fn line(&self, pos: u64, msg: &str) -> String {
+        if self.len == 0 {
+            let mut line = format!("{}: {pos} {}", self.label, self.unit);
+            if !msg.is_empty() {
+                line.push_str("  ");
+                line.push_str(msg);
+            }
+            return line;
+        }
         let pct = (pos * 100).checked_div(self.len).unwrap_or(100);
         let mut line = format!("{}: {pct}% ({pos}/{} {})", self.label, self.len, self.unit);
         if !msg.is_empty() {
@@ -76,6 +111,25 @@ impl Meter {
         let bar = ProgressBar::new(len).with_style(
             ProgressStyle::with_template(&template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let plain = PlainProgress::for_bar(&bar, label, unit);
+        Meter {
+            bar,
+            label,
+            unit,
+            plain: Mutex::new(plain),
+            message: Mutex::new(String::new()),
+        }
+    }
+
+    /// A meter of work whose length is not known (files converted): a
+    /// spinner with the count on a terminal, the count now and then in a
+    /// log.
+    pub fn counter(label: &'static str, unit: &'static str) -> Meter {
+        let template = format!("{{spinner}} {label} {{pos}} {unit}, {{per_sec}}, {{elapsed}}");
+        let bar = ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template(&template)
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         let plain = PlainProgress::for_bar(&bar, label, unit);
         Meter {
@@ -140,5 +194,12 @@ mod tests {
         };
         assert_eq!(p.line(4096, ""), "train: 40% (4096/10240 steps)");
         assert_eq!(p.line(0, "loss 1"), "train: 0% (0/10240 steps)  loss 1");
+        let files = PlainProgress {
+            label: "convert",
+            unit: "files",
+            len: 0,
+            last: Mutex::new((0, Instant::now())),
+        };
+        assert_eq!(files.line(12, ""), "convert: 12 files");
     }
 }

@@ -141,7 +141,7 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
     let report = serl_data::plant(path, &a.out, &cfg, &planted, &|n| bar.inc(n))
         .with_context(|| format!("planting a signal in a copy of {}", path.display()))?;
-    bar.finish_and_clear();
+    bar.finish();
     print_written(
         (report.files, report.written),
         &a.out,
@@ -195,14 +195,9 @@ fn print_written(
     );
 }
 
-/// A spinner counting files done.
-fn spinner(what: &str) -> indicatif::ProgressBar {
-    indicatif::ProgressBar::new_spinner().with_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} {{pos}} files, {{per_sec}}, {{elapsed}}"
-        ))
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    )
+/// A counter of files done: a spinner on a terminal, lines in a log.
+fn spinner(what: &'static str) -> crate::progress::Meter {
+    crate::progress::Meter::counter(what, "files")
 }
 
 fn convert(a: ConvertArgs) -> Result<ExitCode> {
@@ -214,7 +209,7 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let t0 = std::time::Instant::now();
     let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
         .with_context(|| format!("converting {}", path.display()))?;
-    bar.finish_and_clear();
+    bar.finish();
     let errors = report
         .problems
         .iter()
