@@ -56,6 +56,7 @@ impl DataConfig {
     /// [0, 1) and sum below 1, and the statistics windows are at least 1.
     pub fn validate(&self) -> Result<(), String> {
         let (open, close) = (self.session.open_minute()?, self.session.close_minute()?);
+        self.session.tz()?;
         if open >= close {
             return Err(format!(
                 "session.open ({}) must be before session.close ({})",
@@ -172,6 +173,9 @@ pub struct SessionConfig {
     pub include_close_bar: bool,
     /// What to do with session minutes that have no bar.
     pub missing_minutes: MissingMinutes,
+    /// The exchange's time zone (IANA), for files stamped in UTC (DBN):
+    /// their bars are read in it.
+    pub timezone: String,
 }
 
 impl Default for SessionConfig {
@@ -181,6 +185,7 @@ impl Default for SessionConfig {
             close: "16:00".into(),
             include_close_bar: true,
             missing_minutes: MissingMinutes::Leave,
+            timezone: "America/New_York".into(),
         }
     }
 }
@@ -200,6 +205,16 @@ impl SessionConfig {
     /// `close` is not `HH:MM`.
     pub fn close_minute(&self) -> Result<u16, String> {
         parse_hhmm(&self.close, "session.close")
+    }
+    /// The exchange's time zone, or a message if `timezone` is not an IANA
+    /// name.
+    pub fn tz(&self) -> Result<chrono_tz::Tz, String> {
+        self.timezone.parse().map_err(|_| {
+            format!(
+                "session.timezone: `{}` is not an IANA time zone (America/New_York, Europe/London, …)",
+                self.timezone
+            )
+        })
     }
 }
 

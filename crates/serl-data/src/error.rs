@@ -118,7 +118,7 @@ pub enum DataError {
     /// The path holds no bar file, or its files yielded no session and no
     /// error (e.g. every bar lay outside the session).
     #[error(
-        "{path}: no market data found (looked for *.csv, *.csv.gz, *.parquet and LEAN *_trade.zip files)"
+        "{path}: no market data found (looked for *.csv, *.csv.gz, *.parquet, DBN *.dbn and *.dbn.zst, and LEAN *_trade.zip files; bars outside the session, in its time zone, are left out)"
     )]
     NoData {
         /// The path searched.

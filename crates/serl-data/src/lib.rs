@@ -83,6 +83,7 @@ mod catalog;
 mod config;
 mod convert;
 mod csv;
+mod dbn_bars;
 mod error;
 mod lean;
 mod load;

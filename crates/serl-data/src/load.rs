@@ -30,12 +30,19 @@ pub(crate) enum Source {
         symbol: Arc<str>,
         date: NaiveDate,
     },
+    /// One instrument of a DBN file of bars (`dbn_bars.rs`).
+    Dbn {
+        path: PathBuf,
+        symbol: Arc<str>,
+    },
 }
 
 impl Source {
     fn path(&self) -> &Path {
         match self {
-            Source::Csv { path, .. } | Source::Parquet { path, .. } => path,
+            Source::Csv { path, .. } | Source::Parquet { path, .. } | Source::Dbn { path, .. } => {
+                path
+            }
             Source::Lean { trade, .. } => trade,
         }
     }
@@ -45,6 +52,7 @@ impl Source {
         match self {
             Source::Csv { symbol, .. }
             | Source::Parquet { symbol, .. }
+            | Source::Dbn { symbol, .. }
             | Source::Lean { symbol, .. } => symbol,
         }
     }
@@ -121,6 +129,14 @@ pub(crate) fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<S
                 symbol: csv_symbol(&p),
                 path: p,
             });
+        } else if crate::dbn_bars::is_dbn(&lower) {
+            match crate::dbn_bars::dbn_symbols(&p) {
+                Ok(symbols) => sources.extend(symbols.into_iter().map(|symbol| Source::Dbn {
+                    path: p.clone(),
+                    symbol,
+                })),
+                Err(problem) => problems.push(problem),
+            }
         } else if let Some(kind) = lower
             .strip_suffix("_trade.zip")
             .map(|d| (d, true))
@@ -240,6 +256,14 @@ pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
                     Hours::new(&cfg.session, cfg.session.include_close_bar),
                     None,
                 )
+            })
+        }
+        Source::Dbn { path, symbol } => {
+            let tz = cfg.session.tz().unwrap_or(chrono_tz::America::New_York);
+            crate::dbn_bars::read_dbn(path, symbol, tz, &mut problems).map(|raw| {
+                // DBN stamps a bar at its start, as LEAN does: the bar at
+                // the close is after-hours.
+                (raw, Hours::new(&cfg.session, false), None)
             })
         }
         Source::Lean {

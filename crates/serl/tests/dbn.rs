@@ -1,0 +1,60 @@
+//! Databento's DBN bars as any other bar data (docs/data.md, "Databento
+//! DBN"): the `dbn` crate's own sample files, read by `serl data inspect`
+//! in the session's time zone, and a time zone that is not one refused by
+//! name.
+
+mod common;
+
+use common::{repo, serl, text};
+
+#[test]
+fn dbn_sample_bars_are_inspected_in_the_sessions_time_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("crates/serl-data/tests/dbn/bars");
+    // The samples are CME futures at midnight UTC: a whole-day session in UTC.
+    let cfg = dir.path().join("utc.toml");
+    std::fs::write(
+        &cfg,
+        "[session]\nopen = \"00:00\"\nclose = \"23:59\"\ntimezone = \"UTC\"\n",
+    )
+    .unwrap();
+    let o = serl(&[
+        "data",
+        "inspect",
+        fixtures.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        said.contains("ESH1") && said.contains("2020-12-28"),
+        "{said}"
+    );
+
+    // In New York (the default) the same bars are the evening before,
+    // outside the regular session: nothing is left, and the error says why.
+    let o = serl(&["data", "inspect", fixtures.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("outside the session, in its time zone"),
+        "{}",
+        text(&o)
+    );
+
+    std::fs::write(&cfg, "[session]\ntimezone = \"Mars/Olympus\"\n").unwrap();
+    let o = serl(&[
+        "data",
+        "inspect",
+        fixtures.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("`Mars/Olympus` is not an IANA time zone"),
+        "{}",
+        text(&o)
+    );
+}
