@@ -158,16 +158,20 @@ fn check_whole(path: &Path, records: u64) -> Result<(), Problem> {
     if path.extension().is_some_and(|x| x == "zst") {
         return Ok(());
     }
-    let Ok(bytes) = std::fs::read(path) else {
+    // The prelude (`DBN`, the version, the metadata's length) and the
+    // file's size say it; the records are not read again.
+    let mut prelude = [0u8; 8];
+    let read = std::fs::File::open(path).and_then(|mut f| {
+        std::io::Read::read_exact(&mut f, &mut prelude)?;
+        f.metadata()
+    });
+    let Ok(file) = read else {
         return Ok(()); // the decoder has read it; nothing new to say
     };
-    let Some(head) = bytes.get(4..8) else {
-        return Ok(());
-    };
-    let meta = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    let body = bytes.len().saturating_sub(8 + meta);
+    let meta = u32::from_le_bytes([prelude[4], prelude[5], prelude[6], prelude[7]]) as usize;
+    let body = (file.len() as usize).saturating_sub(8 + meta);
     let size = std::mem::size_of::<OhlcvMsg>();
-    if body % size == 0 {
+    if body.is_multiple_of(size) {
         return Ok(());
     }
     Err(Problem {

@@ -108,18 +108,9 @@ impl Meter {
     /// A meter of `len` `unit`s (0: not known yet, [`Meter::set_length`]).
     pub fn new(label: &'static str, unit: &'static str, len: u64) -> Meter {
         let template = format!("{label} {{bar:30}} {{pos}}/{{len}} {unit}, eta {{eta}}  {{msg}}");
-        let bar = ProgressBar::new(len).with_style(
-            ProgressStyle::with_template(&template)
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        let plain = PlainProgress::for_bar(&bar, label, unit);
-        Meter {
-            bar,
-            label,
-            unit,
-            plain: Mutex::new(plain),
-            message: Mutex::new(String::new()),
-        }
+        let style = ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        Meter::of(ProgressBar::new(len).with_style(style), label, unit)
     }
 
     /// A meter of work whose length is not known (files converted): a
@@ -127,10 +118,13 @@ impl Meter {
     /// log.
     pub fn counter(label: &'static str, unit: &'static str) -> Meter {
         let template = format!("{{spinner}} {label} {{pos}} {unit}, {{per_sec}}, {{elapsed}}");
-        let bar = ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template(&template)
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
+        let style = ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        Meter::of(ProgressBar::new_spinner().with_style(style), label, unit)
+    }
+
+    /// A meter around `bar`, with plain lines where it draws nothing.
+    fn of(bar: ProgressBar, label: &'static str, unit: &'static str) -> Meter {
         let plain = PlainProgress::for_bar(&bar, label, unit);
         Meter {
             bar,

@@ -8,7 +8,7 @@
 //! continues a run of the same kind; `--force` writes over a folder that
 //! holds a serl run (and nothing else), starting afresh.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -198,21 +198,45 @@ pub fn infer_kind(dir: &Path) -> Option<RunKind> {
 fn holds_study_runs(dir: &Path) -> bool {
     let marked =
         |d: &Path| d.join("study-run.json").exists() || d.join("planted-run.json").exists();
-    let children = |d: &Path| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(d)
-            .map(|es| {
-                es.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_dir())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    children(dir).iter().any(|a| {
-        children(a)
-            .iter()
-            .any(|s| marked(s) || children(s).iter().any(|r| marked(r)))
-    })
+    !study_runs(dir, &marked).is_empty()
+}
+
+/// The runs of a study folder `dir` that `marked` recognises, relative:
+/// `ARM/seedS`, or `strength-R/ARM/seedS` in a planted study (its copies
+/// of the data, `planted/`, are not runs); sorted.
+pub(super) fn study_runs(dir: &Path, marked: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for a in sub_dirs(dir)
+        .into_iter()
+        .filter(|a| a != Path::new("planted"))
+    {
+        for s in sub_dirs(&dir.join(&a)) {
+            let rel = a.join(&s);
+            if marked(&dir.join(&rel)) {
+                out.push(rel);
+                continue;
+            }
+            for t in sub_dirs(&dir.join(&rel)) {
+                if marked(&dir.join(&rel).join(&t)) {
+                    out.push(rel.join(t));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The names of `dir`'s sub-folders.
+pub(super) fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|es| {
+            es.flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| PathBuf::from(e.file_name()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Whether `dir` holds anything but its lock and run record.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::check::{check_evolve, unreadable_records, CheckReport};
-use super::kind::{run_kind, RunKind};
+use super::kind::{run_kind, study_runs, sub_dirs, RunKind};
 use crate::error::Result;
 
 /// What a finished run of a kind has written: the file whose presence
@@ -34,7 +34,8 @@ fn finished_files(kind: RunKind) -> Option<Finished> {
         RunKind::Impact => ("impact.json", &["report.md", "report.html"]),
         RunKind::Realism => ("realism.json", &["report.md", "report.html"]),
         RunKind::Fills => ("fills.json", &["probes.csv", "report.md", "report.html"]),
-        RunKind::Study => ("report.md", &["summary.json", "report.html"]),
+        // A planted study writes no HTML page; both kinds write these.
+        RunKind::Study => ("report.md", &["summary.json"]),
         RunKind::Finetune => (
             "report.html",
             &["report.md", "adapter.json", "adapter.safetensors"],
@@ -89,7 +90,7 @@ fn check_kind(dir: &Path, at: &str, kind: RunKind, r: &mut CheckReport) -> bool 
             check_inner(dir, at, &inner_runs(dir, "window-"), r);
         }
         RunKind::Study => {
-            check_inner(dir, at, &study_runs(dir), r);
+            check_inner(dir, at, &study_evolve_runs(dir), r);
         }
         RunKind::Dataset => {
             if !has_parquet(dir) {
@@ -156,41 +157,9 @@ fn inner_runs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     out
 }
 
-/// A study's evolve runs: `ARM/seedS`, or `strength-R/ARM/seedS` in a
-/// planted study (its copies of the data, `planted/`, are not runs).
-fn study_runs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for a in sub_dirs(dir)
-        .into_iter()
-        .filter(|a| a != Path::new("planted"))
-    {
-        for s in sub_dirs(&dir.join(&a)) {
-            let rel = a.join(&s);
-            if dir.join(&rel).join("evolve.toml").exists() {
-                out.push(rel);
-                continue;
-            }
-            for t in sub_dirs(&dir.join(&rel)) {
-                if dir.join(&rel).join(&t).join("evolve.toml").exists() {
-                    out.push(rel.join(t));
-                }
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The names of `dir`'s sub-folders.
-fn sub_dirs(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|es| {
-            es.flatten()
-                .filter(|e| e.path().is_dir())
-                .map(|e| PathBuf::from(e.file_name()))
-                .collect()
-        })
-        .unwrap_or_default()
+/// A study's evolve runs (`kind.rs` walks the folder).
+fn study_evolve_runs(dir: &Path) -> Vec<PathBuf> {
+    study_runs(dir, &|d: &Path| d.join("evolve.toml").exists())
 }
 
 fn has_parquet(dir: &Path) -> bool {
