@@ -15,6 +15,8 @@ environments, stepped in Rust; serl's backtester; its run records.
 - :func:`backtest`: strategies and Python policies over a split's orders,
   with the metrics, paired CIs, day-level tests and the report;
 - :func:`load_run`: an evolve or train run directory;
+- :func:`run_train`, :func:`run_evolve`: what ``serl train`` and ``serl
+  evolve`` run, through the same library functions;
 - :class:`SerlError`: serl's errors (a ``ValueError``), naming the file,
   line and field.
 """
@@ -22,7 +24,7 @@ environments, stepped in Rust; serl's backtester; its run records.
 from ._native import SerlError, OBS_COLUMNS
 from ._env import ExecutionEnv, VecExecutionEnv
 from ._backtest import BacktestResult, backtest
-from ._runs import Run, load_run
+from ._runs import Run, load_run, run_evolve, run_train
 
 __version__ = "0.1.0"
 
@@ -32,6 +34,8 @@ __all__ = [
     "backtest",
     "BacktestResult",
     "load_run",
+    "run_train",
+    "run_evolve",
     "Run",
     "SerlError",
     "OBS_COLUMNS",

@@ -59,3 +59,9 @@ def backtest(
     state: Optional[str],
     out: Optional[str],
 ) -> Tuple[str, str]: ...
+
+def run_train(out: str, options: str) -> str:
+    """Trains one policy as `serl train` does; `options` is JSON."""
+
+def run_evolve(out: str, options: str) -> str:
+    """Runs SE-RL as `serl evolve` does; `options` is JSON."""

@@ -172,3 +172,64 @@ def load_run(path: PathLike) -> Run:
     raise SerlError(
         f"{p} is not a serl run directory (no evolve.toml, scores/, metrics.jsonl or train.toml)"
     )
+
+
+def _options(**kw: Any) -> str:
+    """The run's options as the native side reads them (paths as text,
+    unset ones left out)."""
+    return json.dumps(
+        {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if v not in (None, False)}
+    )
+
+
+def run_train(
+    out: PathLike,
+    *,
+    config: Optional[PathLike] = None,
+    data: Optional[PathLike] = None,
+    algo: Optional[str] = None,
+    total_steps: Optional[int] = None,
+    seed: Optional[int] = None,
+    resume: bool = False,
+) -> Run:
+    """Trains one policy into ``out`` as ``serl train`` does, through the
+    same library function (``serl_study::train::run``): the run folder
+    locked, the bars loaded, the policy trained (``algo``: ``"ppo"``,
+    ``"ddqn"`` or ``"sac"``) or resumed. Returns the run
+    (:func:`load_run`)."""
+    from . import _native
+
+    _native.run_train(
+        str(out),
+        _options(
+            config=config and Path(config),
+            data=data and Path(data),
+            algo=algo,
+            total_steps=total_steps,
+            seed=seed,
+            resume=resume,
+        ),
+    )
+    return load_run(out)
+
+
+def run_evolve(
+    out: PathLike,
+    *,
+    config: Optional[PathLike] = None,
+    data: Optional[PathLike] = None,
+    seed: Optional[int] = None,
+    resume: bool = False,
+) -> Run:
+    """Runs SE-RL into ``out`` as ``serl evolve`` does, through the same
+    library function (``serl_study::evolve::run``): the loop, then (unless
+    its test is sealed) the ablations and the report. Returns the run
+    (:func:`load_run`)."""
+    from . import _native
+
+    _native.run_evolve(
+        str(out),
+        _options(config=config and Path(config), data=data and Path(data), seed=seed, resume=resume),
+    )
+    return load_run(out)
+

@@ -1,6 +1,8 @@
 """serl.load_run reads the run directories serl writes, and a trained
-policy from one plays in serl.backtest."""
+policy from one plays in serl.backtest; serl.run_train and serl.run_evolve
+run what the binary runs."""
 
+import json
 import subprocess
 
 import pytest
@@ -54,3 +56,26 @@ def test_a_folder_that_is_no_run_is_refused(tmp_path):
         serl.load_run(tmp_path)
     with pytest.raises(serl.SerlError, match="does not exist"):
         serl.load_run(tmp_path / "missing")
+
+
+def test_run_train_trains_as_serl_train_does(data, tmp_path):
+    run = serl.run_train(tmp_path / "sac", data=data, algo="sac", total_steps=2048, seed=3)
+    assert run.kind == "train"
+    assert run.metrics is not None and len(run.metrics) >= 1
+    assert (tmp_path / "sac" / "final.bpk").is_file()
+    assert json.loads((tmp_path / "sac" / "final.json").read_text())["algo"] == "sac"
+    assert json.loads((tmp_path / "sac" / "serl-run.json").read_text())["kind"] == "train"
+    # A finished run is not written over; an unknown learner is named.
+    with pytest.raises(serl.SerlError, match="exists and is not empty"):
+        serl.run_train(tmp_path / "sac", data=data, total_steps=2048)
+    with pytest.raises(serl.SerlError, match="algo `a2c`"):
+        serl.run_train(tmp_path / "a2c", data=data, algo="a2c")
+
+
+def test_run_evolve_runs_the_loop_and_its_report(root, tmp_path):
+    run = serl.run_evolve(tmp_path / "evolve", config=root / "configs" / "evolve.toml")
+    assert run.kind == "evolve"
+    assert len(run.candidates) >= 15
+    assert run.best in run.designs
+    assert (tmp_path / "evolve" / "report.html").is_file()
+    assert run.recommendation["recommended"] == "ppo-default"

@@ -66,6 +66,7 @@ mod reward;
 mod static_env;
 mod team;
 mod team_mode;
+mod training;
 mod venue;
 mod view;
 
@@ -89,5 +90,6 @@ pub use team::{
     TeamStrategy, MAX_AGENTS,
 };
 pub use team_mode::{team_orders, TeamMode};
+pub use training::{ImaginedDays, Source, TrainingDraw};
 pub use venue::{DynamicVenue, LobsterVenue, StaticVenue, Venue};
 pub use view::{MarketData, SessionView, ViewRef};

@@ -15,7 +15,9 @@ use crate::order::ParentOrder;
 use crate::static_env::StaticEnv;
 use crate::team::{DynamicTeam, StaticTeam, TeamEpisode};
 use crate::team_mode::TeamMode;
+use crate::training::{ImaginedDays, Source, TrainingDraw};
 use crate::view::SessionView;
+use rand::Rng;
 use serl_market::MarketConfig;
 
 /// Where episodes play: backtests and validation run every strategy at
@@ -44,6 +46,41 @@ pub trait Venue: Sync {
         let _ = (view, orders, mode, cfg);
         None
     }
+
+    /// Which half of a hybrid training's loss this venue's episodes feed;
+    /// `None`: the venue does not train (it opens no training episode).
+    fn source(&self) -> Option<Source> {
+        None
+    }
+
+    /// A training episode of `order` on `view`'s session: as
+    /// [`Venue::open`], with the trainer's draws ([`TrainingDraw`]) where
+    /// the venue takes them. The episode borrows nothing of the venue, so
+    /// that an environment can own its venue.
+    fn open_training<'a>(
+        &self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn Episode + 'a>> {
+        let _ = (view, order, cfg, draw);
+        None
+    }
+
+    /// A training episode of a team's `orders`, as
+    /// [`Venue::open_training`] is of one order.
+    fn open_team_training<'a>(
+        &self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        mode: TeamMode,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        let _ = (view, orders, mode, cfg, draw);
+        None
+    }
 }
 
 /// The historical replay, with no market impact.
@@ -70,6 +107,35 @@ impl Venue for StaticVenue {
         cfg: &'a EnvConfig,
     ) -> Option<Box<dyn TeamEpisode + 'a>> {
         Some(Box::new(StaticTeam::new(view.into(), orders, mode, cfg)))
+    }
+
+    fn source(&self) -> Option<Source> {
+        Some(Source::Static)
+    }
+
+    /// The day replayed, or an imagined one drawn from it; the replay
+    /// holds no peers.
+    fn open_training<'a>(
+        &self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn Episode + 'a>> {
+        let day = ImaginedDays::view(draw.imagined, view, draw.rng);
+        Some(Box::new(StaticEnv::new(day, order, cfg)))
+    }
+
+    fn open_team_training<'a>(
+        &self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        mode: TeamMode,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        let day = ImaginedDays::view(draw.imagined, view, draw.rng);
+        Some(Box::new(StaticTeam::new(day, orders, mode, cfg)))
     }
 }
 
@@ -123,6 +189,39 @@ impl Venue for DynamicVenue {
             seed,
             mode,
         ))))
+    }
+
+    fn source(&self) -> Option<Source> {
+        Some(Source::Dynamic)
+    }
+
+    /// A day simulated with a seed drawn from the trainer's generator
+    /// (not `seed`: a training meets a new day every episode), the
+    /// scripted peers beside the agent.
+    fn open_training<'a>(
+        &self,
+        view: &'a SessionView,
+        order: &'a ParentOrder,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn Episode + 'a>> {
+        let mut e = DynamicEnv::new(view, order, cfg, &self.market, draw.rng.random());
+        e.add_peers(draw.peers.iter().copied());
+        Some(Box::new(e))
+    }
+
+    fn open_team_training<'a>(
+        &self,
+        view: &'a SessionView,
+        orders: &[ParentOrder],
+        mode: TeamMode,
+        cfg: &'a EnvConfig,
+        draw: TrainingDraw,
+    ) -> Option<Box<dyn TeamEpisode + 'a>> {
+        let seed = draw.rng.random();
+        let mut e = DynamicEnv::team(view, orders, cfg, &self.market, seed, mode);
+        e.add_peers(draw.peers.iter().copied());
+        Some(Box::new(DynamicTeam::new(e)))
     }
 }
 

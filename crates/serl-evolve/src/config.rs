@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serl_design::ModuleKind;
-use serl_train::{HybridMode, TrainConfig};
+use serl_train::{Algo, HybridMode, TrainConfig};
 
 use crate::budget::BudgetConfig;
 use crate::database::SearchConfig;
@@ -86,6 +86,22 @@ pub struct EvolveConfig {
     /// `[evolve.select]`: when the chosen design is recommended over plain
     /// PPO (the SPA test's level, its bootstrap, CSCV's blocks).
     pub select: crate::select::SelectConfig,
+    /// The learners retrained on the plain design beside the best one for
+    /// one agent, each a `NAME-default` row (`ppo-default`,
+    /// `ddqn-default`, `sac-default`); PPO must be one, the verdict's
+    /// reference. Left out of saved configs at the default, so that runs
+    /// planned before it resume.
+    #[serde(skip_serializing_if = "is_default_baselines")]
+    pub baselines: Vec<Algo>,
+}
+
+/// PPO and DDQN: the paper's baselines.
+pub fn default_baselines() -> Vec<Algo> {
+    vec![Algo::Ppo, Algo::Ddqn]
+}
+
+fn is_default_baselines(b: &[Algo]) -> bool {
+    b == default_baselines().as_slice()
 }
 
 /// One part of SE-RL to switch off.
@@ -242,6 +258,7 @@ impl Default for EvolveConfig {
             search: None,
             finetune: None,
             select: Default::default(),
+            baselines: default_baselines(),
         }
     }
 }
@@ -250,6 +267,9 @@ impl EvolveConfig {
     /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
         self.select.validate()?;
+        if !self.baselines.contains(&Algo::Ppo) {
+            return Err("evolve.baselines must include \"ppo\": the verdict weighs the best design against plain PPO".into());
+        }
         if !(0.0..=1.0).contains(&self.instruction_replay) {
             return Err(format!(
                 "evolve.instruction_replay is {}; give a probability in [0, 1]",

@@ -7,7 +7,7 @@ use std::path::Path;
 use serl_design::Design;
 use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{Algo, Critic, DeviceChoice, Policy};
+use serl_train::{registered, Algo, Critic, DeviceChoice, Policy};
 
 use crate::candidate::ScoreJob;
 
@@ -50,10 +50,11 @@ pub(crate) fn baseline(
     scored.result.record(dir)
 }
 
-/// Retrains the best design, plain PPO and DDQN with the final budget
+/// Retrains the best design and the plain one with each learner of
+/// `[evolve] baselines` (PPO and DDQN by default) with the final budget
 /// (side by side where they are fused, or as a cluster batch), or loads
-/// them from an earlier run, named `serl-best`, `ppo-default` and
-/// `ddqn-default`. A team (`[evolve.train.team] agents` ≥ 2) retrains the
+/// them from an earlier run, named `serl-best`, `ppo-default`,
+/// `ddqn-default` (`sac-default`, ...). A team (`[evolve.train.team] agents` ≥ 2) retrains the
 /// best design and the plain one as MAPPO (`mappo-default`) and as
 /// independent PPO (`ippo-default`) instead: DDQN trains no team.
 pub(crate) fn retrain(
@@ -109,11 +110,12 @@ fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
         switch: None,
     };
     match cfg.train.learning_team() {
-        None => vec![
-            job("serl-best", best, Algo::Ppo, None),
-            job("ppo-default", &plain, Algo::Ppo, None),
-            job("ddqn-default", &plain, Algo::Ddqn, None),
-        ],
+        None => std::iter::once(job("serl-best", best, Algo::Ppo, None))
+            .chain(cfg.baselines.iter().map(|&algo| {
+                let name = format!("{}-default", registered(algo).name.to_lowercase());
+                job(&name, &plain, algo, None)
+            }))
+            .collect(),
         Some(_) => vec![
             job("serl-best", best, Algo::Ppo, None),
             job(

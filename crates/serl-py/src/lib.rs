@@ -9,6 +9,8 @@
 //!   stepped one at a time or all together, numpy in and out;
 //! - `backtest.rs`: `backtest`, serl's backtester with Python callables
 //!   among the strategies;
+//! - `runs.rs`: `run_train` and `run_evolve`, the workflows of `serl
+//!   train` and `serl evolve` through the same library functions;
 //! - `setup.rs`: configs, data, orders and the designed module files, read
 //!   with serl's own readers;
 //! - `error.rs`: `SerlError`, serl's messages as a Python exception.
@@ -22,6 +24,7 @@ use pyo3::prelude::*;
 mod backtest;
 mod env;
 mod error;
+mod runs;
 mod setup;
 
 /// serl's native module.
@@ -30,6 +33,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SerlError", m.py().get_type::<error::SerlError>())?;
     m.add_class::<env::Envs>()?;
     m.add_function(wrap_pyfunction!(backtest::backtest, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run_train, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run_evolve, m)?)?;
     m.add("OBS_COLUMNS", serl_env::obs::feature_names())?;
     Ok(())
 }

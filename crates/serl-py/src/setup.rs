@@ -11,7 +11,7 @@ use serl_data::Split;
 use serl_design::FeatureSet;
 use serl_env::{MarketData, ParentOrder, Placement, Reward};
 use serl_study::config::{BacktestFile, TrainFile};
-use serl_train::{Algo, HybridMode, Pace, TrainConfig};
+use serl_train::{HybridMode, Pace, TrainConfig};
 
 use crate::error::{chain, Fail};
 
@@ -218,11 +218,8 @@ pub enum Actions {
 impl Actions {
     /// The actions of a training config.
     pub fn of(train: &TrainConfig) -> Actions {
-        let pace = train.pace();
-        let shares = match train.algo {
-            Algo::Ddqn => train.ddqn.actions.clone(),
-            Algo::Ppo => train.ppo.discrete.clone(),
-        };
+        let shape = train.action_shape();
+        let (pace, shares) = (shape.pace, shape.discrete);
         if shares.is_empty() {
             Actions::Continuous(pace)
         } else {

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use serl_cluster::Cluster;
 use serl_eval::{Provenance, ReportData};
 use serl_evolve::{
-    evolve, Ablation, AblationRow, EvolveConfig, EvolveError, EvolveInputs, EvolveOutcome, OnEvent,
+    evolve, Ablation, AblationRow, ConfirmReport, ConfirmStep, EvolveConfig, EvolveError,
+    EvolveInputs, EvolveOutcome, OnEvent,
 };
 use serl_llm::{Designer, Prompts};
 
@@ -198,7 +199,7 @@ fn provenance(cfg: &EvolveFile, orders: usize, outcome: &EvolveOutcome) -> Resul
 pub type Shown<'a> = dyn Fn(&EvolveConfig) -> OnEvent<'a> + 'a;
 
 /// The data and orders that the main run and every ablation share.
-pub struct Study<'a> {
+pub struct Study<'a, 's> {
     /// The run's config.
     pub cfg: &'a EvolveFile,
     /// The run's sessions and orders.
@@ -210,10 +211,10 @@ pub struct Study<'a> {
     /// The run's prompt templates (an LLM critic's too).
     pub prompts_dir: &'a Path,
     /// What each run of the loop shows.
-    pub shown: &'a Shown<'a>,
+    pub shown: &'a Shown<'s>,
 }
 
-impl Study<'_> {
+impl Study<'_, '_> {
     /// One run of the loop into `run_dir`.
     pub fn evolve(
         &self,
@@ -344,4 +345,108 @@ impl Study<'_> {
         }
         Ok(ablations)
     }
+}
+
+/// What a caller hears while an evolve run goes ([`run`]); the library
+/// draws and prints nothing itself.
+pub struct EvolveHooks<'a> {
+    /// What the data's load left out.
+    pub warn: &'a dyn Fn(&str),
+    /// The loop is about to start: the designer's name, the run's data and
+    /// its cluster.
+    pub starting: &'a dyn Fn(&str, &StudyData, Option<&Cluster>),
+    /// What each run of the loop shows (the main one, then each
+    /// ablation's).
+    pub shown: &'a Shown<'a>,
+    /// An ablation is about to run, with its designer's name.
+    pub ablation: &'a dyn Fn(Ablation, &str),
+    /// A step of the confirmation (`--seeds`, `--walk-forward`).
+    pub confirm_step: &'a (dyn Fn(ConfirmStep) + Sync),
+}
+
+/// What a finished evolve run left besides its loop's outcome.
+pub struct Finished {
+    /// The ablations' rows, the main run's (`full`) first; none without
+    /// ablations.
+    pub ablations: Vec<AblationRow>,
+    /// The main run's report (also written as `report.*`).
+    pub report: ReportData,
+    /// The confirmation's report, when the request confirmed.
+    pub confirmation: Option<ConfirmReport>,
+}
+
+/// How an evolve run ended.
+pub struct EvolveRun {
+    /// The loop's outcome: the best design, the evidence, the lockbox.
+    pub outcome: EvolveOutcome,
+    /// Who designed.
+    pub designer: String,
+    /// Seconds the main loop took in this process.
+    pub main_secs: f64,
+    /// `None` while the run's test is sealed: nothing after the loop ran.
+    pub finished: Option<Finished>,
+}
+
+/// A whole evolve run into `out`, as `serl evolve` runs it: prepared
+/// ([`prepare`]), the loop, then, unless its test is sealed, the
+/// ablations, the report and the confirmation the request asks for.
+/// `serl evolve` and the Python package both call this.
+pub fn run(
+    out: &Path,
+    cfg: &EvolveFile,
+    req: &EvolveRequest,
+    hooks: &EvolveHooks,
+) -> Result<EvolveRun> {
+    let t0 = std::time::Instant::now();
+    let Prepared {
+        prompts_dir,
+        prompts,
+        data,
+        cluster,
+        designer,
+    } = prepare(out, cfg, req, hooks.warn)?;
+    let designer_name = designer.name();
+    (hooks.starting)(&designer_name, &data, cluster.as_ref());
+    let study = Study {
+        cfg,
+        data: &data,
+        open_test: req.open_test,
+        cluster: cluster.as_ref(),
+        prompts_dir: &prompts_dir,
+        shown: hooks.shown,
+    };
+    let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, out)?;
+    let main_secs = t0.elapsed().as_secs_f64();
+    let mut run = EvolveRun {
+        outcome,
+        designer: designer_name,
+        main_secs,
+        finished: None,
+    };
+    if run.outcome.lockbox.as_ref().is_some_and(|l| l.sealed()) {
+        return Ok(run);
+    }
+    let ablations = study.ablations((&run.outcome, main_secs), out, hooks.ablation)?;
+    let (report, provenance) = study.report(out, &run.outcome, &run.designer, &ablations)?;
+    let confirmation = match run.outcome.best.design.as_ref() {
+        Some(best) if req.confirming() => {
+            let c = crate::confirm::Confirming {
+                cfg,
+                data: &data,
+                best,
+                run_dir: out,
+                cluster: cluster.as_ref(),
+                seeds: req.seeds,
+                walk_forward: req.walk_forward.then_some(&cfg.walk_forward),
+            };
+            Some(crate::confirm::confirm(c, provenance, hooks.confirm_step)?)
+        }
+        _ => None,
+    };
+    run.finished = Some(Finished {
+        ablations,
+        report,
+        confirmation,
+    });
+    Ok(run)
 }

@@ -213,6 +213,56 @@ pub fn train_one(
     Ok(out.context("the training was not run")??)
 }
 
+/// What a training run asks besides its config ([`run`]).
+pub struct RunRequest<'a> {
+    /// The run directory.
+    pub out: &'a Path,
+    /// Go on from the checkpoint in `out`.
+    pub resume: bool,
+    /// A resumed run's new total of environment steps.
+    pub total_steps: Option<usize>,
+}
+
+/// What a training loaded before it trained.
+#[derive(Debug, Clone, Copy)]
+pub struct Loaded {
+    /// Orders it trains on.
+    pub train_orders: usize,
+    /// Orders it validates on.
+    pub val_orders: usize,
+    /// Symbols of the data.
+    pub symbols: usize,
+}
+
+/// One training of `cfg`, as `serl train` runs it: the run directory
+/// checked, the bars loaded (`warn` hears what the load left out) and
+/// split into orders (`loaded` hears how many), the config written, and
+/// the policy trained or resumed. `serl train` and the Python package
+/// both call this.
+pub fn run(
+    cfg: &TrainFile,
+    req: &RunRequest,
+    hooks: &TrainingHooks,
+    warn: &dyn Fn(&str),
+    loaded: &dyn Fn(&Loaded),
+) -> Result<TrainOutcome> {
+    let Some(data_path) = cfg.data_path.clone() else {
+        crate::bail!("--data is required (the bars to train on)");
+    };
+    check_run_dir(req.out, req.resume, (1, false))?;
+    let ds = crate::data::load_data(&data_path, &cfg.data, warn)?;
+    let (train_orders, val_orders) = orders(&ds, cfg, &data_path)?;
+    let market = crate::data::market_data(&ds, &cfg.data);
+    loaded(&Loaded {
+        train_orders: train_orders.len(),
+        val_orders: val_orders.len(),
+        symbols: ds.symbols().len(),
+    });
+    write_config(req.out, cfg, req.resume, req.total_steps)?;
+    let orders = (&train_orders[..], &val_orders[..]);
+    train_one(cfg, &market, orders, req.out, req.resume, hooks)
+}
+
 /// One seed's training, as `seeds.json` lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SeedRun {

@@ -10,14 +10,16 @@ use serl_train::{Algo, Critic, DeviceChoice, HybridMode, TeamConfig, TrainConfig
 use crate::config::{read_toml, Base, TrainFile};
 use crate::error::Result;
 
-/// The learner asked for: PPO or DDQN for one agent, MAPPO (a centralised
-/// critic) or independent PPO for a team.
+/// The learner asked for: PPO, DDQN or SAC for one agent, MAPPO (a
+/// centralised critic) or independent PPO for a team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learner {
     /// PPO, one agent.
     Ppo,
     /// DDQN, one agent (discrete actions).
     Ddqn,
+    /// SAC, one agent (a continuous share).
+    Sac,
     /// MAPPO: a team with a centralised critic.
     Mappo,
     /// Independent PPO: a team, each member its own critic.
@@ -166,6 +168,10 @@ impl TrainOverrides {
                 train.algo = Algo::Ddqn;
                 None
             }
+            Some(Learner::Sac) => {
+                train.algo = Algo::Sac;
+                None
+            }
             Some(Learner::Mappo) => Some(Critic::Centralized),
             Some(Learner::Ippo) => Some(Critic::Local),
         };
@@ -195,7 +201,10 @@ impl TrainOverrides {
             return Ok(());
         }
         if train.algo != Algo::Ppo {
-            crate::bail!("a team learns with PPO: use --algo mappo or --algo ippo, not ddqn");
+            crate::bail!(
+                "a team learns with PPO: use --algo mappo or --algo ippo, not {}",
+                serl_train::registered(train.algo).name.to_lowercase()
+            );
         }
         let team = train.team.get_or_insert_with(|| TeamConfig {
             peers: 0,

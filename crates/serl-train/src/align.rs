@@ -22,7 +22,7 @@ use serl_design::PlanModule;
 
 use crate::net::{ActorCritic, Head};
 use crate::normalize::RunningNorm;
-use crate::policy::{Algo, Pace, PolicyMeta, Squash};
+use crate::policy::{Pace, PolicyMeta, Squash};
 use crate::rollout::VecEnv;
 use crate::tensors::indices;
 use crate::TrainError;
@@ -59,7 +59,7 @@ impl AlignmentConfig {
         self.steps == 0
     }
 
-    pub(crate) fn check(&self, has_plan: bool, algo: Algo, team: bool) -> Result<(), TrainError> {
+    pub(crate) fn check(&self, has_plan: bool, team: bool) -> Result<(), TrainError> {
         let bad = |field: &str, message: &str| TrainError::Config {
             field: format!("alignment.{field}"),
             message: message.into(),
@@ -69,9 +69,6 @@ impl AlignmentConfig {
         }
         if !has_plan {
             return Err(bad("steps", "alignment imitates the plan's tracking controller: give [train] plan (or a design with a plan module)"));
-        }
-        if algo != Algo::Ppo {
-            return Err(bad("steps", "alignment fits PPO's actor; DDQN has none"));
         }
         if team {
             return Err(bad("steps", "a team's members share one order and have no plan each: alignment trains one agent"));
@@ -189,6 +186,10 @@ fn demonstrated_action(
                     let p = action.clamp(1e-4, 1.0 - 1e-4);
                     (p / (1.0 - p)).ln()
                 }
+                (Pace::Absolute, Squash::Tanh) => {
+                    (2.0 * action - 1.0).clamp(-0.9999, 0.9999).atanh()
+                }
+                (Pace::Tilt(_), Squash::Tanh) => action.clamp(-0.9999, 0.9999).atanh(),
                 _ => action,
             };
             (raw as f32, action, 0)

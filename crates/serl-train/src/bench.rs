@@ -18,7 +18,7 @@ use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 use crate::parts::VecEnv;
 use crate::{
     env_rng, train, Algo, Critic, ExecutionEnv, HybridMode, RunningNorm, TeamConfig, TeamEnv,
-    TrainConfig, TrainEnv, TrainError, TrainSetup, TrainVenue,
+    TrainConfig, TrainEnv, TrainError, TrainSetup,
 };
 
 /// What can stop a training benchmark.
@@ -75,7 +75,7 @@ pub fn train_figures(path: &Path, runs: usize) -> Result<TrainFigures, BenchErro
                     &orders,
                     &env_cfg,
                     reward.clone(),
-                    TrainVenue::Static,
+                    Box::new(serl_env::StaticVenue),
                 )) as Box<dyn TrainEnv + '_>
             })
             .collect()
@@ -244,7 +244,10 @@ fn measure_team(
     let cfg = team_config(n);
     let make = |seed: u64| -> Box<dyn TrainEnv + '_> {
         let reward = Arc::new(bench_reward());
-        let venue = TrainVenue::Dynamic(Box::default());
+        let venue = Box::new(serl_env::DynamicVenue {
+            market: Default::default(),
+            seed: 0,
+        });
         let mut e = TeamEnv::new(market, orders, &env_cfg, reward, venue, &cfg);
         e.reset(&mut env_rng(seed, 0));
         Box::new(e)

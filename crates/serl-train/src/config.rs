@@ -11,10 +11,9 @@ use crate::align::AlignmentConfig;
 use crate::critic::CriticConfig;
 use crate::ddqn::DdqnConfig;
 use crate::hybrid::{HybridConfig, HybridMode};
-use crate::net::Head;
-use crate::normalize::RunningNorm;
-use crate::policy::{Algo, Pace, PolicyMeta, Squash};
+use crate::policy::{Algo, Pace};
 use crate::ppo::PpoConfig;
+use crate::sac::SacConfig;
 use crate::transition::TransitionConfig;
 use crate::TrainError;
 
@@ -67,6 +66,10 @@ pub struct TrainConfig {
     pub ppo: PpoConfig,
     /// DDQN's settings.
     pub ddqn: DdqnConfig,
+    /// SAC's settings; left out of saved configs at their defaults, so
+    /// that configs written before SAC read and hash as they did.
+    #[serde(skip_serializing_if = "SacConfig::is_default")]
+    pub sac: SacConfig,
     /// How the static and dynamic losses are weighted, and how many
     /// environments are dynamic.
     pub hybrid: HybridConfig,
@@ -126,6 +129,7 @@ impl Default for TrainConfig {
             network: NetworkSpec::default(),
             ppo: PpoConfig::default(),
             ddqn: DdqnConfig::default(),
+            sac: SacConfig::default(),
             hybrid: HybridConfig::default(),
             imagination: ImaginationModule::none(),
             eval_every: 5,
@@ -150,9 +154,10 @@ fn bad(field: &str, message: impl Into<String>) -> TrainError {
 }
 
 impl TrainConfig {
-    /// Checks every setting for an observation `obs_dim` wide; the error
-    /// names the field.
-    pub fn validate(&self, obs_dim: usize) -> Result<(), TrainError> {
+    /// Checks every setting for an observation `obs_dim` wide that does not
+    /// depend on the learner; the error names the field.
+    /// [`TrainConfig::validate`] (`shape.rs`) adds the learner's checks.
+    pub(crate) fn validate_settings(&self, obs_dim: usize) -> Result<(), TrainError> {
         self.validate_hierarchy()?;
         if !(1..=HARD_MAX_PARAMS).contains(&self.max_params) {
             return Err(bad(
@@ -220,18 +225,10 @@ impl TrainConfig {
         {
             return Err(bad("discrete", "action fractions must be in [0, 1]"));
         }
-        if self.algo == Algo::Ddqn && self.ddqn.actions.len() < 2 {
-            return Err(bad("ddqn.actions", "needs at least two actions"));
-        }
+        self.sac.check()?;
         self.validate_mixing()?;
         if let Some(t) = &self.team {
             t.validate()?;
-            if t.learns_together() && self.algo != Algo::Ppo {
-                return Err(bad(
-                    "team.agents",
-                    "a team learns with PPO (MAPPO or independent PPO): set algo = \"ppo\"",
-                ));
-            }
         }
         Ok(())
     }
@@ -283,7 +280,7 @@ impl TrainConfig {
     /// features read its resting order.
     fn validate_placements(&self) -> Result<(), TrainError> {
         if !self.placements.is_empty() {
-            if self.algo != Algo::Ppo || self.ppo.discrete.is_empty() {
+            if self.ppo.discrete.is_empty() {
                 return Err(bad(
                     "placements",
                     "placement is learned by PPO over discrete actions: set algo = \"ppo\" and [train.ppo] discrete (shares, or tilts with a tilted pace)",
@@ -314,8 +311,8 @@ impl TrainConfig {
             }
         }
         let team = self.learning_team().is_some();
-        self.alignment.check(self.plan.is_some(), self.algo, team)?;
-        self.transition.check(self.algo)?;
+        self.alignment.check(self.plan.is_some(), team)?;
+        self.transition.check()?;
         self.reward_critic.check()
     }
 
@@ -343,7 +340,7 @@ impl TrainConfig {
     /// What the trained policy records of its team, for an observation
     /// `obs_dim` wide: a MAPPO critic reads the agent's own window and
     /// every member's newest observation.
-    fn team_meta(&self, obs_dim: usize) -> Option<crate::policy::TeamMeta> {
+    pub(crate) fn team_meta(&self, obs_dim: usize) -> Option<crate::policy::TeamMeta> {
         self.learning_team().map(|t| crate::policy::TeamMeta {
             agents: t.agents,
             mode: t.mode,
@@ -394,48 +391,11 @@ impl TrainConfig {
         self.ppo.n_steps
     }
 
-    /// Everything but the weights of the policy this config trains, before
-    /// any observation has been normalised.
-    pub(crate) fn policy_meta(&self, obs_dim: usize) -> PolicyMeta {
-        PolicyMeta {
-            algo: self.algo,
-            spec: self.network.clone(),
-            obs_dim,
-            head: self.head(),
-            // DDQN has no Gaussian to squash.
-            squash: match self.algo {
-                Algo::Ppo => self.ppo.squash,
-                Algo::Ddqn => Squash::Clip,
-            },
-            pace: self.pace(),
-            discrete: match self.algo {
-                Algo::Ppo => self.ppo.discrete.clone(),
-                Algo::Ddqn => self.ddqn.actions.clone(),
-            },
-            norm: RunningNorm::new(obs_dim),
-            features: self.observed_features(),
-            message_dims: self.team.as_ref().map_or(0, |t| t.message_dims()),
-            placements: self.placements.clone(),
-            team: self.team_meta(obs_dim),
-        }
-    }
-
-    /// Whether this config trains with the fused learner (`fused.rs`):
-    /// PPO or DDQN on the CPU with a network of the grammar's blocks (a GRU
-    /// over the window and book attention included). Burn's autodiff learner sums in parallel in an order
-    /// that depends on what else the machine runs, so only fused trainings
-    /// give the same numbers when several share it.
-    pub fn trains_fused(&self) -> bool {
-        self.fused_backend_for(self.algo, &self.network)
-    }
-
-    /// Whether `algo` would train `network` with the fused backend under
-    /// these settings (the config's own algorithm and network aside).
-    pub(crate) fn fused_backend_for(&self, algo: Algo, network: &NetworkSpec) -> bool {
-        let switch = match algo {
-            Algo::Ppo => self.ppo.fused,
-            Algo::Ddqn => self.ddqn.fused,
-        };
+    /// Whether a learner whose own switch (`[train.<algo>] fused`) reads
+    /// `switch` would train `network` with the fused backend: on the CPU,
+    /// with a network of the grammar's blocks (a GRU over the window and
+    /// book attention included).
+    pub(crate) fn fused_backend(&self, switch: bool, network: &NetworkSpec) -> bool {
         switch && self.device == DeviceChoice::Cpu && crate::fused::implements(network)
     }
 
@@ -445,28 +405,6 @@ impl TrainConfig {
         let per_update = self.steps_per_update();
         let updates = self.total_steps.div_ceil(per_update);
         (updates, updates * per_update)
-    }
-
-    /// How the trained policy's actions become shares: DDQN picks
-    /// fractions of the order, PPO as its pace says (a discrete PPO with an
-    /// absolute pace picks fractions, with a tilted one tilts).
-    pub fn pace(&self) -> Pace {
-        match self.algo {
-            Algo::Ppo => self.ppo.pace,
-            Algo::Ddqn => Pace::Absolute,
-        }
-    }
-
-    /// The policy head: Gaussian, or categorical over every discrete share
-    /// (times every placement, when the policy places its orders).
-    fn head(&self) -> Head {
-        match (self.algo, self.ppo.head()) {
-            (Algo::Ppo, Head::Categorical(k)) => {
-                Head::Categorical(k * self.placements.len().max(1))
-            }
-            (Algo::Ppo, gaussian) => gaussian,
-            (Algo::Ddqn, _) => Head::Categorical(self.ddqn.actions.len()),
-        }
     }
 }
 
@@ -495,7 +433,7 @@ mod tests {
         crate::net::ActorCritic::new(
             &raised.network,
             serl_env::OBS_DIM,
-            raised.head(),
+            raised.action_shape().head,
             &Default::default(),
         )
         .unwrap();

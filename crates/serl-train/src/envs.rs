@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 
-use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
+use serl_env::{
+    DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward, StaticVenue, Venue,
+};
 
 use crate::config::TrainConfig;
 use crate::features::WithFeatures;
-use crate::task::{ExecutionEnv, TrainEnv, TrainVenue};
+use crate::task::{ExecutionEnv, TrainEnv};
 use crate::team::Channel;
 use crate::team_env::TeamEnv;
 use crate::TrainError;
@@ -33,15 +35,9 @@ pub fn execution_envs<'a>(
         .as_ref()
         .and_then(|t| t.communication.as_ref())
         .map(Channel::new);
-    let n_dyn = cfg.dynamic_envs();
-    let n_static = cfg.n_envs - n_dyn;
     let mut envs: Vec<Box<dyn TrainEnv + 'a>> = Vec::with_capacity(cfg.n_envs);
     for i in 0..cfg.n_envs {
-        let venue = if i < n_static {
-            TrainVenue::Static
-        } else {
-            TrainVenue::Dynamic(Box::new(cfg.dynamic_market(base_market, i - n_static)))
-        };
+        let venue = training_venue(cfg, base_market, i);
         if cfg.learning_team().is_some() {
             let e = TeamEnv::new(market, orders, env, reward.clone(), venue, cfg);
             envs.push(Box::new(e));
@@ -60,4 +56,25 @@ pub fn execution_envs<'a>(
         }
     }
     Ok(envs)
+}
+
+/// Where environment `i` of `cfg`'s plays: the first `n_envs −
+/// dynamic_envs()` replay history, the rest play the dynamic market
+/// (`cfg.dynamic_market`: the calibrated population, an imagined scenario
+/// for their share, a coarser flow where set). A dynamic venue's `seed`
+/// is unused in training: every episode draws its own.
+pub fn training_venue(
+    cfg: &TrainConfig,
+    base_market: &MarketConfig,
+    i: usize,
+) -> Box<dyn Venue + Send> {
+    let n_static = cfg.n_envs - cfg.dynamic_envs();
+    if i < n_static {
+        Box::new(StaticVenue)
+    } else {
+        Box::new(DynamicVenue {
+            market: cfg.dynamic_market(base_market, i - n_static),
+            seed: 0,
+        })
+    }
 }

@@ -5,7 +5,8 @@
 use serl_design::FeatureSet;
 use serl_expr::State;
 
-use crate::task::{Source, TrainEnv};
+use crate::task::TrainEnv;
+use serl_env::Source;
 
 /// An environment whose observation carries designed features.
 pub struct WithFeatures<E> {

@@ -23,7 +23,7 @@ use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::hybrid::LossWeights;
 use crate::normalize::RunningNorm;
-use crate::policy::{Algo, Model, Policy, PolicyMeta};
+use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::rollout::VecEnv;
 use crate::TrainError;
@@ -58,12 +58,40 @@ pub trait UpdateStats: Serialize + DeserializeOwned + Clone + Debug {
     fn write_into(&self, rec: &mut UpdateRecord);
 }
 
+/// What of a training config only some learners take: the features built
+/// on PPO's actor-critic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Extras {
+    /// Learns where its orders go (`[train] placements`).
+    pub placements: bool,
+    /// Trains a team of learning agents (MAPPO, independent PPO).
+    pub team: bool,
+    /// Clones the plan's controller into its actor first (`[train.alignment]`).
+    pub alignment: bool,
+    /// Trains the auxiliary transition head (`[train.transition]`).
+    pub transition: bool,
+}
+
+impl Extras {
+    /// None of them.
+    pub const NONE: Extras = Extras {
+        placements: false,
+        team: false,
+        alignment: false,
+        transition: false,
+    };
+}
+
 /// A learning algorithm: collects an update's experience and learns from
-/// it. A new algorithm implements this in its own module and adds one
-/// entry to the registry (`registry.rs`).
+/// it, and decides how its policies act. A new algorithm implements this
+/// in its own module and adds one entry to the registry (`registry.rs`).
 pub trait Learner {
     /// The algorithm a config's `algo` names for this learner.
     const ALGO: Algo;
+    /// Its name in messages (`PPO`).
+    const NAME: &'static str;
+    /// What of the config beyond its own table it takes.
+    const EXTRAS: Extras = Extras::NONE;
     /// Its own settings (a table of `[train]`, e.g. `[train.ppo]`).
     type Config: Serialize + DeserializeOwned + Clone + PartialEq + Debug + Default;
     /// What one update reports.
@@ -83,12 +111,43 @@ pub trait Learner {
     where
         Self: Sized;
 
-    /// Whether a training of `network` with `cfg`'s other settings gives
-    /// the same numbers however many trainings share the machine (so
-    /// several may run side by side without changing any result).
-    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool
+    /// How the policies it trains under `cfg` act: the head, the squash,
+    /// the pace and the discrete actions.
+    fn shape(cfg: &TrainConfig) -> ActionShape
     where
         Self: Sized;
+
+    /// Its own switch for the fused backend (`[train.<algo>] fused`); a
+    /// learner without a fused backend keeps this default.
+    fn fused_switch(cfg: &TrainConfig) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = cfg;
+        false
+    }
+
+    /// Checks what only this learner asks of `cfg` (its own table is
+    /// checked with the others); the error names the field.
+    fn check(cfg: &TrainConfig) -> Result<(), TrainError>
+    where
+        Self: Sized,
+    {
+        let _ = cfg;
+        Ok(())
+    }
+
+    /// Whether a training of `network` with `cfg`'s other settings gives
+    /// the same numbers however many trainings share the machine (so
+    /// several may run side by side without changing any result): only
+    /// on the fused backend, since burn's autodiff sums in parallel in an
+    /// order that depends on what else the machine runs.
+    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool
+    where
+        Self: Sized,
+    {
+        cfg.fused_backend(Self::fused_switch(cfg), network)
+    }
 
     /// One update: collects `cfg.decisions_per_update()` decisions of
     /// every environment and learns from them.
@@ -180,16 +239,35 @@ const OPTIMIZER: &str = "optim.bin";
 
 /// Writes burn's optimiser state into the checkpoint directory `ck`.
 pub(crate) fn save_optimizer(ck: &Path, optim: &ModuleOptimizer) -> Result<(), TrainError> {
-    let path = ck.join(OPTIMIZER);
+    save_optimizer_as(ck, OPTIMIZER, optim)
+}
+
+/// Reads back what [`save_optimizer`] wrote.
+pub(crate) fn restore_optimizer(ck: &Path, optim: &mut ModuleOptimizer) -> Result<(), TrainError> {
+    restore_optimizer_as(ck, OPTIMIZER, optim)
+}
+
+/// Writes the state of a learner's further optimiser as `name` in `ck`
+/// (SAC's twin critics have their own).
+pub(crate) fn save_optimizer_as(
+    ck: &Path,
+    name: &str,
+    optim: &ModuleOptimizer,
+) -> Result<(), TrainError> {
+    let path = ck.join(name);
     let bytes = optim
         .into_bytes()
         .map_err(|e| TrainError::io(&path, std::io::Error::other(format!("{e:?}"))))?;
     write_atomic(&path, &bytes)
 }
 
-/// Reads back what [`save_optimizer`] wrote.
-pub(crate) fn restore_optimizer(ck: &Path, optim: &mut ModuleOptimizer) -> Result<(), TrainError> {
-    let path = ck.join(OPTIMIZER);
+/// Reads back what [`save_optimizer_as`] wrote.
+pub(crate) fn restore_optimizer_as(
+    ck: &Path,
+    name: &str,
+    optim: &mut ModuleOptimizer,
+) -> Result<(), TrainError> {
+    let path = ck.join(name);
     let bytes = std::fs::read(&path).map_err(|e| TrainError::io(&path, e))?;
     *optim = optim
         .clone()

@@ -28,6 +28,25 @@ pub enum Squash {
     Clip,
     /// The logistic function.
     Sigmoid,
+    /// The hyperbolic tangent, as SAC bounds its actions: `(tanh u + 1) / 2`
+    /// of the order with an absolute pace, a tilt of `tanh u` with a tilted
+    /// one. Smooth everywhere, so that its log-density has a gradient.
+    Tanh,
+}
+
+impl Squash {
+    /// What the environment receives for the Gaussian's sample `u` under
+    /// `pace`: a fraction in [0, 1] with an absolute pace, else a tilt
+    /// (which the pace clips to [-1, 1]; only a tanh squash bends it).
+    pub fn env_action(self, pace: Pace, u: f64) -> f64 {
+        match (pace, self) {
+            (Pace::Absolute, Squash::Clip) => u.clamp(0.0, 1.0),
+            (Pace::Absolute, Squash::Sigmoid) => 1.0 / (1.0 + (-u).exp()),
+            (Pace::Absolute, Squash::Tanh) => 0.5 * (u.tanh() + 1.0),
+            (Pace::Tilt(_), Squash::Tanh) => u.tanh(),
+            (Pace::Tilt(_), _) => u,
+        }
+    }
 }
 
 /// How a Gaussian policy's action becomes the share of the order traded
@@ -74,6 +93,24 @@ pub enum Algo {
     Ppo,
     /// Double DQN (a Q-network over discrete actions).
     Ddqn,
+    /// Soft actor-critic (a tanh-squashed Gaussian actor, twin soft Q
+    /// networks and a learned entropy temperature).
+    Sac,
+}
+
+/// How a policy's outputs become actions: what a learner decides for the
+/// policies it trains (`Learner::shape`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionShape {
+    /// What the network's policy head outputs.
+    pub head: Head,
+    /// How a Gaussian sample becomes a fraction (with an absolute pace).
+    pub squash: Squash,
+    /// How an action becomes the share of the order traded.
+    pub pace: Pace,
+    /// The fraction (or tilt) of each discrete action; empty for
+    /// continuous ones.
+    pub discrete: Vec<f64>,
 }
 
 /// Everything but the weights: enough to rebuild the network and use it.
@@ -155,20 +192,24 @@ impl PolicyMeta {
 
 // Built once per policy; the size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
-/// A policy's network: PPO's actor-critic or DDQN's Q-network.
+/// A policy's network, of one of two kinds. The variants are named for the
+/// learners that first trained them because weights files carry the names
+/// (`Ppo.actor.blocks.0...`); they say what the network is, not who
+/// trained it.
 #[derive(Module, Debug)]
 pub enum Model {
-    /// PPO's actor-critic.
+    /// An actor-critic: PPO's, or SAC's actor with its soft state value.
     Ppo(ActorCritic),
-    /// DDQN's Q-network.
+    /// A Q-network over discrete actions (DDQN's).
     Ddqn(QNetwork),
 }
 
 impl Model {
-    /// A freshly initialised network as `meta` describes it.
+    /// A freshly initialised network as `meta` describes it: a Q-network
+    /// for a value-based learner, else an actor-critic.
     pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
         Ok(match meta.algo {
-            Algo::Ppo => Model::Ppo(ActorCritic::with_critic_input(
+            Algo::Ppo | Algo::Sac => Model::Ppo(ActorCritic::with_critic_input(
                 &meta.spec,
                 meta.obs_dim,
                 meta.joint_critic_width(),
@@ -215,13 +256,6 @@ pub struct Policy {
     pub model: Model,
     /// The device the network lives on.
     pub device: Device,
-}
-
-pub(crate) fn squash(s: Squash, u: f64) -> f64 {
-    match s {
-        Squash::Clip => u.clamp(0.0, 1.0),
-        Squash::Sigmoid => 1.0 / (1.0 + (-u).exp()),
-    }
 }
 
 impl Policy {
@@ -347,10 +381,7 @@ pub(crate) fn sample_actor_critic(
                     };
                     let u = mean + std * z;
                     Sampled {
-                        env_action: match meta.pace {
-                            Pace::Absolute => squash(meta.squash, u),
-                            Pace::Tilt(_) => u,
-                        },
+                        env_action: meta.squash.env_action(meta.pace, u),
                         raw: u as f32,
                         log_prob: (-0.5 * z * z - log_std - 0.5 * (2.0 * std::f64::consts::PI).ln())
                             as f32,

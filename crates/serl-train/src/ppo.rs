@@ -18,8 +18,8 @@ use crate::hybrid::LossWeights;
 use crate::net::{ActorCritic, Head};
 use crate::policy::{Pace, Squash};
 use crate::rollout::{gae, Rollout};
-use crate::task::Source;
 use crate::tensors::indices;
+use serl_env::Source;
 
 pub(crate) mod learner;
 

@@ -46,6 +46,10 @@ pub struct UpdateRecord {
     pub approx_kl: Option<f64>,
     /// DDQN's exploration rate ε at the update's start (`None` for PPO).
     pub epsilon: Option<f64>,
+    /// SAC's entropy temperature after the update (left out for the
+    /// others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
     /// Training episodes that finished during the update.
     pub episodes: usize,
     /// Their mean summed reward (`None` when none finished).

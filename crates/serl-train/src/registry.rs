@@ -7,9 +7,10 @@ use serl_design::NetworkSpec;
 
 use crate::config::TrainConfig;
 use crate::ddqn::learner::DdqnLearner;
-use crate::learner::{AnyLearner, Learner};
-use crate::policy::{Algo, PolicyMeta};
+use crate::learner::{AnyLearner, Extras, Learner};
+use crate::policy::{ActionShape, Algo, PolicyMeta};
 use crate::ppo::learner::PpoLearner;
+use crate::sac::learner::SacLearner;
 use crate::TrainError;
 
 /// Builds a boxed learner for a config (see [`Learner::build`]).
@@ -22,7 +23,14 @@ type BuildFn =
 pub struct Registered {
     /// The algorithm.
     pub algo: Algo,
+    /// Its name in messages.
+    pub name: &'static str,
+    /// What of the config beyond its own table it takes.
+    pub extras: Extras,
     build: BuildFn,
+    pub(crate) shape: fn(&TrainConfig) -> ActionShape,
+    pub(crate) fused_switch: fn(&TrainConfig) -> bool,
+    pub(crate) check: fn(&TrainConfig) -> Result<(), TrainError>,
     reproducible_side_by_side: fn(&TrainConfig, &NetworkSpec) -> bool,
 }
 
@@ -31,7 +39,12 @@ impl Registered {
     const fn of<L: Learner + 'static>() -> Self {
         Registered {
             algo: L::ALGO,
+            name: L::NAME,
+            extras: L::EXTRAS,
             build: build_boxed::<L>,
+            shape: L::shape,
+            fused_switch: L::fused_switch,
+            check: L::check,
             reproducible_side_by_side: L::reproducible_side_by_side,
         }
     }
@@ -51,6 +64,7 @@ pub fn registered(algo: Algo) -> Registered {
     match algo {
         Algo::Ppo => Registered::of::<PpoLearner>(),
         Algo::Ddqn => Registered::of::<DdqnLearner>(),
+        Algo::Sac => Registered::of::<SacLearner>(),
     }
 }
 
@@ -79,7 +93,7 @@ mod tests {
 
     #[test]
     fn every_algorithm_is_registered_under_its_own_name() {
-        for algo in [Algo::Ppo, Algo::Ddqn] {
+        for algo in [Algo::Ppo, Algo::Ddqn, Algo::Sac] {
             assert_eq!(registered(algo).algo, algo);
         }
     }

@@ -11,7 +11,8 @@ use rayon::prelude::*;
 
 use crate::normalize::RunningNorm;
 use crate::policy::{History, Policy, Sampled};
-use crate::task::{env_rng, Source, TrainEnv};
+use crate::task::{env_rng, TrainEnv};
+use serl_env::Source;
 
 /// What a rollout asks of a policy: one batched decision per step.
 pub trait Actor {

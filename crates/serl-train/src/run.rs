@@ -23,8 +23,9 @@ use crate::record::UpdateRecord;
 use crate::registry::build_learner;
 use crate::rollout::{EpisodeStat, VecEnv};
 use crate::rundir::{LoopState, RunDir};
-use crate::task::{Source, TrainEnv};
+use crate::task::TrainEnv;
 use crate::TrainError;
+use serl_env::Source;
 
 /// Scores a policy on held-out orders (greedy validation PA, bps).
 pub type Validator<'a> = Box<dyn Fn(&Policy) -> f64 + 'a>;

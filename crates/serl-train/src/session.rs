@@ -85,8 +85,8 @@ impl<'a> TrainSession<'a> {
     ) -> Self {
         let mut config = base.with_design(design);
         config.algo = algo;
-        if algo == Algo::Ddqn {
-            // DDQN's fractions cross: placement is learned by PPO.
+        if !crate::registry::registered(algo).extras.placements {
+            // Only PPO learns where its orders go; the others cross.
             config.placements.clear();
         }
         TrainSession {

@@ -13,23 +13,10 @@ use crate::policy::Pace;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 use serl_env::{
-    ChildOrder, DynamicEnv, EnvConfig, Episode, ExecutionOutcome, MarketConfig, MarketData,
-    ParentOrder, Placement, QueueState, Reward, StaticEnv, StepInfo, OBS_DIM,
+    ChildOrder, EnvConfig, Episode, ExecutionOutcome, ImaginedDays, MarketData, ParentOrder,
+    Placement, QueueState, Reward, Scenario, Source, StepInfo, TrainingDraw, Venue, OBS_DIM,
 };
-use serl_env::{Scenario, SessionView, ViewRef};
-
-/// Which environment a transition came from; the hybrid loss weighs the
-/// two kinds separately. Imagined days count as dynamic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// The historical replay (of the real day or an imagined one).
-    Static,
-    /// The dynamic market (plain or with an imagined scenario).
-    Dynamic,
-}
 
 /// An episodic environment the trainer can step.
 pub trait TrainEnv: Send {
@@ -112,24 +99,15 @@ pub trait TrainEnv: Send {
     }
 }
 
-/// Where an [`ExecutionEnv`]'s episodes play. Each reset opens an
-/// [`Episode`] there; everything after it goes through that one interface.
-#[derive(Debug, Clone)]
-pub enum TrainVenue {
-    /// The historical replay (of the real day, or an imagined one).
-    Static,
-    /// The dynamic market with this population (and scenario), simulated
-    /// with a seed drawn from the trainer's generator.
-    Dynamic(Box<MarketConfig>),
-}
-
 /// Real parent orders, one drawn at random per episode.
 pub struct ExecutionEnv<'a> {
     market: &'a MarketData,
     orders: &'a [ParentOrder],
     cfg: &'a EnvConfig,
     reward: Arc<dyn Reward>,
-    venue: TrainVenue,
+    /// Where its episodes play (static or dynamic, for the hybrid loss).
+    venue: Box<dyn Venue + Send>,
+    source: Source,
     /// The episode in play (none when the order's session is missing).
     episode: Option<Box<dyn Episode + 'a>>,
     /// The last finished episode's outcome.
@@ -140,38 +118,9 @@ pub struct ExecutionEnv<'a> {
     order: usize,
     team: Option<Team>,
     pace: Pace,
-    imagined_replay: Option<ImaginedReplay>,
+    imagined_replay: Option<ImaginedDays>,
     /// Where orders may go; empty: every order crosses.
     placements: Vec<Placement>,
-}
-
-/// Static episodes played on imagined days.
-pub(crate) struct ImaginedReplay {
-    pub share: f64,
-    pub scenarios: Vec<Scenario>,
-}
-
-impl ImaginedReplay {
-    /// The replay of `share` of the static episodes on days reshaped by
-    /// one of `scenarios`; none when nothing would be imagined.
-    pub fn new(share: f64, scenarios: &[Scenario]) -> Option<Self> {
-        (share > 0.0 && !scenarios.is_empty()).then(|| ImaginedReplay {
-            share,
-            scenarios: scenarios.to_vec(),
-        })
-    }
-
-    /// The day a static episode replays: one imagined from `view` with
-    /// probability `share`, else `view` itself.
-    pub fn view<'a>(this: Option<&Self>, view: &'a SessionView, rng: &mut SmallRng) -> ViewRef<'a> {
-        if let Some(r) = this {
-            if rng.random::<f64>() < r.share {
-                let s = &r.scenarios[rng.random_range(0..r.scenarios.len())];
-                return view.imagined(s).into();
-            }
-        }
-        ViewRef::Borrowed(view)
-    }
 }
 
 /// The multi-agent scenario inside one environment.
@@ -188,14 +137,18 @@ impl<'a> ExecutionEnv<'a> {
         orders: &'a [ParentOrder],
         cfg: &'a EnvConfig,
         reward: Arc<dyn Reward>,
-        venue: TrainVenue,
+        venue: Box<dyn Venue + Send>,
     ) -> Self {
+        let source = venue
+            .source()
+            .expect("a venue that trains: the static replay or the dynamic market");
         ExecutionEnv {
             market,
             orders,
             cfg,
             reward,
             venue,
+            source,
             episode: None,
             finished: None,
             last_step: None,
@@ -227,7 +180,7 @@ impl<'a> ExecutionEnv<'a> {
     /// Plays `share` of the static episodes on the real day reshaped by one
     /// of `scenarios`, drawn at random ([`serl_env::SessionView::imagined`]).
     pub fn with_imagined_replay(mut self, share: f64, scenarios: &[Scenario]) -> Self {
-        self.imagined_replay = ImaginedReplay::new(share, scenarios);
+        self.imagined_replay = ImaginedDays::new(share, scenarios);
         self
     }
 
@@ -287,10 +240,7 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
     }
 
     fn source(&self) -> Source {
-        match self.venue {
-            TrainVenue::Static => Source::Static,
-            TrainVenue::Dynamic(_) => Source::Dynamic,
-        }
+        self.source
     }
 
     fn reset(&mut self, rng: &mut SmallRng) {
@@ -306,24 +256,23 @@ impl<'a> TrainEnv for ExecutionEnv<'a> {
             self.episode = None;
             return;
         };
-        self.episode = Some(match &self.venue {
-            TrainVenue::Static => {
-                let day = ImaginedReplay::view(self.imagined_replay.as_ref(), view, rng);
-                Box::new(StaticEnv::new(day, o, self.cfg)) as Box<dyn Episode + 'a>
+        let peers: Vec<_> = match &self.team {
+            Some(team) => {
+                let side = if team.cfg.same_side {
+                    o.side
+                } else {
+                    o.side.opposite()
+                };
+                vec![(side, o.qty * team.cfg.peer_size); team.cfg.peers]
             }
-            TrainVenue::Dynamic(m) => {
-                let mut e = DynamicEnv::new(view, o, self.cfg, m, rng.random());
-                if let Some(team) = &self.team {
-                    let side = if team.cfg.same_side {
-                        o.side
-                    } else {
-                        o.side.opposite()
-                    };
-                    e.add_peers((0..team.cfg.peers).map(|_| (side, o.qty * team.cfg.peer_size)));
-                }
-                Box::new(e)
-            }
-        });
+            None => Vec::new(),
+        };
+        let draw = TrainingDraw {
+            rng,
+            imagined: self.imagined_replay.as_ref(),
+            peers: &peers,
+        };
+        self.episode = self.venue.open_training(view, o, self.cfg, draw);
         if let Some(channel) = self.team.as_mut().and_then(|t| t.channel.as_mut()) {
             channel.reset(self.episode.as_ref().map_or(1, |e| e.agents()));
         }

@@ -15,15 +15,15 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use serl_design::FeatureSet;
 use serl_env::{
-    team_orders, team_outcome, ChildOrder, DynamicEnv, DynamicTeam, EnvConfig, MarketData,
-    ParentOrder, Placement, QueueState, Reward, StaticTeam, StepInfo, TeamEpisode, TeamMode,
-    OBS_DIM,
+    team_orders, team_outcome, ChildOrder, EnvConfig, MarketData, ParentOrder, Placement,
+    QueueState, Reward, StepInfo, TeamEpisode, TeamMode, OBS_DIM,
 };
 use serl_expr::State;
 
 use crate::policy::Pace;
-use crate::task::{ImaginedReplay, Source, TrainEnv, TrainVenue};
+use crate::task::TrainEnv;
 use crate::team::{role_columns, Channel, TeamConfig, ROLE_NAMES};
+use serl_env::{ImaginedDays, Source, TrainingDraw, Venue};
 
 /// What each member of a team sees, made the same way wherever the team
 /// plays. Each call to [`TeamObserver::observe`] is one step: it advances
@@ -152,11 +152,13 @@ pub struct TeamEnv<'a> {
     orders: &'a [ParentOrder],
     cfg: &'a EnvConfig,
     reward: Arc<dyn Reward>,
-    venue: TrainVenue,
+    /// Where its episodes play (static or dynamic, for the hybrid loss).
+    venue: Box<dyn Venue + Send>,
+    source: Source,
     team: TeamConfig,
     pace: Pace,
     placements: Vec<Placement>,
-    imagined_replay: Option<ImaginedReplay>,
+    imagined_replay: Option<ImaginedDays>,
     episode: Option<Box<dyn TeamEpisode + 'a>>,
     parent: Option<ParentOrder>,
     observer: TeamObserver,
@@ -172,15 +174,19 @@ pub struct TeamEnv<'a> {
 impl<'a> TeamEnv<'a> {
     /// The team `tc.team` sets (its features, placements, pace and
     /// imagined replay too) over `orders` (all with a session in `market`),
-    /// rewarded by `reward`, playing at `venue`.
+    /// rewarded by `reward`, playing at `venue`. Panics when the venue
+    /// does not train (LOBSTER's replay).
     pub fn new(
         market: &'a MarketData,
         orders: &'a [ParentOrder],
         cfg: &'a EnvConfig,
         reward: Arc<dyn Reward>,
-        venue: TrainVenue,
+        venue: Box<dyn Venue + Send>,
         tc: &crate::TrainConfig,
     ) -> Self {
+        let source = venue
+            .source()
+            .expect("a venue that trains: the static replay or the dynamic market");
         let team = tc.team.clone().unwrap_or_default();
         let channel = team.communication.as_ref().map(Channel::new);
         let observer = TeamObserver::new(
@@ -198,9 +204,10 @@ impl<'a> TeamEnv<'a> {
             cfg,
             reward,
             venue,
+            source,
             pace: tc.pace(),
             placements: tc.placements.clone(),
-            imagined_replay: ImaginedReplay::new(imagination.replay_share, &imagination.scenarios),
+            imagined_replay: ImaginedDays::new(imagination.replay_share, &imagination.scenarios),
             episode: None,
             parent: None,
             current: vec![0.0; n * observer.obs_dim()],
@@ -248,10 +255,7 @@ impl<'a> TrainEnv for TeamEnv<'a> {
     }
 
     fn source(&self) -> Source {
-        match self.venue {
-            TrainVenue::Static => Source::Static,
-            TrainVenue::Dynamic(_) => Source::Dynamic,
-        }
+        self.source
     }
 
     fn agents(&self) -> usize {
@@ -266,25 +270,20 @@ impl<'a> TrainEnv for TeamEnv<'a> {
             return;
         };
         let members = team_orders(o, self.team.agents);
-        self.episode = Some(match &self.venue {
-            TrainVenue::Static => {
-                let day = ImaginedReplay::view(self.imagined_replay.as_ref(), view, rng);
-                let team = StaticTeam::new(day, &members, self.team.mode, self.cfg);
-                Box::new(team) as Box<dyn TeamEpisode + 'a>
-            }
-            TrainVenue::Dynamic(m) => {
-                let mode = self.team.mode;
-                let mut e = DynamicEnv::team(view, &members, self.cfg, m, rng.random(), mode);
-                let side = if self.team.same_side {
-                    o.side
-                } else {
-                    o.side.opposite()
-                };
-                let peer = o.qty * self.team.peer_size;
-                e.add_peers((0..self.team.peers).map(|_| (side, peer)));
-                Box::new(DynamicTeam::new(e))
-            }
-        });
+        let side = if self.team.same_side {
+            o.side
+        } else {
+            o.side.opposite()
+        };
+        let peers = vec![(side, o.qty * self.team.peer_size); self.team.peers];
+        let draw = TrainingDraw {
+            rng,
+            imagined: self.imagined_replay.as_ref(),
+            peers: &peers,
+        };
+        self.episode =
+            self.venue
+                .open_team_training(view, &members, self.team.mode, self.cfg, draw);
         self.parent = Some(o.clone());
         self.observer.reset(self.team.agents);
         self.refresh();

@@ -11,11 +11,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::run::initial_policy;
-use crate::{static_pa, train, ExecutionEnv, TrainConfig, TrainEnv, TrainSetup, TrainVenue};
+use crate::{static_pa, train, ExecutionEnv, TrainConfig, TrainEnv, TrainSetup};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serl_data::{DataConfig, Split};
 use serl_env::{generate_orders, DefaultReward, EnvConfig, MarketData, OrderConfig};
+use serl_env::{DynamicVenue, StaticVenue, Venue};
 
 /// The bundled LEAN sample, 30-minute decisions and the default reward.
 fn bundled() -> (
@@ -51,10 +52,13 @@ fn training_on_bundled_data_lowers_the_loss_and_beats_its_untrained_network() {
     let market = MarketData::new(&ds, &data_cfg);
     let envs: Vec<Box<dyn TrainEnv + '_>> = (0..8)
         .map(|i| {
-            let venue = if i < 7 {
-                TrainVenue::Static
+            let venue: Box<dyn Venue + Send> = if i < 7 {
+                Box::new(StaticVenue)
             } else {
-                TrainVenue::Dynamic(Box::default())
+                Box::new(DynamicVenue {
+                    market: Default::default(),
+                    seed: 0,
+                })
             };
             Box::new(ExecutionEnv::new(
                 &market,
@@ -119,7 +123,7 @@ fn a_replay_on_imagined_days_sees_the_scenario_drift_in_its_returns() {
             &orders,
             &env_cfg,
             reward.clone(),
-            TrainVenue::Static,
+            Box::new(StaticVenue),
         )
     };
     let rising = serl_env::Scenario {

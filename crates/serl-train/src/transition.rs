@@ -41,7 +41,7 @@ impl TransitionConfig {
         self.weight == 0.0
     }
 
-    pub(crate) fn check(&self, algo: crate::Algo) -> Result<(), TrainError> {
+    pub(crate) fn check(&self) -> Result<(), TrainError> {
         let bad = |message: String| {
             Err(TrainError::Config {
                 field: "transition.weight".into(),
@@ -50,9 +50,6 @@ impl TransitionConfig {
         };
         if !(0.0..=100.0).contains(&self.weight) {
             return bad(format!("{} is not in [0, 100]", self.weight));
-        }
-        if !self.is_off() && algo != crate::Algo::Ppo {
-            return bad("the transition head trains beside PPO's actor; DDQN has none".into());
         }
         Ok(())
     }

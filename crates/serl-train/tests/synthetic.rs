@@ -95,6 +95,28 @@ fn ddqn_reaches_ninety_percent_of_the_optimal_pa() {
     );
 }
 
+/// SAC's continuous share, squashed by tanh, learns to sell at the cap
+/// early when the price falls and to hold when it rises.
+#[test]
+fn sac_reaches_ninety_percent_of_the_optimal_pa() {
+    let mut cfg = TrainConfig {
+        algo: Algo::Sac,
+        total_steps: 16_000,
+        n_envs: 8,
+        ..Default::default()
+    };
+    cfg.ppo.n_steps = 64;
+    cfg.sac.gamma = 1.0;
+    cfg.sac.learning_starts = 500;
+    cfg.sac.learning_rate = 1e-3;
+    let share = trained_share_of_optimum(cfg);
+    assert!(
+        share >= 0.9,
+        "SAC reached {:.0}% of the optimum",
+        share * 100.0
+    );
+}
+
 /// A team of three sellers of the same drifting price: each works its own
 /// share with its own decisions, and all are paid the team's mean reward.
 struct DriftTeam {

@@ -319,49 +319,6 @@ fn a_larger_metaorder_moves_the_price_more_but_less_than_in_proportion() {
     );
 }
 
-/// DDQN's fused learner keeps its Adam moments and target network in the
-/// checkpoint, and a resumed run goes on from them.
-#[test]
-fn a_fused_ddqn_run_resumes_with_its_optimiser() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    let run_s = run.to_str().unwrap();
-    let o = serl(&[
-        "train",
-        "--algo",
-        "ddqn",
-        "--data",
-        "data/lean",
-        "--out",
-        run_s,
-        "--total-steps",
-        "4096",
-        "--decision-minutes",
-        "30",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let adam_steps = || {
-        let optim: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(run.join("checkpoint/fused-optim.json")).unwrap(),
-        )
-        .unwrap();
-        optim["time"].as_i64().unwrap()
-    };
-    assert!(run.join("checkpoint/target.bpk").exists());
-    let first = adam_steps();
-    assert!(first > 0, "no gradient step was taken");
-
-    let mut cfg = std::fs::read_to_string(run.join("train.toml")).unwrap();
-    cfg = cfg.replace("total_steps = 4096", "total_steps = 8192");
-    std::fs::write(run.join("train.toml"), cfg).unwrap();
-    let o = serl(&["train", "--resume", "--out", run_s]);
-    assert!(o.status.success(), "{}", text(&o));
-    // The replay buffer refills first, then Adam counts on from `first`.
-    assert!(adam_steps() > first, "the optimiser restarted on resume");
-    let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 4);
-}
-
 #[test]
 fn train_then_backtest_the_policy_and_resume_a_stopped_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -15,9 +15,8 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use serl_design::NetworkSpec;
 
-use super::{optimizer, train_step, DdqnConfig, DdqnStats, Replay};
+use super::{optimizer, train_step, DdqnConfig, DdqnStats};
 use crate::config::TrainConfig;
 use crate::fused::FusedDdqn;
 use crate::learner::{
@@ -25,10 +24,11 @@ use crate::learner::{
     wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{Head, QNetwork};
-use crate::policy::{epsilon_greedy, Algo, Model, Policy, PolicyMeta};
+use crate::policy::{epsilon_greedy, ActionShape, Algo, Model, Pace, Policy, PolicyMeta, Squash};
 use crate::record::UpdateRecord;
-use crate::task::Source;
+use crate::replay::Replay;
 use crate::TrainError;
+use serl_env::Source;
 
 /// DDQN's learner: the online and target Q-networks, the optimiser and
 /// the replay buffer. With the fused backend, `online` and `target`
@@ -173,11 +173,37 @@ impl DdqnLearner {
 
 impl Learner for DdqnLearner {
     const ALGO: Algo = Algo::Ddqn;
+    const NAME: &'static str = "DDQN";
     type Config = DdqnConfig;
     type Stats = DdqnUpdateStats;
 
     fn config(cfg: &TrainConfig) -> &DdqnConfig {
         &cfg.ddqn
+    }
+
+    /// One Q value per fraction of `[train.ddqn] actions`, picked whole
+    /// (nothing to squash).
+    fn shape(cfg: &TrainConfig) -> ActionShape {
+        ActionShape {
+            head: Head::Categorical(cfg.ddqn.actions.len()),
+            squash: Squash::Clip,
+            pace: Pace::Absolute,
+            discrete: cfg.ddqn.actions.clone(),
+        }
+    }
+
+    fn fused_switch(cfg: &TrainConfig) -> bool {
+        cfg.ddqn.fused
+    }
+
+    fn check(cfg: &TrainConfig) -> Result<(), TrainError> {
+        if cfg.ddqn.actions.len() < 2 {
+            return Err(TrainError::Config {
+                field: "ddqn.actions".into(),
+                message: "needs at least two actions".into(),
+            });
+        }
+        Ok(())
     }
 
     fn build(
@@ -192,7 +218,7 @@ impl Learner for DdqnLearner {
         let online = QNetwork::new(&meta.spec, meta.obs_dim, k, autodiff)?;
         let target = online.valid();
         let fused = cfg
-            .fused_backend_for(Algo::Ddqn, &meta.spec)
+            .fused_backend(cfg.ddqn.fused, &meta.spec)
             .then(|| FusedDdqn::new(&online, &target).map(Box::new))
             .flatten();
         Ok(DdqnLearner {
@@ -206,12 +232,6 @@ impl Learner for DdqnLearner {
             )),
             device: device.clone(),
         })
-    }
-
-    /// Only the fused backend: burn's autodiff sums in parallel in an
-    /// order that depends on what else the machine runs.
-    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool {
-        cfg.fused_backend_for(Algo::Ddqn, network)
     }
 
     fn update(&mut self, cfg: &TrainConfig, mut x: Experience) -> DdqnUpdateStats {

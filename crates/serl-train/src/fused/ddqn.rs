@@ -9,9 +9,10 @@ use rand::rngs::SmallRng;
 
 use super::adam::AdamState;
 use super::mlp::{Activations, Mlp};
-use crate::ddqn::{DdqnConfig, DdqnStats, Replay};
+use crate::ddqn::{DdqnConfig, DdqnStats};
 use crate::hybrid::LossWeights;
 use crate::net::QNetwork;
+use crate::replay::Replay;
 
 /// A DDQN learner's networks and optimiser, without autodiff.
 #[derive(Debug, Clone)]
@@ -148,7 +149,7 @@ mod tests {
     use serl_design::{Activation, BlockSpec, NetworkSpec};
 
     use super::*;
-    use crate::task::Source;
+    use serl_env::Source;
 
     const OBS: usize = 5;
     const ACTIONS: usize = 4;

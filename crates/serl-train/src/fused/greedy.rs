@@ -11,18 +11,18 @@
 use rand::rngs::SmallRng;
 
 use super::mlp::{Activations, Mlp};
-use crate::policy::{
-    epsilon_greedy, sample_actor_critic, Algo, Model, Policy, PolicyMeta, Sampled,
-};
+use crate::policy::{epsilon_greedy, sample_actor_critic, Model, Policy, PolicyMeta, Sampled};
 use crate::tensors::floats1;
 
-/// The network a greedy decision needs: PPO's actor or DDQN's Q-network.
+/// The network a greedy decision needs: an actor-critic's actor or a
+/// Q-network.
 #[derive(Debug, Clone)]
 pub(crate) struct GreedyNet {
     net: Mlp,
-    /// PPO's log standard deviation (a greedy decision takes the mean, so
-    /// it only fills [`Sampled::log_prob`]).
-    log_std: f64,
+    /// The actor's log standard deviation (a greedy decision takes the
+    /// mean, so it only fills [`Sampled::log_prob`]); `None` for a
+    /// Q-network.
+    log_std: Option<f64>,
 }
 
 impl GreedyNet {
@@ -32,11 +32,11 @@ impl GreedyNet {
         match model {
             Model::Ppo(m) => Some(GreedyNet {
                 net: Mlp::from_burn(&m.actor, &m.policy_head)?,
-                log_std: floats1(m.log_std.val()).first().copied().unwrap_or(0.0) as f64,
+                log_std: Some(floats1(m.log_std.val()).first().copied().unwrap_or(0.0) as f64),
             }),
             Model::Ddqn(q) => Some(GreedyNet {
                 net: Mlp::from_burn(&q.trunk, &q.head)?,
-                log_std: 0.0,
+                log_std: None,
             }),
         }
     }
@@ -53,12 +53,12 @@ impl GreedyNet {
     ) -> Vec<Sampled> {
         self.net.forward(rows, n, &mut acts.0);
         let out = acts.0.outputs.last().map_or(&[][..], Vec::as_slice);
-        match meta.algo {
-            Algo::Ppo => {
+        match self.log_std {
+            Some(log_std) => {
                 acts.1.resize(n, 0.0);
-                sample_actor_critic(meta, out, &acts.1, self.log_std, n, false, rng)
+                sample_actor_critic(meta, out, &acts.1, log_std, n, false, rng)
             }
-            Algo::Ddqn => epsilon_greedy(meta, out, n, false, 0.0, rng),
+            None => epsilon_greedy(meta, out, n, false, 0.0, rng),
         }
     }
 }

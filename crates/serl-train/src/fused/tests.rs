@@ -12,8 +12,8 @@ use super::*;
 use crate::net::Block;
 use crate::normalize::RunningNorm;
 use crate::policy::{Algo, Squash};
-use crate::task::Source;
 use crate::tensors::floats;
+use serl_env::Source;
 
 const OBS: usize = 5;
 
@@ -562,18 +562,15 @@ fn greedy_decisions_through_the_fused_network_are_burns() {
             (s.clone(), Algo::Ppo, Head::Gaussian),
             (s.clone(), Algo::Ppo, Head::Categorical(3)),
             (s.clone(), Algo::Ddqn, Head::Categorical(3)),
+            (s.clone(), Algo::Sac, Head::Gaussian),
         ]
     }) {
         let mut m = meta(head, spec);
         m.algo = algo;
-        let model = match algo {
-            Algo::Ppo => crate::policy::Model::Ppo(
-                ActorCritic::new(&m.spec, m.obs_dim, head, &device).expect("a valid spec"),
-            ),
-            Algo::Ddqn => crate::policy::Model::Ddqn(
-                crate::net::QNetwork::new(&m.spec, m.obs_dim, 3, &device).expect("a valid spec"),
-            ),
-        };
+        if algo == Algo::Sac {
+            m.squash = Squash::Tanh;
+        }
+        let model = crate::policy::Model::build(&m, &device).expect("a valid spec");
         let net = GreedyNet::new(&model).expect("every block is fused");
         let policy = crate::policy::Policy {
             meta: m.clone(),

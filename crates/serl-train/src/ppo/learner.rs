@@ -13,7 +13,6 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
-use serl_design::NetworkSpec;
 
 use super::{optimizer, update, PpoConfig, PpoStats};
 use crate::align::{clone_policy, AlignmentConfig, Demonstrations};
@@ -21,10 +20,10 @@ use crate::config::TrainConfig;
 use crate::fused::FusedPpo;
 use crate::learner::{
     restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
-    wrong_algorithm, Experience, Learner, UpdateStats,
+    wrong_algorithm, Experience, Extras, Learner, UpdateStats,
 };
-use crate::net::ActorCritic;
-use crate::policy::{Algo, Model, Policy, PolicyMeta};
+use crate::net::{ActorCritic, Head};
+use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::rollout::collect;
 use crate::TrainError;
@@ -81,11 +80,38 @@ impl UpdateStats for PpoUpdateStats {
 
 impl Learner for PpoLearner {
     const ALGO: Algo = Algo::Ppo;
+    const NAME: &'static str = "PPO";
+    const EXTRAS: Extras = Extras {
+        placements: true,
+        team: true,
+        alignment: true,
+        transition: true,
+    };
     type Config = PpoConfig;
     type Stats = PpoUpdateStats;
 
     fn config(cfg: &TrainConfig) -> &PpoConfig {
         &cfg.ppo
+    }
+
+    /// A Gaussian or a categorical head as `[train.ppo]` says; a placing
+    /// policy picks a share and a placement at once (every pair a
+    /// category).
+    fn shape(cfg: &TrainConfig) -> ActionShape {
+        let head = match cfg.ppo.head() {
+            Head::Categorical(k) => Head::Categorical(k * cfg.placements.len().max(1)),
+            gaussian => gaussian,
+        };
+        ActionShape {
+            head,
+            squash: cfg.ppo.squash,
+            pace: cfg.ppo.pace,
+            discrete: cfg.ppo.discrete.clone(),
+        }
+    }
+
+    fn fused_switch(cfg: &TrainConfig) -> bool {
+        cfg.ppo.fused
     }
 
     fn build(
@@ -122,12 +148,6 @@ impl Learner for PpoLearner {
             optim,
             backend,
         })
-    }
-
-    /// Only the fused backend: burn's autodiff sums in parallel in an
-    /// order that depends on what else the machine runs.
-    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool {
-        cfg.fused_backend_for(Algo::Ppo, network)
     }
 
     fn update(&mut self, cfg: &TrainConfig, x: Experience) -> PpoUpdateStats {

@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::Cluster;
 use serl_evolve::{Ablation, Event, EvolveConfig, OnEvent};
-use serl_study::evolve::{EvolveRequest, Prepared, Study};
+use serl_study::evolve::{EvolveHooks, EvolveRequest, EvolveRun};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::RunKind;
 use serl_study::{EvolveFile, StudyData};
@@ -160,38 +160,10 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         new_run: a.resume.is_none(),
         replay_from: a.replay_from.clone(),
     };
-    let t0 = std::time::Instant::now();
-    let Prepared {
-        prompts_dir,
-        prompts,
-        data,
-        cluster,
-        designer,
-    } = serl_study::evolve::prepare(&out, &cfg, &request, &warn)?;
-    let designer_name = designer.name();
-    say_start(&designer_name, &data, &out, cluster.as_ref());
-    let study = Study {
-        cfg: &cfg,
-        data: &data,
-        open_test: a.open_test,
-        cluster: cluster.as_ref(),
-        prompts_dir: &prompts_dir,
-        shown: &shown,
+    let confirming = confirm::Spinner::default();
+    let say_start = |designer: &str, data: &StudyData, cluster: Option<&Cluster>| {
+        say_start(designer, data, &out, cluster)
     };
-    let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, &out)?;
-    let main_secs = t0.elapsed().as_secs_f64();
-    if let Some(l) = outcome.lockbox.as_ref().filter(|l| l.sealed()) {
-        print_lines(&outcome.evidence.lines());
-        println!(
-            "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
-            outcome.best.key,
-            outcome.best.selection_score().unwrap_or(0.0),
-            l.sealed_at,
-            out.join("lockbox.json").display(),
-            out.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
     let starting = |ablation: Ablation, name: &str| {
         eprintln!(
             "ablation {}: {} ({name})",
@@ -199,25 +171,42 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
             ablation.describe()
         )
     };
-    let ablations = study.ablations((&outcome, main_secs), &out, &starting)?;
-    if !ablations.is_empty() {
-        eprint!("{}", serl_evolve::ablation_table(&ablations));
+    let hooks = EvolveHooks {
+        warn: &warn,
+        starting: &say_start,
+        shown: &shown,
+        ablation: &starting,
+        confirm_step: &|step| confirming.show(step),
+    };
+    let run = serl_study::evolve::run(&out, &cfg, &request, &hooks);
+    confirming.clear();
+    let EvolveRun {
+        outcome,
+        main_secs,
+        finished,
+        ..
+    } = run?;
+    let Some(finished) = finished else {
+        if let Some(l) = outcome.lockbox.as_ref() {
+            print_lines(&outcome.evidence.lines());
+            println!(
+                "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
+                outcome.best.key,
+                outcome.best.selection_score().unwrap_or(0.0),
+                l.sealed_at,
+                out.join("lockbox.json").display(),
+                out.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    if !finished.ablations.is_empty() {
+        eprint!("{}", serl_evolve::ablation_table(&finished.ablations));
     }
-    let (report, provenance) = study.report(&out, &outcome, &designer_name, &ablations)?;
-    show::summaries(&report);
+    show::summaries(&finished.report);
     print_hierarchy(&outcome.hierarchy);
-    if request.confirming() {
-        let best = outcome.best.design.as_ref();
-        let c = serl_study::confirm::Confirming {
-            cfg: &cfg,
-            data: &data,
-            best: best.expect("the best candidate has a design"),
-            run_dir: &out,
-            cluster: cluster.as_ref(),
-            seeds: a.seeds,
-            walk_forward: a.walk_forward.then_some(&cfg.walk_forward),
-        };
-        confirm::run(c, provenance)?;
+    if let Some(c) = &finished.confirmation {
+        confirm::print(c, &out);
     }
     // The recommendation first, then the chosen design and its verdict.
     print_lines(&outcome.evidence.lines());
@@ -228,7 +217,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         resume::took(main_secs, outcome.wall_secs),
         out.join("report.html").display()
     );
-    if let Some(v) = serl_evolve::verdict(&outcome, &report) {
+    if let Some(v) = serl_evolve::verdict(&outcome, &finished.report) {
         println!("verdict:");
         for line in v.lines() {
             println!("  {line}");

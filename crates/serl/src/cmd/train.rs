@@ -37,7 +37,7 @@ pub struct TrainArgs {
     /// first (a folder serl did not write is refused even so).
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
-    /// The learner: PPO or DDQN for one agent; MAPPO (a centralised
+    /// The learner: PPO, DDQN or SAC for one agent; MAPPO (a centralised
     /// critic) or independent PPO for a team (`--agents N`).
     #[arg(long, value_enum)]
     pub algo: Option<AlgoChoice>,
@@ -87,6 +87,8 @@ pub struct TrainArgs {
 pub enum AlgoChoice {
     Ppo,
     Ddqn,
+    /// Soft actor-critic: a continuous share, off-policy.
+    Sac,
     /// A team sharing one policy, with a centralised critic.
     Mappo,
     /// A team sharing one policy, each agent's critic its own.
@@ -137,6 +139,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         algo: a.algo.map(|l| match l {
             AlgoChoice::Ppo => Learner::Ppo,
             AlgoChoice::Ddqn => Learner::Ddqn,
+            AlgoChoice::Sac => Learner::Sac,
             AlgoChoice::Mappo => Learner::Mappo,
             AlgoChoice::Ippo => Learner::Ippo,
         }),
@@ -186,29 +189,16 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
     };
-    let runs = (a.seeds, a.walk_forward);
-    serl_study::train::check_run_dir(&a.out, a.resume, runs)?;
-    let ds = serl_study::data::load_data(&data_path, &cfg.data, &warn)?;
-    if a.walk_forward {
-        return walk_forward::run(&cfg, (&ds, &data_path), &a.out, a.resume);
+    if a.walk_forward || a.seeds > 1 {
+        return train_many(&a, &cfg, &data_path);
     }
-    let (train_orders, val_orders) = serl_study::train::orders(&ds, &cfg, &data_path)?;
-    let market = serl_study::data::market_data(&ds, &cfg.data);
-    eprintln!(
-        "{} train orders, {} validation orders over {} symbols; {} environments ({} dynamic)",
-        train_orders.len(),
-        val_orders.len(),
-        ds.symbols().len(),
-        cfg.train.n_envs,
-        cfg.train.dynamic_envs()
-    );
-    serl_study::train::write_config(&a.out, &cfg, a.resume, a.total_steps)?;
-    let orders = (&train_orders[..], &val_orders[..]);
-    if a.seeds > 1 {
-        return train_seeds(&a, &cfg, &market, orders, &data_path);
-    }
-    let hooks = hooks();
-    let out = serl_study::train::train_one(&cfg, &market, orders, &a.out, a.resume, &hooks)?;
+    let request = serl_study::train::RunRequest {
+        out: &a.out,
+        resume: a.resume,
+        total_steps: a.total_steps,
+    };
+    let loaded = |l: &serl_study::train::Loaded| say_loaded(l, &cfg.train);
+    let out = serl_study::train::run(&cfg, &request, &hooks(), &warn, &loaded)?;
     print!("{}", serl_train::updates_table(&out.records));
     println!(
         "{} environment steps in {:.1}s; best validation PA {}; report: {}",
@@ -233,6 +223,39 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The orders and environments a training is about to use.
+fn say_loaded(l: &serl_study::train::Loaded, train: &TrainConfig) {
+    eprintln!(
+        "{} train orders, {} validation orders over {} symbols; {} environments ({} dynamic)",
+        l.train_orders,
+        l.val_orders,
+        l.symbols,
+        train.n_envs,
+        train.dynamic_envs()
+    );
+}
+
+/// `--walk-forward` and `--seeds N`: several trainings over one load of
+/// the data.
+fn train_many(a: &TrainArgs, cfg: &TrainFile, data_path: &Path) -> Result<ExitCode> {
+    serl_study::train::check_run_dir(&a.out, a.resume, (a.seeds, a.walk_forward))?;
+    let ds = serl_study::data::load_data(data_path, &cfg.data, &warn)?;
+    if a.walk_forward {
+        return walk_forward::run(cfg, (&ds, data_path), &a.out, a.resume);
+    }
+    let (train_orders, val_orders) = serl_study::train::orders(&ds, cfg, data_path)?;
+    let market = serl_study::data::market_data(&ds, &cfg.data);
+    let loaded = serl_study::train::Loaded {
+        train_orders: train_orders.len(),
+        val_orders: val_orders.len(),
+        symbols: ds.symbols().len(),
+    };
+    say_loaded(&loaded, &cfg.train);
+    serl_study::train::write_config(&a.out, cfg, a.resume, a.total_steps)?;
+    let orders = (&train_orders[..], &val_orders[..]);
+    train_seeds(a, cfg, &market, orders, data_path)
 }
 
 /// What to say when a signal stops `serl train`: how to go on, once the
