@@ -28,6 +28,7 @@ pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Alg
 /// on a fold trains on the other folds' days and is scored on its own
 /// ([`crate::fold`]), unpaired.
 pub(crate) fn score(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
+    let _span = tracing::info_span!("candidate", label = job.key.as_str()).entered();
     let Some(fold) = job.fold else {
         return score_on(inputs, job);
     };
@@ -58,6 +59,7 @@ fn score_on(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
         0,
     )?;
     let train_secs = t.elapsed().as_secs_f64();
+    let _validating = tracing::info_span!("validation").entered();
     let t = Instant::now();
     let terms = Arc::new(TermRecorder::new(&design.reward));
     // The plan's reward variables read as in training.

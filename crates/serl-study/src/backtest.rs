@@ -78,6 +78,7 @@ pub fn replay_factories(
     lobster: Option<&LobsterVenue>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<OrderResult>> {
+    let _span = tracing::info_span!("backtest", orders = orders.len()).entered();
     let reward = cfg.env.default_reward();
     let dynamic = DynamicVenue {
         market: cfg.market.clone(),

@@ -398,6 +398,9 @@ pub fn run(
     hooks: &EvolveHooks,
 ) -> Result<EvolveRun> {
     let t0 = std::time::Instant::now();
+    let _run = tracing::info_span!("evolve").entered();
+    let span = |stage: &str| tracing::info_span!("phase", label = stage).entered();
+    let preparing = span("prepare");
     let Prepared {
         prompts_dir,
         prompts,
@@ -405,6 +408,7 @@ pub fn run(
         cluster,
         designer,
     } = prepare(out, cfg, req, hooks.warn)?;
+    drop(preparing);
     let designer_name = designer.name();
     (hooks.starting)(&designer_name, &data, cluster.as_ref());
     let study = Study {
@@ -415,7 +419,9 @@ pub fn run(
         prompts_dir: &prompts_dir,
         shown: hooks.shown,
     };
+    let looping = span("loop");
     let outcome = study.evolve(cfg.evolve.clone(), designer, prompts, out)?;
+    drop(looping);
     let main_secs = t0.elapsed().as_secs_f64();
     let mut run = EvolveRun {
         outcome,
@@ -426,8 +432,14 @@ pub fn run(
     if run.outcome.lockbox.as_ref().is_some_and(|l| l.sealed()) {
         return Ok(run);
     }
-    let ablations = study.ablations((&run.outcome, main_secs), out, hooks.ablation)?;
-    let (report, provenance) = study.report(out, &run.outcome, &run.designer, &ablations)?;
+    let ablations = {
+        let _s = span("ablations");
+        study.ablations((&run.outcome, main_secs), out, hooks.ablation)?
+    };
+    let (report, provenance) = {
+        let _s = span("report");
+        study.report(out, &run.outcome, &run.designer, &ablations)?
+    };
     let confirmation = match run.outcome.best.design.as_ref() {
         Some(best) if req.confirming() => {
             let c = crate::confirm::Confirming {
@@ -439,6 +451,7 @@ pub fn run(
                 seeds: req.seeds,
                 walk_forward: req.walk_forward.then_some(&cfg.walk_forward),
             };
+            let _s = span("confirmation");
             Some(crate::confirm::confirm(c, provenance, hooks.confirm_step)?)
         }
         _ => None,

@@ -214,7 +214,9 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let mut best: Option<Policy> = None;
     let mut profile = TrainProfile::default();
     let (t_run, secs_before) = (Instant::now(), state.secs);
+    let _training = tracing::info_span!("training", algo = ?cfg.algo).entered();
     for update in state.update..total_updates {
+        let _update = tracing::info_span!("update", update).entered();
         let t0 = Instant::now();
         let mut rng = update_rng(cfg.seed, update);
         meta.norm = norm.clone();

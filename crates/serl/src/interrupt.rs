@@ -113,5 +113,6 @@ fn stop(sig: i32) -> ! {
     let hint = HINT.get().map(|h| h()).unwrap_or_default();
     eprintln!("\ninterrupted: {hint}");
     release();
+    crate::trace::finish();
     std::process::exit(128 + sig)
 }

@@ -13,6 +13,7 @@ mod cmd;
 mod interrupt;
 mod progress;
 mod show;
+mod trace;
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +22,11 @@ mod show;
     about = "LLM-designed reinforcement learning for order execution (SE-RL)"
 )]
 struct Cli {
+    /// Write a trace of the run to FILE (Chrome trace-event JSON, for
+    /// Perfetto or chrome://tracing): its stages, candidates, trainings
+    /// and updates on a timeline, a row per thread.
+    #[arg(long, global = true, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,7 +50,7 @@ enum Command {
     /// The designing model learns from its runs: count pairs, fine-tune.
     #[command(subcommand)]
     Llm(cmd::llm::LlmCommand),
-    /// Train a PPO or DDQN execution policy in the hybrid environment.
+    /// Train a PPO, DDQN or SAC execution policy in the hybrid environment.
     Train(cmd::train::TrainArgs),
     /// Simulate a real symbol-day in the multi-agent market and check it.
     Simulate(cmd::simulate::SimulateArgs),
@@ -61,15 +67,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SERL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(colour_logs())
-        .init();
     let cli = Cli::parse();
+    if let Err(e) = trace::init(cli.trace.as_deref(), colour_logs()) {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Data(c) => cmd::data::run(c),
         Command::Lob(c) => cmd::lob::run(c),
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Run(c) => cmd::run::run(c),
     };
     interrupt::release();
+    trace::finish();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! the folder records the command's kind, and `serl run check` checks
 //! every kind; long work shows progress in a log too; a config copied
 //! away from its data and prompts says where it looked and leaves nothing
-//! behind.
+//! behind; `--trace FILE` writes any command's timeline.
 
 mod common;
 
@@ -172,4 +172,73 @@ fn every_reference_to_a_readme_section_names_one_that_exists() {
         }
     }
     assert!(checked > 0, "no reference found: the test reads nothing");
+}
+
+/// `--trace FILE` writes a trace in the Chrome trace-event format (what
+/// Perfetto and chrome://tracing open): every slice that begins ends, on
+/// its own thread, in time order, and the training's phases are there.
+#[test]
+fn trace_writes_the_runs_timeline_as_trace_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let o = serl(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "train",
+        "--data",
+        "data/lean",
+        "--total-steps",
+        "2048",
+        "--decision-minutes",
+        "30",
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let events: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let mut open: std::collections::HashMap<u64, Vec<String>> = Default::default();
+    let mut last_ts: std::collections::HashMap<u64, f64> = Default::default();
+    let mut names = std::collections::BTreeSet::new();
+    for e in &events {
+        let (ph, tid) = (e["ph"].as_str().unwrap(), e["tid"].as_u64().unwrap());
+        let name = e["name"].as_str().unwrap().to_string();
+        if ph == "M" {
+            continue;
+        }
+        let ts = e["ts"].as_f64().unwrap();
+        assert!(ts >= last_ts.get(&tid).copied().unwrap_or(0.0), "{e}");
+        last_ts.insert(tid, ts);
+        match ph {
+            "B" => open.entry(tid).or_default().push(name.clone()),
+            "E" => assert_eq!(
+                open.get_mut(&tid).and_then(Vec::pop),
+                Some(name.clone()),
+                "{e}"
+            ),
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+        names.insert(name);
+    }
+    assert!(
+        open.values().all(Vec::is_empty),
+        "slices left open: {open:?}"
+    );
+    for name in ["load", "training", "update"] {
+        assert!(names.contains(name), "{name} not in {names:?}");
+    }
+
+    let o = serl(&[
+        "--trace",
+        "/nonexistent/dir/t.json",
+        "data",
+        "inspect",
+        "data/lean",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("--trace /nonexistent/dir/t.json: cannot write the trace there"),
+        "{}",
+        text(&o)
+    );
 }

@@ -1,0 +1,104 @@
+//! The log lines on stderr (`SERL_LOG`), and `--trace FILE`: a trace of
+//! the run in the Chrome trace-event format, which Perfetto
+//! (ui.perfetto.dev) and `chrome://tracing` open. The libraries open
+//! `tracing` spans at INFO for what takes time (an evolve run's stages,
+//! each candidate, each training and its updates, a backtest); the trace
+//! draws each as a slice on its thread's row, named by its `label` field
+//! where it has one (the stage, the candidate's key) and else by its name.
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::{Context as _, Result};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id};
+use tracing::{Level, Subscriber};
+use tracing_chrome::{ChromeLayerBuilder, EventOrSpan, FlushGuard};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{filter, EnvFilter, Layer};
+
+/// A span's `label` field, kept with the span for the trace's names.
+struct Label(String);
+
+/// Reads the `label` field of new spans into their extensions.
+struct Labels;
+
+struct LabelField(Option<String>);
+
+impl Visit for LabelField {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "label" {
+            self.0 = Some(value.to_string());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        if field.name() == "label" {
+            self.0 = Some(format!("{value:?}"));
+        }
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Labels {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut label = LabelField(None);
+        attrs.record(&mut label);
+        if let (Some(text), Some(span)) = (label.0, ctx.span(id)) {
+            span.extensions_mut().insert(Label(text));
+        }
+    }
+}
+
+/// Only serl's own spans at INFO and above go into a trace.
+fn serl_span(meta: &tracing::Metadata<'_>) -> bool {
+    meta.is_span() && meta.target().starts_with("serl") && *meta.level() <= Level::INFO
+}
+
+/// The trace's writer, held until the command ends ([`finish`]).
+static GUARD: Mutex<Option<FlushGuard>> = Mutex::new(None);
+
+/// Writes out the trace, if one is being written: at the command's end,
+/// and before a signal stops it.
+pub fn finish() {
+    let guard = GUARD.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(guard);
+}
+
+/// Sets up the log lines, and the trace into `trace` when given (until
+/// [`finish`]).
+pub fn init(trace: Option<&Path>, colour: bool) -> Result<()> {
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .with_filter(
+            EnvFilter::try_from_env("SERL_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        );
+    let Some(path) = trace else {
+        tracing_subscriber::registry().with(logs).init();
+        return Ok(());
+    };
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--trace {}: cannot write the trace there", path.display()))?;
+    let (chrome, guard) = ChromeLayerBuilder::new()
+        .writer(std::io::BufWriter::new(file))
+        .include_args(true)
+        .include_locations(false)
+        .name_fn(Box::new(|e| match e {
+            EventOrSpan::Span(s) => s
+                .extensions()
+                .get::<Label>()
+                .map_or_else(|| s.name().to_string(), |l| l.0.clone()),
+            EventOrSpan::Event(ev) => ev.metadata().name().to_string(),
+        }))
+        .build();
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(Labels.with_filter(filter::filter_fn(serl_span)))
+        .with(chrome.with_filter(filter::filter_fn(serl_span)))
+        .init();
+    *GUARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
+    Ok(())
+}
