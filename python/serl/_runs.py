@@ -178,7 +178,7 @@ def _options(**kw: Any) -> str:
     """The run's options as the native side reads them (paths as text,
     unset ones left out)."""
     return json.dumps(
-        {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if v not in (None, False)}
+        {k: (str(v) if isinstance(v, Path) else v) for k, v in kw.items() if v is not None and v is not False}
     )
 
 

@@ -270,6 +270,16 @@ impl EvolveConfig {
         if !self.baselines.contains(&Algo::Ppo) {
             return Err("evolve.baselines must include \"ppo\": the verdict weighs the best design against plain PPO".into());
         }
+        if let Some(twice) =
+            (1..self.baselines.len()).find(|&i| self.baselines[..i].contains(&self.baselines[i]))
+        {
+            return Err(format!(
+                "evolve.baselines names \"{}\" twice: each learner retrains the plain design once",
+                serl_train::registered(self.baselines[twice])
+                    .name
+                    .to_lowercase()
+            ));
+        }
         if !(0.0..=1.0).contains(&self.instruction_replay) {
             return Err(format!(
                 "evolve.instruction_replay is {}; give a probability in [0, 1]",

@@ -110,11 +110,17 @@ fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
         switch: None,
     };
     match cfg.train.learning_team() {
+        // Plain PPO right after the best design whatever the config's
+        // order: it is the verdict's reference (`plain_final`).
         None => std::iter::once(job("serl-best", best, Algo::Ppo, None))
-            .chain(cfg.baselines.iter().map(|&algo| {
-                let name = format!("{}-default", registered(algo).name.to_lowercase());
-                job(&name, &plain, algo, None)
-            }))
+            .chain(
+                std::iter::once(Algo::Ppo)
+                    .chain(cfg.baselines.iter().copied().filter(|&a| a != Algo::Ppo))
+                    .map(|algo| {
+                        let name = format!("{}-default", registered(algo).name.to_lowercase());
+                        job(&name, &plain, algo, None)
+                    }),
+            )
             .collect(),
         Some(_) => vec![
             job("serl-best", best, Algo::Ppo, None),

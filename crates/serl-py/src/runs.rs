@@ -92,6 +92,9 @@ pub fn run_train(py: Python<'_>, out: PathBuf, options: &str) -> PyResult<String
     };
     let command = format!("python: serl.run_train(out={})", out.display());
     let summary = py.detach(|| -> Result<String, Fail> {
+        // As the binary: a run already in `out` is named before the config.
+        serl_study::rundir::check_out(&out, RunKind::Train, OutRule::from_flags(false, resume))
+            .map_err(fail)?;
         let cfg = serl_study::train_overrides::resolve(&request).map_err(fail)?;
         let _lock = claim(&out, RunKind::Train, resume, &command)?;
         let hooks = TrainingHooks {
@@ -139,6 +142,8 @@ pub fn run_evolve(py: Python<'_>, out: PathBuf, options: &str) -> PyResult<Strin
     };
     let command = format!("python: serl.run_evolve(out={})", out.display());
     let summary = py.detach(|| -> Result<String, Fail> {
+        serl_study::rundir::check_out(&out, RunKind::Evolve, OutRule::from_flags(false, resume))
+            .map_err(fail)?;
         let start = if resume {
             EvolveStart::Resume(&out)
         } else {
@@ -164,6 +169,7 @@ pub fn run_evolve(py: Python<'_>, out: PathBuf, options: &str) -> PyResult<Strin
             starting: &|_, _, _| {},
             shown: &quiet,
             ablation: &|_, _| {},
+            reported: &|_, _, _| {},
             confirm_step: &|_| {},
         };
         let run = serl_study::evolve::run(&out, &cfg, &request, &hooks).map_err(fail)?;

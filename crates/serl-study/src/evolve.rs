@@ -360,6 +360,9 @@ pub struct EvolveHooks<'a> {
     pub shown: &'a Shown<'a>,
     /// An ablation is about to run, with its designer's name.
     pub ablation: &'a dyn Fn(Ablation, &str),
+    /// The report is written (the outcome, the ablations' rows, the
+    /// report), before any confirmation runs.
+    pub reported: &'a dyn Fn(&EvolveOutcome, &[AblationRow], &ReportData),
     /// A step of the confirmation (`--seeds`, `--walk-forward`).
     pub confirm_step: &'a (dyn Fn(ConfirmStep) + Sync),
 }
@@ -440,7 +443,11 @@ pub fn run(
         let _s = span("report");
         study.report(out, &run.outcome, &run.designer, &ablations)?
     };
+    (hooks.reported)(&run.outcome, &ablations, &report);
     let confirmation = match run.outcome.best.design.as_ref() {
+        None if req.confirming() => {
+            bail!("--seeds and --walk-forward confirm the best design, and this run has none")
+        }
         Some(best) if req.confirming() => {
             let c = crate::confirm::Confirming {
                 cfg,

@@ -44,7 +44,6 @@ impl Replay {
         self.len
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
         obs: &[f32],

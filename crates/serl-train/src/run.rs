@@ -18,6 +18,7 @@ use crate::config::TrainConfig;
 use crate::critic::CriticHook;
 use crate::hybrid::LossWeights;
 use crate::learner::{AnyLearner, Experience};
+use crate::normalize::RunningNorm;
 use crate::policy::{Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::registry::build_learner;
@@ -170,6 +171,24 @@ fn seeded_learner(
     Ok((device, ad, meta, learner))
 }
 
+/// The environments stepped together, seeded for the update a run starts
+/// (or resumes) at, with the centralised critic's rows for a MAPPO policy.
+fn vec_env<'a>(
+    envs: Vec<Box<dyn TrainEnv + 'a>>,
+    cfg: &TrainConfig,
+    meta: &PolicyMeta,
+    update: usize,
+    norm: &mut RunningNorm,
+) -> VecEnv<'a> {
+    let env_seed = cfg.seed ^ (update as u64).wrapping_mul(0xA24B_AED4_963E_E407);
+    let venv = VecEnv::new(envs, env_seed, meta.spec.window, norm, true);
+    if meta.joint_critic_width().is_some() {
+        venv.with_joint_critic()
+    } else {
+        venv
+    }
+}
+
 /// Trains a policy. With a run directory, writes metrics, checkpoints and
 /// the report there; with `resume`, continues from its checkpoint.
 pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
@@ -190,16 +209,10 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
         Some(dir) => dir.start(&cfg).map(|_| (fresh_state(&cfg), Vec::new()))?,
         None => (fresh_state(&cfg), Vec::new()),
     };
-    if let Some(h) = reward_critic.as_mut() {
-        h.resume(&records);
-    }
+    reward_critic.iter_mut().for_each(|h| h.resume(&records));
     let (total_updates, _) = cfg.planned();
     let mut norm = meta.norm.clone();
-    let env_seed = cfg.seed ^ (state.update as u64).wrapping_mul(0xA24B_AED4_963E_E407);
-    let mut venv = VecEnv::new(envs, env_seed, meta.spec.window, &mut norm, true);
-    if meta.joint_critic_width().is_some() {
-        venv = venv.with_joint_critic();
-    }
+    let mut venv = vec_env(envs, &cfg, &meta, state.update, &mut norm);
     let alignment = match (&cfg.plan, state.update) {
         (Some(plan), 0) if !cfg.alignment.is_off() => Some(align(
             &cfg,

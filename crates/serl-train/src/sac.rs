@@ -29,6 +29,9 @@ use crate::replay::{Replay, ReplaySample};
 use crate::TrainError;
 
 pub(crate) mod learner;
+
+/// The bounds of the actor's log standard deviation.
+const LOG_STD: (f32, f32) = (-5.0, 2.0);
 #[cfg(test)]
 mod tests;
 
@@ -101,10 +104,26 @@ impl SacConfig {
                 "buffer, batch_size and gradient_steps must be at least 1".into(),
             );
         }
-        for (f, v) in [("learning_rate", self.learning_rate), ("tau", self.tau)] {
-            if !(v > 0.0 && v <= 1.0) {
-                return bad(f, format!("{v} is not in (0, 1]"));
-            }
+        if !(self.learning_rate > 0.0 && self.learning_rate < 1.0) {
+            return bad(
+                "learning_rate",
+                format!("{} is not in (0, 1)", self.learning_rate),
+            );
+        }
+        if !(self.tau > 0.0 && self.tau <= 1.0) {
+            return bad("tau", format!("{} is not in (0, 1]", self.tau));
+        }
+        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
+            return bad(
+                "max_grad_norm",
+                format!("{} is not positive", self.max_grad_norm),
+            );
+        }
+        if !self.target_entropy.is_finite() {
+            return bad(
+                "target_entropy",
+                format!("{} is not a number of nats", self.target_entropy),
+            );
         }
         if !(0.0..=1.0).contains(&self.gamma) {
             return bad("gamma", format!("{} is not in [0, 1]", self.gamma));
@@ -174,12 +193,12 @@ impl TwinQ {
 /// What one SAC gradient step reports.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct SacStats {
-    /// The minimised critic loss (the twin Q and V losses), α·L_static +
+    /// The critics' loss (the twin Qs' and V's), α·L_static +
     /// β·L_dynamic.
     pub loss: f64,
-    /// Its static samples' mean (`None` without any).
+    /// Its static samples' mean (`None` without any): what moves α.
     pub loss_static: Option<f64>,
-    /// Its dynamic samples' mean (`None` without any).
+    /// Its dynamic samples' mean (`None` without any): what moves β.
     pub loss_dynamic: Option<f64>,
     /// The actor's loss, E[τ·log π − min Q].
     pub policy_loss: f64,
@@ -247,7 +266,7 @@ pub(crate) fn squashed_sample(
     let b = eps.dims()[0];
     let ln_2pi = (2.0 * std::f32::consts::PI).ln();
     let mean = model.policy(x).reshape([b]);
-    let log_std = model.log_std.val().clamp(-5.0, 2.0).expand([b]);
+    let log_std = model.log_std.val().clamp(LOG_STD.0, LOG_STD.1).expand([b]);
     let u = mean + log_std.clone().exp() * eps.clone();
     let a = u.tanh();
     // log N(u) − log(1 − tanh²u): the change of variables of the squash.
@@ -371,7 +390,9 @@ pub(crate) fn train_step(
     let targets = Targets { q: &y, v: None };
     let l = losses(&st.model, &st.twin, &s, targets, &eps, tau);
     let scalar = |t: Tensor<1>| t.into_scalar::<f32>() as f64;
-    let (q_loss, q_static, q_dynamic) = hybrid(l.q, &s, weights);
+    let (critics, critics_static, critics_dynamic) =
+        hybrid(l.q.clone().detach() + l.value.clone().detach(), &s, weights);
+    let (q_loss, _, _) = hybrid(l.q, &s, weights);
     let (actor_value, _, _) = hybrid(l.actor.clone() + l.value.clone(), &s, weights);
     // One backward pass: the Q loss reaches only the twins' weights; the
     // actor's loss reads the twins through a copy without gradients, so it
@@ -380,18 +401,24 @@ pub(crate) fn train_step(
     let twin_grads = GradientsParams::from_module(&mut grads, &st.twin);
     let model_grads = GradientsParams::from_module(&mut grads, &st.model);
     let twin = st.twin_optim.step(cfg.learning_rate, st.twin, twin_grads);
-    let model = st
+    let mut model = st
         .model_optim
         .step(cfg.learning_rate, st.model, model_grads);
+    // Held where the loss reads it: past a bound the clamp passes no
+    // gradient back, and sampling (`policy.rs`) reads the parameter itself.
+    // A fresh leaf: the clamp must not join the next step's graph.
+    model.log_std = model
+        .log_std
+        .map(|t| t.clamp(LOG_STD.0, LOG_STD.1).detach().require_grad());
     let mean_log_prob = scalar(l.log_prob.mean());
     st.temperature
         .step(mean_log_prob, cfg.target_entropy, cfg.learning_rate);
     polyak(st.target, &model, cfg.tau);
     let (n_s, n_d, _, _) = s.source_weights(weights);
     let stats = SacStats {
-        loss: scalar(q_loss.detach()) + scalar(l.value.clone().detach().mean()),
-        loss_static: (n_s > 0.0).then(|| scalar(q_static)),
-        loss_dynamic: (n_d > 0.0).then(|| scalar(q_dynamic)),
+        loss: scalar(critics),
+        loss_static: (n_s > 0.0).then(|| scalar(critics_static)),
+        loss_dynamic: (n_d > 0.0).then(|| scalar(critics_dynamic)),
         policy_loss: scalar(l.actor.detach().mean()),
         value_loss: scalar(l.value.detach().mean()),
         entropy: -mean_log_prob,

@@ -83,7 +83,10 @@ pub fn init(trace: Option<&Path>, colour: bool) -> Result<()> {
     let file = std::fs::File::create(path)
         .with_context(|| format!("--trace {}: cannot write the trace there", path.display()))?;
     let (chrome, guard) = ChromeLayerBuilder::new()
-        .writer(std::io::BufWriter::new(file))
+        // Unbuffered: each event is on disk once written, so a command
+        // stopped by a signal or a panic leaves its trace up to then (the
+        // format lets the closing bracket be missing).
+        .writer(file)
         .include_args(true)
         .include_locations(false)
         .name_fn(Box::new(|e| match e {

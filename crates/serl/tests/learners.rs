@@ -107,7 +107,9 @@ fn sac_trains_checkpoints_resumes_and_backtests() {
 }
 
 /// `[evolve] baselines` adds SAC beside plain PPO: it retrains on the
-/// plain design as `sac-default` and takes its row in the report.
+/// plain design as `sac-default` and takes its row in the report, while
+/// plain PPO stays the verdict's reference whatever the list's order; a
+/// list without PPO, or with a learner twice, is refused by name.
 #[test]
 fn sac_is_a_baseline_of_evolve() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +117,7 @@ fn sac_is_a_baseline_of_evolve() {
     let text_cfg = std::fs::read_to_string(&cfg).unwrap();
     let with_sac = text_cfg.replace(
         "lockbox = false",
-        "lockbox = false\nbaselines = [\"ppo\", \"sac\"]",
+        "lockbox = false\nbaselines = [\"sac\", \"ppo\"]",
     );
     assert_ne!(with_sac, text_cfg, "the shipped config changed");
     std::fs::write(&cfg, with_sac).unwrap();
@@ -133,24 +135,32 @@ fn sac_is_a_baseline_of_evolve() {
     assert!(!run.join("final/ddqn-default").exists());
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("sac-default"), "{report}");
+    let evidence: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("evidence.json")).unwrap()).unwrap();
+    assert_eq!(evidence["plain_final"], "ppo-default");
 
-    let bad = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("[\"ppo\", \"sac\"]", "[\"sac\"]");
-    std::fs::write(&cfg, bad).unwrap();
-    let o = serl(&[
-        "evolve",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        dir.path().join("bad").to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        text(&o).contains("evolve.baselines must include \"ppo\""),
-        "{}",
-        text(&o)
-    );
+    for (list, says) in [
+        ("[\"sac\"]", "evolve.baselines must include \"ppo\""),
+        (
+            "[\"ppo\", \"sac\", \"sac\"]",
+            "evolve.baselines names \"sac\" twice",
+        ),
+    ] {
+        let bad = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("[\"sac\", \"ppo\"]", list);
+        let bad_cfg = dir.path().join("bad.toml");
+        std::fs::write(&bad_cfg, bad).unwrap();
+        let o = serl(&[
+            "evolve",
+            "--config",
+            bad_cfg.to_str().unwrap(),
+            "--out",
+            dir.path().join("bad").to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        assert!(text(&o).contains(says), "{}", text(&o));
+    }
 }
 
 /// A PPO and a DDQN policy and a training config as the release before SAC

@@ -110,8 +110,8 @@ const TWIN_OPTIMIZER: &str = "twin-optim.bin";
 impl SacLearner {
     /// One decision of every environment: samples the policy, stores the
     /// transitions (the squashed action in (-1, 1)), then takes the
-    /// gradient steps once the buffer holds enough. `env_steps` is
-    /// counted on.
+    /// gradient steps once the buffer holds enough (whose length, not a
+    /// count of steps, says when learning starts).
     fn step(&mut self, d: &SacConfig, x: &mut Experience, sources: &[Source], sums: &mut Sums) {
         let n = x.venv.len();
         let width = x.meta.obs_dim * x.meta.spec.window;

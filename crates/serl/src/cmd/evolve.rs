@@ -12,7 +12,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::Cluster;
-use serl_evolve::{Ablation, Event, EvolveConfig, OnEvent};
+use serl_eval::ReportData;
+use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent};
 use serl_study::evolve::{EvolveHooks, EvolveRequest, EvolveRun};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::RunKind;
@@ -171,11 +172,19 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
             ablation.describe()
         )
     };
+    let reported = |outcome: &EvolveOutcome, ablations: &[AblationRow], report: &ReportData| {
+        if !ablations.is_empty() {
+            eprint!("{}", serl_evolve::ablation_table(ablations));
+        }
+        show::summaries(report);
+        print_hierarchy(&outcome.hierarchy);
+    };
     let hooks = EvolveHooks {
         warn: &warn,
         starting: &say_start,
         shown: &shown,
         ablation: &starting,
+        reported: &reported,
         confirm_step: &|step| confirming.show(step),
     };
     let run = serl_study::evolve::run(&out, &cfg, &request, &hooks);
@@ -200,11 +209,6 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    if !finished.ablations.is_empty() {
-        eprint!("{}", serl_evolve::ablation_table(&finished.ablations));
-    }
-    show::summaries(&finished.report);
-    print_hierarchy(&outcome.hierarchy);
     if let Some(c) = &finished.confirmation {
         confirm::print(c, &out);
     }
