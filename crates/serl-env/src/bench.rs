@@ -255,7 +255,7 @@ fn dynamic_rates(
             let v = md
                 .get(&o.symbol, o.date)
                 .expect("session of a generated order");
-            n += run_dynamic(&mut Twap, v, o, &five, &market, reward, o.id, false).steps as u64;
+            n += run_dynamic(&mut Twap, v, o, &five, (&market, o.id), reward, false).steps as u64;
         }
         rates.push(n as f64 / t.elapsed().as_secs_f64());
     }

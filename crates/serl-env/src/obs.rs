@@ -92,18 +92,37 @@ pub struct BookPicture {
     pub ask_size: [f64; LEVELS],
 }
 
-/// Writes the observation into `out` (length [`OBS_DIM`]).
-#[allow(clippy::too_many_arguments)]
-pub fn write_obs(
-    out: &mut [f32],
-    time_left: f64,
-    inventory_left: f64,
-    book: &BookPicture,
-    returns_bps: &[f64; RETURNS],
-    last_volume: f64,
-    spread_bps: f64,
-    avg_minute_volume: f64,
-) {
+/// What an observation is made of, before scaling: both venues fill one
+/// in and [`write_obs`] writes it.
+#[derive(Debug, Clone)]
+pub struct MarketNow<'a> {
+    /// The share of the episode's time left, in [0, 1].
+    pub time_left: f64,
+    /// The share of the order left to trade, in [0, 1].
+    pub inventory_left: f64,
+    /// The book's first levels.
+    pub book: &'a BookPicture,
+    /// The returns over each horizon, bps, signed for the order's side.
+    pub returns_bps: &'a [f64; RETURNS],
+    /// The last minute's volume, shares.
+    pub last_volume: f64,
+    /// The spread, bps.
+    pub spread_bps: f64,
+    /// The session's mean volume a minute, shares (the volumes' scale).
+    pub avg_minute_volume: f64,
+}
+
+/// Writes the observation of `now` into `out` (length [`OBS_DIM`]).
+pub fn write_obs(out: &mut [f32], now: &MarketNow) {
+    let MarketNow {
+        time_left,
+        inventory_left,
+        book,
+        returns_bps,
+        last_volume,
+        spread_bps,
+        avg_minute_volume,
+    } = *now;
     let v = avg_minute_volume.max(1.0);
     out[0] = time_left as f32;
     out[1] = inventory_left as f32;

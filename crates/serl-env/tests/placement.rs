@@ -268,6 +268,6 @@ fn a_session_with_its_real_order_flow_gives_the_dynamic_market_its_sizes_and_dep
     // And it trades: an episode runs in that market.
     let env_cfg = env(Terminal::ForceLiquidate, FillModel::default());
     let mut post = Post(Placement::Passive { ticks: 0 });
-    let out = run_dynamic(&mut post, view, o, &env_cfg, &base, &reward(), 3, false);
+    let out = run_dynamic(&mut post, view, o, &env_cfg, (&base, 3), &reward(), false);
     assert!(out.filled > 0.0, "{out:?}");
 }

@@ -353,9 +353,8 @@ fn dynamic_episodes_stepped_side_by_side_match_single_episodes() {
             v,
             o,
             &env,
-            &market,
+            (&market, o.id),
             &reward(),
-            o.id,
             false,
         );
         let together = e.outcome(one.reward, Vec::new());

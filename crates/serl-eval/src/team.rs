@@ -53,18 +53,15 @@ pub struct TeamResult {
     pub score: f64,
 }
 
-/// Runs every team strategy on every parent order at every venue, each
-/// order worked by `agents` members as `mode` says, in parallel. Orders
-/// whose session is missing, and venues that cannot hold a team, are
-/// skipped.
-#[allow(clippy::too_many_arguments)]
+/// Runs every team strategy on every parent order of `market` at every
+/// venue, each order worked by `agents` members as `mode` says, in
+/// parallel. Orders whose session is missing, and venues that cannot hold
+/// a team, are skipped.
 pub fn run_team_backtest(
-    market: &MarketData,
-    orders: &[ParentOrder],
+    (market, orders): (&MarketData, &[ParentOrder]),
     teams: &[TeamFactory],
     venues: &[&dyn Venue],
-    agents: usize,
-    mode: TeamMode,
+    (agents, mode): (usize, TeamMode),
     cfg: &EnvConfig,
     reward: &dyn Reward,
     progress: &(dyn Fn(u64) + Sync),

@@ -50,12 +50,10 @@ fn play(
 ) -> Vec<TeamResult> {
     let (agents, mode) = shape(policy);
     run_team_backtest(
-        scoring.market,
-        orders,
+        (scoring.market, orders),
         teams,
         venues,
-        agents,
-        mode,
+        (agents, mode),
         scoring.env_cfg,
         reward,
         &|_| {},

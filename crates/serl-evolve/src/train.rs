@@ -71,14 +71,9 @@ pub(crate) fn train_design(
         Vec::new()
     };
     let mut session = TrainSession::for_design(
-        &inputs.cfg.train,
-        d,
-        algo,
-        inputs.market,
-        inputs.env_cfg,
-        inputs.market_cfg,
-        inputs.train_orders,
-        &val_orders,
+        (&inputs.cfg.train, d, algo),
+        (inputs.market, inputs.env_cfg, inputs.market_cfg),
+        (inputs.train_orders, &val_orders),
     );
     session.config.total_steps = steps;
     session.config.seed = seed;

@@ -345,7 +345,13 @@ fn play(
 ) -> Result<(Vec<TeamResult>, Vec<OrderResult>)> {
     let reward = cfg.env.default_reward();
     let results = run_team_backtest(
-        market, orders, factories, venues, agents, mode, &cfg.env, &reward, progress,
+        (market, orders),
+        factories,
+        venues,
+        (agents, mode),
+        &cfg.env,
+        &reward,
+        progress,
     );
     let alone_factories: Vec<StrategyFactory> = baselines
         .iter()

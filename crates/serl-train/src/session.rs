@@ -71,17 +71,12 @@ impl TrainConfig {
 impl<'a> TrainSession<'a> {
     /// The session that trains `design` with `algo`: `base` with the
     /// design's modules ([`TrainConfig::with_design`]), its reward program,
-    /// and its profiled population in place of `population`.
-    #[allow(clippy::too_many_arguments)]
+    /// and its profiled population in place of `population`, on `market`
+    /// (the bars, the environment's settings) and the orders.
     pub fn for_design(
-        base: &TrainConfig,
-        design: &Design,
-        algo: Algo,
-        market: &'a MarketData,
-        env: &'a EnvConfig,
-        population: &MarketConfig,
-        train_orders: &'a [ParentOrder],
-        val_orders: &'a [ParentOrder],
+        (base, design, algo): (&TrainConfig, &Design, Algo),
+        (market, env, population): (&'a MarketData, &'a EnvConfig, &MarketConfig),
+        (train_orders, val_orders): (&'a [ParentOrder], &'a [ParentOrder]),
     ) -> Self {
         let mut config = base.with_design(design);
         config.algo = algo;

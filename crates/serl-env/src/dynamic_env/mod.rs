@@ -20,7 +20,7 @@ use crate::episode::{
     play, step_info, step_minutes, unfilled_charge, Decision, Episode, ExecutionOutcome, Progress,
     StepFills, Strategy,
 };
-use crate::obs::{write_obs, BookPicture, LEVELS, RETURNS, RETURN_HORIZONS};
+use crate::obs::{write_obs, BookPicture, MarketNow, LEVELS, RETURNS, RETURN_HORIZONS};
 use crate::order::{OrderSide, ParentOrder};
 use crate::placement::{ChildOrder, FillLedger};
 use crate::reward::{Reward, StepInfo};
@@ -409,17 +409,48 @@ impl<'a> DynamicEnv<'a> {
     /// `inventory_left` of its order still to trade.
     fn observe_holding(&self, side: OrderSide, inventory_left: f64, out: &mut [f32]) {
         let (from, _) = self.step_minutes(self.step.min(self.steps.saturating_sub(1)));
-        observe(
-            &self.sim,
-            self.view,
-            from,
-            self.view.open_minute,
-            self.step,
-            self.steps,
-            side.sign(),
+        let tick = self.sim.tick();
+        let mid = self
+            .sim
+            .mid_price()
+            .unwrap_or(self.view.price.first().copied().unwrap_or(1.0));
+        let mut b = BookPicture::default();
+        for (k, l) in self.sim.book.levels(Side::Bid).take(LEVELS).enumerate() {
+            b.bid_bps[k] = (l.price as f64 * tick / mid - 1.0) * 1e4;
+            b.bid_size[k] = l.qty as f64;
+        }
+        for (k, l) in self.sim.book.levels(Side::Ask).take(LEVELS).enumerate() {
+            b.ask_bps[k] = (l.price as f64 * tick / mid - 1.0) * 1e4;
+            b.ask_size[k] = l.qty as f64;
+        }
+        let stats = self.sim.stats();
+        let m = (from - self.view.open_minute) as usize;
+        let mut rets = [0.0; RETURNS];
+        if m >= 2 {
+            let c = stats.mid[m - 1];
+            for (r, h) in rets.iter_mut().zip(RETURN_HORIZONS) {
+                let a = stats.mid[(m - 1).saturating_sub(h)];
+                if a > 0.0 && c > 0.0 {
+                    *r = side.sign() * (c / a).ln() * 1e4;
+                }
+            }
+        }
+        let spread = self
+            .sim
+            .book
+            .spread()
+            .map_or(self.view.spread_bps, |s| s as f64 * tick / mid * 1e4);
+        let last_volume = if m >= 1 { stats.volume[m - 1] } else { 0.0 };
+        let now = MarketNow {
+            time_left: 1.0 - self.step as f64 / self.steps.max(1) as f64,
             inventory_left,
-            out,
-        );
+            book: &b,
+            returns_bps: &rets,
+            last_volume,
+            spread_bps: spread,
+            avg_minute_volume: self.view.avg_minute_volume,
+        };
+        write_obs(out, &now);
     }
 
     /// What each desk sets out to do this step: the share it wants and
@@ -665,73 +696,18 @@ impl Episode for DynamicEnv<'_> {
     }
 }
 
-/// Runs one episode of `strategy` in the dynamic market.
-#[allow(clippy::too_many_arguments)]
+/// Runs one episode of `strategy` in the dynamic market: `day` is the
+/// simulated day, its population and its seed.
 pub fn run_dynamic(
     strategy: &mut dyn Strategy,
     view: &SessionView,
     order: &ParentOrder,
     cfg: &EnvConfig,
-    market: &MarketConfig,
+    (market, seed): (&MarketConfig, u64),
     reward: &dyn Reward,
-    seed: u64,
     record_path: bool,
 ) -> ExecutionOutcome {
     strategy.reset(view, order, cfg);
     let mut episode = DynamicEnv::new(view, order, cfg, market, seed);
     play(&mut episode, strategy, reward, record_path)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn observe(
-    sim: &Simulator,
-    view: &SessionView,
-    from: u16,
-    open: u16,
-    step: usize,
-    steps: usize,
-    side_sign: f64,
-    inv: f64,
-    out: &mut [f32],
-) {
-    let tick = sim.tick();
-    let mid = sim
-        .mid_price()
-        .unwrap_or(view.price.first().copied().unwrap_or(1.0));
-    let mut b = BookPicture::default();
-    for (k, l) in sim.book.levels(Side::Bid).take(LEVELS).enumerate() {
-        b.bid_bps[k] = (l.price as f64 * tick / mid - 1.0) * 1e4;
-        b.bid_size[k] = l.qty as f64;
-    }
-    for (k, l) in sim.book.levels(Side::Ask).take(LEVELS).enumerate() {
-        b.ask_bps[k] = (l.price as f64 * tick / mid - 1.0) * 1e4;
-        b.ask_size[k] = l.qty as f64;
-    }
-    let stats = sim.stats();
-    let m = (from - open) as usize;
-    let mut rets = [0.0; RETURNS];
-    if m >= 2 {
-        let c = stats.mid[m - 1];
-        for (r, h) in rets.iter_mut().zip(RETURN_HORIZONS) {
-            let a = stats.mid[(m - 1).saturating_sub(h)];
-            if a > 0.0 && c > 0.0 {
-                *r = side_sign * (c / a).ln() * 1e4;
-            }
-        }
-    }
-    let spread = sim
-        .book
-        .spread()
-        .map_or(view.spread_bps, |s| s as f64 * tick / mid * 1e4);
-    let last_volume = if m >= 1 { stats.volume[m - 1] } else { 0.0 };
-    write_obs(
-        out,
-        1.0 - step as f64 / steps.max(1) as f64,
-        inv,
-        &b,
-        &rets,
-        last_volume,
-        spread,
-        view.avg_minute_volume,
-    );
 }

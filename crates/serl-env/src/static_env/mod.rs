@@ -15,7 +15,7 @@ use crate::episode::{
     StepFills, Strategy,
 };
 use crate::lobster_queue::LobsterDay;
-use crate::obs::{write_obs, BookPicture, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
+use crate::obs::{write_obs, BookPicture, MarketNow, LEVELS, OBS_DIM, RETURNS, RETURN_HORIZONS};
 use crate::order::ParentOrder;
 use crate::placement::{ChildOrder, FillLedger, QueueState};
 use crate::reward::{Reward, StepInfo};
@@ -234,16 +234,16 @@ impl Episode for StaticEnv<'_> {
             *r = self.sign * v.ret_bps[next.saturating_sub(h)..next].iter().sum::<f64>();
         }
         let time_left = 1.0 - self.step as f64 / self.steps.max(1) as f64;
-        write_obs(
-            out,
+        let now = MarketNow {
             time_left,
-            self.remaining / self.order.qty,
-            &book,
-            &rets,
-            last.map_or(0.0, |i| v.volume[i]),
-            spread,
-            v.avg_minute_volume,
-        );
+            inventory_left: self.remaining / self.order.qty,
+            book: &book,
+            returns_bps: &rets,
+            last_volume: last.map_or(0.0, |i| v.volume[i]),
+            spread_bps: spread,
+            avg_minute_volume: v.avg_minute_volume,
+        };
+        write_obs(out, &now);
     }
 
     fn decision<'b>(&'b self, obs: &'b [f32]) -> Decision<'b> {

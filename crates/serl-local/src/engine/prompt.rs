@@ -71,7 +71,7 @@ impl PromptAttention<'_> {
                 for h in 0..self.heads {
                     let (k, v) = &widened[h / (self.heads / self.kv_heads)];
                     let q = &qkv[t0 * row + h * d..];
-                    self.block(t0, rows, (q, row), (k, v, first), scores, out, h * d);
+                    self.block((t0, rows), (q, row), (k, v, first), scores, (out, h * d));
                 }
             },
         );
@@ -86,16 +86,13 @@ impl PromptAttention<'_> {
     /// `stride` apart), `k` and `v` the head's widened cache from position
     /// `first`; the result goes to `out` at column `col` of rows `q_dim`
     /// wide.
-    #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
-        t0: usize,
-        rows: usize,
+        (t0, rows): (usize, usize),
         (q, stride): (&[f32], usize),
         (k, v, first): (&[f32], &[f32], usize),
         scores: &mut Vec<f32>,
-        out: &mut [f32],
-        col: usize,
+        (out, col): (&mut [f32], usize),
     ) {
         let d = self.head_dim;
         let q_dim = out.len() / rows;

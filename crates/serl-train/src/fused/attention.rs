@@ -88,7 +88,7 @@ fn linear(
     out: &mut Vec<f32>,
 ) {
     out.resize(rows * d, 0.0);
-    gemm(rows, fan_in, d, input, false, w, false, out);
+    gemm([rows, fan_in, d], (input, false), (w, false), out);
     for row in out.chunks_exact_mut(d) {
         for (o, b) in row.iter_mut().zip(b) {
             *o += b;
@@ -182,18 +182,15 @@ fn attend(s: &AttentionShape, n: usize, tr: &mut AttentionTrace) {
 
 /// `g[0] = inputᵀ·delta`, `g[1] = Σ delta` (a linear layer's weights and
 /// bias) and, with `below`, `below = delta·Wᵀ` (added when `add`).
-#[allow(clippy::too_many_arguments)]
 fn linear_backward(
-    rows: usize,
-    fan_in: usize,
-    d: usize,
+    [rows, fan_in, d]: [usize; 3],
     input: &[f32],
     w: &[f32],
     delta: &[f32],
     g: &mut [Vec<f32>],
     below: Option<(&mut Vec<f32>, bool)>,
 ) {
-    gemm(fan_in, rows, d, input, true, delta, false, &mut g[0]);
+    gemm([fan_in, rows, d], (input, true), (delta, false), &mut g[0]);
     g[1].fill(0.0);
     for row in delta.chunks_exact(d) {
         for (g, v) in g[1].iter_mut().zip(row) {
@@ -202,7 +199,7 @@ fn linear_backward(
     }
     if let Some((below, add)) = below {
         let mut product = vec![0.0; rows * fan_in];
-        gemm(rows, d, fan_in, delta, false, w, true, &mut product);
+        gemm([rows, d, fan_in], (delta, false), (w, true), &mut product);
         if add {
             below.iter_mut().zip(&product).for_each(|(b, p)| *b += p);
         } else {
@@ -238,9 +235,7 @@ pub(super) fn backward(
     let d_out = std::mem::take(&mut tr.d_out);
     let mut d_context = std::mem::take(&mut tr.d_context);
     linear_backward(
-        rows,
-        d,
-        d,
+        [rows, d, d],
         &tr.context,
         &t[8],
         &d_out,
@@ -252,9 +247,7 @@ pub(super) fn backward(
     attend_backward(s, n, tr);
     let mut d_embedded = std::mem::take(&mut tr.d_embedded);
     linear_backward(
-        rows,
-        d,
-        d,
+        [rows, d, d],
         &tr.embedded,
         &t[2],
         &tr.d_q,
@@ -262,9 +255,7 @@ pub(super) fn backward(
         Some((&mut d_embedded, false)),
     );
     linear_backward(
-        rows,
-        d,
-        d,
+        [rows, d, d],
         &tr.embedded,
         &t[4],
         &tr.d_k,
@@ -272,9 +263,7 @@ pub(super) fn backward(
         Some((&mut d_embedded, true)),
     );
     linear_backward(
-        rows,
-        d,
-        d,
+        [rows, d, d],
         &tr.embedded,
         &t[6],
         &tr.d_v,
@@ -282,9 +271,7 @@ pub(super) fn backward(
         Some((&mut d_embedded, true)),
     );
     linear_backward(
-        rows,
-        TOKEN,
-        d,
+        [rows, TOKEN, d],
         &tr.tokens,
         &t[0],
         &d_embedded,

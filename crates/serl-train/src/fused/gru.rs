@@ -44,7 +44,7 @@ pub(super) struct GruTrace {
 /// `out = x·W + b` for `rows` rows.
 fn affine(rows: usize, fan_in: usize, x: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
     let fan_out = b.len();
-    gemm(rows, fan_in, fan_out, x, false, w, false, out);
+    gemm([rows, fan_in, fan_out], (x, false), (w, false), out);
     for row in out.chunks_exact_mut(fan_out) {
         for (v, b) in row.iter_mut().zip(b) {
             *v += b;
@@ -152,13 +152,9 @@ pub(super) fn backward(
         let at = k * step..(k + 1) * step;
         for (sums, gi) in [(&d_update, 0), (&d_reset, 1), (&d_hidden_new, 2)] {
             gemm(
-                n,
-                hd,
-                hd,
-                &sums[at.clone()],
-                false,
-                &t[4 * gi + 2],
-                true,
+                [n, hd, hd],
+                (&sums[at.clone()], false),
+                (&t[4 * gi + 2], true),
                 &mut through,
             );
             for (a, b) in dh.iter_mut().zip(&through) {
@@ -176,24 +172,16 @@ pub(super) fn backward(
     .enumerate()
     {
         gemm(
-            d,
-            rows,
-            hd,
-            &tr.inputs,
-            true,
-            input_sums,
-            false,
+            [d, rows, hd],
+            (&tr.inputs, true),
+            (input_sums, false),
             &mut g[4 * gi],
         );
         column_sums(input_sums, hd, &mut g[4 * gi + 1]);
         gemm(
-            hd,
-            rows,
-            hd,
-            &tr.before,
-            true,
-            hidden_sums,
-            false,
+            [hd, rows, hd],
+            (&tr.before, true),
+            (hidden_sums, false),
             &mut g[4 * gi + 2],
         );
         column_sums(hidden_sums, hd, &mut g[4 * gi + 3]);

@@ -10,38 +10,29 @@
 /// result is the same to the bit on any number of cores.
 const THREADED_PRODUCT: usize = 1 << 23;
 
-/// `c = a·b` for row-major matrices, `a` being `m × k` (stored `k × m`
-/// when `ta`) and `b` being `k × n` (stored `n × k` when `tb`).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gemm(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[f32],
-    ta: bool,
-    b: &[f32],
-    tb: bool,
-    c: &mut [f32],
-) {
+/// A matrix operand of [`gemm`]: its values, row-major, and whether they
+/// are stored transposed.
+pub(super) type Operand<'a> = (&'a [f32], bool);
+
+/// `c = a·b` for row-major matrices of dimensions `[m, k, n]`: `a` is
+/// `m × k` (stored `k × m` when transposed) and `b` is `k × n` (stored
+/// `n × k` when transposed).
+pub(super) fn gemm(dims: [usize; 3], a: Operand, b: Operand, c: &mut [f32]) {
+    let [m, k, n] = dims;
     let threads = if m.saturating_mul(k).saturating_mul(n) >= THREADED_PRODUCT {
         gemm::Parallelism::Rayon(0)
     } else {
         gemm::Parallelism::None
     };
-    gemm_on(threads, m, k, n, a, ta, b, tb, c)
+    gemm_on(threads, dims, a, b, c)
 }
 
 /// [`gemm`] with the threads given.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn gemm_on(
     threads: gemm::Parallelism,
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[f32],
-    ta: bool,
-    b: &[f32],
-    tb: bool,
+    [m, k, n]: [usize; 3],
+    (a, ta): Operand,
+    (b, tb): Operand,
     c: &mut [f32],
 ) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);

@@ -240,7 +240,7 @@ impl Mlp {
                     fan_out,
                     activation,
                 } => {
-                    gemm(n, fan_in, fan_out, input, false, &t[0], false, out);
+                    gemm([n, fan_in, fan_out], (input, false), (&t[0], false), out);
                     activate(out, &t[1], activation, &mut acts.pre[l]);
                 }
                 Layer::Norm { width } => layer_norm_forward(
@@ -258,9 +258,9 @@ impl Mlp {
                 Layer::Residual { width, activation } => {
                     let h = &mut acts.hidden[l];
                     h.resize(n * width, 0.0);
-                    gemm(n, width, width, input, false, &t[0], false, h);
+                    gemm([n, width, width], (input, false), (&t[0], false), h);
                     activate(h, &t[1], activation, &mut acts.pre[l]);
-                    gemm(n, width, width, h, false, &t[2], false, out);
+                    gemm([n, width, width], (h, false), (&t[2], false), out);
                     for (row, x) in out.chunks_exact_mut(width).zip(input.chunks_exact(width)) {
                         for ((o, b), x) in row.iter_mut().zip(&t[3]).zip(x) {
                             *o += b + x;
@@ -309,7 +309,7 @@ impl Mlp {
                     activation,
                 } => {
                     activation_backward(delta, &outputs[l], &pre[l], activation);
-                    dense_backward(fan_in, fan_out, n, input, &t[0], delta, g, below);
+                    dense_backward([fan_in, fan_out, n], input, &t[0], delta, g, below);
                 }
                 // The first layer: nothing below it takes a gradient.
                 Layer::Gru(shape) => gru::backward(shape, t, n, gru, delta, g),
@@ -331,9 +331,9 @@ impl Mlp {
                     // then the first; the skip adds `delta` itself.
                     let (g1, g2) = g.split_at_mut(2);
                     let h = &hidden[l];
-                    dense_backward(width, width, n, h, &t[2], delta, g2, Some(&mut *d_hidden));
+                    dense_backward([width, width, n], h, &t[2], delta, g2, Some(&mut *d_hidden));
                     activation_backward(d_hidden, h, &pre[l], activation);
-                    dense_backward(width, width, n, input, &t[0], d_hidden, g1, below);
+                    dense_backward([width, width, n], input, &t[0], d_hidden, g1, below);
                     if l > 0 {
                         for (d, skip) in delta_prev.iter_mut().zip(delta.iter()) {
                             *d += skip;
@@ -409,18 +409,20 @@ fn linear_tensors(linear: &Linear) -> Option<Vec<Vec<f32>>> {
 /// A dense layer's gradients from `delta` (for its pre-activation output,
 /// `n × fan_out`): the weights' and the bias's into `g`, and with `below`
 /// its input's.
-#[allow(clippy::too_many_arguments)]
 fn dense_backward(
-    fan_in: usize,
-    fan_out: usize,
-    n: usize,
+    [fan_in, fan_out, n]: [usize; 3],
     input: &[f32],
     weights: &[f32],
     delta: &[f32],
     g: &mut [Vec<f32>],
     below: Option<&mut Vec<f32>>,
 ) {
-    gemm(fan_in, n, fan_out, input, true, delta, false, &mut g[0]);
+    gemm(
+        [fan_in, n, fan_out],
+        (input, true),
+        (delta, false),
+        &mut g[0],
+    );
     let db = &mut g[1];
     db.fill(0.0);
     for row in delta.chunks(fan_out) {
@@ -430,7 +432,7 @@ fn dense_backward(
     }
     if let Some(below) = below {
         below.resize(n * fan_in, 0.0);
-        gemm(n, fan_out, fan_in, delta, false, weights, true, below);
+        gemm([n, fan_out, fan_in], (delta, false), (weights, true), below);
     }
 }
 

@@ -522,7 +522,7 @@ fn a_large_product_split_across_threads_gives_the_same_bits() {
     for (ta, rows, inner) in [(false, m, k), (true, k, m)] {
         let product = |threads, out: &mut [f32]| {
             let b = &b[..inner * n];
-            super::kernels::gemm_on(threads, rows, inner, n, &a, ta, b, false, out)
+            super::kernels::gemm_on(threads, [rows, inner, n], (&a, ta), (b, false), out)
         };
         let mut one = vec![0f32; rows * n];
         let mut four = vec![0f32; rows * n];
