@@ -84,16 +84,12 @@ def backtest(
     for name, p in (policies or {}).items():
         named.append((str(name), os.fspath(p) if isinstance(p, (str, os.PathLike)) else p))
     orders, summary = _native.backtest(
-        _path(data),
-        _path(lobster),
-        path,
-        as_json,
-        split,
-        venue,
+        (_path(data), _path(lobster)),
+        (path, as_json),
+        (split, venue),
         [str(s) for s in strategies],
         named,
-        _path(state),
-        _path(out),
+        (_path(state), _path(out)),
     )
     return BacktestResult(
         orders=pd.DataFrame.from_records(json.loads(orders)),

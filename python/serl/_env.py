@@ -91,7 +91,7 @@ def _native_envs(
 ) -> Any:
     path, as_json = _config(config)
     return _native.Envs(
-        _path(data), path, as_json, venue, split, n, seed, _path(reward), _path(state)
+        (_path(data), path, as_json), (venue, split), (n, seed), (_path(reward), _path(state))
     )
 
 

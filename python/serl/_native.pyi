@@ -17,16 +17,13 @@ class Envs:
 
     def __init__(
         self,
-        data: Optional[str],
-        config: Optional[str],
-        config_json: Optional[str],
-        venue: str,
-        split: str,
-        n: int,
-        seed: int,
-        reward: Optional[str],
-        state: Optional[str],
-    ) -> None: ...
+        sources: Tuple[Optional[str], Optional[str], Optional[str]],
+        where: Tuple[str, str],
+        count: Tuple[int, int],
+        modules: Tuple[Optional[str], Optional[str]],
+    ) -> None:
+        """`sources`: (data, config file, config JSON); `where`: (venue,
+        split); `count`: (n, seed); `modules`: (reward file, state file)."""
     @property
     def n(self) -> int: ...
     @property
@@ -48,17 +45,15 @@ class Envs:
     def step_all(self, actions: npt.NDArray[np.float64]) -> Dict[str, np.ndarray]: ...
 
 def backtest(
-    data: Optional[str],
-    lobster: Optional[str],
-    config: Optional[str],
-    config_json: Optional[str],
-    split: str,
-    venue: str,
+    inputs: Tuple[Optional[str], Optional[str]],
+    config: Tuple[Optional[str], Optional[str]],
+    where: Tuple[str, str],
     strategies: List[str],
     policies: List[Tuple[str, Any]],
-    state: Optional[str],
-    out: Optional[str],
-) -> Tuple[str, str]: ...
+    files: Tuple[Optional[str], Optional[str]],
+) -> Tuple[str, str]:
+    """`inputs`: (data, lobster); `config`: (file, JSON); `where`: (split,
+    venue); `files`: (state module, report folder)."""
 
 def run_train(out: str, options: str) -> str:
     """Trains one policy as `serl train` does; `options` is JSON."""

@@ -175,23 +175,22 @@ fn policy_shape(
 /// Runs strategies (names as `serl backtest` takes them) and policies
 /// (Python callables, or run directories of `serl train`) over the orders
 /// of `split`; returns the per-order results and the summary as JSON, and
-/// writes the report to `out` when given.
+/// writes the report to `out` when given. The arguments come in the
+/// groups the Python side passes: the data (`data` or `lobster`), the
+/// config (a file or its JSON), where (`split`, `venue`), the players, and
+/// the files (`state`, `out`).
 #[pyfunction]
-#[pyo3(signature = (data, lobster, config, config_json, split, venue, strategies, policies, state, out))]
-#[allow(clippy::too_many_arguments)]
 pub fn backtest(
     py: Python<'_>,
-    data: Option<PathBuf>,
-    lobster: Option<PathBuf>,
-    config: Option<PathBuf>,
-    config_json: Option<String>,
-    split: String,
-    venue: String,
+    inputs: (Option<PathBuf>, Option<PathBuf>),
+    config: (Option<PathBuf>, Option<String>),
+    place: (String, String),
     strategies: Vec<String>,
     policies: Vec<(String, Py<PyAny>)>,
-    state: Option<PathBuf>,
-    out: Option<PathBuf>,
+    files: (Option<PathBuf>, Option<PathBuf>),
 ) -> PyResult<(String, String)> {
+    let ((data, lobster), (config, config_json)) = (inputs, config);
+    let ((split, venue), (state, out)) = (place, files);
     let source = ConfigSource::of(config, config_json);
     let cfg = source.backtest_file()?;
     let env = match venue.as_str() {

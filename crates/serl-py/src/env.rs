@@ -4,6 +4,7 @@
 //! features and the reward are the trainer's), stepped one at a time or
 //! all together in Rust.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
@@ -144,22 +145,20 @@ fn step_one(
 
 #[pymethods]
 impl Envs {
-    /// Loads the data and config and builds `n` environments.
+    /// Loads the data and config and builds `n` environments. The
+    /// arguments come in the groups the Python side passes: the data and
+    /// config (a file or its JSON), where (`venue`, `split`), how many and
+    /// their seed, and the designed module files (`reward`, `state`).
     #[new]
-    #[pyo3(signature = (data, config, config_json, venue, split, n, seed, reward, state))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        data: Option<std::path::PathBuf>,
-        config: Option<std::path::PathBuf>,
-        config_json: Option<String>,
-        venue: String,
-        split: String,
-        n: usize,
-        seed: u64,
-        reward: Option<std::path::PathBuf>,
-        state: Option<std::path::PathBuf>,
+        sources: (Option<PathBuf>, Option<PathBuf>, Option<String>),
+        place: (String, String),
+        count: (usize, u64),
+        modules: (Option<PathBuf>, Option<PathBuf>),
     ) -> PyResult<Self> {
+        let ((data, config, config_json), (venue, split)) = (sources, place);
+        let ((n, seed), (reward, state)) = (count, modules);
         let req = EnvRequest {
             data,
             config: ConfigSource::of(config, config_json),
