@@ -172,6 +172,22 @@ fn policy_shape(
     })
 }
 
+/// The venues `venue` names, as `serl backtest --env` reads them.
+fn env_choice(venue: &str) -> Result<EnvChoice, Fail> {
+    Ok(match venue {
+        "static" => EnvChoice::Static,
+        "dynamic" => EnvChoice::Dynamic,
+        "both" => EnvChoice::Both,
+        "lobster" => EnvChoice::Lobster,
+        "all" => EnvChoice::All,
+        v => {
+            return Err(Fail::new(format!(
+                "venue {v:?}: static, dynamic, both, lobster or all"
+            )))
+        }
+    })
+}
+
 /// Runs strategies (names as `serl backtest` takes them) and policies
 /// (Python callables, or run directories of `serl train`) over the orders
 /// of `split`; returns the per-order results and the summary as JSON, and
@@ -193,19 +209,7 @@ pub fn backtest(
     let ((split, venue), (state, out)) = (place, files);
     let source = ConfigSource::of(config, config_json);
     let cfg = source.backtest_file()?;
-    let env = match venue.as_str() {
-        "static" => EnvChoice::Static,
-        "dynamic" => EnvChoice::Dynamic,
-        "both" => EnvChoice::Both,
-        "lobster" => EnvChoice::Lobster,
-        "all" => EnvChoice::All,
-        v => {
-            return Err(Fail::new(format!(
-                "venue {v:?}: static, dynamic, both, lobster or all"
-            ))
-            .into())
-        }
-    };
+    let env = env_choice(&venue)?;
     if strategies.is_empty() && policies.is_empty() {
         return Err(Fail::new("give at least one strategy or policy").into());
     }
