@@ -317,6 +317,38 @@ pub(crate) fn restore_fused_optimizer<T: DeserializeOwned>(
     }
 }
 
+/// The target network in a checkpoint (DDQN's Q-network, SAC's V̄ with
+/// its actor-critic), saved as a policy beside the trained one.
+const TARGET: &str = "target";
+
+/// Writes `model` as the checkpoint's target network, described by `meta`.
+pub(crate) fn save_target(
+    ck: &Path,
+    meta: &PolicyMeta,
+    model: Model,
+    device: &Device,
+) -> Result<(), TrainError> {
+    let target = Policy {
+        meta: meta.clone(),
+        model,
+        device: device.clone(),
+    };
+    target.save(ck, TARGET)
+}
+
+/// Reads back the target network [`save_target`] wrote; `Err` names the
+/// file when it is not `kind` (`check` says whether it is).
+pub(crate) fn load_target<T>(
+    ck: &Path,
+    device: &Device,
+    (kind, check): (&str, impl FnOnce(Model) -> Option<T>),
+) -> Result<T, TrainError> {
+    check(Policy::load(ck, TARGET, device)?.model).ok_or_else(|| TrainError::Corrupt {
+        path: ck.join(format!("{TARGET}.json")).display().to_string(),
+        message: format!("not {kind}"),
+    })
+}
+
 /// The checkpoint in `ck` holds another algorithm's network.
 pub(crate) fn wrong_algorithm(ck: &Path) -> TrainError {
     TrainError::Corrupt {

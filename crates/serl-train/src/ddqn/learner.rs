@@ -20,8 +20,8 @@ use super::{optimizer, train_step, DdqnConfig, DdqnStats};
 use crate::config::TrainConfig;
 use crate::fused::FusedDdqn;
 use crate::learner::{
-    restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
-    wrong_algorithm, Experience, Learner, UpdateStats,
+    load_target, restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
+    save_target, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{Head, QNetwork};
 use crate::policy::{epsilon_greedy, ActionShape, Algo, Model, Pace, Policy, PolicyMeta, Squash};
@@ -263,12 +263,7 @@ impl Learner for DdqnLearner {
             f.write_target_into(&mut target);
             save_fused_optimizer(ck, f.optimizer())?;
         }
-        Policy {
-            meta: current.meta.clone(),
-            model: Model::Ddqn(target),
-            device: self.device.clone(),
-        }
-        .save(ck, "target")?;
+        save_target(ck, &current.meta, Model::Ddqn(target), &self.device)?;
         save_optimizer(ck, &self.optim)
     }
 
@@ -276,12 +271,14 @@ impl Learner for DdqnLearner {
         let Model::Ddqn(m) = saved else {
             return Err(wrong_algorithm(ck));
         };
-        let Model::Ddqn(target) = Policy::load(ck, "target", &self.device)?.model else {
-            return Err(TrainError::Corrupt {
-                path: ck.join("target.json").display().to_string(),
-                message: "not a DDQN network".into(),
-            });
-        };
+        let target = load_target(
+            ck,
+            &self.device,
+            ("a DDQN network", |m| match m {
+                Model::Ddqn(q) => Some(q),
+                _ => None,
+            }),
+        )?;
         self.online = m.train();
         self.target = target;
         if self.fused.is_some() {

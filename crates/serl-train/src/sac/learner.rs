@@ -14,8 +14,8 @@ use super::{optimizer, train_step, SacConfig, SacState, SacStats, Temperature, T
 use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::learner::{
-    restore_optimizer, restore_optimizer_as, save_optimizer, save_optimizer_as, wrong_algorithm,
-    Experience, Learner, UpdateStats,
+    load_target, restore_optimizer, restore_optimizer_as, save_optimizer, save_optimizer_as,
+    save_target, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{ActorCritic, Head};
 use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Squash};
@@ -215,12 +215,12 @@ impl Learner for SacLearner {
     }
 
     fn save(&self, ck: &Path, current: &Policy) -> Result<(), TrainError> {
-        Policy {
-            meta: current.meta.clone(),
-            model: Model::Ppo(self.target.clone()),
-            device: self.device.clone(),
-        }
-        .save(ck, "target")?;
+        save_target(
+            ck,
+            &current.meta,
+            Model::Ppo(self.target.clone()),
+            &self.device,
+        )?;
         let twin = ck.join(TWIN);
         let tmp = ck.join(format!("{TWIN}.tmp"));
         self.twin
@@ -240,12 +240,14 @@ impl Learner for SacLearner {
         let Model::Ppo(m) = saved else {
             return Err(wrong_algorithm(ck));
         };
-        let Model::Ppo(target) = Policy::load(ck, "target", &self.device)?.model else {
-            return Err(TrainError::Corrupt {
-                path: ck.join("target.json").display().to_string(),
-                message: "not an actor-critic".into(),
-            });
-        };
+        let target = load_target(
+            ck,
+            &self.device,
+            ("an actor-critic", |m| match m {
+                Model::Ppo(ac) => Some(ac),
+                _ => None,
+            }),
+        )?;
         let corrupt = |path: &Path, message: String| TrainError::Corrupt {
             path: path.display().to_string(),
             message,
