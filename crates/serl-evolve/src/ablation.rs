@@ -67,20 +67,25 @@ impl AblationRow {
 /// The Markdown table of the main run and its ablations.
 pub fn table(rows: &[AblationRow]) -> String {
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3}"));
-    let mut md = String::from(
-        "| run | what changes | best validation score | best validation PA | test PA (static) | test PA − TWAP [95% CI] | wall s |\n|---|---|---|---|---|---|---|\n",
-    );
+    let mut t = serl_report::Table::new([
+        "run",
+        "what changes",
+        "best validation score",
+        "best validation PA",
+        "test PA (static)",
+        "test PA − TWAP [95% CI]",
+        "wall s",
+    ]);
     for r in rows {
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {:.0} |\n",
-            r.name,
-            r.description,
+        t.row([
+            r.name.to_string(),
+            r.description.to_string(),
             opt(r.best_score),
             opt(r.best_validation_pa),
             opt(r.test_pa),
             r.test_minus_twap.map_or("-".to_string(), |e| e.to_string()),
-            r.secs
-        ));
+            format!("{:.0}", r.secs),
+        ]);
     }
-    md
+    t.markdown()
 }

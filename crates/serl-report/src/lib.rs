@@ -3,7 +3,9 @@
 //! The backtest, training, evolve and simulate reports are Markdown with
 //! SVG plots; this leaf crate turns them into one self-contained HTML page
 //! ([`html`], rendered by pulldown-cmark), draws the plots ([`lines_chart`],
-//! [`bars_chart`], and estimates with their intervals: [`intervals_chart`]) and writes files so that a crash leaves the old or the
+//! [`bars_chart`], and estimates with their intervals: [`intervals_chart`]), holds the one
+//! table type every report renders as Markdown, HTML or terminal text
+//! ([`Table`]), and writes files so that a crash leaves the old or the
 //! new version, never half of one ([`write_atomic`]).
 //!
 //! ```
@@ -22,9 +24,11 @@
 
 mod chart;
 mod html;
+mod table;
 
 pub use chart::{bars_chart, intervals_chart, lines_chart, Chart, Intervals, PlotResult};
 pub use html::{html, table_cell};
+pub use table::{Align, Table};
 
 use std::path::Path;
 

@@ -239,7 +239,14 @@ pub fn write_report(out: &Path, runs: &[PathBuf], outcome: &FinetuneOutcome) -> 
         c.clip,
         c.seed,
     );
-    md.push_str("| epoch | held-out loss | NLL per token | DPO margin | DPO accuracy |\n|---:|---:|---:|---:|---:|\n");
+    let mut t = serl_report::Table::new([
+        "epoch",
+        "held-out loss",
+        "NLL per token",
+        "DPO margin",
+        "DPO accuracy",
+    ])
+    .right(0..5);
     for e in &r.epochs {
         let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.4}"));
         let kept = if e.epoch == r.best_epoch {
@@ -247,16 +254,15 @@ pub fn write_report(out: &Path, runs: &[PathBuf], outcome: &FinetuneOutcome) -> 
         } else {
             ""
         };
-        let _ = writeln!(
-            md,
-            "| {}{kept} | {:.4} | {:.4} | {} | {} |",
-            e.epoch,
-            e.loss,
-            e.nll,
+        t.row([
+            format!("{}{kept}", e.epoch),
+            format!("{:.4}", e.loss),
+            format!("{:.4}", e.nll),
             opt(e.margin),
-            opt(e.accuracy)
-        );
+            opt(e.accuracy),
+        ]);
     }
+    md.push_str(&t.markdown());
     let _ = writeln!(
         md,
         "\n{} steps{}; {} reply tokens through forward and backward passes at {:.1} tokens/s; {:.1} s in all.\n\n![Loss](loss.svg)\n",

@@ -148,19 +148,29 @@ fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -
         "{} windows; each trains a policy on its sessions (the last ones select the checkpoint) and trades the sessions after it, so every test day is out of sample for the policy that trades it. {test_orders} test orders in all. The pooled tables are over all windows' test days; `walk-forward/` holds their orders and plots.\n",
         results.len()
     );
-    md.push_str("## Per window\n\n| window | train | test | test orders | best val PA | policy PA [95% CI] | ΔPA vs TWAP [95% CI] | days won | p (Wilcoxon) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("## Per window\n\n");
+    let mut t = serl_report::Table::new([
+        "window",
+        "train",
+        "test",
+        "test orders",
+        "best val PA",
+        "policy PA [95% CI]",
+        "ΔPA vs TWAP [95% CI]",
+        "days won",
+        "p (Wilcoxon)",
+    ])
+    .right(3..9);
     for r in results {
         let w = &r.window;
         let report = &r.outcome.report;
         let policy = report.summaries.iter().find(|s| s.strategy == POLICY);
         let (diff, day) = against_twap(report);
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            w.index,
-            w.train_span(),
-            w.test_span(),
-            r.test_orders,
+        t.row([
+            w.index.to_string(),
+            w.train_span().to_string(),
+            w.test_span().to_string(),
+            r.test_orders.to_string(),
             r.outcome
                 .best_val_pa
                 .map_or("–".into(), |v| format!("{v:.3}")),
@@ -168,8 +178,9 @@ fn markdown(results: &[WindowResult], pooled: &ReportData, test_orders: usize) -
             diff.map_or("–".into(), |d| d.diff.to_string()),
             day.map_or("–".into(), |t| format!("{} of {}", t.days_won, t.days)),
             day.map_or("–".into(), |t| t.p_cell()),
-        );
+        ]);
     }
+    md.push_str(&t.markdown());
     md.push('\n');
     md.push_str(&serl_eval::results_tables(pooled, "##"));
     md

@@ -128,10 +128,20 @@ pub fn write(dir: &Path, records: &[UpdateRecord]) -> Result<(), TrainError> {
             svgs.push((title.to_string(), svg));
         }
     }
-    md.push_str("| update | steps | loss | α | β | episode PA | validation PA | steps/s |\n|---|---|---|---|---|---|---|---|\n");
+    let mut t = serl_report::Table::new([
+        "update",
+        "steps",
+        "loss",
+        "α",
+        "β",
+        "episode PA",
+        "validation PA",
+        "steps/s",
+    ]);
     for r in sampled(records, 20) {
-        let _ = writeln!(md, "| {} |", update_cells(r).join(" | "));
+        t.row(update_cells(r));
     }
+    md.push_str(&t.markdown());
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     write_atomic(&dir.join("report.html"), html(&md, &svgs).as_bytes())
 }
