@@ -11,7 +11,7 @@ use serl_eval::{
     benjamini_hochberg, day_test, mean, std_dev, DayTest, OrderResult, PairedDiff, Provenance,
     ReportData,
 };
-use serl_report::{intervals_chart, Chart, Intervals};
+use serl_report::{intervals_chart, Chart, Intervals, Table};
 
 use crate::confirm::{mean_label, seed_label, Confirmation, BEST, PLAIN};
 use crate::error::{file_err, write_json, EvolveError};
@@ -240,20 +240,26 @@ fn headline(rows: &[OrderResult], best: &str, plain: &str, seed: u64) -> Vec<Day
 }
 
 fn tests_table(md: &mut String, tests: &[DayTest]) {
-    md.push_str("| strategy | against | days won | mean daily ΔPA, bps [95% CI] | p (Wilcoxon) | q (BH) |\n|---|---|---:|---:|---:|---:|\n");
+    let mut table = Table::new([
+        "strategy",
+        "against",
+        "days won",
+        "mean daily ΔPA, bps [95% CI]",
+        "p (Wilcoxon)",
+        "q (BH)",
+    ])
+    .right(2..6);
     for t in tests {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} of {} | {} | {} | {} |",
-            t.strategy,
-            t.reference,
-            t.days_won,
-            t.days,
-            t.mean_day_diff,
+        table.row([
+            t.strategy.to_string(),
+            t.reference.to_string(),
+            format!("{} of {}", t.days_won, t.days),
+            t.mean_day_diff.to_string(),
             t.p_cell(),
-            t.q_cell()
-        );
+            t.q_cell(),
+        ]);
     }
+    md.push_str(&table.markdown());
     md.push('\n');
 }
 
@@ -268,41 +274,57 @@ fn seeds_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, n: usiz
         "## {n} independent seeds\n\nThe run's best design (chosen on the validation split) and plain PPO, each retrained from {n} seeds with the run's final budget and tested on the run's {orders} test orders in the static replay. Seed 1 is the run's own final retraining. Seeds: {}.\n",
         r.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
     );
-    md.push_str("### Across seeds\n\n| strategy | seeds | test PA, mean ± std over seeds | ΔPA vs TWAP, mean ± std | seeds above TWAP |\n|---|---:|---:|---:|---:|\n");
+    md.push_str("### Across seeds\n\n");
+    let mut across = Table::new([
+        "strategy",
+        "seeds",
+        "test PA, mean ± std over seeds",
+        "ΔPA vs TWAP, mean ± std",
+        "seeds above TWAP",
+    ])
+    .right(1..5);
     for a in &r.across_seeds {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} of {} |",
-            a.strategy,
-            a.seeds,
+        across.row([
+            a.strategy.to_string(),
+            a.seeds.to_string(),
             a.pa_text(),
             a.diff_text(),
-            a.seeds_above_twap,
-            a.seeds
-        );
+            format!("{} of {}", a.seeds_above_twap, a.seeds),
+        ]);
     }
+    md.push_str(&across.markdown());
     let _ = writeln!(
         md,
         "\n### Day by day: the seeds' mean\n\nEach order's PA averaged over the {n} seeds, then the difference averaged per (symbol, day) and per day; a one-sided Wilcoxon signed-rank test over days, and Benjamini–Hochberg across the rows below (`seeds/report.html` corrects across all of its strategies instead, so its q-values are larger).\n"
     );
     tests_table(md, &r.seed_tests);
-    md.push_str("### Seed by seed\n\n| seed | strategy | test PA [95% CI] | ΔPA vs TWAP [95% CI] | days won vs TWAP | p (Wilcoxon) |\n|---:|---|---:|---:|---:|---:|\n");
+    md.push_str("### Seed by seed\n\n");
+    let mut by_seed = Table::new([
+        "seed",
+        "strategy",
+        "test PA [95% CI]",
+        "ΔPA vs TWAP [95% CI]",
+        "days won vs TWAP",
+        "p (Wilcoxon)",
+    ])
+    .right([0, 2, 3, 4, 5]);
     for k in 1..=n {
         for design in [BEST, PLAIN] {
             let label = seed_label(design, k);
             let s = data.summaries.iter().find(|s| s.strategy == label);
             let d = data.vs_twap(STATIC, &label);
             let t = data.day_test(STATIC, &label, "twap");
-            let _ = writeln!(
-                md,
-                "| {k} | {design} | {} | {} | {} | {} |",
+            by_seed.row([
+                k.to_string(),
+                design.to_string(),
                 s.map_or("–".into(), |s| s.pa.to_string()),
                 d.map_or("–".into(), |d| d.diff.to_string()),
                 t.map_or("–".into(), |t| format!("{} of {}", t.days_won, t.days)),
                 t.map_or("–".into(), |t| t.p_cell()),
-            );
+            ]);
         }
     }
+    md.push_str(&by_seed.markdown());
     if chart {
         md.push_str("\n![ΔPA against TWAP by seed](seeds.svg)\n");
     }
@@ -316,20 +338,27 @@ fn walk_markdown(md: &mut String, data: &ReportData, r: &ConfirmReport, chart: b
         "## Walk-forward\n\n{} windows (`[walk_forward]`); in each, the best design and plain PPO are retrained with the final budget on the window's sessions (its last ones select the checkpoint) and trade the sessions after it, so every one of the {days} test days is out of sample for the policy that trades it. The design was chosen once, on the run's validation split; windows whose test days fall before that split's end test the training, not the choice of design.\n",
         r.windows.len()
     );
-    md.push_str("| window | train | test | test orders | serl-best ΔPA vs TWAP | ppo-default ΔPA vs TWAP |\n|---:|---|---|---:|---:|---:|\n");
+    let mut windows = Table::new([
+        "window",
+        "train",
+        "test",
+        "test orders",
+        "serl-best ΔPA vs TWAP",
+        "ppo-default ΔPA vs TWAP",
+    ])
+    .right([0, 3, 4, 5]);
     for w in &r.windows {
         let of = |s: &str| w.diff_of(s).map_or("–".into(), |d| d.diff.to_string());
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} |",
-            w.window.index,
-            w.window.train_span(),
-            w.window.test_span(),
-            w.test_orders,
+        windows.row([
+            w.window.index.to_string(),
+            w.window.train_span().to_string(),
+            w.window.test_span().to_string(),
+            w.test_orders.to_string(),
             of(BEST),
-            of(PLAIN)
-        );
+            of(PLAIN),
+        ]);
     }
+    md.push_str(&windows.markdown());
     if chart {
         md.push_str("\n![ΔPA against TWAP by window](windows.svg)\n");
     }
