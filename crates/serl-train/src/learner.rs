@@ -16,17 +16,18 @@ use burn::tensor::Device;
 use rand::rngs::SmallRng;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serl_design::NetworkSpec;
 
 use crate::align::{AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::hybrid::LossWeights;
 use crate::normalize::RunningNorm;
-use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta};
+use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Sampled};
 use crate::record::UpdateRecord;
+use crate::replay::Replay;
 use crate::rollout::VecEnv;
 use crate::TrainError;
+use serl_env::Source;
 
 /// What one update works with: the environments, the observation
 /// normaliser, the policy's metadata, the hybrid weights and a generator.
@@ -137,18 +138,6 @@ pub trait Learner {
         Ok(())
     }
 
-    /// Whether a training of `network` with `cfg`'s other settings gives
-    /// the same numbers however many trainings share the machine (so
-    /// several may run side by side without changing any result): only
-    /// on the fused backend, since burn's autodiff sums in parallel in an
-    /// order that depends on what else the machine runs.
-    fn reproducible_side_by_side(cfg: &TrainConfig, network: &NetworkSpec) -> bool
-    where
-        Self: Sized,
-    {
-        cfg.fused_backend(Self::fused_switch(cfg), network)
-    }
-
     /// One update: collects `cfg.decisions_per_update()` decisions of
     /// every environment and learns from them.
     fn update(&mut self, cfg: &TrainConfig, x: Experience) -> Self::Stats;
@@ -231,6 +220,35 @@ impl<L: Learner> AnyLearner for L {
         rng: &mut SmallRng,
     ) -> (f64, f64) {
         Learner::align(self, demos, cfg, meta, rng)
+    }
+}
+
+/// Steps the environments of `x` with `acts` (decided on the windows
+/// `obs`) and keeps each row's transition in `replay`, the action as
+/// `kept` says: what an off-policy learner (DDQN, SAC) does at every
+/// decision. A finished episode's next window is the new episode's;
+/// `done` masks it out of the targets. `sources` holds each row's source.
+pub(crate) fn step_into_replay(
+    replay: &mut Replay,
+    x: &mut Experience,
+    (obs, acts): (&[f32], &[Sampled]),
+    kept: impl Fn(&Sampled) -> f32,
+    sources: &[Source],
+) {
+    let width = x.meta.obs_dim * x.meta.spec.window;
+    let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
+    let (rew, done) = x.venv.step(&actions, x.norm, true);
+    let next = x.venv.current();
+    for (i, a) in acts.iter().enumerate() {
+        let row = i * width..(i + 1) * width;
+        replay.push(
+            &obs[row.clone()],
+            kept(a),
+            rew[i],
+            &next[row],
+            done[i],
+            sources[i],
+        );
     }
 }
 

@@ -21,8 +21,9 @@
 //! - [`net`]: the burn modules built from a [`NetworkSpec`] (the
 //!   architecture module, `serl_design`); a [`Policy`] holds them.
 //! - Learners: one public trait, [`Learner`] (its settings, its
-//!   [`UpdateStats`], save and restore, and whether it is reproducible
-//!   side by side), and a registry ([`registered`], [`build_learner`],
+//!   [`UpdateStats`], save and restore, its policies' shape and its fused
+//!   switch, from which whether it is reproducible side by side follows),
+//!   and a registry ([`registered`], [`build_learner`],
 //!   [`reproducible_side_by_side`]) mapping the config's `algo` to one.
 //!   [`PpoLearner`] has two backends: burn's autodiff (any network and
 //!   device) and the fused learner (`fused.rs`: MLPs, layer norms and

@@ -31,7 +31,6 @@ pub struct Registered {
     pub(crate) shape: fn(&TrainConfig) -> ActionShape,
     pub(crate) fused_switch: fn(&TrainConfig) -> bool,
     pub(crate) check: fn(&TrainConfig) -> Result<(), TrainError>,
-    reproducible_side_by_side: fn(&TrainConfig, &NetworkSpec) -> bool,
 }
 
 impl Registered {
@@ -45,7 +44,6 @@ impl Registered {
             shape: L::shape,
             fused_switch: L::fused_switch,
             check: L::check,
-            reproducible_side_by_side: L::reproducible_side_by_side,
         }
     }
 }
@@ -82,9 +80,10 @@ pub fn build_learner(
 /// Whether training `network` with `algo`, under `cfg`'s other settings,
 /// gives the same numbers however many trainings share the machine: then
 /// several may run side by side (parallel candidates) without changing
-/// any result. PPO's fused backend does; burn's autodiff does not.
+/// any result. Only the fused backends do: burn's autodiff sums in
+/// parallel in an order that depends on what else the machine runs.
 pub fn reproducible_side_by_side(cfg: &TrainConfig, algo: Algo, network: &NetworkSpec) -> bool {
-    (registered(algo).reproducible_side_by_side)(cfg, network)
+    cfg.fused_backend_for(algo, network)
 }
 
 #[cfg(test)]

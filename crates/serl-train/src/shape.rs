@@ -100,7 +100,7 @@ impl TrainConfig {
 
     /// Whether `algo` would train `network` with the fused backend under
     /// these settings (the config's own algorithm and network aside).
-    pub fn fused_backend_for(&self, algo: Algo, network: &NetworkSpec) -> bool {
+    pub(crate) fn fused_backend_for(&self, algo: Algo, network: &NetworkSpec) -> bool {
         self.fused_backend((registered(algo).fused_switch)(self), network)
     }
 

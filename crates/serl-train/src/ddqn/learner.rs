@@ -21,7 +21,7 @@ use crate::config::TrainConfig;
 use crate::fused::FusedDdqn;
 use crate::learner::{
     load_target, restore_fused_optimizer, restore_optimizer, save_fused_optimizer, save_optimizer,
-    save_target, wrong_algorithm, Experience, Learner, UpdateStats,
+    save_target, step_into_replay, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{Head, QNetwork};
 use crate::policy::{epsilon_greedy, ActionShape, Algo, Model, Pace, Policy, PolicyMeta, Squash};
@@ -108,7 +108,6 @@ impl DdqnLearner {
         sums: &mut LossSums,
     ) {
         let n = x.venv.len();
-        let width = x.meta.obs_dim * x.meta.spec.window;
         let obs = x.venv.current().to_vec();
         let epsilon = d.epsilon(*env_steps);
         let acts = match &mut self.fused {
@@ -123,23 +122,8 @@ impl DdqnLearner {
             }
             .act(&obs, n, true, epsilon, x.rng),
         };
-        let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
         let before = *env_steps / d.target_every.max(1);
-        let (rew, done) = x.venv.step(&actions, x.norm, true);
-        let next = x.venv.current();
-        for i in 0..n {
-            // A finished episode's next window is the new episode's;
-            // `done` masks it out of the target.
-            let row = i * width..(i + 1) * width;
-            self.replay.push(
-                &obs[row.clone()],
-                acts[i].raw,
-                rew[i],
-                &next[row],
-                done[i],
-                sources[i],
-            );
-        }
+        step_into_replay(&mut self.replay, x, (&obs, &acts), |a| a.raw, sources);
         *env_steps += n;
         if self.replay.len() >= d.learning_starts.max(d.batch_size) {
             for _ in 0..d.gradient_steps {

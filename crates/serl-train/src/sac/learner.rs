@@ -15,10 +15,10 @@ use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::learner::{
     load_target, restore_optimizer, restore_optimizer_as, save_optimizer, save_optimizer_as,
-    save_target, wrong_algorithm, Experience, Learner, UpdateStats,
+    save_target, step_into_replay, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{ActorCritic, Head};
-use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Squash};
+use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Sampled, Squash};
 use crate::record::UpdateRecord;
 use crate::replay::Replay;
 use crate::TrainError;
@@ -114,7 +114,6 @@ impl SacLearner {
     /// count of steps, says when learning starts).
     fn step(&mut self, d: &SacConfig, x: &mut Experience, sources: &[Source], sums: &mut Sums) {
         let n = x.venv.len();
-        let width = x.meta.obs_dim * x.meta.spec.window;
         let obs = x.venv.current().to_vec();
         let policy = Policy {
             meta: x.meta.clone(),
@@ -122,21 +121,9 @@ impl SacLearner {
             device: x.device.clone(),
         };
         let acts = policy.act(&obs, n, true, 0.0, x.rng);
-        let actions: Vec<f64> = acts.iter().map(|a| a.env_action).collect();
-        let (rew, done) = x.venv.step(&actions, x.norm, true);
-        let next = x.venv.current();
-        for i in 0..n {
-            let row = i * width..(i + 1) * width;
-            let squashed = (acts[i].raw as f64).tanh() as f32;
-            self.replay.push(
-                &obs[row.clone()],
-                squashed,
-                rew[i],
-                &next[row],
-                done[i],
-                sources[i],
-            );
-        }
+        // The Q networks read the squashed action, in (-1, 1).
+        let squashed = |a: &Sampled| (a.raw as f64).tanh() as f32;
+        step_into_replay(&mut self.replay, x, (&obs, &acts), squashed, sources);
         if self.replay.len() < d.learning_starts.max(d.batch_size) {
             return;
         }
