@@ -60,6 +60,12 @@ impl ProfilingModule {
                 format!("{agents} agents; give 1 to {MAX_AGENTS}"),
             ));
         }
+        if m.queue_reactive.is_some() {
+            return Err(err(
+                kind,
+                "queue_reactive is a market config's choice, not a design's; profile the agents",
+            ));
+        }
         if m.market_makers == 0 {
             return Err(err(
                 kind,

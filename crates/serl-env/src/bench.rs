@@ -284,6 +284,8 @@ pub struct SimFigures {
     pub session: String,
     /// One row per population size.
     pub rows: Vec<SimRow>,
+    /// The queue-reactive flow's day, when one was given (`agents`: 0).
+    pub queue_reactive: Option<SimRow>,
     /// Peak resident memory of the process, data loading included.
     pub peak_rss_mb: Option<f64>,
     /// Runs each median is of.
@@ -294,58 +296,80 @@ pub struct SimFigures {
 
 /// Simulates the last session of the data at `path` with 250 to 2,000
 /// agents, medians of `runs` seeds, with the order flow made coarser by
-/// `flow` (the default: the calibrated flow).
-pub fn sim_figures(path: &Path, runs: usize, flow: &Coarsening) -> Result<SimFigures, BenchError> {
+/// `flow` (the default: the calibrated flow); and with `queue_reactive`,
+/// the same day of that queue-reactive flow.
+pub fn sim_figures(
+    path: &Path,
+    runs: usize,
+    flow: &Coarsening,
+    queue_reactive: Option<&serl_market::QueueReactive>,
+) -> Result<SimFigures, BenchError> {
     let data_cfg = DataConfig::default();
     let ds = load_dataset(path)?;
     let md = MarketData::new(&ds, &data_cfg);
     let s = ds.sessions.last().ok_or(BenchError::NoSession)?;
     let view = md.get(&s.symbol, s.date).ok_or(BenchError::NoSessionView)?;
     let runs = runs.max(1);
-    let mut rows = Vec::new();
     // An RMSC04-like population is about 1,000 agents: mostly noise, some
     // value traders, a couple of market makers; ours adds a few momentum
     // and informed traders.
-    for agents in [250usize, 500, 1000, 2000] {
-        let base = flow.apply(&MarketConfig {
-            noise_agents: agents * 85 / 100,
-            value_agents: agents * 9 / 100,
-            momentum_agents: agents * 3 / 100,
-            informed_agents: agents - agents * 97 / 100 - 2,
-            market_makers: 2,
+    let rows = [250usize, 500, 1000, 2000]
+        .into_iter()
+        .map(|agents| {
+            let base = flow.apply(&MarketConfig {
+                noise_agents: agents * 85 / 100,
+                value_agents: agents * 9 / 100,
+                momentum_agents: agents * 3 / 100,
+                informed_agents: agents - agents * 97 / 100 - 2,
+                market_makers: 2,
+                ..MarketConfig::default()
+            });
+            time_day(view, &base, runs, agents)
+        })
+        .collect();
+    let queue_reactive = queue_reactive.map(|model| {
+        let base = MarketConfig {
+            queue_reactive: Some(Box::new(model.clone())),
             ..MarketConfig::default()
-        });
-        // The first calibration of a session runs the pilot days that fit
-        // the noise rates; it is timed apart from the day itself.
-        let t = Instant::now();
-        let (cal, cfg) = calibrate(view, &base);
-        let fit_seconds = t.elapsed().as_secs_f64();
-        let mut secs = Vec::new();
-        let mut events = 0;
-        for seed in 0..runs as u64 {
-            let t = Instant::now();
-            let mut sim = serl_market::Simulator::new(&cal, &cfg, seed);
-            sim.run_until(390 * 60_000_000 - 1);
-            events = sim.events();
-            std::hint::black_box(sim.finish());
-            secs.push(t.elapsed().as_secs_f64());
-        }
-        let sec = median(secs);
-        rows.push(SimRow {
-            agents,
-            seconds_per_day: sec,
-            fit_seconds,
-            events,
-            events_per_second: events as f64 / sec,
-        });
-    }
+        };
+        time_day(view, &base, runs, 0)
+    });
     Ok(SimFigures {
         session: format!("{} {}", s.symbol, s.date),
         rows,
+        queue_reactive,
         peak_rss_mb: peak_rss_mb(),
         runs,
         flow: *flow,
     })
+}
+
+/// One market's day on `view`: the median seconds of `runs` seeds, its
+/// events, and the calibration's pilot days timed apart.
+fn time_day(view: &crate::SessionView, base: &MarketConfig, runs: usize, agents: usize) -> SimRow {
+    // The first calibration of a session runs the pilot days that fit
+    // the noise rates; it is timed apart from the day itself.
+    let t = Instant::now();
+    let (cal, cfg) = calibrate(view, base);
+    let fit_seconds = t.elapsed().as_secs_f64();
+    let mut secs = Vec::new();
+    let mut events = 0;
+    for seed in 0..runs as u64 {
+        let t = Instant::now();
+        let mut sim = serl_market::Simulator::new(&cal, &cfg, seed);
+        sim.run_until(390 * 60_000_000 - 1);
+        events = sim.events();
+        std::hint::black_box(sim.finish());
+        secs.push(t.elapsed().as_secs_f64());
+    }
+    let sec = median(secs);
+    SimRow {
+        agents,
+        seconds_per_day: sec,
+        fit_seconds,
+        events,
+        events_per_second: events as f64 / sec,
+    }
 }
 
 #[cfg(test)]

@@ -83,7 +83,9 @@ pub use order::{
 };
 pub use placement::{ChildOrder, FillModel, Placement, PlacementStats, QueueState, TICK};
 pub use reward::{DefaultReward, Reward, StepInfo};
-pub use serl_market::{held_out_profiles, Coarsening, MarketConfig, Scenario, SESSION_MINUTES};
+pub use serl_market::{
+    held_out_profiles, Coarsening, MarketConfig, QueueReactive, Scenario, SESSION_MINUTES,
+};
 pub use static_env::{run_static, work_step, StaticEnv};
 pub use team::{
     play_team, team_outcome, DynamicTeam, Independent, StaticTeam, TeamEpisode, TeamOutcome,

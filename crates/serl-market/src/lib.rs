@@ -134,6 +134,7 @@ mod impact;
 mod lobster_stats;
 mod path;
 mod quantiles;
+mod queue_reactive;
 mod realism;
 mod sim;
 
@@ -147,6 +148,7 @@ pub use impact::{
 };
 pub use lobster_stats::{OrderFlow, OrderStats, DEPTH_QUANTILES};
 pub use path::PathModel;
+pub use queue_reactive::{row_mid, QrEvent, QrRates, QueueReactive};
 pub use realism::{
     forecast_calibration, lobster_calibration, lobster_calibration_window, minute_of_session,
     score as realism_score, DayFeatures, Distances, Interval, ModelScore, ParametricFlow,

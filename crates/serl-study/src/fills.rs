@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serl_env::{probe_bars, probe_market, FillModel, LobsterDay, Probe, ProbeFill, SessionView};
 use serl_lob::{sample_files, LobsterDayFiles};
-use serl_market::{Calibration, MarketConfig, Simulator};
+use serl_market::{Calibration, MarketConfig, QueueReactive, Simulator};
 
 use crate::config::{read_toml, SimulateFile};
 use crate::error::{Context, Result, StudyError};
@@ -43,11 +43,12 @@ pub const WITHIN_SECONDS: [f64; 3] = [60.0, 300.0, 1_800.0];
 pub const AIM_PAIRS: usize = LEVELS.len() * 2;
 
 /// The venues, the reference first.
-pub const VENUES: [&str; 4] = [
+pub const VENUES: [&str; 5] = [
     "LOBSTER queue",
     "dynamic market (day's order flow)",
     "dynamic market (bars only)",
     "bar rule",
+    "queue-reactive flow (day's messages)",
 ];
 
 /// What the fill study is asked.
@@ -129,7 +130,11 @@ struct Market {
 /// LOBSTER days calibrates it (with the day's order flow) and as it is
 /// on bar data (its minute bars alone), the data and market settings from
 /// `config`.
-fn markets(day: &LobsterDay, config: &SimulateFile) -> Result<Vec<Market>> {
+fn markets(
+    day: &LobsterDay,
+    config: &SimulateFile,
+    queue_reactive: QueueReactive,
+) -> Result<Vec<Market>> {
     let bars = SessionView::build(std::slice::from_ref(day.session()), 0, &config.data);
     let mut flow = bars.clone();
     flow.order_flow = Some(day.order_flow().cloned().with_context(|| {
@@ -139,18 +144,27 @@ fn markets(day: &LobsterDay, config: &SimulateFile) -> Result<Vec<Market>> {
             day.date()
         )
     })?);
-    Ok([(VENUES[1], flow), (VENUES[2], bars)]
-        .into_iter()
-        .map(|(venue, view)| {
-            let (cal, cfg) = serl_env::calibrate(&view, &config.market);
-            Market {
-                venue,
-                cal,
-                cfg,
-                open: f64::from(view.open_minute) * 60.0,
-            }
-        })
-        .collect())
+    let reactive = MarketConfig {
+        queue_reactive: Some(Box::new(queue_reactive)),
+        ..config.market.clone()
+    };
+    let abm = &config.market;
+    Ok([
+        (VENUES[1], flow, abm),
+        (VENUES[2], bars.clone(), abm),
+        (VENUES[4], bars, &reactive),
+    ]
+    .into_iter()
+    .map(|(venue, view, market)| {
+        let (cal, cfg) = serl_env::calibrate(&view, market);
+        Market {
+            venue,
+            cal,
+            cfg,
+            open: f64::from(view.open_minute) * 60.0,
+        }
+    })
+    .collect())
 }
 
 /// The probes of one symbol-day in every venue.
@@ -160,8 +174,13 @@ fn probe_day(
     config: &SimulateFile,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<ProbeRecord>> {
+    let source = real.file.display().to_string();
+    let queue_reactive = QueueReactive::fit(&real.messages, &real.rows, 100, &source)
+        .with_context(|| {
+            format!("{source}: too little order flow to fit the queue-reactive flow")
+        })?;
     let day = crate::data::lobster_day(real)?;
-    let markets = markets(&day, config)?;
+    let markets = markets(&day, config, queue_reactive)?;
     let combos = schedule(a);
     let mut out = replay(&day, &combos);
     progress(Progress::Done);
@@ -220,7 +239,7 @@ fn replay(day: &LobsterDay, combos: &[Vec<Probe>]) -> Vec<ProbeRecord> {
 fn days_per_symbol(a: &FillsRequest) -> u64 {
     let per_combo = WINDOW_MINUTES.div_ceil(a.every_minutes.max(1)) as u64;
     let combos = (2 * LEVELS.len() * a.sizes.len()) as u64;
-    1 + 2 * a.seeds.max(1) * per_combo * combos
+    1 + 3 * a.seeds.max(1) * per_combo * combos
 }
 
 /// One symbol's probes.

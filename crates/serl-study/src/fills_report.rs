@@ -171,9 +171,11 @@ fn symbol_section(md: &mut String, s: &SymbolFills) {
     }
     let _ = writeln!(
         md,
-        "\nIn brackets: percentage points from the LOBSTER queue. The market with the day's order flow is within 5 points \
-         at 5 and 30 minutes on **{} of {AIM_PAIRS}** (level, horizon) pairs.\n",
-        s.within_aim(VENUES[1])
+        "\nIn brackets: percentage points from the LOBSTER queue. Within 5 points at 5 and 30 minutes: the \
+         market with the day's order flow on **{} of {AIM_PAIRS}** (level, horizon) pairs, the queue-reactive \
+         flow on **{} of {AIM_PAIRS}**.\n",
+        s.within_aim(VENUES[1]),
+        s.within_aim(VENUES[4])
     );
 }
 

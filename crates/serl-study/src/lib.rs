@@ -35,6 +35,7 @@
 mod arm_run;
 pub mod backtest;
 pub mod bench;
+pub mod calibrate;
 pub mod cluster;
 pub mod config;
 pub mod confirm;

@@ -1,5 +1,5 @@
-//! The realism study (`serl simulate realism`): the agent-based market and a parametric
-//! Poisson baseline, both calibrated on the first part of a real LOBSTER
+//! The realism study (`serl simulate realism`): the agent-based market, the
+//! queue-reactive flow and a parametric Poisson baseline, all calibrated on the first part of a real LOBSTER
 //! symbol-day ([`Split`], [`calibrate`]), scored statistic by statistic
 //! against the held-out second part and, in sample, against the first.
 
@@ -12,14 +12,18 @@ use crate::error::{Context, Result, StudyError};
 use serl_lob::{lobster_name, sample_files, LobsterDayFiles, LobsterRecorder};
 use serl_market::{
     fit_noise_volume, forecast_calibration, lobster_calibration_window, minute_of_session,
-    realism_score, Calibration, DayFeatures, FitEffort, MarketConfig, OrderFlow, ParametricFlow,
-    RealismRow, Simulator, StatKind, LOBSTER_OPEN_SECONDS, RESPONSE_LAGS,
+    realism_score, row_mid, Calibration, DayFeatures, FitEffort, MarketConfig, OrderFlow,
+    ParametricFlow, QueueReactive, RealismRow, Simulator, StatKind, LOBSTER_OPEN_SECONDS,
+    RESPONSE_LAGS,
 };
 
 /// One tick of a cent in LOBSTER's units (dollars × 10,000).
 const CENT: i64 = 100;
 const AGENT_BASED: &str = "agent-based";
+const QUEUE_REACTIVE: &str = "queue-reactive";
 const PARAMETRIC: &str = "parametric";
+/// The models scored, the baseline last.
+pub const MODELS: [&str; 3] = [AGENT_BASED, QUEUE_REACTIVE, PARAMETRIC];
 const HELD_OUT: &str = "held out";
 const IN_SAMPLE: &str = "in sample";
 
@@ -101,6 +105,8 @@ pub struct Calibrated {
     pub market: MarketConfig,
     /// The parametric baseline fitted to the first part.
     pub flow: ParametricFlow,
+    /// The queue-reactive flow fitted to the first part.
+    pub queue_reactive: QueueReactive,
     /// The first part's last book row: where the baseline's held-out part
     /// starts.
     pub last_row: Vec<i64>,
@@ -128,12 +134,22 @@ pub fn calibrate(
                 clock(split.held_out.start)
             )
         })?;
+    let window = format!(
+        "{} before {}",
+        seen.file.display(),
+        clock(split.held_out.start)
+    );
+    let queue_reactive = QueueReactive::fit(&seen.messages, &seen.rows, CENT, &window)
+        .with_context(|| {
+            format!("{window}: too little order flow to fit the queue-reactive flow")
+        })?;
     let last_row = seen.rows.row(seen.rows.len() - 1).to_vec();
     Ok(Calibrated {
         seen: cal,
         forecast_noise,
         market,
         flow,
+        queue_reactive,
         last_row,
     })
 }
@@ -178,6 +194,21 @@ impl Calibrated {
         sim.finish_lobster().1
     }
 
+    /// The queue-reactive flow's simulated part `minutes`, from the book
+    /// `opening` (a LOBSTER row of the day's depth).
+    pub fn queue_reactive_day(
+        &self,
+        minutes: &Range<usize>,
+        opening: &[i64],
+        seed: u64,
+        levels: usize,
+    ) -> LobsterRecorder {
+        let (open, end) = (minute_seconds(minutes.start), minute_seconds(minutes.end));
+        let mid = row_mid(opening, CENT);
+        self.queue_reactive
+            .simulate((open, end - open), opening, mid, levels, seed)
+    }
+
     /// The baseline's simulated held-out part, from the first part's last
     /// book to the held-out part's end.
     pub fn parametric_held_out(&self, split: &Split, seed: u64) -> LobsterRecorder {
@@ -216,7 +247,7 @@ pub fn realism(a: &RealismRequest, progress: &dyn Fn(Progress)) -> Result<Vec<Sy
     let files = sample_files(&a.lobster, &a.symbols)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let seeds = a.seeds.max(1);
-    progress(Progress::Days(files.len() as u64 * (1 + 4 * seeds)));
+    progress(Progress::Days(files.len() as u64 * (1 + 6 * seeds)));
     let mut reports = Vec::new();
     for (symbol, file) in files {
         progress(Progress::Symbol(&symbol));
@@ -261,24 +292,32 @@ fn score_part(
         split.seen.clone()
     };
     let seeds = a.seeds.max(1);
-    let mut sims = [Vec::new(), Vec::new()];
-    let mut counts = [0usize; 2];
+    let mut sims = [Vec::new(), Vec::new(), Vec::new()];
+    let mut counts = [0usize; 3];
+    let opening = if held_out {
+        models.last_row.clone()
+    } else {
+        real.rows.row(0).to_vec()
+    };
     for k in 0..seeds {
         let seed = a.seed + k;
+        let qr = models.queue_reactive_day(&minutes, &opening, seed, levels);
         let days = if held_out {
             [
                 models.agent_held_out(split, seed, levels),
+                qr,
                 models.parametric_held_out(split, seed),
             ]
         } else {
             [
                 models.agent_seen(split, seed, levels),
+                qr,
                 models.flow.simulate(seed),
             ]
         };
         for (m, rec) in days.into_iter().enumerate() {
             if a.export && k == 0 {
-                export(&a.out, real, &minutes, [AGENT_BASED, PARAMETRIC][m], &rec)?;
+                export(&a.out, real, &minutes, MODELS[m], &rec)?;
             }
             let (f, n) = measured(rec);
             sims[m].push(f);
@@ -286,11 +325,8 @@ fn score_part(
             progress(Progress::Done);
         }
     }
-    let [abm, cst] = sims;
-    let scored = vec![
-        (AGENT_BASED.to_string(), abm),
-        (PARAMETRIC.to_string(), cst),
-    ];
+    let scored: Vec<(String, Vec<DayFeatures>)> =
+        MODELS.iter().map(|m| m.to_string()).zip(sims).collect();
     let features = DayFeatures::measure(&real.messages, &real.rows, CENT);
     Ok(Part {
         name,
@@ -300,6 +336,7 @@ fn score_part(
             real.messages.len(),
             counts[0] / seeds as usize,
             counts[1] / seeds as usize,
+            counts[2] / seeds as usize,
         ],
     })
 }
@@ -344,29 +381,32 @@ pub struct Part {
     pub minutes: Range<usize>,
     rows: Vec<RealismRow>,
     /// Messages of the real part and the mean per simulated part of each
-    /// model.
-    messages: [usize; 3],
+    /// of [`MODELS`].
+    messages: [usize; 4],
 }
 
 impl Part {
-    /// Statistics on which the agent-based market's distance is below the
-    /// baseline's, and how many both scored.
-    pub fn wins(&self) -> (usize, usize) {
-        let both: Vec<_> = self.rows.iter().filter(|r| r.scores.len() == 2).collect();
-        let wins = both
+    /// Statistics on which `model`'s distance (W1) is strictly below the
+    /// parametric baseline's, and how many both scored.
+    pub fn wins(&self, model: &str) -> (usize, usize) {
+        let w1 =
+            |r: &RealismRow, m: &str| r.scores.iter().find(|s| s.model == m).map(|s| s.w1.value);
+        let both: Vec<(f64, f64)> = self
+            .rows
             .iter()
-            .filter(|r| r.best().is_some_and(|b| b.model == AGENT_BASED))
-            .count();
+            .filter_map(|r| Some((w1(r, model)?, w1(r, PARAMETRIC)?)))
+            .collect();
+        let wins = both.iter().filter(|(m, b)| m < b).count();
         (wins, both.len())
     }
 
     /// The mean total variation (L1) of `model` over the distributions
-    /// both models scored: LOB-Bench's headline figure.
+    /// every model scored: LOB-Bench's headline figure.
     pub fn mean_l1(&self, model: &str) -> Option<f64> {
         let l1s: Vec<f64> = self
             .rows
             .iter()
-            .filter(|r| r.scores.len() == 2 && r.scores.iter().all(|s| s.l1.is_some()))
+            .filter(|r| r.scores.len() == MODELS.len() && r.scores.iter().all(|s| s.l1.is_some()))
             .filter_map(|r| r.scores.iter().find(|s| s.model == model)?.l1)
             .map(|i| i.value)
             .collect();
@@ -393,9 +433,10 @@ pub struct SymbolReport {
 }
 
 impl SymbolReport {
-    /// The held-out part's wins ([`Part::wins`]).
-    pub fn wins(&self) -> (usize, usize) {
-        self.parts[0].wins()
+    /// The held-out part's wins of `model` over the baseline
+    /// ([`Part::wins`]).
+    pub fn wins(&self, model: &str) -> (usize, usize) {
+        self.parts[0].wins(model)
     }
 }
 
@@ -406,8 +447,9 @@ fn write_reports(a: &RealismRequest, reports: &[SymbolReport]) -> Result<()> {
             let part = |p: &Part| {
                 serde_json::json!({
                     "window": p.window(),
-                    "mean_l1": {AGENT_BASED: p.mean_l1(AGENT_BASED), PARAMETRIC: p.mean_l1(PARAMETRIC)},
-                    "messages": {"real": p.messages[0], AGENT_BASED: p.messages[1], PARAMETRIC: p.messages[2]},
+                    "mean_l1": {AGENT_BASED: p.mean_l1(AGENT_BASED), QUEUE_REACTIVE: p.mean_l1(QUEUE_REACTIVE), PARAMETRIC: p.mean_l1(PARAMETRIC)},
+                    "messages": {"real": p.messages[0], AGENT_BASED: p.messages[1], QUEUE_REACTIVE: p.messages[2], PARAMETRIC: p.messages[3]},
+                    "closer_than_parametric": {AGENT_BASED: p.wins(AGENT_BASED), QUEUE_REACTIVE: p.wins(QUEUE_REACTIVE)},
                     "statistics": p.rows,
                 })
             };
@@ -428,13 +470,14 @@ fn write_reports(a: &RealismRequest, reports: &[SymbolReport]) -> Result<()> {
     let mut md = String::from("# serl simulate realism\n\n");
     let _ = writeln!(
         md,
-        "Each real LOBSTER day is cut in two at the middle of its session (12:45 on a whole day). Both \
-         models are calibrated on the first part alone: the agent-based market (its minute mids, executed \
-         volume, spread, order size and cancel rate) and a parametric baseline (Poisson order flow with the \
-         part's rates per price level, Cont–Stoikov–Talreja style). Each is scored, over {} simulated days, \
+        "Each real LOBSTER day is cut in two at the middle of its session (12:45 on a whole day). The \
+         three models are calibrated on the first part alone: the agent-based market (its minute mids, executed \
+         volume, spread, order size and cancel rate), the queue-reactive flow (Huang, Lehalle & Rosenbaum: \
+         each level's limit, cancel and market order rates by its queue's size) and a parametric baseline \
+         (Poisson order flow with the part's rates per price level, Cont–Stoikov–Talreja style). Each is scored, over {} simulated days, \
          against the **held-out** second part, of which no calibration reads anything (the agent-based \
          market's mids there are a driftless random walk at the first part's minute volatility, its volume \
-         the first part's mean minute; the baseline starts from the first part's last book), and **in \
+         the first part's mean minute; the queue-reactive flow and the baseline start from the first part's last book), and **in \
          sample** against the first part itself (the agent-based market following its real mids). Every \
          part, real or simulated, is read as a LOBSTER file of the same depth, by the same code. \
          L1 is the total variation of the histograms (0 to 1); W1 the Wasserstein-1 distance in the \
@@ -475,21 +518,25 @@ fn l1_text(l1: Option<f64>) -> String {
 }
 
 fn part_section(md: &mut String, p: &Part) {
-    let (wins, total) = p.wins();
+    let ((abm, total), (qr, qr_total)) = (p.wins(AGENT_BASED), p.wins(QUEUE_REACTIVE));
     let _ = writeln!(
         md,
-        "### {}: {}\n\nMessages: real {}, agent-based {} per day, parametric {} per day. \
-         The agent-based market is closer on **{wins} of {total}** statistics. Mean L1 over the \
-         distributions: agent-based {}, parametric {} (LOB-Bench on GOOG: LOBS5 0.139, Cont 0.475).\n",
+        "### {}: {}\n\nMessages: real {}, agent-based {} per day, queue-reactive {} per day, \
+         parametric {} per day. Closer than the parametric baseline: the agent-based market on \
+         **{abm} of {total}** statistics, the queue-reactive flow on **{qr} of {qr_total}**. Mean L1 \
+         over the distributions: agent-based {}, queue-reactive {}, parametric {} (LOB-Bench on \
+         GOOG: LOBS5 0.139, Cont 0.475).\n",
         p.name,
         p.window(),
         p.messages[0],
         p.messages[1],
         p.messages[2],
+        p.messages[3],
         l1_text(p.mean_l1(AGENT_BASED)),
+        l1_text(p.mean_l1(QUEUE_REACTIVE)),
         l1_text(p.mean_l1(PARAMETRIC))
     );
-    md.push_str("| statistic | unit | real n | agent-based L1 | agent-based W1 | parametric L1 | parametric W1 |\n|---|---|---:|---:|---:|---:|---:|\n");
+    md.push_str("| statistic | unit | real n | agent-based L1 | agent-based W1 | queue-reactive L1 | queue-reactive W1 | parametric L1 | parametric W1 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in &p.rows {
         let best = row.best().map(|b| b.model.clone());
         let cell = |model: &str, l1: bool| {
@@ -514,12 +561,14 @@ fn part_section(md: &mut String, p: &Part) {
         };
         let _ = writeln!(
             md,
-            "| {}{kind} | {} | {} | {} | {} | {} | {} |",
+            "| {}{kind} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.statistic,
             serl_report::table_cell(row.unit),
             row.real_samples,
             cell(AGENT_BASED, true),
             cell(AGENT_BASED, false),
+            cell(QUEUE_REACTIVE, true),
+            cell(QUEUE_REACTIVE, false),
             cell(PARAMETRIC, true),
             cell(PARAMETRIC, false)
         );
@@ -528,7 +577,7 @@ fn part_section(md: &mut String, p: &Part) {
 }
 
 /// The mean mid response to market orders that moved the mid: real and
-/// both models.
+/// every model.
 fn response_plot(r: &SymbolReport) -> Result<(String, String)> {
     let held = &r.parts[0];
     let title = format!(

@@ -46,6 +46,9 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
     let o = realism(&day, &out, &["--export"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("the agent-based market is closer than the parametric baseline on"));
+    assert!(
+        text(&o).contains("the queue-reactive market is closer than the parametric baseline on")
+    );
 
     let json = common::read_json(&out.join("realism.json"));
     let symbol = &json["symbols"][0];
@@ -70,11 +73,16 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
             .as_str()
             .unwrap_or("")
             .starts_with("response to");
-        if !real && curve && models == ["agent-based"] {
+        if !real && curve && models.len() < 3 {
             missing += 1;
             continue;
         }
-        assert_eq!(models, ["agent-based", "parametric"], "{}", s["statistic"]);
+        assert_eq!(
+            models,
+            ["agent-based", "queue-reactive", "parametric"],
+            "{}",
+            s["statistic"]
+        );
     }
     assert!(
         missing <= 4,
@@ -85,7 +93,7 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
 
     // Each model's two parts, written in LOBSTER's format under the
     // parts' windows, replay through the engine with every row matching.
-    for model in ["agent-based", "parametric"] {
+    for model in ["agent-based", "queue-reactive", "parametric"] {
         let dir = out.join("lobster").join(model);
         let mut messages: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
@@ -253,7 +261,7 @@ fn nothing_of_the_held_out_afternoon_reaches_the_calibration() {
         a["held_out"]["statistics"], b["held_out"]["statistics"],
         "the afternoons differ, so should their scores"
     );
-    for model in ["agent-based", "parametric"] {
+    for model in ["agent-based", "queue-reactive", "parametric"] {
         let read = |out: &Path| {
             let dir = out.join("lobster").join(model);
             let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -361,4 +369,94 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
     let o = fills(&day, &tmp.path().join("zero"), &["--sizes", "0"]);
     assert!(!o.status.success());
     assert!(text(&o).contains("--sizes"), "{}", text(&o));
+}
+
+/// `serl simulate calibrate` fits the queue-reactive flow to a LOBSTER
+/// day and writes a model file; a market config that names it simulates
+/// a bundled day with that flow in place of the agents; a file that is
+/// not a model is refused by name.
+#[test]
+fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let day = lobster_day(tmp.path());
+    let models = tmp.path().join("qr");
+    let calibrate = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "calibrate",
+            "--lobster",
+            day.to_str().unwrap(),
+            "--until",
+            "12:45",
+            "--out",
+            models.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        serl(&args)
+    };
+    let o = calibrate(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let file = std::fs::read_dir(&models)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let model = common::read_json(&file);
+    assert_eq!(model["format"], 1);
+    assert!(model["source"].as_str().unwrap().contains("before 12:45"));
+    assert!(
+        model["market"][1].as_f64().unwrap() > 0.0,
+        "{}",
+        model["market"]
+    );
+    let again = calibrate(&[]);
+    assert!(!again.status.success());
+    assert!(text(&again).contains("--force"), "{}", text(&again));
+    assert!(calibrate(&["--force"]).status.success());
+
+    let config = tmp.path().join("market.toml");
+    let simulate = |config: &Path| {
+        let out = tmp.path().join("sim");
+        serl(&[
+            "simulate",
+            "--data",
+            "data/lean",
+            "--symbol",
+            "spy",
+            "--date",
+            "2013-10-08",
+            "--seeds",
+            "2",
+            "--config",
+            config.to_str().unwrap(),
+            "--force",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    std::fs::write(
+        &config,
+        format!("[market]\nqueue_reactive = {:?}\n", file.to_str().unwrap()),
+    )
+    .unwrap();
+    let o = simulate(&config);
+    assert!(o.status.success(), "{}", text(&o));
+    // The flow's volume is fitted to the day's, as the agents' is.
+    assert!(text(&o).contains("PASS daily volume"), "{}", text(&o));
+    let written = common::read_json(&tmp.path().join("sim/calibration.json"));
+    assert_eq!(
+        written["market"]["queue_reactive"]["format"], 1,
+        "the run's config holds the model"
+    );
+
+    std::fs::write(&config, "[market]\nqueue_reactive = \"Cargo.toml\"\n").unwrap();
+    let o = simulate(&config);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("Cargo.toml: not a queue-reactive model")
+            && text(&o).contains("market.toml"),
+        "{}",
+        text(&o)
+    );
 }

@@ -36,6 +36,17 @@ pub(super) enum MakerMessage {
 /// (`n_noise` of them), then value, momentum and informed traders, then at
 /// least one market maker.
 pub(super) fn population(cfg: &MarketConfig, n_noise: usize) -> Vec<Agent> {
+    let agent = |kind| Agent {
+        kind,
+        live: VecDeque::new(),
+        inventory: 0,
+        redraw: false,
+        quote: None,
+        pending: VecDeque::new(),
+    };
+    if cfg.queue_reactive.is_some() {
+        return vec![agent(AgentKind::QueueReactive)];
+    }
     let population = [
         (AgentKind::Noise, n_noise),
         (AgentKind::Value, cfg.value_agents),
@@ -45,16 +56,7 @@ pub(super) fn population(cfg: &MarketConfig, n_noise: usize) -> Vec<Agent> {
     ];
     population
         .iter()
-        .flat_map(|&(kind, n)| {
-            (0..n).map(move |_| Agent {
-                kind,
-                live: VecDeque::new(),
-                inventory: 0,
-                redraw: false,
-                quote: None,
-                pending: VecDeque::new(),
-            })
-        })
+        .flat_map(|&(kind, n)| (0..n).map(move |_| agent(kind)))
         .collect()
 }
 
@@ -109,6 +111,7 @@ impl Simulator {
                 let dt = Exp::new(rate).map_or(1e9, |e| e.sample(&mut self.rng));
                 now + dt as u64 + lat
             }
+            AgentKind::QueueReactive => self.queue_reactive_wake(a, now),
             AgentKind::MarketMaker if !self.agents[a as usize].pending.is_empty() => {
                 // The rest of a re-quote, one message at a time.
                 let gap = Exp::new(1.0 / self.cfg.mm_message_gap_us.max(1.0))
@@ -134,6 +137,7 @@ impl Simulator {
             AgentKind::Momentum => self.wake_momentum(a, m),
             AgentKind::Informed => self.wake_informed(a),
             AgentKind::MarketMaker => self.wake_market_maker(a, m, fund),
+            AgentKind::QueueReactive => self.wake_queue_reactive(a),
         }
     }
 

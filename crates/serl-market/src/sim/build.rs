@@ -7,6 +7,7 @@ use rand_distr::LogNormal;
 use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy, Ticks};
 
 use super::agents::population;
+use super::queue_flow::QrRun;
 use super::{
     AgentKind, Calibration, MarketConfig, MinuteStats, NoiseSplit, Recording, Scenario, Simulator,
     US_PER_MIN,
@@ -174,7 +175,18 @@ impl Simulator {
                 .as_ref()
                 .map_or(crate::LOBSTER_OPEN_SECONDS, |l| l.1),
             lobster: lobster.map(|l| Box::new(l.0)),
+            queue_reactive: None,
         };
+        if let Some(model) = &cfg.queue_reactive {
+            let per_second = daily_volume / (minutes as f64 * 60.0);
+            sim.queue_reactive = Some(QrRun::new(
+                model.clone(),
+                &sim.activity,
+                per_second,
+                &cal.noise_scale,
+            ));
+            sim.open_queue_reactive(0);
+        }
         sim.open();
         sim
     }

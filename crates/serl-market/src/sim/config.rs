@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::path::PathModel;
+use crate::queue_reactive::QueueReactive;
 
 /// Overrides for imagined days: the real session's fundamental and volume
 /// reshaped (the default changes nothing). Applied when a [`Simulator`]
@@ -150,6 +151,16 @@ pub struct MarketConfig {
     /// `size_quantiles`.
     #[serde(skip_serializing_if = "is_zero")]
     pub mm_message_gap_us: f64,
+    /// The queue-reactive order flow that replaces every agent above
+    /// (docs/market.md): in a TOML config, the path of a model written by
+    /// `serl simulate calibrate`, read when the config is; written back as
+    /// the model itself, so that a run's config needs no other file.
+    /// Unset: the agents.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_queue_reactive"
+    )]
+    pub queue_reactive: Option<Box<QueueReactive>>,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -214,6 +225,7 @@ impl Default for MarketConfig {
             size_quantiles: Vec::new(),
             depth_quantiles: Vec::new(),
             mm_message_gap_us: 0.0,
+            queue_reactive: None,
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,
@@ -345,6 +357,32 @@ pub enum AgentKind {
     Momentum,
     /// Immediate-or-cancel orders toward the fundamental a little ahead.
     Informed,
+    /// The whole queue-reactive order flow
+    /// ([`MarketConfig::queue_reactive`]), in place of every other kind.
+    QueueReactive,
+}
+
+/// `queue_reactive` as a config gives it: the path of a model file, or
+/// the model itself (a run's written config).
+fn read_queue_reactive<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<QueueReactive>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        File(std::path::PathBuf),
+        Model(Box<QueueReactive>),
+    }
+    match Option::<Given>::deserialize(d)? {
+        None => Ok(None),
+        Some(Given::Model(m)) => {
+            m.check().map_err(serde::de::Error::custom)?;
+            Ok(Some(m))
+        }
+        Some(Given::File(path)) => QueueReactive::read(&path)
+            .map(|m| Some(Box::new(m)))
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 fn is_zero(x: &f64) -> bool {

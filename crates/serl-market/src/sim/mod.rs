@@ -9,6 +9,7 @@ mod agents;
 mod build;
 mod calibration;
 mod config;
+mod queue_flow;
 mod record;
 
 use std::cmp::Reverse;
@@ -106,6 +107,8 @@ pub struct Simulator {
     /// LOBSTER's clock at the simulated day's start, seconds after
     /// midnight (09:30, or later for part of a session).
     lobster_open: f64,
+    /// The queue-reactive flow, where it replaces the agents.
+    queue_reactive: Option<queue_flow::QrRun>,
 }
 
 /// How the noise stream's arrivals divide between cancels, market orders

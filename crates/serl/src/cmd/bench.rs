@@ -65,6 +65,10 @@ pub struct FlowArgs {
     /// One market maker quoting all their depth (`coarse_flow.merge_makers`).
     #[arg(long)]
     pub merge_makers: bool,
+    /// Also time the day of this queue-reactive flow (a model file of
+    /// `serl simulate calibrate`) in place of the agents (`serl bench sim`).
+    #[arg(long)]
+    pub queue_reactive: Option<PathBuf>,
 }
 
 impl FlowArgs {
@@ -92,6 +96,9 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
 }
 
 fn env(e: FlowArgs) -> Result<ExitCode> {
+    if e.queue_reactive.is_some() {
+        anyhow::bail!("serl bench env: --queue-reactive is `serl bench sim`'s");
+    }
     let flow = e.coarsening("env")?;
     let a = e.common;
     let f = serl_study::bench::env_figures(&a.data, a.runs, &flow)?;
@@ -129,7 +136,11 @@ fn print_env(f: &EnvFigures) {
 fn sim(s: FlowArgs) -> Result<ExitCode> {
     let flow = s.coarsening("sim")?;
     let a = s.common;
-    let f = serl_env::bench::sim_figures(&a.data, a.runs, &flow)?;
+    let model = match &s.queue_reactive {
+        Some(p) => Some(serl_env::QueueReactive::read(p).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let f = serl_env::bench::sim_figures(&a.data, a.runs, &flow, model.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {
@@ -148,10 +159,15 @@ fn print_sim(f: &SimFigures) {
         "{:>7} {:>12} {:>10} {:>14} {:>22}",
         "agents", "s per day", "events", "M events/s", "s to fit (once/session)"
     );
-    for r in &f.rows {
+    for r in f.rows.iter().chain(&f.queue_reactive) {
+        let who = if r.agents == 0 {
+            "QR flow".to_string()
+        } else {
+            r.agents.to_string()
+        };
         println!(
             "{:>7} {:>12.3} {:>10} {:>14.2} {:>22.3}",
-            r.agents,
+            who,
             r.seconds_per_day,
             r.events,
             r.events_per_second / 1e6,

@@ -11,6 +11,7 @@ use serl_study::simulate::{ImpactRequest, SessionRequest};
 
 use super::args::{warn, EngineChoice};
 
+mod calibrate;
 mod fills;
 mod realism;
 
@@ -38,7 +39,8 @@ pub enum SimulateCommand {
     /// day's volume against the same seeds without them.
     Impact(ImpactArgs),
     /// Realism of the simulated order flow against real LOBSTER days: the
-    /// agent-based market and a parametric Poisson baseline, each
+    /// agent-based market, the queue-reactive flow and a parametric
+    /// Poisson baseline, each
     /// calibrated to the same symbol-day, scored statistic by statistic
     /// (L1 and Wasserstein-1 with bootstrap CIs).
     Realism(realism::RealismArgs),
@@ -47,6 +49,11 @@ pub enum SimulateCommand {
     /// agent-based market calibrated to the day, their fill probability
     /// within 1, 5 and 30 minutes, time to fill and adverse moves.
     Fills(fills::FillsArgs),
+    /// Fit the queue-reactive order flow (Huang, Lehalle & Rosenbaum: each
+    /// level's limit, cancel and market order rates by its queue's size)
+    /// to LOBSTER days: one model file per symbol, for `[market]
+    /// queue_reactive = "FILE"`.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Which real session to simulate.
@@ -121,6 +128,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         Some(SimulateCommand::Impact(i)) => return run_impact(i),
         Some(SimulateCommand::Realism(r)) => return realism::run(r),
         Some(SimulateCommand::Fills(f)) => return fills::run(f),
+        Some(SimulateCommand::Calibrate(c)) => return calibrate::run(c),
         None => {}
     }
     let out = a.out.clone().context("--out is required")?;

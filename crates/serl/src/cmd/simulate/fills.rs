@@ -59,15 +59,18 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
     bar.finish();
     for s in &all {
         let real = s.summary(VENUES[0], 0);
-        let market = s.summary(VENUES[1], 0);
+        let (market, reactive) = (s.summary(VENUES[1], 0), s.summary(VENUES[4], 0));
         println!(
-            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%; within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs",
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}% (within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs), queue-reactive flow {:.0}% / {:.0}% ({} of {AIM_PAIRS})",
             s.symbol,
             100.0 * real.filled_within[1],
             100.0 * real.filled_within[2],
             100.0 * market.filled_within[1],
             100.0 * market.filled_within[2],
-            s.within_aim(VENUES[1])
+            s.within_aim(VENUES[1]),
+            100.0 * reactive.filled_within[1],
+            100.0 * reactive.filled_within[2],
+            s.within_aim(VENUES[4])
         );
     }
     println!("report: {}", request.out.join("report.html").display());

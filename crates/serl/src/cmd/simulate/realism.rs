@@ -61,14 +61,16 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     bar.finish();
     for r in &reports {
         let [held, seen] = [&r.parts[0], &r.parts[1]];
-        let ((wins, total), (in_wins, in_total)) = (held.wins(), seen.wins());
-        println!(
-            "{} ({} levels), held out {}: the agent-based market is closer than the parametric baseline on {wins} of {total} statistics (in sample, {}: {in_wins} of {in_total})",
-            r.symbol,
-            r.levels,
-            held.window(),
-            seen.window()
-        );
+        for model in ["agent-based", "queue-reactive"] {
+            let ((wins, total), (in_wins, in_total)) = (held.wins(model), seen.wins(model));
+            println!(
+                "{} ({} levels), held out {}: the {model} market is closer than the parametric baseline on {wins} of {total} statistics (in sample, {}: {in_wins} of {in_total})",
+                r.symbol,
+                r.levels,
+                held.window(),
+                seen.window()
+            );
+        }
     }
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)

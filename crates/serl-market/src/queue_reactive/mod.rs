@@ -1,0 +1,455 @@
+//! The queue-reactive order flow of Huang, Lehalle & Rosenbaum (2015):
+//! the order flow at each of the first levels of the book arrives at rates
+//! that depend on the size of that level's queue.
+//!
+//! - **Levels are ranks**: level `i` of a side is its `i`-th non-empty
+//!   price, as in a LOBSTER order-book file, so that a stock whose spread
+//!   is many ticks wide (AMZN, GOOG) is modelled as well as a one-tick one.
+//! - **Per level and queue-size bin** (the queue over the level's average
+//!   event size, rounded up, capped at [`MAX_BIN`]): limit orders joining
+//!   the queue, cancels from it, and at the best level market orders, each
+//!   a Poisson rate per side.
+//! - **New price levels**: limit orders inside the spread at a rate that
+//!   depends on the spread (in ticks), a share of the spread away from the
+//!   own best; and limit orders behind the best at a price no modelled
+//!   level holds, at a constant rate and a depth drawn from the day's.
+//! - **The reference price moves** when a best queue depletes (the next
+//!   level becomes the best) or an order improves it: the price is the
+//!   book's own, not a path given from outside.
+//!
+//! [`QueueReactive::fit`] calibrates it from LOBSTER message data,
+//! [`QueueReactive::next_event`] draws what happens next in a book, and
+//! [`QueueReactive::simulate`] plays a day of it alone, recorded as
+//! LOBSTER files. The dynamic market plays it beside the execution agents
+//! with `[market] flow = "queue_reactive"` (docs/market.md).
+
+mod day;
+pub use day::row_mid;
+mod fit;
+#[cfg(test)]
+mod tests;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use serl_lob::{OrderBook, Side, Ticks};
+
+/// The largest queue-size bin: queues of more than this many average
+/// events share one bin's rates.
+pub const MAX_BIN: usize = 20;
+
+/// The widest spread, ticks, with rates of its own for orders inside the
+/// spread; wider spreads share the last.
+pub const MAX_SPREAD: usize = 64;
+
+/// The format of a calibrated model's file; a file of another version is
+/// refused by name.
+pub const FORMAT: u32 = 1;
+
+/// A queue-reactive order flow calibrated to a day (rates per second per
+/// side). Written as JSON by `serl simulate calibrate`; a market config
+/// names the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueReactive {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// What it was calibrated on (a file name and its window).
+    pub source: String,
+    /// Price units (dollars × 10,000) per tick: 100 for one cent.
+    pub tick: i64,
+    /// Seconds of order flow it was calibrated on.
+    pub seconds: f64,
+    /// The queue-size unit of each modelled level, shares: the average
+    /// size of the events at that level.
+    pub unit: Vec<f64>,
+    /// Limit orders joining level `i`'s queue, per second, by the queue's
+    /// bin (`limit[i][bin]`).
+    pub limit: Vec<Vec<f64>>,
+    /// Cancels from level `i`'s queue, per second, by the queue's bin.
+    pub cancel: Vec<Vec<f64>>,
+    /// Market orders against the best queue, per second, by its bin.
+    pub market: Vec<f64>,
+    /// Limit orders improving the own best, per second, by the spread in
+    /// ticks (0 and 1: none fits).
+    pub inside: Vec<f64>,
+    /// How far inside the spread an improving order goes: quantiles of its
+    /// improvement over the spread, in (0, 1).
+    pub inside_at: Vec<f64>,
+    /// Limit orders behind the best at a price no modelled level holds,
+    /// per second.
+    pub behind: f64,
+    /// Their depth behind the own best, ticks: quantiles.
+    pub behind_depth: Vec<Ticks>,
+    /// The median gap to the level before, ticks, per level (level 0's:
+    /// half the median spread).
+    pub gap: Vec<Ticks>,
+    /// The median queue per level, shares: an opening book.
+    pub depth: Vec<u64>,
+    /// The median spread, ticks.
+    pub spread: Ticks,
+    /// Shares executed per second (the visible executions).
+    pub volume_per_second: f64,
+    /// Limit order sizes, shares: quantiles.
+    pub limit_sizes: Vec<u64>,
+    /// Market order sizes (the executions of one instant summed), shares:
+    /// quantiles.
+    pub market_sizes: Vec<u64>,
+}
+
+/// What the flow does next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QrEvent {
+    /// A limit order of `qty` shares at `price` ticks.
+    Limit {
+        /// Its side.
+        side: Side,
+        /// Its price, ticks.
+        price: Ticks,
+        /// Shares.
+        qty: u64,
+    },
+    /// A cancel of one of the flow's own orders resting at `price` on
+    /// `side` (none there: nothing happens).
+    Cancel {
+        /// The queue's side.
+        side: Side,
+        /// Its price, ticks.
+        price: Ticks,
+    },
+    /// A market order of `qty` shares taking from `side`'s best.
+    Market {
+        /// The side it takes from (a market buy takes from the asks).
+        side: Side,
+        /// Shares.
+        qty: u64,
+    },
+}
+
+/// Which kind of event, before its price and size are drawn.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Join(usize),
+    Cancel(usize),
+    Market,
+    Inside,
+    Behind,
+}
+
+impl QueueReactive {
+    /// Levels per side whose queues it models.
+    pub fn levels(&self) -> usize {
+        self.unit.len()
+    }
+
+    /// The bin of a queue of `qty` shares at level `i`.
+    pub fn bin(&self, i: usize, qty: u64) -> usize {
+        bin(qty, self.unit[i])
+    }
+
+    /// All its event rates in `book` now, per second, times `scale` (the
+    /// minute's activity on bar data; 1 on the calibrated day), written
+    /// into `out` as (side, kind, rate); returns their sum.
+    fn rates(&self, book: &OrderBook, scale: f64, out: &mut Vec<(Side, Kind, f64)>) -> f64 {
+        out.clear();
+        let spread = book.spread().unwrap_or(self.spread).max(1) as usize;
+        for side in [Side::Bid, Side::Ask] {
+            let mut levels = 0;
+            for (i, l) in book.levels(side).take(self.levels()).enumerate() {
+                let b = self.bin(i, l.qty);
+                out.push((side, Kind::Join(i), self.limit[i][b]));
+                out.push((side, Kind::Cancel(i), self.cancel[i][b]));
+                if i == 0 {
+                    out.push((side, Kind::Market, self.market[b]));
+                }
+                levels += 1;
+            }
+            // A level not there: its empty queue's rate of limit orders
+            // opens it.
+            for i in levels..self.levels() {
+                out.push((side, Kind::Join(i), self.limit[i][0]));
+            }
+            let inside = self.inside[spread.min(self.inside.len() - 1)];
+            out.push((side, Kind::Inside, inside));
+            out.push((side, Kind::Behind, self.behind));
+        }
+        let mut total = 0.0;
+        for r in out.iter_mut() {
+            r.2 *= scale;
+            total += r.2;
+        }
+        total
+    }
+
+    /// The seconds to the flow's next event in `book` and that event, its
+    /// rates times `scale`; `None` when every rate is 0. `rates` is a
+    /// buffer the caller keeps between calls.
+    pub fn next_event<R: Rng>(
+        &self,
+        book: &OrderBook,
+        scale: f64,
+        last_mid: f64,
+        rates: &mut QrRates,
+        rng: &mut R,
+    ) -> Option<(f64, QrEvent)> {
+        let wait = self.wait(book, scale, rates, rng)?;
+        Some((wait, self.pick(book, last_mid, rates, rng)))
+    }
+
+    /// The seconds to the flow's next event in `book`, its rates times
+    /// `scale` (exponential: the flow is memoryless, so a caller may draw
+    /// again whenever the book or the scale changed); `None` when every
+    /// rate is 0. Leaves the rates in `rates` for [`QueueReactive::pick`].
+    pub fn wait<R: Rng>(
+        &self,
+        book: &OrderBook,
+        scale: f64,
+        rates: &mut QrRates,
+        rng: &mut R,
+    ) -> Option<f64> {
+        rates.1 = self.rates(book, scale, &mut rates.0);
+        let total = rates.1;
+        if total <= 0.0 || !total.is_finite() {
+            return None;
+        }
+        Some(-(1.0 - rng.random::<f64>()).ln() / total)
+    }
+
+    /// Which event happens, by the rates [`QueueReactive::wait`] left in
+    /// `rates`, drawn in `book` as it is now.
+    pub fn pick<R: Rng>(
+        &self,
+        book: &OrderBook,
+        last_mid: f64,
+        rates: &QrRates,
+        rng: &mut R,
+    ) -> QrEvent {
+        let mut u = rng.random::<f64>() * rates.1;
+        let mut pick = rates.0[rates.0.len() - 1];
+        for &r in &rates.0 {
+            if u < r.2 {
+                pick = r;
+                break;
+            }
+            u -= r.2;
+        }
+        let (side, kind, _) = pick;
+        self.event(book, side, kind, last_mid, rng)
+    }
+
+    fn event<R: Rng>(
+        &self,
+        book: &OrderBook,
+        side: Side,
+        kind: Kind,
+        last_mid: f64,
+        rng: &mut R,
+    ) -> QrEvent {
+        let sign: Ticks = if side == Side::Bid { 1 } else { -1 };
+        let level = |i: usize| book.levels(side).nth(i).map(|l| l.price);
+        match kind {
+            Kind::Market => QrEvent::Market {
+                side,
+                qty: draw(&self.market_sizes, rng),
+            },
+            Kind::Cancel(i) => QrEvent::Cancel {
+                side,
+                price: level(i).unwrap_or(0),
+            },
+            Kind::Join(i) => {
+                let price = match level(i) {
+                    Some(p) => p,
+                    None => self.opened(book, side, last_mid),
+                };
+                self.limit(book, side, price, rng)
+            }
+            Kind::Inside => {
+                let (own, other) = (book.best(side), book.best(side.opposite()));
+                let price = match (own, other) {
+                    (Some(o), Some(p)) => {
+                        let spread = (p.price - o.price).abs();
+                        let at = self.inside_at[rng.random_range(0..self.inside_at.len())];
+                        let d = ((at * spread as f64).round() as Ticks).clamp(1, spread - 1);
+                        o.price + sign * d
+                    }
+                    _ => self.touch(book, side, last_mid),
+                };
+                self.limit(book, side, price, rng)
+            }
+            Kind::Behind => {
+                let touch = self.touch(book, side, last_mid);
+                let mut price = touch - sign * draw(&self.behind_depth, rng).max(1);
+                // Never at a modelled level's price: that would be a
+                // limit order joining its queue, which has its own rate.
+                let modelled: Vec<Ticks> = book
+                    .levels(side)
+                    .take(self.levels())
+                    .map(|l| l.price)
+                    .collect();
+                while modelled.contains(&price) {
+                    price -= sign;
+                }
+                self.limit(book, side, price, rng)
+            }
+        }
+    }
+
+    /// A limit order at `price`, never through the other side's best.
+    fn limit<R: Rng>(&self, book: &OrderBook, side: Side, price: Ticks, rng: &mut R) -> QrEvent {
+        let sign: Ticks = if side == Side::Bid { 1 } else { -1 };
+        let mut price = price.max(1);
+        if let Some(o) = book.best(side.opposite()) {
+            if sign * (price - o.price) >= 0 {
+                price = o.price - sign;
+            }
+        }
+        QrEvent::Limit {
+            side,
+            price: price.max(1),
+            qty: draw(&self.limit_sizes, rng),
+        }
+    }
+
+    /// The side's best, or where it would be: the other side's best less
+    /// the median spread, or the last mid less half of it.
+    fn touch(&self, book: &OrderBook, side: Side, last_mid: f64) -> Ticks {
+        let sign: Ticks = if side == Side::Bid { 1 } else { -1 };
+        match (book.best(side), book.best(side.opposite())) {
+            (Some(l), _) => l.price,
+            (None, Some(o)) => o.price - sign * self.spread,
+            (None, None) => (last_mid - sign as f64 * self.spread as f64 / 2.0).round() as Ticks,
+        }
+    }
+
+    /// Where a level not there opens: its median gap behind the last
+    /// modelled level there is, or at the touch on an empty side.
+    fn opened(&self, book: &OrderBook, side: Side, last_mid: f64) -> Ticks {
+        let sign: Ticks = if side == Side::Bid { 1 } else { -1 };
+        let there = book.levels(side).take(self.levels()).count();
+        match book.levels(side).nth(there.saturating_sub(1)) {
+            Some(last) if there > 0 => last.price - sign * self.gap[there].max(1),
+            _ => self.touch(book, side, last_mid),
+        }
+    }
+
+    /// The same flow with every size in shares (orders, queue units,
+    /// opening depth, volume) times `k`, its rates as they are.
+    pub fn scale_sizes(&mut self, k: f64) {
+        let scale = |q: &mut u64| *q = ((*q as f64 * k).round() as u64).max(1);
+        self.limit_sizes.iter_mut().for_each(scale);
+        self.market_sizes.iter_mut().for_each(scale);
+        self.depth.iter_mut().for_each(scale);
+        self.unit.iter_mut().for_each(|u| *u = (*u * k).max(1.0));
+        self.volume_per_second *= k;
+    }
+
+    /// The opening book: each modelled level's median queue at its median
+    /// gap, around `mid` ticks, as (side, price, shares).
+    pub fn opening_book(&self, mid: f64) -> Vec<(Side, Ticks, u64)> {
+        let half = (self.spread as f64 / 2.0).max(0.5);
+        let mut out = Vec::new();
+        for side in [Side::Bid, Side::Ask] {
+            let sign: Ticks = if side == Side::Bid { 1 } else { -1 };
+            let mut price = if side == Side::Bid {
+                (mid - half).floor() as Ticks
+            } else {
+                (mid + half).ceil() as Ticks
+            };
+            for i in 0..self.levels() {
+                if i > 0 {
+                    price -= sign * self.gap[i].max(1);
+                }
+                if price > 0 && self.depth[i] > 0 {
+                    out.push((side, price, self.depth[i]));
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks a model read from a file: its format, and that its tables
+    /// agree in size and hold finite, non-negative rates.
+    pub fn check(&self) -> Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!(
+                "format {} (this serl reads {FORMAT}): calibrate it again with `serl simulate calibrate`",
+                self.format
+            ));
+        }
+        let k = self.unit.len();
+        if k == 0 {
+            return Err("no level is modelled (`unit` is empty)".into());
+        }
+        let rows = [("limit", &self.limit), ("cancel", &self.cancel)];
+        for (name, t) in rows {
+            if t.len() != k || t.iter().any(|r| r.len() != MAX_BIN + 1) {
+                return Err(format!(
+                    "`{name}` must be {k} rows of {} rates",
+                    MAX_BIN + 1
+                ));
+            }
+        }
+        if self.market.len() != MAX_BIN + 1 || self.inside.len() != MAX_SPREAD + 1 {
+            return Err(format!(
+                "`market` must hold {} rates and `inside` {}",
+                MAX_BIN + 1,
+                MAX_SPREAD + 1
+            ));
+        }
+        if self.gap.len() != k || self.depth.len() != k {
+            return Err(format!("`gap` and `depth` must hold {k} values"));
+        }
+        let all = self.limit.iter().chain(&self.cancel).flatten();
+        let rates = all.chain(&self.market).chain(&self.inside);
+        if rates
+            .chain([&self.behind])
+            .any(|r| !r.is_finite() || *r < 0.0)
+        {
+            return Err("a rate is negative or not a number".into());
+        }
+        if self.volume_per_second.is_nan() || self.volume_per_second <= 0.0 {
+            return Err("`volume_per_second` is not positive".into());
+        }
+        if self.unit.iter().any(|u| u.is_nan() || *u <= 0.0) {
+            return Err("a level's `unit` is not positive".into());
+        }
+        let empty = [
+            ("inside_at", self.inside_at.is_empty()),
+            ("behind_depth", self.behind_depth.is_empty()),
+            ("limit_sizes", self.limit_sizes.is_empty()),
+            ("market_sizes", self.market_sizes.is_empty()),
+        ];
+        if let Some((name, _)) = empty.iter().find(|e| e.1) {
+            return Err(format!("`{name}` is empty"));
+        }
+        Ok(())
+    }
+
+    /// Reads and checks a model written by `serl simulate calibrate`.
+    pub fn read(path: &std::path::Path) -> Result<QueueReactive, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let model: QueueReactive = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a queue-reactive model: {e}", path.display()))?;
+        model
+            .check()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(model)
+    }
+}
+
+/// A buffer for [`QueueReactive::next_event`]'s rates, and their sum.
+#[derive(Debug, Default, Clone)]
+pub struct QrRates(Vec<(Side, Kind, f64)>, f64);
+
+/// The bin of a queue of `qty` shares in units of `unit`.
+fn bin(qty: u64, unit: f64) -> usize {
+    if qty == 0 {
+        return 0;
+    }
+    ((qty as f64 / unit).ceil() as usize).clamp(1, MAX_BIN)
+}
+
+/// A value of `q` (quantiles), each as likely.
+fn draw<T: Copy, R: Rng>(q: &[T], rng: &mut R) -> T {
+    q[rng.random_range(0..q.len())]
+}

@@ -1,0 +1,74 @@
+//! `serl simulate calibrate`: the queue-reactive flow fitted to LOBSTER
+//! days, a model file per symbol.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serl_study::calibrate::CalibrateRequest;
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// A LOBSTER sample zip, or a directory of them (the deepest file of
+    /// each symbol is used).
+    #[arg(long)]
+    pub lobster: PathBuf,
+    /// Only these symbols of the directory (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Fit on the messages before this time of day only (HH:MM), keeping
+    /// the rest of the day held out.
+    #[arg(long, value_parser = parse_clock)]
+    pub until: Option<usize>,
+    /// The directory SYMBOL.json files are written to.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Write over model files already there.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Minutes after 09:30 of an `HH:MM` time of the session.
+fn parse_clock(s: &str) -> Result<usize, String> {
+    let (h, m) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}`: give a time as HH:MM"))?;
+    let (h, m): (usize, usize) = (
+        h.parse()
+            .map_err(|_| format!("`{s}`: hours are not a number"))?,
+        m.parse()
+            .map_err(|_| format!("`{s}`: minutes are not a number"))?,
+    );
+    let at = h * 60 + m;
+    if m >= 60 || !(9 * 60 + 30..=16 * 60).contains(&at) {
+        return Err(format!("`{s}`: give a time of the session, 09:30 to 16:00"));
+    }
+    Ok(at - (9 * 60 + 30))
+}
+
+pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
+    let request = CalibrateRequest {
+        lobster: a.lobster,
+        symbols: a.symbols,
+        until_minute: a.until,
+        out: a.out,
+        force: a.force,
+    };
+    for f in serl_study::calibrate::calibrate(&request)? {
+        let m = &f.model;
+        let limit: f64 = m.limit.iter().map(|r| r[1]).sum();
+        println!(
+            "{}: {} levels over {:.0} s, median spread {} ticks, best queue of 1 unit: {:.2} market, {:.2} cancels, {:.2} limit orders per second per side; {}",
+            f.symbol,
+            m.levels(),
+            m.seconds,
+            m.spread,
+            m.market[1],
+            m.cancel[0][1],
+            limit,
+            f.path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
