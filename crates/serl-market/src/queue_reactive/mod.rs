@@ -342,6 +342,26 @@ impl QueueReactive {
         self.volume_per_second *= k;
     }
 
+    /// The same flow with every distance in ticks (spread, gaps, depths
+    /// behind the best) times `f`, rounded and at least a tick, and the
+    /// rate of orders inside a spread of `s` ticks the model's at `s / f`:
+    /// a stock that quotes `f` times as many ticks wide.
+    pub fn scale_prices(&mut self, f: f64) {
+        if !f.is_finite() || f <= 0.0 || (f - 1.0).abs() < 0.25 {
+            return;
+        }
+        let scale = |d: &mut Ticks| *d = ((*d as f64 * f).round() as Ticks).max(1);
+        scale(&mut self.spread);
+        self.gap.iter_mut().for_each(scale);
+        self.behind_depth.iter_mut().for_each(scale);
+        let old = self.inside.clone();
+        for (s, rate) in self.inside.iter_mut().enumerate() {
+            *rate = old[((s as f64 / f).round() as usize).min(old.len() - 1)];
+        }
+        // A one-tick spread leaves no room inside it.
+        self.inside[..2].fill(0.0);
+    }
+
     /// The opening book: each modelled level's median queue at its median
     /// gap, around `mid` ticks, as (side, price, shares).
     pub fn opening_book(&self, mid: f64) -> Vec<(Side, Ticks, u64)> {

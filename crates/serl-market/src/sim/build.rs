@@ -7,7 +7,7 @@ use rand_distr::LogNormal;
 use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy, Ticks};
 
 use super::agents::population;
-use super::queue_flow::QrRun;
+use super::queue_flow::{QrDay, QrRun};
 use super::{
     AgentKind, Calibration, MarketConfig, MinuteStats, NoiseSplit, Recording, Scenario, Simulator,
     US_PER_MIN,
@@ -34,6 +34,32 @@ fn fundamental(cal: &Calibration, cfg: &MarketConfig, seed: u64, real: &[f64]) -
             p0 * dev.exp() / cal.tick
         })
         .collect()
+}
+
+/// The fundamental's moves off the straight line within each minute, one
+/// per second, ticks: a Brownian bridge from 0 to 0 over the minute whose
+/// variance is `scale`² times the day's mean squared minute move (what a
+/// random walk known only at the minutes does between them). Empty at
+/// scale 0. Its own random stream, so that the agents draw as before.
+fn bridge(fundamental: &[f64], scale: f64, seed: u64) -> Vec<f64> {
+    if scale <= 0.0 || fundamental.len() < 2 {
+        return Vec::new();
+    }
+    let moves = fundamental.windows(2).map(|w| (w[1] - w[0]).powi(2));
+    let minute_var = moves.sum::<f64>() / (fundamental.len() - 1) as f64;
+    let step = rand_distr::Normal::new(0.0, scale * (minute_var / 60.0).sqrt())
+        .expect("a finite standard deviation");
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x00b1_d9e5_u64);
+    let mut out = Vec::with_capacity(fundamental.len() * 60);
+    let mut walk = [0.0; 61];
+    for _ in 0..fundamental.len() {
+        for k in 1..=60 {
+            walk[k] = walk[k - 1] + rand_distr::Distribution::sample(&step, &mut rng);
+        }
+        let end = walk[60];
+        out.extend((0..60).map(|k| walk[k] - end * k as f64 / 60.0));
+    }
+    out
 }
 
 /// The noise arrival rate per minute, per noise trader, per microsecond.
@@ -135,7 +161,9 @@ impl Simulator {
         let split = NoiseSplit::new(cfg);
         let acting = split.acting(n_noise);
         let daily_volume: f64 = cal.minute_volume.iter().sum::<f64>() * sc.liquidity_mult.max(1e-9);
+        let fundamental = fundamental(cal, cfg, seed, &real);
         let mut sim = Simulator {
+            bridge: bridge(&fundamental, cfg.fundamental_bridge, seed),
             book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
             agents: population(cfg, n_noise),
             queue: Default::default(),
@@ -147,7 +175,7 @@ impl Simulator {
             rng: SmallRng::seed_from_u64(seed),
             cfg: cfg.clone(),
             tick: cal.tick,
-            fundamental: fundamental(cal, cfg, seed, &real),
+            fundamental,
             noise_rate: noise_rates(cal, cfg, minutes, acting, mean_size, &split),
             noise_split: split,
             n_noise: acting as u32,
@@ -179,12 +207,12 @@ impl Simulator {
         };
         if let Some(model) = &cfg.queue_reactive {
             let per_second = daily_volume / (minutes as f64 * 60.0);
-            sim.queue_reactive = Some(QrRun::new(
-                model.clone(),
-                &sim.activity,
-                per_second,
-                &cal.noise_scale,
-            ));
+            let day = QrDay {
+                activity: &sim.activity,
+                volume: per_second,
+                spread: spread_ticks,
+            };
+            sim.queue_reactive = Some(QrRun::new(model.clone(), day, &cal.noise_scale));
             sim.open_queue_reactive(0);
         }
         sim.open();

@@ -161,6 +161,14 @@ pub struct MarketConfig {
         deserialize_with = "read_queue_reactive"
     )]
     pub queue_reactive: Option<Box<QueueReactive>>,
+    /// How the fundamental moves within a minute: 0 in a straight line
+    /// from one minute's value to the next; 1 as a Brownian bridge between
+    /// them with the day's mean minute variance, as a random walk known
+    /// only at the minutes would (docs/market.md: a straight line makes
+    /// every move persist to the minute's end, and a resting order filled
+    /// by the move then pays for the rest of it). Written only when set.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fundamental_bridge: f64,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -226,6 +234,7 @@ impl Default for MarketConfig {
             depth_quantiles: Vec::new(),
             mm_message_gap_us: 0.0,
             queue_reactive: None,
+            fundamental_bridge: 0.0,
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,

@@ -61,6 +61,10 @@ pub struct Simulator {
     tick: f64,
     /// Fundamental per minute, ticks.
     fundamental: Vec<f64>,
+    /// Its moves within each minute off the straight line, ticks, one per
+    /// second from each minute's start (`fundamental_bridge`; empty: a
+    /// straight line).
+    bridge: Vec<f64>,
     /// Noise arrival rate per minute, per agent, per microsecond.
     noise_rate: Vec<f64>,
     /// Noise traders who act: the first `n_noise` agents (all the noise
@@ -357,7 +361,14 @@ impl Simulator {
     }
 
     fn close_minute(&mut self, m: usize) {
-        let mid = self.mid_price().unwrap_or(self.fundamental[m] * self.tick);
+        // Where a side is empty at the minute's end: the fundamental, which
+        // the agents' book follows, or the queue-reactive flow's own last
+        // mid (its price is the book's, not the fundamental's).
+        let fallback = match &self.queue_reactive {
+            Some(run) => run.last_mid,
+            None => self.fundamental[m],
+        };
+        let mid = self.mid_price().unwrap_or(fallback * self.tick);
         self.stats.mid[m] = mid;
         self.stats.vwap[m] = if self.stats.volume[m] > 0.0 {
             self.pv / self.stats.volume[m]
@@ -592,14 +603,21 @@ impl Simulator {
             .unwrap_or(self.fundamental[self.minute_at(self.now)])
     }
 
-    /// The fundamental at time `t`, ticks: it moves linearly within each
-    /// minute from the last minute's close to this one's, so that prices
-    /// have no reason to jump at minute boundaries.
+    /// The fundamental at time `t`, ticks: it moves within each minute
+    /// from the last minute's close to this one's (in a straight line, or
+    /// a Brownian bridge, `fundamental_bridge`), so that prices have no
+    /// reason to jump at minute boundaries.
     fn fundamental_at(&self, t: u64) -> f64 {
         let m = self.minute_at(t);
         let frac = ((t.saturating_sub(m as u64 * US_PER_MIN)) as f64 / US_PER_MIN as f64).min(1.0);
         let prev = self.fundamental[m.saturating_sub(1)];
-        prev + (self.fundamental[m] - prev) * frac + self.flow_shift()
+        let off_line = if self.bridge.is_empty() {
+            0.0
+        } else {
+            let s = (frac * 60.0) as usize;
+            self.bridge.get(m * 60 + s.min(59)).copied().unwrap_or(0.0)
+        };
+        prev + (self.fundamental[m] - prev) * frac + off_line + self.flow_shift()
     }
 
     /// An external execution agent's limit order of `qty` shares at

@@ -8,6 +8,16 @@ use serl_lob::{OrderKind, Side};
 use super::{Simulator, US_PER_MIN};
 use crate::queue_reactive::{QrEvent, QrRates, QueueReactive};
 
+/// What a simulated day says to the flow.
+pub(super) struct QrDay<'a> {
+    /// Each minute's volume over the day's mean minute.
+    pub(super) activity: &'a [f64],
+    /// Shares traded a second, on average.
+    pub(super) volume: f64,
+    /// The day's spread, ticks.
+    pub(super) spread: f64,
+}
+
 /// The flow's state in a simulator.
 pub(super) struct QrRun {
     pub(super) model: Box<QueueReactive>,
@@ -16,26 +26,30 @@ pub(super) struct QrRun {
     /// volume over the model's, and the fitted volume correction.
     scale: Vec<f64>,
     deepest: usize,
+    /// The book's last two-sided mid, ticks: the flow's price is the
+    /// book's own, so where a side is empty for a moment, this (not the
+    /// fundamental, which the flow never reads) is its price.
+    pub(super) last_mid: f64,
 }
 
 impl QrRun {
-    /// The flow of `model` on a day whose minutes have `activity` (each
-    /// minute's volume over the day's mean minute), `volume_per_second` on
-    /// average, and the fitted volume correction `fitted` per minute
-    /// (empty: 1). A day of another stock or volume keeps the model's
-    /// events and scales their sizes by the day's volume over the model's,
-    /// as the agents' order size follows the day's volume: a busy stock is
-    /// not simulated as a hundred times more events.
-    pub(super) fn new(
-        mut model: Box<QueueReactive>,
-        activity: &[f64],
-        volume_per_second: f64,
-        fitted: &[f64],
-    ) -> QrRun {
-        let ratio = volume_per_second / model.volume_per_second.max(1e-12);
+    /// The flow of `model` on a day whose minutes have `day.activity`
+    /// (each minute's volume over the day's mean minute), `day.volume` shares
+    /// a second on average, a spread of `day.spread` ticks, and the fitted
+    /// volume correction `fitted` per minute (empty: 1). A day of another
+    /// stock keeps the model's events and scales their sizes by the day's
+    /// volume over the model's, as the agents' order size follows the
+    /// day's volume (a busy stock is not simulated as a hundred times more
+    /// events), and its distances in ticks by the day's spread over the
+    /// model's (a $1,500 stock quotes wider in ticks than a $200 one, SPY
+    /// a tick wide).
+    pub(super) fn new(mut model: Box<QueueReactive>, day: QrDay<'_>, fitted: &[f64]) -> QrRun {
+        let ratio = day.volume / model.volume_per_second.max(1e-12);
         if (ratio - 1.0).abs() > 0.05 {
             model.scale_sizes(ratio);
         }
+        model.scale_prices(day.spread / model.spread.max(1) as f64);
+        let activity = day.activity;
         let scale = activity
             .iter()
             .enumerate()
@@ -46,6 +60,7 @@ impl QrRun {
             model,
             rates: QrRates::default(),
             scale,
+            last_mid: 0.0,
         }
     }
 }
@@ -83,13 +98,15 @@ impl Simulator {
         if self.agents[a as usize].redraw {
             return;
         }
-        let Some(run) = self.queue_reactive.as_ref() else {
+        let Some(run) = self.queue_reactive.as_mut() else {
             return;
         };
-        let last_mid = self.reference();
+        if let Some(mid) = self.book.mid() {
+            run.last_mid = mid;
+        }
         let event = run
             .model
-            .pick(&self.book, last_mid, &run.rates, &mut self.rng);
+            .pick(&self.book, run.last_mid, &run.rates, &mut self.rng);
         let deepest = run.deepest;
         match event {
             QrEvent::Limit { side, price, qty } => {
@@ -141,7 +158,11 @@ impl Simulator {
             return;
         };
         let mid = self.fundamental[0];
-        for (side, price, qty) in run.model.opening_book(mid) {
+        let book = run.model.opening_book(mid);
+        if let Some(run) = self.queue_reactive.as_mut() {
+            run.last_mid = mid;
+        }
+        for (side, price, qty) in book {
             self.place(a, side, OrderKind::Limit { price }, qty);
         }
     }
