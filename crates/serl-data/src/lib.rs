@@ -90,6 +90,7 @@ mod load;
 mod parquet;
 mod plant;
 mod raw;
+mod scale;
 mod split;
 mod stats;
 mod stream;
@@ -108,6 +109,7 @@ pub use parquet::write_sessions;
 pub use plant::{
     forward_returns_bps, plant, read_plant_manifest, PlantConfig, PlantReport, PLANT_MANIFEST,
 };
+pub use scale::{scale_fixture, ScaleConfig, ScaleReport, SCALE_MANIFEST};
 pub use split::{Split, Splits};
 pub use stats::{
     historical_profile, realized_vol, session_stats, spread_estimate, volume_profile, SessionStats,

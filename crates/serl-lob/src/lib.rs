@@ -82,9 +82,10 @@ mod types;
 pub use book::{OrderBook, QueuePosition, EXTERNAL, EXTERNAL_OWNER};
 pub use error::LobError;
 pub use lobster::{
-    book_level, lobster_name, parse_messages, parse_orderbook, replay, sample_files, BookRows,
-    LobsterDayFiles, LobsterEvent, LobsterInput, LobsterRecorder, MessageRow, Mismatch,
-    ReplayError, ReplayOptions, ReplayReport,
+    book_level, export_mbo, is_dbn, lobster_name, mbo_symbols, parse_messages, parse_orderbook,
+    read_mbo, replay, sample_files, write_mbo, BookRows, LobsterDayFiles, LobsterEvent,
+    LobsterInput, LobsterRecorder, MboExport, MessageRow, Mismatch, ReplayError, ReplayOptions,
+    ReplayReport, MBO_LEVELS,
 };
 pub use synthetic::message_stream;
 pub use types::{

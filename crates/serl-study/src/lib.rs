@@ -48,6 +48,7 @@ pub mod fills_report;
 #[cfg(feature = "local")]
 pub mod finetune;
 pub mod llm;
+pub mod lob_export;
 pub mod paths;
 mod plant_sweep;
 pub mod planted_study;

@@ -122,6 +122,23 @@ fn realism_scores_both_markets_and_their_exported_days_replay_exactly() {
                 "{model}: {}",
                 text(&o)
             );
+            // Written as DBN MBO, a level-L day reads back; the messages
+            // LOBSTER's rule left out (deeper than L) are orders it never
+            // added, which the command counts.
+            let dbn = message.with_extension("dbn");
+            let o = serl(&[
+                "lob",
+                "export",
+                message.to_str().unwrap(),
+                "--dbn",
+                dbn.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{model}: {}", text(&o));
+            assert!(
+                text(&o).contains("mismatched rows  0") || text(&o).contains("never added"),
+                "{model}: {}",
+                text(&o)
+            );
         }
     }
 
@@ -310,7 +327,8 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
     assert!(text(&o).contains("at the touch, filled within 5 / 30 minutes: LOBSTER queue"));
 
     // 11 times from 09:35 to 15:25, both sides: 22 probes per level in
-    // every venue, each with a price on its own side of the mid.
+    // every venue (the queue-reactive flow's too), each with a price on
+    // its own side of the mid.
     let json = common::read_json(&out.join("fills.json"));
     let venues = &json["symbols"][0]["venues"];
     for venue in [
@@ -318,6 +336,7 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
         "dynamic market (day's order flow)",
         "dynamic market (bars only)",
         "bar rule",
+        "queue-reactive flow (day's messages)",
     ] {
         for level in ["touch", "touch+1"] {
             let all = &venues[venue][level]["all"];
@@ -338,7 +357,7 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
         }
     }
     let csv = std::fs::read_to_string(out.join("probes.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 4 * 44);
+    assert_eq!(csv.lines().count(), 1 + 5 * 44);
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         assert_eq!(f.len(), 14, "{line}");
@@ -410,6 +429,35 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         "{}",
         model["market"]
     );
+    // A day of the fitted flow, every order recorded, written as DBN MBO
+    // and read back: the same book after every message; the DBN day is a
+    // day like any other, calibrated on again.
+    let dbn = tmp.path().join("qr-day.mbo.dbn");
+    let o = serl(&[
+        "lob",
+        "export",
+        "--queue-reactive",
+        file.to_str().unwrap(),
+        "--until",
+        "10:30",
+        "--mid",
+        "580.00",
+        "--dbn",
+        dbn.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("mismatched rows  0"), "{}", text(&o));
+    assert!(!text(&o).contains("never added"), "{}", text(&o));
+    let o = serl(&[
+        "simulate",
+        "calibrate",
+        "--lobster",
+        dbn.to_str().unwrap(),
+        "--out",
+        tmp.path().join("from-dbn").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+
     let again = calibrate(&[]);
     assert!(!again.status.success());
     assert!(text(&again).contains("--force"), "{}", text(&again));

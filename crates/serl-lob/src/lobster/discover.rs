@@ -29,14 +29,16 @@ pub fn lobster_name(p: &Path) -> Option<(String, String, usize)> {
 }
 
 /// The deepest LOBSTER file of each symbol in `path` (a directory of
-/// sample zips), or `path` itself (a zip or a message CSV); only the
-/// symbols of `only` when it is not empty.
+/// sample zips and DBN MBO files), or `path` itself (a zip, a message CSV,
+/// or a DBN MBO file, which names a day per symbol it holds); only the
+/// symbols of `only` when it is not empty. A DBN file's day, holding the
+/// whole book, wins over a zip of the same symbol.
 pub fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf)>, ReplayError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| samples(format!("reading {}: {e}", path.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "zip"))
+            .filter(|p| p.extension().is_some_and(|e| e == "zip") || super::mbo::is_dbn(p))
             .collect();
         v.sort();
         v
@@ -50,6 +52,13 @@ pub fn sample_files(path: &Path, only: &[String]) -> Result<Vec<(String, PathBuf
     };
     let mut best: std::collections::BTreeMap<String, (usize, PathBuf)> = Default::default();
     for f in files {
+        if super::mbo::is_dbn(&f) {
+            // A DBN MBO file holds the whole book of each of its symbols.
+            for symbol in super::mbo::mbo_symbols(&f)? {
+                best.insert(symbol.to_uppercase(), (MBO_LEVELS + 1, f.clone()));
+            }
+            continue;
+        }
         let Some((symbol, _, levels)) = lobster_name(&f) else {
             return Err(samples(format!(
                 "{}: not named like a LOBSTER file (LOBSTER_SampleFile_SYM_DATE_LEVELS.zip or \
@@ -96,10 +105,23 @@ pub struct LobsterDayFiles {
     pub rows: BookRows,
 }
 
+/// The book levels a DBN MBO day is shown at (its records hold the whole
+/// book; ten is the deepest LOBSTER sample's depth).
+pub const MBO_LEVELS: usize = 10;
+
 impl LobsterDayFiles {
     /// Reads the day in `file` (a sample zip or a message CSV beside its
     /// order-book file); the two must have a row per message.
     pub fn read(symbol: String, file: PathBuf) -> Result<LobsterDayFiles, ReplayError> {
+        if super::mbo::is_dbn(&file) {
+            let (messages, rows) = super::mbo::read_mbo(&file, &symbol, MBO_LEVELS)?;
+            return Ok(LobsterDayFiles {
+                symbol,
+                file,
+                messages,
+                rows,
+            });
+        }
         let input = LobsterInput::open(&file, None)?;
         let messages = parse_messages(&input.message_name, &input.messages)?;
         let rows = parse_orderbook(&input.orderbook_name, &input.orderbook)?;

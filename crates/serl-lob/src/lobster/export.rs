@@ -27,6 +27,8 @@ pub struct LobsterRecorder {
     row: Vec<i64>,
     messages: Vec<MessageRow>,
     rows: Vec<i64>,
+    /// Keep every message, not only those that change the top levels.
+    whole: bool,
 }
 
 impl LobsterRecorder {
@@ -45,9 +47,19 @@ impl LobsterRecorder {
             row: Vec::new(),
             messages: Vec::new(),
             rows: Vec::new(),
+            whole: false,
         };
         r.row = r.top();
         r
+    }
+
+    /// The same recorder keeping every message, not only those that
+    /// change the top levels: the whole book's day, as a DBN MBO file
+    /// holds it (`serl lob export --queue-reactive`); the rows are still
+    /// the top levels.
+    pub fn whole(mut self) -> Self {
+        self.whole = true;
+        self
     }
 
     /// Sets the time of the events that follow, seconds after midnight.
@@ -134,7 +146,7 @@ impl LobsterRecorder {
 
     fn message(&mut self, kind: LobsterEvent, id: OrderId, size: Lots, side: Side, price: Ticks) {
         let row = self.top();
-        if row == self.row {
+        if row == self.row && !self.whole {
             return;
         }
         self.messages.push(MessageRow {

@@ -19,15 +19,29 @@ impl QueueReactive {
     /// book around `mid` ticks), recorded at `levels` levels.
     pub fn simulate(
         &self,
-        (open, seconds): (f64, f64),
+        window: (f64, f64),
         opening: &[i64],
         mid: f64,
         levels: usize,
         seed: u64,
     ) -> LobsterRecorder {
+        let rec = LobsterRecorder::new(levels, self.tick);
+        self.simulate_into(window, opening, mid, rec, seed)
+    }
+
+    /// [`QueueReactive::simulate`] recorded by `rec` (a whole-book
+    /// recorder, say, for a DBN MBO export).
+    pub fn simulate_into(
+        &self,
+        (open, seconds): (f64, f64),
+        opening: &[i64],
+        mid: f64,
+        rec: LobsterRecorder,
+        seed: u64,
+    ) -> LobsterRecorder {
         let mut day = QrDay {
             book: OrderBook::default(),
-            rec: LobsterRecorder::new(levels, self.tick),
+            rec,
             rng: SmallRng::seed_from_u64(seed),
             next_id: 0,
             events: Vec::new(),

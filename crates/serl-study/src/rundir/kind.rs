@@ -185,7 +185,7 @@ pub fn infer_kind(dir: &Path) -> Option<RunKind> {
         RunKind::TaskCheck
     } else if holds_study_runs(dir) {
         RunKind::Study
-    } else if has("PLANT.json") {
+    } else if has("PLANT.json") || has("SCALE.json") {
         RunKind::Dataset
     } else {
         return None;

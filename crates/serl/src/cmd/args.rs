@@ -115,3 +115,21 @@ pub fn module_names() -> Vec<&'static str> {
 pub fn warn(w: &str) {
     eprintln!("warning: {w}");
 }
+
+/// Minutes after 09:30 of an `HH:MM` time of the session.
+pub fn parse_clock(s: &str) -> Result<usize, String> {
+    let (h, m) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}`: give a time as HH:MM"))?;
+    let (h, m): (usize, usize) = (
+        h.parse()
+            .map_err(|_| format!("`{s}`: hours are not a number"))?,
+        m.parse()
+            .map_err(|_| format!("`{s}`: minutes are not a number"))?,
+    );
+    let at = h * 60 + m;
+    if m >= 60 || !(9 * 60 + 30..=16 * 60).contains(&at) {
+        return Err(format!("`{s}`: give a time of the session, 09:30 to 16:00"));
+    }
+    Ok(at - (9 * 60 + 30))
+}

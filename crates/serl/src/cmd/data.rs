@@ -1,5 +1,5 @@
-//! `serl data inspect`, `serl data validate`, `serl data convert` and
-//! `serl data plant`.
+//! `serl data inspect`, `serl data validate`, `serl data convert`,
+//! `serl data plant` and `serl data scale`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +25,35 @@ pub enum DataCommand {
     /// check that a search finds an edge where there is one and none where
     /// there is none (docs/data.md#a-market-with-a-known-answer).
     Plant(PlantArgs),
+    /// Write a scale fixture: a year of sessions for an index's worth of
+    /// symbols (SCALE001.parquet, …), each a chain of real sessions of the
+    /// source drawn with replacement, to measure memory and time at scale.
+    /// A scale test, never evidence (docs/data.md#scale).
+    Scale(ScaleArgs),
+}
+
+#[derive(Args)]
+pub struct ScaleArgs {
+    #[command(flatten)]
+    pub source: DataSource,
+    /// The folder to write (Parquet, one file per symbol, and SCALE.json).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Write over the dataset already in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Symbols to write.
+    #[arg(long, default_value_t = 500)]
+    pub symbols: usize,
+    /// Sessions per symbol, on consecutive weekdays.
+    #[arg(long, default_value_t = 252)]
+    pub sessions: usize,
+    /// The first session's date.
+    #[arg(long, default_value = "2019-01-02")]
+    pub first_date: chrono::NaiveDate,
+    /// Seed of the draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(Args)]
@@ -121,7 +150,44 @@ pub fn run(cmd: DataCommand) -> Result<ExitCode> {
         DataCommand::Validate(a) => validate(a),
         DataCommand::Convert(a) => convert(a),
         DataCommand::Plant(a) => plant(a),
+        DataCommand::Scale(a) => scale(a),
     }
+}
+
+fn scale(a: ScaleArgs) -> Result<ExitCode> {
+    let cfg = a.source.config(None)?;
+    let path = &a.source.path;
+    refuse_writing_over(path, &a.out)?;
+    let scale = serl_data::ScaleConfig {
+        symbols: a.symbols,
+        sessions: a.sessions,
+        first_date: a.first_date,
+        seed: a.seed,
+    };
+    if let Err(e) = scale.validate() {
+        anyhow::bail!("--symbols/--sessions: {e}");
+    }
+    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
+    let bar = crate::progress::Meter::counter("scale", "files");
+    let t0 = std::time::Instant::now();
+    let report = serl_data::scale_fixture(path, &a.out, &cfg, &scale, &|n| bar.inc(n))
+        .with_context(|| format!("making a scale fixture from {}", path.display()))?;
+    bar.finish();
+    println!(
+        "{} Parquet files in {}: {} sessions, {} bars, in {:.2}s",
+        report.written,
+        a.out.display(),
+        report.sessions,
+        report.rows,
+        t0.elapsed().as_secs_f64()
+    );
+    println!(
+        "a scale test, never evidence: {} real sessions of {}, each drawn {:.0} times on average",
+        report.source_sessions,
+        path.display(),
+        report.sessions as f64 / report.source_sessions.max(1) as f64
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn plant(a: PlantArgs) -> Result<ExitCode> {

@@ -1,4 +1,5 @@
-//! `serl lob replay`: LOBSTER files through the matching engine.
+//! `serl lob replay`: LOBSTER files through the matching engine;
+//! `serl lob export`: a LOBSTER day as Databento DBN MBO.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,12 +7,59 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serl_lob::{replay, LobsterInput, ReplayOptions};
+use serl_study::lob_export::{self, ExportRequest, ExportSource, Exported};
 
 #[derive(Subcommand)]
 pub enum LobCommand {
     /// Replay a LOBSTER day (a sample zip, or a message CSV with its
     /// order-book CSV) and compare the book after every message.
     Replay(ReplayArgs),
+    /// Write a LOBSTER day (a sample zip, a message CSV beside its
+    /// order-book CSV, or a simulated day `serl simulate realism --export`
+    /// wrote) as a Databento DBN MBO file, read it back, and compare its
+    /// book with the day's after every message.
+    Export(ExportArgs),
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// LOBSTER_SampleFile_*.zip, or a *_message_*.csv file (or give
+    /// --queue-reactive instead).
+    #[arg(
+        required_unless_present = "queue_reactive",
+        conflicts_with = "queue_reactive"
+    )]
+    pub file: Option<PathBuf>,
+    /// Simulate a day of this queue-reactive model (`serl simulate
+    /// calibrate` wrote it) from its own opening book, every order
+    /// recorded, instead of reading a LOBSTER day.
+    #[arg(long)]
+    pub queue_reactive: Option<PathBuf>,
+    /// The DBN file to write (`.dbn`).
+    #[arg(long)]
+    pub dbn: PathBuf,
+    /// The symbol the file maps (default: the one in the day's or the
+    /// model's file name).
+    #[arg(long)]
+    pub symbol: Option<String>,
+    /// The day's date, YYYY-MM-DD (default: the one in the day's file
+    /// name, or in the model's source).
+    #[arg(long)]
+    pub date: Option<chrono::NaiveDate>,
+    /// The simulated day's start (HH:MM).
+    #[arg(long, value_parser = crate::cmd::args::parse_clock, default_value = "09:30")]
+    pub from: usize,
+    /// The simulated day's end (HH:MM).
+    #[arg(long, value_parser = crate::cmd::args::parse_clock, default_value = "16:00")]
+    pub until: usize,
+    /// The simulated day's opening mid, dollars.
+    #[arg(long, default_value_t = 100.0)]
+    pub mid: f64,
+    /// Seed of the simulated flow.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -32,6 +80,7 @@ pub struct ReplayArgs {
 
 pub fn run(cmd: LobCommand) -> Result<ExitCode> {
     match cmd {
+        LobCommand::Export(a) => export(a),
         LobCommand::Replay(a) => {
             let input = LobsterInput::open(&a.file, a.orderbook.as_deref())?;
             let report = replay(
@@ -79,4 +128,61 @@ pub fn run(cmd: LobCommand) -> Result<ExitCode> {
             })
         }
     }
+}
+
+fn export(a: ExportArgs) -> Result<ExitCode> {
+    let source = match (a.file.clone(), a.queue_reactive.clone()) {
+        (Some(file), _) => ExportSource::Lobster(file),
+        (None, Some(model)) => ExportSource::QueueReactive {
+            model,
+            minutes: a.from..a.until,
+            mid: a.mid,
+            seed: a.seed,
+        },
+        (None, None) => anyhow::bail!("give a LOBSTER FILE or --queue-reactive MODEL"),
+    };
+    let Exported {
+        symbol,
+        date,
+        report,
+    } = lob_export::export(&ExportRequest {
+        source,
+        dbn: a.dbn.clone(),
+        symbol: a.symbol,
+        date: a.date,
+    })?;
+    let what = a.file.or(a.queue_reactive).unwrap_or_default();
+    let what = what.display();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("exported   {what} ({symbol}, {date})");
+        println!(
+            "wrote      {}: {} MBO records for {} messages ({} hidden executions, crosses and halts have none)",
+            a.dbn.display(),
+            report.records,
+            report.messages,
+            report.left_out
+        );
+        println!(
+            "read back  the book at {} levels after every message",
+            report.levels
+        );
+        println!("mismatched rows  {}", report.mismatched_rows);
+        if let Some(line) = report.first_mismatch {
+            println!("  first at message {line}");
+        }
+        if report.never_added > 0 {
+            println!(
+                "never added  {} messages are about orders the day never added (anonymous liquidity an MBO file cannot hold)",
+                report.never_added
+            );
+        }
+    }
+    // A day that adds every order it touches must read back exactly.
+    Ok(if report.mismatched_rows > 0 && report.never_added == 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

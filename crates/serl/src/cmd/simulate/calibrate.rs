@@ -19,7 +19,7 @@ pub struct CalibrateArgs {
     pub symbols: Vec<String>,
     /// Fit on the messages before this time of day only (HH:MM), keeping
     /// the rest of the day held out.
-    #[arg(long, value_parser = parse_clock)]
+    #[arg(long, value_parser = crate::cmd::args::parse_clock)]
     pub until: Option<usize>,
     /// The directory SYMBOL.json files are written to.
     #[arg(long)]
@@ -27,24 +27,6 @@ pub struct CalibrateArgs {
     /// Write over model files already there.
     #[arg(long)]
     pub force: bool,
-}
-
-/// Minutes after 09:30 of an `HH:MM` time of the session.
-fn parse_clock(s: &str) -> Result<usize, String> {
-    let (h, m) = s
-        .split_once(':')
-        .ok_or_else(|| format!("`{s}`: give a time as HH:MM"))?;
-    let (h, m): (usize, usize) = (
-        h.parse()
-            .map_err(|_| format!("`{s}`: hours are not a number"))?,
-        m.parse()
-            .map_err(|_| format!("`{s}`: minutes are not a number"))?,
-    );
-    let at = h * 60 + m;
-    if m >= 60 || !(9 * 60 + 30..=16 * 60).contains(&at) {
-        return Err(format!("`{s}`: give a time of the session, 09:30 to 16:00"));
-    }
-    Ok(at - (9 * 60 + 30))
 }
 
 pub fn run(a: CalibrateArgs) -> Result<ExitCode> {

@@ -1,0 +1,423 @@
+//! Databento's DBN MBO (market by order) as message data: each symbol's
+//! order-by-order records, plain or zstd, read through Databento's own
+//! `dbn` crate, become LOBSTER message rows, and the book after each is
+//! the engine's own (the records are the whole book, so there is nothing
+//! anonymous to reconcile). Everything that reads LOBSTER days reads them
+//! (`LobsterDayFiles::read`): the queue venue, the dynamic market's order
+//! flow, `serl simulate realism`, `fills` and `calibrate`.
+//!
+//! - **Add** is a submission; **Cancel** a partial cancel, or a deletion
+//!   when it takes what is left; **Modify** a partial cancel when it only
+//!   shrinks the order at its price (which keeps its place in the queue),
+//!   else a deletion and a new submission under the same id (a new place);
+//!   **Fill** an execution of the resting order, at its price; **Clear**
+//!   deletes every resting order. **Trade** records (the aggressor's side
+//!   of the fills that follow) are left out, as LOBSTER has no such row.
+//! - Times are the matching engine's (`ts_event`), in seconds after
+//!   midnight, New York time; prices are DBN's 1e-9 fixed point in
+//!   LOBSTER's units (dollars × 10,000).
+//! - A record about an order the file never added (a file that starts
+//!   after the open without a snapshot) keeps its row, as the record says,
+//!   and leaves the book alone (LOBSTER's anonymous liquidity); a modify
+//!   of one places it where it now rests.
+
+use std::path::Path;
+
+use dbn::decode::{DbnMetadata, DecodeRecord, DynDecoder};
+use dbn::symbol_map::SymbolIndex;
+use dbn::{MboMsg, Schema, VersionUpgradePolicy};
+use rustc_hash::FxHashMap;
+
+use super::messages::{LobsterEvent, MessageRow};
+use super::orderbook::BookRows;
+use super::ReplayError;
+use crate::{NewOrder, OrderBook, OrderKind, SelfTradePolicy, Side};
+
+/// DBN's price units per LOBSTER price unit (1e-9 against 1e-4 dollars).
+pub(super) const PRICE_DIV: i64 = 100_000;
+
+/// Whether `path` names a DBN file (`.dbn` or `.dbn.zst`).
+pub fn is_dbn(path: &Path) -> bool {
+    let name = path.to_string_lossy().to_lowercase();
+    name.ends_with(".dbn") || name.ends_with(".dbn.zst")
+}
+
+pub(super) fn refused(path: &Path, why: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Samples {
+        message: format!("{}: {why}", path.display()),
+    }
+}
+
+fn decoder(
+    path: &Path,
+) -> Result<DynDecoder<'static, std::io::BufReader<std::fs::File>>, ReplayError> {
+    let dec = DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3)
+        .map_err(|e| refused(path, format!("not a readable DBN file: {e}")))?;
+    match dec.metadata().schema {
+        Some(Schema::Mbo) => Ok(dec),
+        other => Err(refused(
+            path,
+            format!(
+                "DBN schema {} is not order-by-order messages (mbo)",
+                other.map_or("mixed".to_string(), |s| s.to_string())
+            ),
+        )),
+    }
+}
+
+/// The symbols an MBO file holds, from its symbology mappings.
+pub fn mbo_symbols(path: &Path) -> Result<Vec<String>, ReplayError> {
+    let dec = decoder(path)?;
+    let map = dec
+        .metadata()
+        .symbol_map()
+        .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
+    let mut symbols: Vec<String> = map
+        .inner()
+        .values()
+        .flat_map(|m| m.intervals().iter().map(|i| i.symbol.clone()))
+        .collect();
+    symbols.sort();
+    symbols.dedup();
+    if symbols.is_empty() {
+        return Err(refused(path, "no symbology mappings name its instruments"));
+    }
+    Ok(symbols)
+}
+
+/// `symbol`'s messages in the MBO file `path`, and the book of `levels`
+/// levels after each.
+pub fn read_mbo(
+    path: &Path,
+    symbol: &str,
+    levels: usize,
+) -> Result<(Vec<MessageRow>, BookRows), ReplayError> {
+    let mut dec = decoder(path)?;
+    let map = dec
+        .metadata()
+        .symbol_map()
+        .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
+    let mut orders = Orders::default();
+    let mut record = 0u64;
+    loop {
+        let rec = match dec.decode_record::<MboMsg>() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => return Err(refused(path, format!("record {}: {e}", record + 1))),
+        };
+        record += 1;
+        if !map
+            .get_for_rec(rec)
+            .is_some_and(|s| s.eq_ignore_ascii_case(symbol))
+        {
+            continue;
+        }
+        orders
+            .apply(rec)
+            .map_err(|why| refused(path, format!("record {record}: {why}")))?;
+    }
+    if orders.rows.is_empty() {
+        return Err(refused(path, format!("no order messages for {symbol}")));
+    }
+    let rows = book_rows(&orders.rows, levels);
+    Ok((orders.rows, rows))
+}
+
+/// The live orders of one symbol, and the rows written so far.
+#[derive(Default)]
+struct Orders {
+    /// Price (LOBSTER units), shares left, direction.
+    live: FxHashMap<u64, (i64, i64, i8)>,
+    rows: Vec<MessageRow>,
+    /// Records about orders never added.
+    pub(super) unknown: u64,
+}
+
+impl Orders {
+    fn apply(&mut self, m: &MboMsg) -> Result<(), String> {
+        let time = seconds_after_midnight(m.hd.ts_event)?;
+        let price = m.price / PRICE_DIV;
+        let size = i64::from(m.size);
+        let row = |kind, id, size, price, direction| MessageRow {
+            time,
+            kind,
+            id,
+            size,
+            price,
+            direction,
+        };
+        match m.action as u8 {
+            b'A' => {
+                let direction = match m.side as u8 {
+                    b'B' => 1,
+                    b'A' => -1,
+                    other => return Err(format!("an add on side `{}`", other as char)),
+                };
+                self.live.insert(m.order_id, (price, size, direction));
+                self.rows.push(row(
+                    LobsterEvent::Submit,
+                    m.order_id,
+                    size,
+                    price,
+                    direction,
+                ));
+            }
+            b'C' | b'F' => {
+                let Some(&(at, left, direction)) = self.live.get(&m.order_id) else {
+                    // An order resting before the file starts: its row as
+                    // the record says (the book has no such order to
+                    // change, as LOBSTER's anonymous liquidity).
+                    self.unknown += 1;
+                    let kind = if m.action as u8 == b'F' {
+                        LobsterEvent::Execute
+                    } else {
+                        LobsterEvent::Cancel
+                    };
+                    let direction = if m.side as u8 == b'B' { 1 } else { -1 };
+                    self.rows
+                        .push(row(kind, m.order_id, size, price, direction));
+                    return Ok(());
+                };
+                let taken = size.min(left);
+                let kind = match (m.action as u8, taken >= left) {
+                    (b'F', _) => LobsterEvent::Execute,
+                    (_, true) => LobsterEvent::Delete,
+                    (_, false) => LobsterEvent::Cancel,
+                };
+                self.take(m.order_id, taken);
+                self.rows.push(row(kind, m.order_id, taken, at, direction));
+            }
+            b'M' => {
+                let Some(&(at, left, direction)) = self.live.get(&m.order_id) else {
+                    // A modify of an order resting before the file starts
+                    // tells where it rests now: from here on it is known.
+                    self.unknown += 1;
+                    let direction = if m.side as u8 == b'B' { 1 } else { -1 };
+                    self.live.insert(m.order_id, (price, size, direction));
+                    self.rows.push(row(
+                        LobsterEvent::Submit,
+                        m.order_id,
+                        size,
+                        price,
+                        direction,
+                    ));
+                    return Ok(());
+                };
+                if price == at && size < left {
+                    self.take(m.order_id, left - size);
+                    self.rows.push(row(
+                        LobsterEvent::Cancel,
+                        m.order_id,
+                        left - size,
+                        at,
+                        direction,
+                    ));
+                } else {
+                    self.rows
+                        .push(row(LobsterEvent::Delete, m.order_id, left, at, direction));
+                    self.live.insert(m.order_id, (price, size, direction));
+                    self.rows.push(row(
+                        LobsterEvent::Submit,
+                        m.order_id,
+                        size,
+                        price,
+                        direction,
+                    ));
+                }
+            }
+            b'R' => {
+                let mut ids: Vec<u64> = self.live.keys().copied().collect();
+                ids.sort_unstable();
+                for id in ids {
+                    let (at, left, direction) = self.live[&id];
+                    self.rows
+                        .push(row(LobsterEvent::Delete, id, left, at, direction));
+                }
+                self.live.clear();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, id: u64, shares: i64) {
+        if let Some(o) = self.live.get_mut(&id) {
+            o.1 -= shares;
+            if o.1 <= 0 {
+                self.live.remove(&id);
+            }
+        }
+    }
+}
+
+/// UTC nanoseconds as seconds after midnight in New York.
+fn seconds_after_midnight(ns: u64) -> Result<f64, String> {
+    use chrono::{TimeZone, Timelike};
+    let utc = chrono::Utc
+        .timestamp_opt((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as u32)
+        .single()
+        .ok_or_else(|| format!("timestamp {ns} is out of range"))?;
+    let local = utc.with_timezone(&chrono_tz::America::New_York);
+    Ok(f64::from(local.num_seconds_from_midnight()) + f64::from(local.nanosecond()) / 1e9)
+}
+
+/// The book of `levels` levels after each message, from the engine (in
+/// LOBSTER's price units, one per tick).
+pub(super) fn book_rows(messages: &[MessageRow], levels: usize) -> BookRows {
+    let mut book = OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 16);
+    let mut values = Vec::with_capacity(messages.len() * 4 * levels);
+    for m in messages {
+        let side = if m.direction == 1 {
+            Side::Bid
+        } else {
+            Side::Ask
+        };
+        let size = m.size.max(0) as u64;
+        // Records the book would refuse (a second add of a live id, a
+        // cancel of one gone) leave it as it was.
+        let _ = match m.kind {
+            LobsterEvent::Submit => book
+                .submit(
+                    NewOrder {
+                        id: m.id,
+                        owner: 1,
+                        side,
+                        kind: OrderKind::Limit { price: m.price },
+                        qty: size,
+                    },
+                    &mut (),
+                )
+                .map(|_| ()),
+            LobsterEvent::Cancel => book.reduce(m.id, size, &mut ()).map(|_| ()),
+            LobsterEvent::Delete => book.cancel(m.id, &mut ()).map(|_| ()),
+            LobsterEvent::Execute => book.execute(m.id, size, &mut ()).map(|_| ()),
+            _ => Ok(()),
+        };
+        push_row(&book, levels, &mut values);
+    }
+    BookRows::from_values(levels, values)
+}
+
+/// The book's top `levels` levels as a LOBSTER row: ask price, ask size,
+/// bid price, bid size per level, an empty level at LOBSTER's placeholder
+/// prices.
+fn push_row(book: &OrderBook, levels: usize, out: &mut Vec<i64>) {
+    let mut asks = book.levels(Side::Ask);
+    let mut bids = book.levels(Side::Bid);
+    for _ in 0..levels {
+        match asks.next() {
+            Some(l) => out.extend([l.price, l.qty as i64]),
+            None => out.extend([9_999_999_999, 0]),
+        }
+        match bids.next() {
+            Some(l) => out.extend([l.price, l.qty as i64]),
+            None => out.extend([-9_999_999_999, 0]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../serl-data/tests/dbn/mbo/test_data.mbo.dbn")
+    }
+
+    /// Every record of Databento's sample (two cancels of orders resting
+    /// before it starts), decoded by the crate itself, against the rows
+    /// it became.
+    #[test]
+    fn the_sample_mbo_file_matches_the_crates_own_decoding_record_by_record() {
+        let path = sample();
+        let symbols = mbo_symbols(&path).unwrap();
+
+        assert!(!symbols.is_empty());
+        for symbol in &symbols {
+            let (rows, book) = read_mbo(&path, symbol, 3).unwrap();
+            assert_eq!(book.len(), rows.len(), "a book row per message");
+            let mut dec = decoder(&path).unwrap();
+            let map = dec.metadata().symbol_map().unwrap();
+            let mut records = Vec::new();
+            while let Some(r) = dec.decode_record::<MboMsg>().unwrap() {
+                if map.get_for_rec(r).is_some_and(|s| s == symbol) && r.action as u8 != b'T' {
+                    let time = seconds_after_midnight(r.hd.ts_event).unwrap();
+                    records.push((r.order_id, r.price / PRICE_DIV, i64::from(r.size), time));
+                }
+            }
+            assert!(!records.is_empty());
+            let read: Vec<(u64, i64, i64, f64)> = rows
+                .iter()
+                .map(|m| (m.id, m.price, m.size, m.time))
+                .collect();
+            assert_eq!(read, records, "{symbol}");
+        }
+    }
+
+    /// An add, a partial cancel, a shrinking modify (same place), a
+    /// growing one (a new place), a fill and a clear, as LOBSTER rows,
+    /// and the book after each.
+    #[test]
+    fn each_action_becomes_its_lobster_rows_and_the_book_follows() {
+        let at = 1_529_587_800_000_000_000u64; // 2018-06-21 13:30 UTC: 09:30 in New York
+        let msg = |action: u8, side: u8, id: u64, price: i64, size: u32, dt: u64| {
+            let mut m = MboMsg::default();
+            m.hd.ts_event = at + dt;
+            m.action = action as std::ffi::c_char;
+            m.side = side as std::ffi::c_char;
+            m.order_id = id;
+            m.price = price * PRICE_DIV;
+            m.size = size;
+            m
+        };
+        let mut o = Orders::default();
+        for m in [
+            msg(b'A', b'B', 1, 1_000_000, 300, 0),
+            msg(b'A', b'B', 2, 1_000_000, 100, 1),
+            msg(b'C', b'B', 1, 1_000_000, 100, 2),
+            msg(b'M', b'B', 1, 1_000_000, 150, 3),
+            msg(b'M', b'B', 2, 1_000_000, 400, 4),
+            msg(b'F', b'B', 1, 1_000_000, 150, 5),
+            msg(b'A', b'A', 3, 1_000_100, 50, 6),
+            msg(b'R', b'N', 0, 0, 0, 7),
+            msg(b'C', b'B', 9, 1_000_000, 10, 8),
+            msg(b'M', b'A', 8, 1_000_200, 70, 9),
+        ] {
+            o.apply(&m).unwrap();
+        }
+        use LobsterEvent::*;
+        let kinds: Vec<(LobsterEvent, u64, i64)> =
+            o.rows.iter().map(|r| (r.kind, r.id, r.size)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (Submit, 1, 300),
+                (Submit, 2, 100),
+                (Cancel, 1, 100),
+                (Cancel, 1, 50),
+                (Delete, 2, 100),
+                (Submit, 2, 400),
+                (Execute, 1, 150),
+                (Submit, 3, 50),
+                (Delete, 2, 400),
+                (Delete, 3, 50),
+                (Cancel, 9, 10),
+                (Submit, 8, 70),
+            ]
+        );
+        assert_eq!(o.unknown, 2, "a cancel and a modify of orders never added");
+        assert!(
+            (o.rows[0].time - 34_200.0).abs() < 1e-6,
+            "{}",
+            o.rows[0].time
+        );
+        let book = book_rows(&o.rows, 2);
+        // After the fill: order 2's 400 alone at the bid (order 1 is gone).
+        assert_eq!(&book.row(6)[..4], &[9_999_999_999, 0, 1_000_000, 400]);
+        // After the clear: nothing, and the cancel of an order never
+        // added changes nothing; the modify of one places it.
+        assert_eq!(book.row(9)[1] + book.row(9)[3], 0);
+        assert_eq!(book.row(10), book.row(9));
+        assert_eq!(&book.row(11)[..2], &[1_000_200, 70]);
+    }
+}

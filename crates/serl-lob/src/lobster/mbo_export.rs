@@ -1,0 +1,265 @@
+//! LOBSTER days written as Databento DBN MBO, so that other tools read
+//! serl's markets (a simulated day `serl simulate realism --export`
+//! wrote, or any LOBSTER day), and the check that the file read back
+//! gives the same book after every message (`serl lob export --dbn`).
+
+use std::path::Path;
+
+use chrono::{Datelike, NaiveDate, TimeZone};
+use dbn::encode::{DbnEncoder, EncodeRecord};
+use dbn::{MboMsg, Schema};
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+
+use super::mbo::{read_mbo, refused, PRICE_DIV};
+use super::messages::{LobsterEvent, MessageRow};
+use super::orderbook::BookRows;
+use super::ReplayError;
+
+/// The MBO records a LOBSTER message becomes: (action, written as the
+/// aggressor's side). An execution is the aggressor's Trade, then the
+/// resting order's Fill; hidden executions, crosses and halts have none.
+fn records_of(kind: LobsterEvent) -> &'static [(u8, bool)] {
+    match kind {
+        LobsterEvent::Submit => &[(b'A', false)],
+        LobsterEvent::Cancel | LobsterEvent::Delete => &[(b'C', false)],
+        LobsterEvent::Execute => &[(b'T', true), (b'F', false)],
+        _ => &[],
+    }
+}
+
+fn dbn_date(path: &Path, d: NaiveDate) -> Result<time::Date, ReplayError> {
+    let month = time::Month::try_from(d.month() as u8).map_err(|e| refused(path, e))?;
+    time::Date::from_calendar_date(d.year(), month, d.day() as u8).map_err(|e| refused(path, e))
+}
+
+fn metadata(path: &Path, symbol: &str, date: NaiveDate) -> Result<dbn::Metadata, ReplayError> {
+    let midnight = chrono_tz::America::New_York
+        .from_local_datetime(&date.and_time(chrono::NaiveTime::MIN))
+        .earliest()
+        .ok_or_else(|| refused(path, format!("{date} has no New York midnight")))?;
+    let start = midnight.timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
+    Ok(dbn::Metadata::builder()
+        .dataset("SERL.SIM")
+        .schema(Some(Schema::Mbo))
+        .start(start)
+        .stype_in(Some(dbn::SType::RawSymbol))
+        .stype_out(dbn::SType::InstrumentId)
+        .symbols(vec![symbol.to_string()])
+        .mappings(vec![dbn::SymbolMapping {
+            raw_symbol: symbol.to_string(),
+            intervals: vec![dbn::MappingInterval {
+                start_date: dbn_date(path, date)?,
+                end_date: dbn_date(path, date.succ_opt().unwrap_or(date))?,
+                symbol: "1".to_string(),
+            }],
+        }])
+        .build())
+}
+
+/// Writes `messages` (one symbol's day of LOBSTER rows, on `date` in New
+/// York) as a DBN MBO file at `path`, `symbol` mapped to instrument 1: a
+/// submission is an Add, a cancel or deletion a Cancel of its size, an
+/// execution a Trade of the aggressor's side then the resting order's
+/// Fill. Hidden executions, crosses and halts have no MBO record and are
+/// left out. Returns the records written.
+pub fn write_mbo(
+    path: &Path,
+    symbol: &str,
+    date: NaiveDate,
+    messages: &[MessageRow],
+) -> Result<u64, ReplayError> {
+    let metadata = metadata(path, symbol, date)?;
+    let base_ns = metadata.start;
+    let file =
+        std::fs::File::create(path).map_err(|e| refused(path, format!("creating it: {e}")))?;
+    let mut enc = DbnEncoder::new(std::io::BufWriter::new(file), &metadata)
+        .map_err(|e| refused(path, format!("writing its metadata: {e}")))?;
+    let mut written = 0u64;
+    for (sequence, m) in messages.iter().enumerate() {
+        for &(action, aggressor) in records_of(m.kind) {
+            let resting = if m.direction == 1 { b'B' } else { b'A' };
+            let side = match (aggressor, resting) {
+                (false, s) => s,
+                (true, b'B') => b'A',
+                (true, _) => b'B',
+            };
+            let ts = base_ns + (m.time * 1e9).round().max(0.0) as u64;
+            let mut r = MboMsg {
+                hd: dbn::RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 0, 1, ts),
+                order_id: if aggressor { 0 } else { m.id },
+                price: m.price * PRICE_DIV,
+                size: m.size.clamp(0, i64::from(u32::MAX)) as u32,
+                ts_recv: ts,
+                sequence: sequence as u32,
+                ..MboMsg::default()
+            };
+            r.action = action as std::ffi::c_char;
+            r.side = side as std::ffi::c_char;
+            enc.encode_record(&r)
+                .map_err(|e| refused(path, format!("record {}: {e}", written + 1)))?;
+            written += 1;
+        }
+    }
+    enc.flush()
+        .map_err(|e| refused(path, format!("flushing it: {e}")))?;
+    Ok(written)
+}
+
+/// What `serl lob export --dbn` wrote, and how the file's book, read back
+/// through the engine, compares with the day's after every message.
+#[derive(Debug, Clone, Serialize)]
+pub struct MboExport {
+    /// DBN records written.
+    pub records: u64,
+    /// The day's messages.
+    pub messages: usize,
+    /// Messages with no MBO record (hidden executions, crosses, halts);
+    /// none of them moves the visible book.
+    pub left_out: usize,
+    /// Messages about orders the day never added (LOBSTER's anonymous
+    /// liquidity: resting before the file starts, or deeper than its
+    /// levels). An MBO file cannot hold such an order, so the book read
+    /// back lacks it and its rows may differ.
+    pub never_added: usize,
+    /// Levels a side compared (the day's own).
+    pub levels: usize,
+    /// Rows where a compared level differs.
+    pub mismatched_rows: usize,
+    /// The first such row's message (1-based, as a message file's line).
+    pub first_mismatch: Option<usize>,
+}
+
+/// Writes the day (`messages` with the book `rows` after each) as DBN MBO
+/// at `path` with [`write_mbo`], reads it back with
+/// [`read_mbo`](super::read_mbo), and compares the two books row by row
+/// at the day's depth.
+pub fn export_mbo(
+    path: &Path,
+    symbol: &str,
+    date: NaiveDate,
+    messages: &[MessageRow],
+    rows: &BookRows,
+) -> Result<MboExport, ReplayError> {
+    let records = write_mbo(path, symbol, date, messages)?;
+    let levels = rows.levels();
+    let (_, back) = read_mbo(path, symbol, levels)?;
+    let mut added = FxHashSet::default();
+    let (mut left_out, mut never_added, mut mismatched_rows) = (0, 0, 0);
+    let (mut first_mismatch, mut next) = (None, 0);
+    for (i, m) in messages.iter().enumerate() {
+        if records_of(m.kind).is_empty() {
+            left_out += 1;
+            continue;
+        }
+        if m.kind == LobsterEvent::Submit {
+            added.insert(m.id);
+        } else if !added.contains(&m.id) {
+            never_added += 1;
+        }
+        if next < back.len() && back.row(next) != rows.row(i) {
+            mismatched_rows += 1;
+            first_mismatch.get_or_insert(i + 1);
+        }
+        next += 1;
+    }
+    if next != back.len() {
+        return Err(refused(
+            path,
+            format!(
+                "read back {} messages, {next} written: the file does not hold the day",
+                back.len()
+            ),
+        ));
+    }
+    Ok(MboExport {
+        records,
+        messages: messages.len(),
+        left_out,
+        never_added,
+        levels,
+        mismatched_rows,
+        first_mismatch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{mbo_symbols, Side};
+
+    /// A day of the engine's synthetic order flow, recorded whole as
+    /// LOBSTER rows, written as DBN MBO and read back: the same messages,
+    /// and every row of the book the same as the recorder's (0
+    /// mismatches).
+    #[test]
+    fn a_day_written_as_mbo_reads_back_with_the_same_book_after_every_message() {
+        use crate::{LobsterRecorder, OrderBook};
+        let mut book = OrderBook::default();
+        // Deep enough to see every level: the recording is then the whole
+        // book, as an MBO file is.
+        let mut rec = LobsterRecorder::new(64, 1);
+        for (i, m) in crate::message_stream(4_000, 11).iter().enumerate() {
+            rec.at(34_200.0 + i as f64 * 0.25);
+            let _ = book.apply(m, &mut rec);
+            assert!(book.level_count(Side::Bid).max(book.level_count(Side::Ask)) <= 64);
+        }
+        let (messages, rows) = rec.into_rows();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("day.mbo.dbn");
+        let date = chrono::NaiveDate::from_ymd_opt(2018, 3, 12).unwrap();
+        let written = write_mbo(&path, "SYN", date, &messages).unwrap();
+        assert!(written as usize >= messages.len());
+        assert_eq!(mbo_symbols(&path).unwrap(), ["SYN"]);
+        let (read, book_rows) = read_mbo(&path, "syn", 10).unwrap();
+        assert_eq!(read.len(), messages.len());
+        for (i, (a, b)) in read.iter().zip(&messages).enumerate() {
+            assert_eq!(
+                (a.kind, a.id, a.size, a.price, a.direction),
+                (b.kind, b.id, b.size, b.price, b.direction),
+                "message {i}"
+            );
+            assert!(
+                (a.time - b.time).abs() < 1e-6,
+                "message {i}: {} against {}",
+                a.time,
+                b.time
+            );
+        }
+        let mismatches = (0..rows.len())
+            .filter(|&i| book_rows.row(i) != &rows.row(i)[..40])
+            .count();
+        assert_eq!(mismatches, 0);
+    }
+
+    /// The export's own check: a whole-book day reads back with no
+    /// mismatched row; a book row changed behind its message is found.
+    #[test]
+    fn the_export_compares_every_row_and_names_the_first_that_differs() {
+        let mut book = crate::OrderBook::default();
+        let mut rec = crate::LobsterRecorder::new(5, 1);
+        for (i, m) in crate::message_stream(2_000, 5).iter().enumerate() {
+            rec.at(34_200.0 + i as f64);
+            let _ = book.apply(m, &mut rec);
+        }
+        let (messages, rows) = rec.into_rows();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("day.mbo.dbn");
+        let date = NaiveDate::from_ymd_opt(2012, 6, 21).unwrap();
+        let report = export_mbo(&path, "SYN", date, &messages, &rows).unwrap();
+        assert_eq!(
+            (report.mismatched_rows, report.never_added, report.levels),
+            (0, 0, 5)
+        );
+        assert_eq!(report.messages, messages.len());
+
+        let mut values: Vec<i64> = (0..rows.len()).flat_map(|i| rows.row(i).to_vec()).collect();
+        values[20 * 300 + 1] += 1; // the ask size after message 301
+        let changed = BookRows::from_values(5, values);
+        let report = export_mbo(&path, "SYN", date, &messages, &changed).unwrap();
+        assert_eq!(
+            (report.mismatched_rows, report.first_mismatch),
+            (1, Some(301))
+        );
+    }
+}

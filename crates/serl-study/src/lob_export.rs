@@ -1,0 +1,161 @@
+//! `serl lob export`: a day as Databento DBN MBO, so that other tools
+//! read serl's markets: a LOBSTER day as it is, or a day of a fitted
+//! queue-reactive flow simulated whole (every order recorded, as MBO
+//! holds the whole book). Either is read back and its book compared with
+//! the day's after every message ([`serl_lob::export_mbo`]).
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use serl_lob::{export_mbo, lobster_name, LobsterDayFiles, LobsterRecorder, MboExport, MBO_LEVELS};
+use serl_market::QueueReactive;
+
+use crate::error::{Context, Result, StudyError};
+use crate::realism::{clock, minute_seconds};
+
+/// The day to export.
+pub enum ExportSource {
+    /// A LOBSTER day: a sample zip, or a message CSV beside its order-book
+    /// CSV.
+    Lobster(PathBuf),
+    /// A day of a queue-reactive model file, from its own opening book.
+    QueueReactive {
+        /// The model file (`serl simulate calibrate` wrote it).
+        model: PathBuf,
+        /// The session's minutes to simulate (0: 09:30).
+        minutes: Range<usize>,
+        /// The opening mid, dollars.
+        mid: f64,
+        /// Seed of the flow.
+        seed: u64,
+    },
+}
+
+/// What `serl lob export` is asked.
+pub struct ExportRequest {
+    /// The day.
+    pub source: ExportSource,
+    /// The DBN file to write.
+    pub dbn: PathBuf,
+    /// The symbol the file maps (default: the one in the LOBSTER file's
+    /// name, or the model's file stem).
+    pub symbol: Option<String>,
+    /// The day's date (default: the one in the LOBSTER file's name, or in
+    /// the file the model was fitted to).
+    pub date: Option<NaiveDate>,
+}
+
+/// What was exported, under which name and date.
+pub struct Exported {
+    /// The symbol the file maps.
+    pub symbol: String,
+    /// The day's date.
+    pub date: NaiveDate,
+    /// What was written and how it read back.
+    pub report: MboExport,
+}
+
+/// Writes the day as DBN MBO and checks it reads back.
+pub fn export(a: &ExportRequest) -> Result<Exported> {
+    match &a.source {
+        ExportSource::Lobster(file) => {
+            let (symbol, date) = names(file, a, None)?;
+            let day = LobsterDayFiles::read(symbol.clone(), file.clone())?;
+            let report = export_mbo(&a.dbn, &symbol, date, &day.messages, &day.rows)
+                .with_context(|| format!("exporting {}", file.display()))?;
+            Ok(Exported {
+                symbol,
+                date,
+                report,
+            })
+        }
+        ExportSource::QueueReactive {
+            model,
+            minutes,
+            mid,
+            seed,
+        } => {
+            let flow = QueueReactive::read(model).map_err(StudyError::msg)?;
+            // The file it was fitted to names the day.
+            let fitted = PathBuf::from(flow.source.split(' ').next().unwrap_or_default());
+            let stem = model
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_uppercase());
+            let (symbol, date) = names(&fitted, a, stem)?;
+            let report = simulate_whole(&flow, model, minutes, *mid, *seed, |m, r| {
+                export_mbo(&a.dbn, &symbol, date, m, r)
+            })?;
+            Ok(Exported {
+                symbol,
+                date,
+                report,
+            })
+        }
+    }
+}
+
+/// The symbol and date: asked, else from `named`'s LOBSTER file name
+/// (the symbol else `fallback`).
+fn names(named: &Path, a: &ExportRequest, fallback: Option<String>) -> Result<(String, NaiveDate)> {
+    let parsed = lobster_name(named);
+    let symbol = a
+        .symbol
+        .clone()
+        .or_else(|| parsed.as_ref().map(|n| n.0.clone()))
+        .or(fallback)
+        .ok_or_else(|| {
+            StudyError::msg(format!(
+                "{}: no symbol in its name; pass --symbol",
+                named.display()
+            ))
+        })?;
+    let date = match a.date {
+        Some(d) => d,
+        None => parsed.and_then(|n| n.1.parse().ok()).ok_or_else(|| {
+            StudyError::msg(format!(
+                "{}: no YYYY-MM-DD date in its name; pass --date",
+                named.display()
+            ))
+        })?,
+    };
+    Ok((symbol, date))
+}
+
+/// Plays `flow` over `minutes` from its own opening book around `mid`
+/// dollars, every message recorded, and hands the day to `write`.
+fn simulate_whole(
+    flow: &QueueReactive,
+    model: &Path,
+    minutes: &Range<usize>,
+    mid: f64,
+    seed: u64,
+    write: impl FnOnce(
+        &[serl_lob::MessageRow],
+        &serl_lob::BookRows,
+    ) -> std::result::Result<MboExport, serl_lob::ReplayError>,
+) -> Result<MboExport> {
+    if !(mid.is_finite() && mid > 0.0) {
+        return Err(StudyError::msg(format!(
+            "--mid {mid}: give a positive price"
+        )));
+    }
+    if minutes.end <= minutes.start {
+        return Err(StudyError::msg("--until must be after --from"));
+    }
+    let (open, end) = (minute_seconds(minutes.start), minute_seconds(minutes.end));
+    let mid_ticks = mid * 10_000.0 / flow.tick as f64;
+    let rec = LobsterRecorder::new(MBO_LEVELS, flow.tick).whole();
+    let (messages, rows) = flow
+        .simulate_into((open, end - open), &[], mid_ticks, rec, seed)
+        .into_rows();
+    if messages.is_empty() {
+        return Err(StudyError::msg(format!(
+            "{}: the flow sent no order between {} and {}",
+            model.display(),
+            clock(minutes.start),
+            clock(minutes.end)
+        )));
+    }
+    Ok(write(&messages, &rows)?)
+}
