@@ -13,7 +13,7 @@
 //! session's prices are scaled so that it opens at the previous one's
 //! close (its returns are the real ones, its price path continuous).
 //! Gaps stay gaps, as in a copy. Memory is the source's sessions plus one
-//! symbol's year per thread.
+//! symbol's year per core.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,7 +21,6 @@ use std::sync::Arc;
 use chrono::{Datelike, NaiveDate, Weekday};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::bars::Session;
@@ -163,25 +162,43 @@ pub fn scale_fixture(
         source,
     })?;
     let dates = scale.dates();
-    let rows = (0..scale.symbols)
-        .into_par_iter()
-        .map(|k| {
-            let year = symbol_year(&pool, scale, &dates, k);
-            let out = dst.join(format!("{}.parquet", symbol_name(k, scale.symbols)));
-            let rows = write_sessions(&out, &year, &cfg.columns)
-                .map_err(|source| DataError::Io { path: out, source })?;
-            progress(1);
-            Ok(rows)
-        })
-        .collect::<Result<Vec<u64>, DataError>>()?;
+    // Symbols on plain threads, each taking every `threads`th: on rayon's
+    // pool, a worker waiting for polars' own pool steals the next symbol
+    // and every symbol's frames stay alive (stream.rs says more).
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let write = |k: usize| -> Result<u64, DataError> {
+        let year = symbol_year(&pool, scale, &dates, k);
+        let out = dst.join(format!("{}.parquet", symbol_name(k, scale.symbols)));
+        let rows = write_sessions(&out, &year, &cfg.columns)
+            .map_err(|source| DataError::Io { path: out, source })?;
+        progress(1);
+        Ok(rows)
+    };
+    let per_thread: Vec<Result<u64, DataError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.min(scale.symbols))
+            .map(|t| {
+                let write = &write;
+                scope.spawn(move || {
+                    (t..scale.symbols)
+                        .step_by(threads)
+                        .try_fold(0u64, |sum, k| Ok(sum + write(k)?))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let rows = per_thread.into_iter().sum::<Result<u64, DataError>>()?;
     let report = ScaleReport {
         note: NOTE.to_string(),
         config: *scale,
         source: src.display().to_string(),
         source_sessions: pool.len(),
-        written: rows.len(),
-        sessions: rows.len() * dates.len(),
-        rows: rows.iter().sum(),
+        written: scale.symbols,
+        sessions: scale.symbols * dates.len(),
+        rows,
     };
     let manifest = dst.join(SCALE_MANIFEST);
     let text = serde_json::to_string_pretty(&report).unwrap_or_default();

@@ -79,7 +79,16 @@ pub fn skipped_lines(ds: &Dataset) -> Vec<String> {
 /// The sessions of `ds`, with the dynamic market's noise fits kept in
 /// [`fit_cache_dir`] when there is one.
 pub fn market_data(ds: &Dataset, cfg: &DataConfig) -> MarketData {
-    let md = MarketData::new(ds, cfg);
+    with_fit_cache(MarketData::new(ds, cfg))
+}
+
+/// [`market_data`] from a dataset no longer needed, freed a symbol at a
+/// time as its views are built ([`MarketData::from_dataset`]).
+pub fn market_data_from(ds: Dataset, cfg: &DataConfig) -> MarketData {
+    with_fit_cache(MarketData::from_dataset(ds, cfg))
+}
+
+fn with_fit_cache(md: MarketData) -> MarketData {
     match fit_cache_dir() {
         Some(dir) => md.with_fit_cache(&dir),
         None => md,
@@ -221,7 +230,7 @@ impl StudyData {
         Ok(StudyData {
             skipped: skipped_lines(&ds),
             symbols: ds.symbols().len(),
-            market: market_data(&ds, &cfg.data),
+            market: market_data_from(ds, &cfg.data),
             train,
             val,
             test,

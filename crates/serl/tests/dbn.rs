@@ -1,7 +1,8 @@
 //! Databento's DBN bars as any other bar data (docs/data.md, "Databento
 //! DBN"): the `dbn` crate's own sample files, read by `serl data inspect`
 //! in the session's time zone, and a time zone that is not one refused by
-//! name.
+//! name; and the scale fixture (docs/data.md, "Scale") made and read as a
+//! dataset like any other.
 
 mod common;
 
@@ -56,5 +57,46 @@ fn dbn_sample_bars_are_inspected_in_the_sessions_time_zone() {
         text(&o).contains("`Mars/Olympus` is not an IANA time zone"),
         "{}",
         text(&o)
+    );
+}
+
+/// `serl data scale` writes the symbols and sessions asked, labelled a
+/// scale test; `serl data inspect` reads it; sizes out of range are
+/// refused by flag.
+#[test]
+fn a_scale_fixture_is_written_labelled_and_inspected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("scale");
+    let scale = |extra: &[&str]| {
+        let mut args = vec![
+            "data",
+            "scale",
+            "data/lean",
+            "--sessions",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        serl(&args)
+    };
+    let o = scale(&["--symbols", "0"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--symbols"), "{}", text(&o));
+
+    let o = scale(&["--symbols", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("never evidence"), "{}", text(&o));
+    let manifest = common::read_json(&out.join("SCALE.json"));
+    assert_eq!(manifest["sessions"], 15);
+    assert!(manifest["note"].as_str().unwrap().contains("scale test"));
+
+    let o = serl(&["data", "inspect", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let catalog: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&catalog["symbols"], &catalog["symbol_sessions"]),
+        (&serde_json::json!(3), &serde_json::json!(15)),
+        "{catalog}"
     );
 }

@@ -153,8 +153,7 @@ impl Orders {
                     b'A' => -1,
                     other => return Err(format!("an add on side `{}`", other as char)),
                 };
-                self.live.insert(m.order_id, (price, size, direction));
-                self.rows.push(row(
+                self.add(row(
                     LobsterEvent::Submit,
                     m.order_id,
                     size,
@@ -193,8 +192,7 @@ impl Orders {
                     // tells where it rests now: from here on it is known.
                     self.unknown += 1;
                     let direction = if m.side as u8 == b'B' { 1 } else { -1 };
-                    self.live.insert(m.order_id, (price, size, direction));
-                    self.rows.push(row(
+                    self.add(row(
                         LobsterEvent::Submit,
                         m.order_id,
                         size,
@@ -238,6 +236,13 @@ impl Orders {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A live order from here on, and its submission's row.
+    fn add(&mut self, submit: MessageRow) {
+        self.live
+            .insert(submit.id, (submit.price, submit.size, submit.direction));
+        self.rows.push(submit);
     }
 
     fn take(&mut self, id: u64, shares: i64) {

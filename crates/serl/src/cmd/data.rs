@@ -182,7 +182,7 @@ fn scale(a: ScaleArgs) -> Result<ExitCode> {
         t0.elapsed().as_secs_f64()
     );
     println!(
-        "a scale test, never evidence: {} real sessions of {}, each drawn {:.0} times on average",
+        "a scale test, never evidence: {} real sessions of {}, each drawn {:.1} times on average",
         report.source_sessions,
         path.display(),
         report.sessions as f64 / report.source_sessions.max(1) as f64
