@@ -94,6 +94,7 @@ mod scale;
 mod split;
 mod stats;
 mod stream;
+mod threads;
 mod time;
 
 pub use bars::{Dataset, FileReport, QuoteBars, Session};

@@ -333,7 +333,8 @@ pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
 pub fn scan(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
     let mut problems = Vec::new();
     let sources = discover(path, &mut problems)?;
-    let outcomes = load_sources(&sources, cfg);
+    // On plain threads, not rayon's pool: `threads.rs` says why.
+    let outcomes = crate::threads::on_cores(&sources, |s| load_source(s, cfg));
     let mut ds = Dataset::default();
     for o in outcomes {
         ds.sessions.extend(o.sessions);
@@ -353,38 +354,6 @@ pub fn scan(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
         ds.problems.push(cross_file_duplicates(path, n));
     }
     Ok(ds)
-}
-
-/// Loads every source, a file at a time per core, on plain threads that
-/// take the next file when done; the outcomes in the sources' order. Not
-/// on rayon's pool: a rayon worker waiting for polars' own pool steals the
-/// next file meanwhile, and every file's frames stayed alive on its stack
-/// (the scale fixture's 500 files: 4.6 GB at the peak; `stream.rs`).
-fn load_sources(sources: &[Source], cfg: &DataConfig) -> Vec<Outcome> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(s) = sources.get(i) else {
-                return done;
-            };
-            done.push((i, load_source(s, cfg)));
-        }
-    };
-    let mut all: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads.min(sources.len()).max(1))
-            .map(|_| scope.spawn(work))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, o)| o).collect()
 }
 
 /// Loads every bar file under `path` into one [`Dataset`], applying the

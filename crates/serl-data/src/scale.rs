@@ -162,35 +162,17 @@ pub fn scale_fixture(
         source,
     })?;
     let dates = scale.dates();
-    // Symbols on plain threads, each taking every `threads`th: on rayon's
-    // pool, a worker waiting for polars' own pool steals the next symbol
-    // and every symbol's frames stay alive (stream.rs says more).
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let write = |k: usize| -> Result<u64, DataError> {
+    // On plain threads, not rayon's pool: `threads.rs` says why.
+    let symbols: Vec<usize> = (0..scale.symbols).collect();
+    let written = crate::threads::on_cores(&symbols, |&k| {
         let year = symbol_year(&pool, scale, &dates, k);
         let out = dst.join(format!("{}.parquet", symbol_name(k, scale.symbols)));
         let rows = write_sessions(&out, &year, &cfg.columns)
             .map_err(|source| DataError::Io { path: out, source })?;
         progress(1);
         Ok(rows)
-    };
-    let per_thread: Vec<Result<u64, DataError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads.min(scale.symbols))
-            .map(|t| {
-                let write = &write;
-                scope.spawn(move || {
-                    (t..scale.symbols)
-                        .step_by(threads)
-                        .try_fold(0u64, |sum, k| Ok(sum + write(k)?))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
     });
-    let rows = per_thread.into_iter().sum::<Result<u64, DataError>>()?;
+    let rows = written.into_iter().sum::<Result<u64, DataError>>()?;
     let report = ScaleReport {
         note: NOTE.to_string(),
         config: *scale,

@@ -7,13 +7,9 @@
 //! function, and dropped. Memory is then one symbol's bars, whatever the
 //! dataset's size.
 //!
-//! The groups are loaded a few at a time (one per core) on plain threads
-//! and handed to the caller in symbol order. Not on rayon's pool: a rayon
-//! worker that waits for polars' own pool steals the next group's job
-//! meanwhile, so every group's frames stayed alive on its stack and the
-//! peak grew with the dataset (292 MiB for the 3.2 M bars of the shared
-//! minute data, 4.8 GB writing the scale fixture); on plain threads the
-//! peak is a core's worth of groups.
+//! The groups are loaded a core's worth at a time, on plain threads
+//! (`threads.rs` says why not rayon's pool), and handed to the caller in
+//! symbol order.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -23,7 +19,7 @@ use chrono::NaiveDate;
 
 use crate::bars::{FileReport, Session};
 use crate::config::{DataConfig, ErrorPolicy};
-use crate::load::{cross_file_duplicates, discover, load_source, Outcome, Source};
+use crate::load::{cross_file_duplicates, discover, load_source, Source};
 use crate::{DataError, Problem, Severity};
 
 /// What a pass by symbol leaves: the caller's result per symbol (in
@@ -63,7 +59,12 @@ pub(crate) fn by_symbol<T>(
     let groups: Vec<(&Arc<str>, &Vec<&Source>)> = groups.iter().collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     for chunk in groups.chunks(threads.max(1)) {
-        let loaded = load_groups(chunk, cfg);
+        let loaded = crate::threads::on_cores(chunk, |(_, group)| {
+            group
+                .iter()
+                .map(|s| load_source(s, cfg))
+                .collect::<Vec<_>>()
+        });
         for ((symbol, group), outcomes) in chunk.iter().zip(loaded) {
             let mut sessions = Vec::new();
             for o in outcomes {
@@ -90,23 +91,4 @@ pub(crate) fn by_symbol<T>(
         out.problems.push(cross_file_duplicates(path, duplicates));
     }
     Ok(out)
-}
-
-/// Loads each group's files, a group per plain thread (see the module's
-/// note on rayon), in the groups' order.
-fn load_groups(chunk: &[(&Arc<str>, &Vec<&Source>)], cfg: &DataConfig) -> Vec<Vec<Outcome>> {
-    let load = |group: &Vec<&Source>| group.iter().map(|s| load_source(s, cfg)).collect();
-    if chunk.len() == 1 {
-        return vec![load(chunk[0].1)];
-    }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = chunk
-            .iter()
-            .map(|(_, group)| scope.spawn(move || load(group)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
 }

@@ -282,10 +282,7 @@ impl MarketData {
         let symbols = ds.symbols();
         let views: Vec<Arc<SessionView>> = symbols
             .par_iter()
-            .flat_map_iter(|sym| {
-                let ss = ds.symbol_sessions(sym);
-                (0..ss.len()).map(move |i| Arc::new(SessionView::build(ss, i, cfg)))
-            })
+            .flat_map_iter(|sym| symbol_views(ds.symbol_sessions(sym), cfg))
             .collect();
         Self::of_views(views)
     }
@@ -306,12 +303,7 @@ impl MarketData {
         }
         let views: Vec<Arc<SessionView>> = groups
             .into_par_iter()
-            .flat_map_iter(|ss| {
-                let built: Vec<Arc<SessionView>> = (0..ss.len())
-                    .map(|i| Arc::new(SessionView::build(&ss, i, cfg)))
-                    .collect();
-                built
-            })
+            .flat_map_iter(|ss| symbol_views(&ss, cfg))
             .collect();
         Self::of_views(views)
     }
@@ -373,6 +365,14 @@ impl MarketData {
     pub fn is_empty(&self) -> bool {
         self.views.is_empty()
     }
+}
+
+/// One symbol's views, each session with the ones before it as its
+/// look-back (`ss`: the symbol's sessions in date order).
+fn symbol_views(ss: &[Session], cfg: &DataConfig) -> Vec<Arc<SessionView>> {
+    (0..ss.len())
+        .map(|i| Arc::new(SessionView::build(ss, i, cfg)))
+        .collect()
 }
 
 #[cfg(test)]

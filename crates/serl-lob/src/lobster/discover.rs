@@ -111,7 +111,8 @@ pub const MBO_LEVELS: usize = 10;
 
 impl LobsterDayFiles {
     /// Reads the day in `file` (a sample zip or a message CSV beside its
-    /// order-book file); the two must have a row per message.
+    /// order-book file, the two with a row per message; or `symbol`'s day
+    /// of a DBN MBO file).
     pub fn read(symbol: String, file: PathBuf) -> Result<LobsterDayFiles, ReplayError> {
         if super::mbo::is_dbn(&file) {
             let (messages, rows) = super::mbo::read_mbo(&file, &symbol, MBO_LEVELS)?;

@@ -146,6 +146,8 @@ impl Orders {
             price,
             direction,
         };
+        // The record's order as a new submission where it says it rests.
+        let submit = |direction| row(LobsterEvent::Submit, m.order_id, size, price, direction);
         match m.action as u8 {
             b'A' => {
                 let direction = match m.side as u8 {
@@ -153,13 +155,7 @@ impl Orders {
                     b'A' => -1,
                     other => return Err(format!("an add on side `{}`", other as char)),
                 };
-                self.add(row(
-                    LobsterEvent::Submit,
-                    m.order_id,
-                    size,
-                    price,
-                    direction,
-                ));
+                self.add(submit(direction));
             }
             b'C' | b'F' => {
                 let Some(&(at, left, direction)) = self.live.get(&m.order_id) else {
@@ -192,13 +188,7 @@ impl Orders {
                     // tells where it rests now: from here on it is known.
                     self.unknown += 1;
                     let direction = if m.side as u8 == b'B' { 1 } else { -1 };
-                    self.add(row(
-                        LobsterEvent::Submit,
-                        m.order_id,
-                        size,
-                        price,
-                        direction,
-                    ));
+                    self.add(submit(direction));
                     return Ok(());
                 };
                 if price == at && size < left {
@@ -213,14 +203,7 @@ impl Orders {
                 } else {
                     self.rows
                         .push(row(LobsterEvent::Delete, m.order_id, left, at, direction));
-                    self.live.insert(m.order_id, (price, size, direction));
-                    self.rows.push(row(
-                        LobsterEvent::Submit,
-                        m.order_id,
-                        size,
-                        price,
-                        direction,
-                    ));
+                    self.add(submit(direction));
                 }
             }
             b'R' => {
