@@ -84,6 +84,7 @@ mod config;
 mod convert;
 mod csv;
 mod dbn_bars;
+mod dbn_write;
 mod error;
 mod lean;
 mod load;
@@ -104,6 +105,7 @@ pub use config::{
     SplitConfig, StatsConfig,
 };
 pub use convert::{convert, ConvertReport};
+pub use dbn_write::write_dbn_bars;
 pub use error::{DataError, Problem, ProblemKind, Severity};
 pub use load::{load, scan};
 pub use parquet::write_sessions;

@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 
 use crate::bars::{Dataset, FileReport, Session};
 use crate::config::{DataConfig, ErrorPolicy};
-use crate::raw::{align_quotes, clean, Hours};
+use crate::raw::{align_quotes, clean, Hours, QuoteRow, RawBars};
 use crate::time::parse_date;
 use crate::{csv, lean, DataError, Problem, ProblemKind, Severity};
 
@@ -235,48 +235,125 @@ pub(crate) struct Outcome {
     pub(crate) problems: Vec<Problem>,
 }
 
-pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
+/// Rows read from a file, the hours that clean them, and any quotes.
+type ReadRows = (RawBars, Hours, Option<Vec<QuoteRow>>);
+
+/// Loads `sources` on the cores: an outcome per source, in their order.
+/// A DBN file's instruments are loaded together, so the file is decoded
+/// once however many symbols it holds; every other source alone.
+pub(crate) fn load_all(sources: &[&Source], cfg: &DataConfig) -> Vec<Outcome> {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    for (k, s) in sources.iter().enumerate() {
+        let joins = |u: &Vec<usize>| match (sources[u[0]], s) {
+            (Source::Dbn { path: a, .. }, Source::Dbn { path: b, .. }) => a == b,
+            _ => false,
+        };
+        match units.iter_mut().find(|u| joins(u)) {
+            Some(unit) => unit.push(k),
+            None => units.push(vec![k]),
+        }
+    }
+    // A lone unit (one DBN file of every symbol) cleans its symbols on
+    // the cores itself; more units share the cores among them.
+    let spread = units.len() == 1;
+    let loaded = crate::threads::on_cores(&units, |unit| {
+        let members: Vec<&Source> = unit.iter().map(|&k| sources[k]).collect();
+        load_unit(&members, cfg, spread)
+    });
+    let mut outcomes: Vec<Option<Outcome>> = sources.iter().map(|_| None).collect();
+    for (unit, done) in units.iter().zip(loaded) {
+        for (&k, o) in unit.iter().zip(done) {
+            outcomes[k] = Some(o);
+        }
+    }
+    outcomes.into_iter().flatten().collect()
+}
+
+/// Loads sources together (a DBN file's instruments, in one pass, their
+/// sessions cleaned on the cores when `spread`): an outcome per source,
+/// in their order.
+fn load_unit(unit: &[&Source], cfg: &DataConfig, spread: bool) -> Vec<Outcome> {
+    let (Some(Source::Dbn { path, .. }), 2..) = (unit.first(), unit.len()) else {
+        return unit.iter().map(|s| load_source(s, cfg)).collect();
+    };
+    let symbols: Vec<Arc<str>> = unit.iter().map(|s| s.symbol().clone()).collect();
+    let tz = cfg.session.tz().unwrap_or(chrono_tz::America::New_York);
     let mut problems = Vec::new();
-    let path = src.path().to_path_buf();
-    let read = match src {
-        Source::Csv { path, symbol } => read_bytes(path)
-            .and_then(|b| csv::read_csv(path, &b, &cfg.columns, symbol, &mut problems))
-            .map(|raw| {
-                (
-                    raw,
-                    Hours::new(&cfg.session, cfg.session.include_close_bar),
-                    None,
-                )
-            }),
-        Source::Parquet { path, symbol } => {
-            crate::parquet::read_parquet(path, &cfg.columns, symbol, &mut problems).map(|raw| {
-                (
-                    raw,
-                    Hours::new(&cfg.session, cfg.session.include_close_bar),
-                    None,
-                )
+    // DBN stamps a bar at its start, as LEAN does: the bar at the close is
+    // after-hours.
+    let hours = Hours::new(&cfg.session, false);
+    match crate::dbn_bars::read_dbn_symbols(path, &symbols, tz, &mut problems) {
+        Ok(raws) => {
+            // The file's warnings go with its first symbol.
+            let mut parts: Vec<_> = raws.into_iter().map(|raw| (raw, Vec::new())).collect();
+            parts[0].1 = problems;
+            let parts: Vec<_> = parts
+                .into_iter()
+                .map(|p| std::sync::Mutex::new(Some(p)))
+                .collect();
+            let clean_one = |part: &std::sync::Mutex<Option<(RawBars, Vec<Problem>)>>| {
+                let taken = part.lock().ok().and_then(|mut p| p.take());
+                let (raw, said) = taken.unwrap_or_default();
+                outcome(path, Ok((raw, hours, None)), said)
+            };
+            match spread {
+                true => crate::threads::on_cores(&parts, clean_one),
+                false => parts.iter().map(clean_one).collect(),
+            }
+        }
+        // Every symbol's report fails; the file's defect is said once, with
+        // its first symbol.
+        Err(p) => (0..unit.len())
+            .map(|k| {
+                let mut o = outcome(path, Err(p.clone()), std::mem::take(&mut problems));
+                if k > 0 {
+                    o.problems.clear();
+                }
+                o
             })
+            .collect(),
+    }
+}
+
+fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
+    let mut problems = Vec::new();
+    let read = read_source(src, cfg, &mut problems);
+    outcome(src.path(), read, problems)
+}
+
+fn read_source(
+    src: &Source,
+    cfg: &DataConfig,
+    problems: &mut Vec<Problem>,
+) -> Result<ReadRows, Problem> {
+    let bar_hours = Hours::new(&cfg.session, cfg.session.include_close_bar);
+    match src {
+        Source::Csv { path, symbol } => read_bytes(path)
+            .and_then(|b| csv::read_csv(path, &b, &cfg.columns, symbol, problems))
+            .map(|raw| (raw, bar_hours, None)),
+        Source::Parquet { path, symbol } => {
+            crate::parquet::read_parquet(path, &cfg.columns, symbol, problems)
+                .map(|raw| (raw, bar_hours, None))
         }
         Source::Dbn { path, symbol } => {
             let tz = cfg.session.tz().unwrap_or(chrono_tz::America::New_York);
-            crate::dbn_bars::read_dbn(path, symbol, tz, &mut problems).map(|raw| {
-                // DBN stamps a bar at its start, as LEAN does: the bar at
-                // the close is after-hours.
-                (raw, Hours::new(&cfg.session, false), None)
-            })
+            let symbols = std::slice::from_ref(symbol);
+            crate::dbn_bars::read_dbn_symbols(path, symbols, tz, problems)
+                // DBN stamps a bar at its start, as LEAN does.
+                .map(|mut raws| (raws.remove(0), Hours::new(&cfg.session, false), None))
         }
         Source::Lean {
             trade,
             quote,
             symbol,
             date,
-        } => lean::read_trade(trade, symbol, *date, &mut problems).map(|raw| {
+        } => lean::read_trade(trade, symbol, *date, problems).map(|raw| {
             // LEAN bars are stamped at their start: the bar at the close is
             // after-hours.
             let hours = Hours::new(&cfg.session, false);
             let q = quote
                 .as_ref()
-                .and_then(|q| match lean::read_quote(q, &mut problems) {
+                .and_then(|q| match lean::read_quote(q, problems) {
                     Ok(rows) => Some(rows),
                     Err(p) => {
                         problems.push(Problem {
@@ -289,9 +366,13 @@ pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
                 });
             (raw, hours, q)
         }),
-    };
+    }
+}
+
+/// A file's read rows cleaned into sessions, with its report.
+fn outcome(path: &Path, read: Result<ReadRows, Problem>, mut problems: Vec<Problem>) -> Outcome {
     let mut report = FileReport {
-        path: path.clone(),
+        path: path.to_path_buf(),
         rows: 0,
         sessions: 0,
         outside_session: 0,
@@ -300,7 +381,7 @@ pub(crate) fn load_source(src: &Source, cfg: &DataConfig) -> Outcome {
     };
     let sessions = match read {
         Ok((raw, hours, quotes)) => {
-            let cleaned = clean(&path, raw, hours, &mut problems);
+            let cleaned = clean(path, raw, hours, &mut problems);
             let mut sessions = cleaned.sessions;
             if let Some(q) = quotes {
                 for s in &mut sessions {
@@ -334,7 +415,7 @@ pub fn scan(path: &Path, cfg: &DataConfig) -> Result<Dataset, DataError> {
     let mut problems = Vec::new();
     let sources = discover(path, &mut problems)?;
     // On plain threads, not rayon's pool: `threads.rs` says why.
-    let outcomes = crate::threads::on_cores(&sources, |s| load_source(s, cfg));
+    let outcomes = load_all(&sources.iter().collect::<Vec<_>>(), cfg);
     let mut ds = Dataset::default();
     for o in outcomes {
         ds.sessions.extend(o.sessions);

@@ -31,6 +31,23 @@ pub struct RawBars {
 }
 
 impl RawBars {
+    /// Room for `rows` rows without growing.
+    pub(crate) fn with_capacity(rows: usize) -> Self {
+        RawBars {
+            symbol: Vec::with_capacity(rows),
+            date: Vec::with_capacity(rows),
+            minute: Vec::with_capacity(rows),
+            open: Vec::with_capacity(rows),
+            high: Vec::with_capacity(rows),
+            low: Vec::with_capacity(rows),
+            close: Vec::with_capacity(rows),
+            volume: Vec::with_capacity(rows),
+            vwap: None,
+            signal: None,
+            line: Vec::with_capacity(rows),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.minute.len()
     }

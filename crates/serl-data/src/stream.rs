@@ -7,7 +7,7 @@
 //! function, and dropped. Memory is then one symbol's bars, whatever the
 //! dataset's size.
 //!
-//! The groups are loaded a core's worth at a time, on plain threads
+//! The groups are loaded a few per core at a time, on plain threads
 //! (`threads.rs` says why not rayon's pool), and handed to the caller in
 //! symbol order.
 
@@ -19,8 +19,13 @@ use chrono::NaiveDate;
 
 use crate::bars::{FileReport, Session};
 use crate::config::{DataConfig, ErrorPolicy};
-use crate::load::{cross_file_duplicates, discover, load_source, Source};
+use crate::load::{cross_file_duplicates, discover, load_all, Source};
 use crate::{DataError, Problem, Severity};
+
+/// Symbols loaded at a time per core. A DBN file of many instruments is
+/// decoded once per such batch of its symbols, not once per symbol, while
+/// memory stays a few symbols' bars per core.
+const SYMBOLS_PER_CORE: usize = 8;
 
 /// What a pass by symbol leaves: the caller's result per symbol (in
 /// symbol order), every file's report and every problem.
@@ -58,16 +63,12 @@ pub(crate) fn by_symbol<T>(
     let mut duplicates = 0u64;
     let groups: Vec<(&Arc<str>, &Vec<&Source>)> = groups.iter().collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    for chunk in groups.chunks(threads.max(1)) {
-        let loaded = crate::threads::on_cores(chunk, |(_, group)| {
-            group
-                .iter()
-                .map(|s| load_source(s, cfg))
-                .collect::<Vec<_>>()
-        });
-        for ((symbol, group), outcomes) in chunk.iter().zip(loaded) {
+    for chunk in groups.chunks(threads.max(1) * SYMBOLS_PER_CORE) {
+        let members: Vec<&Source> = chunk.iter().flat_map(|(_, g)| g.iter().copied()).collect();
+        let mut loaded = load_all(&members, cfg).into_iter();
+        for (symbol, group) in chunk {
             let mut sessions = Vec::new();
-            for o in outcomes {
+            for o in loaded.by_ref().take(group.len()) {
                 sessions.extend(o.sessions);
                 out.files.push(o.report);
                 out.problems.extend(o.problems);

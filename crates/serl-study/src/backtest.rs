@@ -228,9 +228,8 @@ impl BacktestData {
 fn lobster_days(path: &Path) -> Result<(Dataset, Vec<std::sync::Arc<LobsterDay>>)> {
     let mut sessions = Vec::new();
     let mut days = Vec::new();
-    for (symbol, file) in serl_lob::sample_files(path, &[])? {
-        let real = serl_lob::LobsterDayFiles::read(symbol.clone(), file.clone())
-            .with_context(|| format!("reading {}", file.display()))?;
+    for (_, file, real) in serl_lob::read_days(serl_lob::sample_files(path, &[])?) {
+        let real = real.with_context(|| format!("reading {}", file.display()))?;
         let day = crate::data::lobster_day(real)?;
         sessions.push(day.session().clone());
         days.push(std::sync::Arc::new(day));

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serl_lob::{sample_files, LobsterDayFiles};
+use serl_lob::{read_days, sample_files};
 use serl_market::QueueReactive;
 
 use crate::error::{Context, Result, StudyError};
@@ -45,11 +45,10 @@ pub fn calibrate(a: &CalibrateRequest) -> Result<Vec<CalibratedFile>> {
     let files = sample_files(&a.lobster, &a.symbols)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let mut done = Vec::new();
-    for (symbol, file) in files {
+    for (symbol, file, day) in read_days(files) {
         let path = a.out.join(format!("{symbol}.json"));
         refuse_writing_over(&path, a.force)?;
-        let day = LobsterDayFiles::read(symbol.clone(), file.clone())
-            .with_context(|| format!("reading {}", file.display()))?;
+        let day = day.with_context(|| format!("reading {}", file.display()))?;
         let (day, window) = match a.until_minute {
             Some(m) => (
                 day.split_at(minute_seconds(m)).0,

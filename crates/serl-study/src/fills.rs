@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 use serde::Serialize;
 use serl_env::{probe_bars, probe_market, FillModel, LobsterDay, Probe, ProbeFill, SessionView};
-use serl_lob::{sample_files, LobsterDayFiles};
+use serl_lob::{read_days, sample_files, LobsterDayFiles};
 use serl_market::{Calibration, MarketConfig, QueueReactive, Simulator};
 
 use crate::config::{read_toml, SimulateFile};
@@ -272,10 +272,9 @@ pub fn probe_all(
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     progress(Progress::Days(files.len() as u64 * days_per_symbol(a)));
     let mut all = Vec::new();
-    for (symbol, file) in files {
+    for (symbol, file, real) in read_days(files) {
         progress(Progress::Symbol(&symbol));
-        let real = LobsterDayFiles::read(symbol.clone(), file.clone())
-            .with_context(|| format!("reading {}", file.display()))?;
+        let real = real.with_context(|| format!("reading {}", file.display()))?;
         let records = probe_day(a, real, &config, progress)?;
         all.push(SymbolFills {
             symbol,

@@ -2,13 +2,18 @@
 //! read serl's markets: a LOBSTER day as it is, or a day of a fitted
 //! queue-reactive flow simulated whole (every order recorded, as MBO
 //! holds the whole book). Either is read back and its book compared with
-//! the day's after every message ([`serl_lob::export_mbo`]).
+//! the day's after every message ([`serl_lob::export_mbo`]); on request
+//! the day's book is also written as MBP and checked against the book
+//! replayed from the MBO file ([`serl_lob::check_mbp`]).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
-use serl_lob::{export_mbo, lobster_name, LobsterDayFiles, LobsterRecorder, MboExport, MBO_LEVELS};
+use serl_lob::{
+    check_mbp, export_mbo, lobster_name, write_mbp, BookRows, LobsterDayFiles, LobsterRecorder,
+    MboExport, MbpCheck, MessageRow, ReplayError, MBO_LEVELS,
+};
 use serl_market::QueueReactive;
 
 use crate::error::{Context, Result, StudyError};
@@ -44,6 +49,10 @@ pub struct ExportRequest {
     /// The day's date (default: the one in the LOBSTER file's name, or in
     /// the file the model was fitted to).
     pub date: Option<NaiveDate>,
+    /// Also the day's book as DBN MBP at this path, with this many levels
+    /// (1: `mbp-1`, else `mbp-10`), checked against the book replayed
+    /// from the MBO file.
+    pub mbp: Option<(PathBuf, usize)>,
 }
 
 /// What was exported, under which name and date.
@@ -54,6 +63,8 @@ pub struct Exported {
     pub date: NaiveDate,
     /// What was written and how it read back.
     pub report: MboExport,
+    /// The MBP file's check against the MBO file's book, when asked.
+    pub mbp: Option<MbpCheck>,
 }
 
 /// Writes the day as DBN MBO and checks it reads back.
@@ -62,12 +73,13 @@ pub fn export(a: &ExportRequest) -> Result<Exported> {
         ExportSource::Lobster(file) => {
             let (symbol, date) = names(file, a, None)?;
             let day = LobsterDayFiles::read(symbol.clone(), file.clone())?;
-            let report = export_mbo(&a.dbn, &symbol, date, &day.messages, &day.rows)
+            let (report, mbp) = write_day(a, &symbol, date, &day.messages, &day.rows)
                 .with_context(|| format!("exporting {}", file.display()))?;
             Ok(Exported {
                 symbol,
                 date,
                 report,
+                mbp,
             })
         }
         ExportSource::QueueReactive {
@@ -83,16 +95,34 @@ pub fn export(a: &ExportRequest) -> Result<Exported> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().to_uppercase());
             let (symbol, date) = names(&fitted, a, stem)?;
-            let report = simulate_whole(&flow, model, minutes, *mid, *seed, |m, r| {
-                export_mbo(&a.dbn, &symbol, date, m, r)
+            let (report, mbp) = simulate_whole(&flow, model, minutes, *mid, *seed, |m, r| {
+                write_day(a, &symbol, date, m, r)
             })?;
             Ok(Exported {
                 symbol,
                 date,
                 report,
+                mbp,
             })
         }
     }
+}
+
+/// Writes the day as MBO (read back and compared) and, when asked, its
+/// book as MBP (checked against the MBO file's).
+fn write_day(
+    a: &ExportRequest,
+    symbol: &str,
+    date: NaiveDate,
+    messages: &[MessageRow],
+    rows: &BookRows,
+) -> std::result::Result<(MboExport, Option<MbpCheck>), ReplayError> {
+    let report = export_mbo(&a.dbn, symbol, date, messages, rows)?;
+    let Some((path, levels)) = &a.mbp else {
+        return Ok((report, None));
+    };
+    write_mbp(path, symbol, date, messages, rows, *levels)?;
+    Ok((report, Some(check_mbp(&a.dbn, path, symbol)?)))
 }
 
 /// The symbol and date: asked, else from `named`'s LOBSTER file name
@@ -131,10 +161,10 @@ fn simulate_whole(
     mid: f64,
     seed: u64,
     write: impl FnOnce(
-        &[serl_lob::MessageRow],
-        &serl_lob::BookRows,
-    ) -> std::result::Result<MboExport, serl_lob::ReplayError>,
-) -> Result<MboExport> {
+        &[MessageRow],
+        &BookRows,
+    ) -> std::result::Result<(MboExport, Option<MbpCheck>), ReplayError>,
+) -> Result<(MboExport, Option<MbpCheck>)> {
     if !(mid.is_finite() && mid > 0.0) {
         return Err(StudyError::msg(format!(
             "--mid {mid}: give a positive price"

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{read_toml, SimulateFile};
 use crate::error::{Context, Result, StudyError};
-use serl_lob::{lobster_name, sample_files, LobsterDayFiles, LobsterRecorder};
+use serl_lob::{lobster_name, read_days, sample_files, LobsterDayFiles, LobsterRecorder};
 use serl_market::{
     fit_noise_volume, forecast_calibration, lobster_calibration_window, minute_of_session,
     realism_score, row_mid, Calibration, DayFeatures, FitEffort, MarketConfig, OrderFlow,
@@ -249,10 +249,9 @@ pub fn realism(a: &RealismRequest, progress: &dyn Fn(Progress)) -> Result<Vec<Sy
     let seeds = a.seeds.max(1);
     progress(Progress::Days(files.len() as u64 * (1 + 6 * seeds)));
     let mut reports = Vec::new();
-    for (symbol, file) in files {
+    for (symbol, file, day) in read_days(files) {
         progress(Progress::Symbol(&symbol));
-        let day = LobsterDayFiles::read(symbol, file.clone())
-            .with_context(|| format!("reading {}", file.display()))?;
+        let day = day.with_context(|| format!("reading {}", file.display()))?;
         let split = Split::of(&day)
             .with_context(|| format!("{}: the day spans less than two minutes", file.display()))?;
         let levels = day.rows.levels();

@@ -1,7 +1,8 @@
 //! Databento's DBN bars as any other bar data (docs/data.md, "Databento
 //! DBN"): the `dbn` crate's own sample files, read by `serl data inspect`
 //! in the session's time zone, and a time zone that is not one refused by
-//! name; and the scale fixture (docs/data.md, "Scale") made and read as a
+//! name; Databento's MBP samples checked against the book replayed from
+//! its MBO sample; and the scale fixture (docs/data.md, "Scale") made and read as a
 //! dataset like any other.
 
 mod common;
@@ -63,6 +64,40 @@ fn dbn_sample_bars_are_inspected_in_the_sessions_time_zone() {
 /// `serl data scale` writes the symbols and sessions asked, labelled a
 /// scale test; `serl data inspect` reads it; sizes out of range are
 /// refused by flag.
+#[test]
+fn databentos_mbp_samples_are_checked_against_the_book_of_its_mbo_sample() {
+    let dbn = repo().join("crates/serl-data/tests/dbn");
+    let mbo = dbn.join("mbo/test_data.mbo.dbn");
+    for name in ["test_data.mbp-10.dbn", "test_data.mbp-1.dbn"] {
+        let o = serl(&[
+            "lob",
+            "mbp",
+            mbo.to_str().unwrap(),
+            dbn.join("mbp").join(name).to_str().unwrap(),
+        ]);
+        // The MBO sample cancels two orders resting before it starts: the
+        // replayed book cannot be whole, and the command says so rather
+        // than failing on it.
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("ESH1"), "{}", text(&o));
+        assert!(
+            text(&o).contains("never added  2 MBO records"),
+            "{}",
+            text(&o)
+        );
+    }
+    // Bars are not a book.
+    let o = serl(&[
+        "lob",
+        "mbp",
+        mbo.to_str().unwrap(),
+        dbn.join("bars/test_data.ohlcv-1m.dbn").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("test_data.ohlcv-1m.dbn"), "{}", text(&o));
+    assert!(text(&o).contains("not market by price"), "{}", text(&o));
+}
+
 #[test]
 fn a_scale_fixture_is_written_labelled_and_inspected() {
     let dir = tempfile::tempdir().unwrap();

@@ -432,7 +432,10 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
     // A day of the fitted flow, every order recorded, written as DBN MBO
     // and read back: the same book after every message; the DBN day is a
     // day like any other, calibrated on again.
+    // Its book written as MBP-10 too: every record matches the book the
+    // engine replays from the MBO file.
     let dbn = tmp.path().join("qr-day.mbo.dbn");
+    let mbp = tmp.path().join("qr-day.mbp-10.dbn");
     let o = serl(&[
         "lob",
         "export",
@@ -444,10 +447,27 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         "580.00",
         "--dbn",
         dbn.to_str().unwrap(),
+        "--mbp",
+        mbp.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("mismatched rows  0"), "{}", text(&o));
+    assert!(text(&o).contains("mismatched records  0"), "{}", text(&o));
     assert!(!text(&o).contains("never added"), "{}", text(&o));
+    let o = serl(&[
+        "lob",
+        "mbp",
+        dbn.to_str().unwrap(),
+        mbp.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let check: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (check["mismatched"].as_u64(), check["depth"].as_u64()),
+        (Some(0), Some(10))
+    );
+    assert!(check["compared"].as_u64().unwrap() > 1_000, "{check}");
     let o = serl(&[
         "simulate",
         "calibrate",

@@ -105,6 +105,57 @@ pub struct LobsterDayFiles {
     pub rows: BookRows,
 }
 
+/// The days of `files` (as [`sample_files`] lists them), read one at a
+/// time in their order; a DBN MBO file's symbols are decoded together, in
+/// one pass, when the first of them is reached, and each day's book is
+/// built when it is handed out, so memory holds one day's book at a time.
+pub fn read_days(
+    files: Vec<(String, PathBuf)>,
+) -> impl Iterator<Item = (String, PathBuf, Result<LobsterDayFiles, ReplayError>)> {
+    let mut decoded: std::collections::HashMap<
+        (PathBuf, String),
+        Result<Vec<MessageRow>, ReplayError>,
+    > = Default::default();
+    let later: Vec<(String, PathBuf)> = files.clone();
+    files
+        .into_iter()
+        .enumerate()
+        .map(move |(at, (symbol, file))| {
+            if !super::mbo::is_dbn(&file) {
+                let day = LobsterDayFiles::read(symbol.clone(), file.clone());
+                return (symbol, file, day);
+            }
+            let key = (file.clone(), symbol.clone());
+            if !decoded.contains_key(&key) {
+                let symbols: Vec<String> = later[at..]
+                    .iter()
+                    .filter(|(_, f)| *f == file)
+                    .map(|(s, _)| s.clone())
+                    .collect();
+                match super::mbo::read_mbo_messages(&file, &symbols) {
+                    Ok(days) => {
+                        for (s, day) in symbols.into_iter().zip(days) {
+                            decoded.insert((file.clone(), s), day);
+                        }
+                    }
+                    Err(e) => {
+                        decoded.insert(key.clone(), Err(e));
+                    }
+                }
+            }
+            let day = decoded
+                .remove(&key)
+                .unwrap_or_else(|| Err(samples(format!("{}: {symbol} read twice", file.display()))))
+                .map(|messages| LobsterDayFiles {
+                    rows: super::mbo::book_rows(&messages, MBO_LEVELS),
+                    symbol: symbol.clone(),
+                    file: file.clone(),
+                    messages,
+                });
+            (symbol, file, day)
+        })
+}
+
 /// The book levels a DBN MBO day is shown at (its records hold the whole
 /// book; ten is the deepest LOBSTER sample's depth).
 pub const MBO_LEVELS: usize = 10;

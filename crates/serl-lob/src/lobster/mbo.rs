@@ -48,7 +48,7 @@ pub(super) fn refused(path: &Path, why: impl std::fmt::Display) -> ReplayError {
     }
 }
 
-fn decoder(
+pub(super) fn decoder(
     path: &Path,
 ) -> Result<DynDecoder<'static, std::io::BufReader<std::fs::File>>, ReplayError> {
     let dec = DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3)
@@ -92,12 +92,35 @@ pub fn read_mbo(
     symbol: &str,
     levels: usize,
 ) -> Result<(Vec<MessageRow>, BookRows), ReplayError> {
+    let mut days = read_mbo_messages(path, &[symbol.to_string()])?;
+    let messages = days.remove(0)?;
+    let rows = book_rows(&messages, levels);
+    Ok((messages, rows))
+}
+
+/// The messages of each of `symbols` in the MBO file `path`, from one
+/// decoding pass over the file (a file of N instruments is read once, not
+/// N times): an error for the whole file, or one per symbol (one with no
+/// order message, or whose flow the engine cannot follow).
+pub fn read_mbo_messages(
+    path: &Path,
+    symbols: &[String],
+) -> Result<Vec<Result<Vec<MessageRow>, ReplayError>>, ReplayError> {
     let mut dec = decoder(path)?;
     let map = dec
         .metadata()
         .symbol_map()
         .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
-    let mut orders = Orders::default();
+    let wanted: FxHashMap<String, usize> = symbols
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.to_ascii_uppercase(), k))
+        .collect();
+    // Instrument id to (UTC day, which wanted symbol): a mapping holds for
+    // a day, so it is looked up once a day per instrument.
+    let mut known: FxHashMap<u32, (u64, Option<usize>)> = FxHashMap::default();
+    let mut orders: Vec<Result<Orders, String>> =
+        symbols.iter().map(|_| Ok(Orders::default())).collect();
     let mut record = 0u64;
     loop {
         let rec = match dec.decode_record::<MboMsg>() {
@@ -106,35 +129,54 @@ pub fn read_mbo(
             Err(e) => return Err(refused(path, format!("record {}: {e}", record + 1))),
         };
         record += 1;
-        if !map
-            .get_for_rec(rec)
-            .is_some_and(|s| s.eq_ignore_ascii_case(symbol))
-        {
-            continue;
+        // The day the mappings index a record by (an MBO record's receipt).
+        let day = dbn::Record::raw_index_ts(rec) / NANOS_PER_DAY;
+        let k = match known.get(&rec.hd.instrument_id) {
+            Some(&(d, k)) if d == day => k,
+            _ => {
+                let k = map
+                    .get_for_rec(rec)
+                    .and_then(|s| wanted.get(&s.to_ascii_uppercase()).copied());
+                known.insert(rec.hd.instrument_id, (day, k));
+                k
+            }
+        };
+        // A symbol whose flow fails keeps its first error; the others go on.
+        if let Some(k) = k {
+            if let Ok(o) = &mut orders[k] {
+                if let Err(why) = o.apply(rec) {
+                    orders[k] = Err(format!("record {record}: {why}"));
+                }
+            }
         }
-        orders
-            .apply(rec)
-            .map_err(|why| refused(path, format!("record {record}: {why}")))?;
     }
-    if orders.rows.is_empty() {
-        return Err(refused(path, format!("no order messages for {symbol}")));
-    }
-    let rows = book_rows(&orders.rows, levels);
-    Ok((orders.rows, rows))
+    Ok(orders
+        .into_iter()
+        .zip(symbols)
+        .map(|(o, symbol)| match o {
+            Ok(o) if o.rows.is_empty() => {
+                Err(refused(path, format!("no order messages for {symbol}")))
+            }
+            Ok(o) => Ok(o.rows),
+            Err(why) => Err(refused(path, why)),
+        })
+        .collect())
 }
+
+const NANOS_PER_DAY: u64 = 86_400 * 1_000_000_000;
 
 /// The live orders of one symbol, and the rows written so far.
 #[derive(Default)]
-struct Orders {
+pub(super) struct Orders {
     /// Price (LOBSTER units), shares left, direction.
     live: FxHashMap<u64, (i64, i64, i8)>,
-    rows: Vec<MessageRow>,
+    pub(super) rows: Vec<MessageRow>,
     /// Records about orders never added.
     pub(super) unknown: u64,
 }
 
 impl Orders {
-    fn apply(&mut self, m: &MboMsg) -> Result<(), String> {
+    pub(super) fn apply(&mut self, m: &MboMsg) -> Result<(), String> {
         let time = seconds_after_midnight(m.hd.ts_event)?;
         let price = m.price / PRICE_DIV;
         let size = i64::from(m.size);
@@ -407,5 +449,69 @@ mod tests {
         assert_eq!(book.row(9)[1] + book.row(9)[3], 0);
         assert_eq!(book.row(10), book.row(9));
         assert_eq!(&book.row(11)[..2], &[1_000_200, 70]);
+    }
+
+    /// Two instruments interleaved in one file, as Databento writes a
+    /// multi-symbol day: one decoding pass gives each its own day, the
+    /// same as reading it alone, and `read_days` hands both out with books.
+    #[test]
+    fn a_file_of_two_symbols_is_read_in_one_pass_as_each_symbols_day() {
+        use dbn::encode::{DbnEncoder, EncodeRecord};
+        let day = time::Date::from_calendar_date(2018, time::Month::June, 21).unwrap();
+        let mapping = |raw: &str, id: &str| dbn::SymbolMapping {
+            raw_symbol: raw.into(),
+            intervals: vec![dbn::MappingInterval {
+                start_date: day,
+                end_date: day.next_day().unwrap(),
+                symbol: id.into(),
+            }],
+        };
+        let meta = dbn::Metadata::builder()
+            .dataset("SERL.TEST")
+            .schema(Some(Schema::Mbo))
+            .start(1_529_539_200_000_000_000) // 2018-06-21 00:00 UTC
+            .stype_in(Some(dbn::SType::RawSymbol))
+            .stype_out(dbn::SType::InstrumentId)
+            .symbols(vec!["AAA".into(), "BBB".into()])
+            .mappings(vec![mapping("AAA", "1"), mapping("BBB", "2")])
+            .build();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.mbo.dbn");
+        let file = std::fs::File::create(&path).unwrap();
+        let mut enc = DbnEncoder::new(std::io::BufWriter::new(file), &meta).unwrap();
+        let at = 1_529_587_800_000_000_000u64; // 09:30 in New York
+        for k in 0..40u64 {
+            let instrument = 1 + (k % 2) as u32;
+            let mut m = MboMsg {
+                hd: dbn::RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 0, instrument, at + k),
+                ts_recv: at + k,
+                order_id: 100 + k,
+                price: (1_000_000 + 100 * (k as i64 % 5)) * PRICE_DIV,
+                size: 10 + k as u32,
+                ..MboMsg::default()
+            };
+            m.action = b'A' as std::ffi::c_char;
+            m.side = if k % 4 < 2 { b'B' } else { b'A' } as std::ffi::c_char;
+            enc.encode_record(&m).unwrap();
+        }
+        enc.flush().unwrap();
+        drop(enc);
+
+        let symbols = vec!["AAA".to_string(), "BBB".to_string()];
+        let days = read_mbo_messages(&path, &symbols).unwrap();
+        for (k, (symbol, day)) in symbols.iter().zip(days).enumerate() {
+            let day = day.unwrap();
+            assert_eq!(day.len(), 20, "{symbol}");
+            assert!(
+                day.iter().all(|m| m.id % 2 == k as u64),
+                "{symbol}'s own orders"
+            );
+            assert_eq!(day, read_mbo(&path, symbol, 5).unwrap().0, "{symbol} alone");
+        }
+        let files = super::super::sample_files(&path, &[]).unwrap();
+        let read: Vec<(String, usize)> = super::super::read_days(files)
+            .map(|(s, _, d)| (s, d.unwrap().rows.len()))
+            .collect();
+        assert_eq!(read, [("AAA".to_string(), 20), ("BBB".to_string(), 20)]);
     }
 }

@@ -19,7 +19,7 @@ use super::ReplayError;
 /// The MBO records a LOBSTER message becomes: (action, written as the
 /// aggressor's side). An execution is the aggressor's Trade, then the
 /// resting order's Fill; hidden executions, crosses and halts have none.
-fn records_of(kind: LobsterEvent) -> &'static [(u8, bool)] {
+pub(super) fn records_of(kind: LobsterEvent) -> &'static [(u8, bool)] {
     match kind {
         LobsterEvent::Submit => &[(b'A', false)],
         LobsterEvent::Cancel | LobsterEvent::Delete => &[(b'C', false)],
@@ -33,7 +33,14 @@ fn dbn_date(path: &Path, d: NaiveDate) -> Result<time::Date, ReplayError> {
     time::Date::from_calendar_date(d.year(), month, d.day() as u8).map_err(|e| refused(path, e))
 }
 
-fn metadata(path: &Path, symbol: &str, date: NaiveDate) -> Result<dbn::Metadata, ReplayError> {
+/// A file's metadata: `symbol` mapped to instrument 1 on `date`, the
+/// records of `schema`, starting at New York's midnight.
+pub(super) fn metadata_for(
+    path: &Path,
+    symbol: &str,
+    date: NaiveDate,
+    schema: Schema,
+) -> Result<dbn::Metadata, ReplayError> {
     let midnight = chrono_tz::America::New_York
         .from_local_datetime(&date.and_time(chrono::NaiveTime::MIN))
         .earliest()
@@ -41,7 +48,7 @@ fn metadata(path: &Path, symbol: &str, date: NaiveDate) -> Result<dbn::Metadata,
     let start = midnight.timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
     Ok(dbn::Metadata::builder()
         .dataset("SERL.SIM")
-        .schema(Some(Schema::Mbo))
+        .schema(Some(schema))
         .start(start)
         .stype_in(Some(dbn::SType::RawSymbol))
         .stype_out(dbn::SType::InstrumentId)
@@ -69,7 +76,7 @@ pub fn write_mbo(
     date: NaiveDate,
     messages: &[MessageRow],
 ) -> Result<u64, ReplayError> {
-    let metadata = metadata(path, symbol, date)?;
+    let metadata = metadata_for(path, symbol, date, Schema::Mbo)?;
     let base_ns = metadata.start;
     let file =
         std::fs::File::create(path).map_err(|e| refused(path, format!("creating it: {e}")))?;
@@ -77,19 +84,28 @@ pub fn write_mbo(
         .map_err(|e| refused(path, format!("writing its metadata: {e}")))?;
     let mut written = 0u64;
     for (sequence, m) in messages.iter().enumerate() {
-        for &(action, aggressor) in records_of(m.kind) {
+        let records = records_of(m.kind);
+        for (k, &(action, aggressor)) in records.iter().enumerate() {
             let resting = if m.direction == 1 { b'B' } else { b'A' };
             let side = match (aggressor, resting) {
                 (false, s) => s,
                 (true, b'B') => b'A',
                 (true, _) => b'B',
             };
-            let ts = base_ns + (m.time * 1e9).round().max(0.0) as u64;
+            let ts = timestamp(base_ns, m);
+            // The message's last record ends its event, as Databento marks
+            // it: the book is whole after it.
+            let flags = if k + 1 == records.len() {
+                dbn::flags::LAST
+            } else {
+                0
+            };
             let mut r = MboMsg {
                 hd: dbn::RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 0, 1, ts),
                 order_id: if aggressor { 0 } else { m.id },
                 price: m.price * PRICE_DIV,
                 size: m.size.clamp(0, i64::from(u32::MAX)) as u32,
+                flags: flags.into(),
                 ts_recv: ts,
                 sequence: sequence as u32,
                 ..MboMsg::default()
@@ -104,6 +120,12 @@ pub fn write_mbo(
     enc.flush()
         .map_err(|e| refused(path, format!("flushing it: {e}")))?;
     Ok(written)
+}
+
+/// A message's time as UTC nanoseconds after `base_ns` (the day's New
+/// York midnight).
+pub(super) fn timestamp(base_ns: u64, m: &MessageRow) -> u64 {
+    base_ns + (m.time * 1e9).round().max(0.0) as u64
 }
 
 /// What `serl lob export --dbn` wrote, and how the file's book, read back

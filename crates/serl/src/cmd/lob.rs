@@ -1,5 +1,6 @@
 //! `serl lob replay`: LOBSTER files through the matching engine;
-//! `serl lob export`: a LOBSTER day as Databento DBN MBO.
+//! `serl lob export`: a LOBSTER day as Databento DBN MBO (and MBP);
+//! `serl lob mbp`: a DBN MBP file checked against the book of its MBO file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,23 @@ pub enum LobCommand {
     /// wrote) as a Databento DBN MBO file, read it back, and compare its
     /// book with the day's after every message.
     Export(ExportArgs),
+    /// Check a Databento DBN MBP file (mbp-1 or mbp-10) against the book
+    /// the engine replays from the MBO file of the same symbol and feed,
+    /// record by record (matched by receipt time and sequence number).
+    Mbp(MbpArgs),
+}
+
+#[derive(Args)]
+pub struct MbpArgs {
+    /// The DBN MBO file.
+    pub mbo: PathBuf,
+    /// The DBN MBP file (mbp-1 or mbp-10).
+    pub mbp: PathBuf,
+    /// The symbol to compare (default: the MBO file's only one).
+    #[arg(long)]
+    pub symbol: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -58,6 +76,13 @@ pub struct ExportArgs {
     /// Seed of the simulated flow.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Also write the day's book as DBN MBP here, and check it against
+    /// the book replayed from the MBO file.
+    #[arg(long)]
+    pub mbp: Option<PathBuf>,
+    /// The MBP file's levels: 1 (mbp-1) or 10 (mbp-10).
+    #[arg(long, default_value_t = 10, value_parser = mbp_levels)]
+    pub mbp_levels: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -81,6 +106,7 @@ pub struct ReplayArgs {
 pub fn run(cmd: LobCommand) -> Result<ExitCode> {
     match cmd {
         LobCommand::Export(a) => export(a),
+        LobCommand::Mbp(a) => mbp(a),
         LobCommand::Replay(a) => {
             let input = LobsterInput::open(&a.file, a.orderbook.as_deref())?;
             let report = replay(
@@ -145,16 +171,19 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
         symbol,
         date,
         report,
+        mbp,
     } = lob_export::export(&ExportRequest {
         source,
         dbn: a.dbn.clone(),
         symbol: a.symbol,
         date: a.date,
+        mbp: a.mbp.clone().map(|p| (p, a.mbp_levels)),
     })?;
     let what = a.file.or(a.queue_reactive).unwrap_or_default();
     let what = what.display();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let both = serde_json::json!({ "mbo": report, "mbp": mbp });
+        println!("{}", serde_json::to_string_pretty(&both)?);
     } else {
         println!("exported   {what} ({symbol}, {date})");
         println!(
@@ -179,10 +208,84 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
             );
         }
     }
+    if let (false, Some(check), Some(path)) = (a.json, &mbp, &a.mbp) {
+        println!(
+            "wrote      {}: {} MBP records",
+            path.display(),
+            check.records
+        );
+        print_mbp(check);
+    }
     // A day that adds every order it touches must read back exactly.
-    Ok(if report.mismatched_rows > 0 && report.never_added == 0 {
+    let mbp_differs = mbp.is_some_and(|c| c.mismatched > 0 && c.never_added == 0);
+    Ok(
+        if (report.mismatched_rows > 0 && report.never_added == 0) || mbp_differs {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+fn mbp_levels(s: &str) -> std::result::Result<usize, String> {
+    match s {
+        "1" => Ok(1),
+        "10" => Ok(10),
+        _ => Err(format!(
+            "{s}: an MBP file holds 1 level (mbp-1) or 10 (mbp-10)"
+        )),
+    }
+}
+
+fn mbp(a: MbpArgs) -> Result<ExitCode> {
+    let symbol = match a.symbol {
+        Some(s) => s,
+        None => match serl_lob::mbo_symbols(&a.mbo)?.as_slice() {
+            [one] => one.clone(),
+            many => anyhow::bail!(
+                "{} holds {}; pass --symbol",
+                a.mbo.display(),
+                many.join(", ")
+            ),
+        },
+    };
+    let check = serl_lob::check_mbp(&a.mbo, &a.mbp, &symbol)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&check)?);
+    } else {
+        println!(
+            "checked    {} ({symbol}, mbp-{}: {} records) against the book of {}",
+            a.mbp.display(),
+            check.depth,
+            check.records,
+            a.mbo.display()
+        );
+        print_mbp(&check);
+    }
+    // A book that can be whole must match.
+    Ok(if check.mismatched > 0 && check.never_added == 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn print_mbp(check: &serl_lob::MbpCheck) {
+    println!(
+        "compared   {} MBP records at {} level(s) a side ({} before the first MBO record)",
+        check.compared, check.depth, check.before_mbo
+    );
+    println!("mismatched records  {}", check.mismatched);
+    if let Some(m) = &check.first_mismatch {
+        println!(
+            "  first at record {} (sequence {}): {} level {}: MBP ({}, {}), engine ({}, {})",
+            m.record, m.sequence, m.side, m.level, m.mbp.0, m.mbp.1, m.engine.0, m.engine.1
+        );
+    }
+    if check.never_added > 0 {
+        println!(
+            "never added  {} MBO records are about orders resting before the file starts: the replayed book cannot be whole, so differences are expected",
+            check.never_added
+        );
+    }
 }
