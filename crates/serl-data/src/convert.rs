@@ -103,8 +103,11 @@ pub(crate) fn copy_by_symbol<T>(
             .map_err(|source| DataError::Io { path: out, source })?;
         Ok((sessions.len(), rows, part))
     })?;
+    // A DBN file reports once per symbol it holds; it is one file read.
+    let read: std::collections::HashSet<&Path> =
+        scanned.files.iter().map(|f| f.path.as_path()).collect();
     let mut copied = Copied {
-        files: scanned.files.len(),
+        files: read.len(),
         written: 0,
         sessions: 0,
         rows: 0,

@@ -37,7 +37,7 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Source::Csv { path, .. } | Source::Parquet { path, .. } | Source::Dbn { path, .. } => {
                 path

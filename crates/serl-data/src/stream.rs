@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+
 use std::sync::Arc;
 
 use chrono::NaiveDate;
@@ -26,6 +27,57 @@ use crate::{DataError, Problem, Severity};
 /// decoded once per such batch of its symbols, not once per symbol, while
 /// memory stays a few symbols' bars per core.
 const SYMBOLS_PER_CORE: usize = 8;
+
+/// The bars a pass may hold to read a DBN file's symbols in one decoding
+/// (a year of minute bars of a 500-symbol index is some 3 GB as rows).
+const DBN_PASS_BYTES: u64 = 512 << 20;
+
+/// A DBN file's bars in memory as rows per byte of file: 64-byte rows from
+/// 56-byte records, and a zstd file's some 8 bytes of records a byte.
+fn dbn_row_bytes(path: &Path, file_bytes: u64) -> u64 {
+    let plain = file_bytes * 64 / 56;
+    if path.extension().is_some_and(|x| x == "zst") {
+        plain * 8
+    } else {
+        plain
+    }
+}
+
+/// `groups` in runs of `base` symbols; a run that reaches a DBN file of
+/// many symbols grows over the file's next symbols while their bars fit
+/// [`DBN_PASS_BYTES`], so the file is decoded once per run rather than
+/// once per `base` symbols.
+fn chunks<'a, 'g>(
+    groups: &'g [(&'a Arc<str>, &'a Vec<&'a Source>)],
+    sources: &[Source],
+    base: usize,
+) -> Vec<&'g [(&'a Arc<str>, &'a Vec<&'a Source>)]> {
+    let dbn_of = |g: &(&Arc<str>, &Vec<&Source>)| match g.1.as_slice() {
+        [Source::Dbn { path, .. }] => Some(path.clone()),
+        _ => None,
+    };
+    // Symbols per run each DBN file's bars allow.
+    let allowed = |path: &Path| {
+        let symbols = sources.iter().filter(|s| s.path() == path).count().max(1) as u64;
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let per_symbol = (dbn_row_bytes(path, bytes) / symbols).max(1);
+        (DBN_PASS_BYTES / per_symbol).max(base as u64) as usize
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < groups.len() {
+        let mut end = (start + base).min(groups.len());
+        if let Some(file) = groups[start..end].iter().rev().find_map(dbn_of) {
+            let cap = start + allowed(&file);
+            while end < groups.len().min(cap) && dbn_of(&groups[end]).as_ref() == Some(&file) {
+                end += 1;
+            }
+        }
+        out.push(&groups[start..end]);
+        start = end;
+    }
+    out
+}
 
 /// What a pass by symbol leaves: the caller's result per symbol (in
 /// symbol order), every file's report and every problem.
@@ -63,7 +115,7 @@ pub(crate) fn by_symbol<T>(
     let mut duplicates = 0u64;
     let groups: Vec<(&Arc<str>, &Vec<&Source>)> = groups.iter().collect();
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    for chunk in groups.chunks(threads.max(1) * SYMBOLS_PER_CORE) {
+    for chunk in chunks(&groups, &sources, threads.max(1) * SYMBOLS_PER_CORE) {
         let members: Vec<&Source> = chunk.iter().flat_map(|(_, g)| g.iter().copied()).collect();
         let mut loaded = load_all(&members, cfg).into_iter();
         for (symbol, group) in chunk {
@@ -92,4 +144,39 @@ pub(crate) fn by_symbol<T>(
         out.problems.push(cross_file_duplicates(path, duplicates));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DBN file of 40 symbols beside a CSV: runs of 4 symbols, but the
+    /// file's symbols in one run (its bars fit the budget), and the CSV's
+    /// symbol after them in a run of its own.
+    #[test]
+    fn a_dbn_files_symbols_are_read_in_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("all.ohlcv-1m.dbn");
+        std::fs::write(&file, vec![0u8; 56 * 1_000]).unwrap();
+        let mut sources: Vec<Source> = (0..40)
+            .map(|k| Source::Dbn {
+                path: file.clone(),
+                symbol: Arc::from(format!("S{k:02}")),
+            })
+            .collect();
+        sources.push(Source::Csv {
+            path: dir.path().join("ZZZ.csv"),
+            symbol: Arc::from("ZZZ"),
+        });
+        let mut groups: BTreeMap<Arc<str>, Vec<&Source>> = BTreeMap::new();
+        for s in &sources {
+            groups.entry(s.symbol().clone()).or_default().push(s);
+        }
+        let groups: Vec<(&Arc<str>, &Vec<&Source>)> = groups.iter().collect();
+        let runs: Vec<usize> = chunks(&groups, &sources, 4)
+            .iter()
+            .map(|c| c.len())
+            .collect();
+        assert_eq!(runs, [40, 1]);
+    }
 }
