@@ -1,11 +1,14 @@
 //! Loading speed: the bundled LEAN sample always, and the 284-symbol
 //! `us-equities-1min-2018` folder (3.2 M gzipped rows) when present.
 //!
-//! The `dbn` group reads the same bars three ways (the bundled sample's,
-//! or the shared folder's when present): as one DBN `ohlcv-1m` file of
-//! every symbol through `serl_data::load`, through the `dbn` crate's own
-//! decoder alone (the anchor: records decoded, nothing kept), and from
-//! serl's Parquet (a file per symbol, as `serl data convert` writes).
+//! The `dbn` group reads the same bars five ways (the bundled sample's,
+//! or the shared folder's when present): through the `dbn` crate's own
+//! decoder alone (records decoded, nothing kept) and into memory (its
+//! `decode_records`, the records kept); serl's
+//! reading pass of the DBN file alone (decoding, symbols, local time, a
+//! row per bar, no cleaning); `serl_data::load` of it; and `load` of the
+//! same bars as serl's Parquet (a file per symbol, as `serl data convert`
+//! writes).
 
 use std::path::Path;
 
@@ -51,6 +54,12 @@ fn crate_decode(file: &Path) -> u64 {
     volume
 }
 
+/// The crate's own decoder reading every record of `file` into memory.
+fn crate_decode_records(file: &Path) -> usize {
+    let dec = DynDecoder::from_file(file, dbn::VersionUpgradePolicy::UpgradeToV3).unwrap();
+    dec.decode_records::<dbn::OhlcvMsg>().unwrap().len()
+}
+
 /// The same bars as one DBN file and as Parquet files, in a temporary
 /// folder.
 fn same_bars(
@@ -94,6 +103,13 @@ fn bench_dbn(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ds.rows()));
     g.bench_function("crate_decoder", |b| {
         b.iter(|| black_box(crate_decode(&dbn_file)))
+    });
+    g.bench_function("crate_decode_records", |b| {
+        b.iter(|| black_box(crate_decode_records(&dbn_file)))
+    });
+    let tz = chrono_tz::America::New_York;
+    g.bench_function("serl_read_dbn", |b| {
+        b.iter(|| black_box(serl_data::dbn_bars_read(&dbn_file, tz).unwrap()))
     });
     g.bench_function("serl_load_dbn", |b| {
         b.iter(|| load(&dbn_file, &cfg).unwrap())

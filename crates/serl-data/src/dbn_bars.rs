@@ -19,10 +19,12 @@ use std::sync::Arc;
 use chrono::Timelike;
 use chrono::{DateTime, NaiveDate, Offset, TimeZone};
 use chrono_tz::Tz;
-use dbn::decode::{DbnMetadata, DecodeRecord, DynDecoder};
-use dbn::symbol_map::SymbolIndex;
+#[cfg(test)]
+use dbn::decode::DecodeRecord;
+use dbn::decode::{DbnMetadata, DynDecoder};
 use dbn::{Metadata, OhlcvMsg, Schema, VersionUpgradePolicy};
 
+use crate::dbn_records::BarRecord;
 use crate::error::{Problem, ProblemKind};
 use crate::raw::RawBars;
 
@@ -98,6 +100,20 @@ pub(crate) fn dbn_symbols(path: &Path) -> Result<Vec<Arc<str>>, Problem> {
     Ok(symbols)
 }
 
+/// Every symbol's bars in the DBN file `path`, read in `tz` and not yet
+/// cleaned: how many there are. The reading pass alone, for the
+/// benchmark that sets it beside the `dbn` crate's decoder
+/// (`benches/load.rs`).
+#[doc(hidden)]
+pub fn dbn_bars_read(path: &Path, tz: Tz) -> Result<u64, crate::DataError> {
+    let failed = |problem| crate::DataError::FileFailed {
+        problem: Box::new(problem),
+    };
+    let symbols = dbn_symbols(path).map_err(failed)?;
+    let raws = read_dbn_symbols(path, &symbols, tz, &mut Vec::new()).map_err(failed)?;
+    Ok(raws.iter().map(|r| r.len() as u64).sum())
+}
+
 /// `symbol`'s bars in the DBN file `path`, in the session's time zone.
 #[cfg(test)]
 pub(crate) fn read_dbn(
@@ -119,9 +135,13 @@ pub(crate) fn read_dbn_symbols(
     tz: Tz,
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<RawBars>, Problem> {
-    let mut dec = decoder(path)?;
-    let meta = dec.metadata().clone();
+    let (meta, records) = crate::dbn_records::open(path)?;
     let seconds = bar_seconds(path, &meta)?;
+    let rtype = if seconds == 60 {
+        dbn::rtype::OHLCV_1M
+    } else {
+        dbn::rtype::OHLCV_1S
+    };
     let map = symbol_map(path, &meta)?;
     // A row per bar per symbol, columns only at the end: pushing to eight
     // columns of hundreds of symbols in turn touches thousands of pages
@@ -132,29 +152,12 @@ pub(crate) fn read_dbn_symbols(
         .collect();
     let mut which = Instruments::new(&map, symbols);
     let mut clock = LocalClock::new(tz);
-    let mut record = 0u64;
-    loop {
-        let rec = match dec.decode_record::<OhlcvMsg>() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                return Err(Problem {
-                    line: Some(record + 1),
-                    ..Problem::file_error(
-                        path,
-                        ProblemKind::Compression,
-                        format!("record {}: truncated or corrupt DBN ({e})", record + 1),
-                    )
-                })
-            }
-        };
-        record += 1;
+    crate::dbn_records::each_bar(path, records, rtype, |record, rec| {
         if let Some(k) = which.of(rec) {
-            let at = clock.local(rec.hd.ts_event);
+            let at = clock.local(rec.ts_event);
             push_bar(&mut bars[k], rec, (seconds, record), at);
         }
-    }
-    check_whole(path, record)?;
+    })?;
     if which.unmapped > 0 {
         let unmapped = which.unmapped;
         problems.push(Problem {
@@ -181,8 +184,9 @@ pub(crate) fn read_dbn_symbols(
 struct Instruments<'a> {
     map: &'a dbn::TsSymbolMap,
     wanted: std::collections::HashMap<&'a str, usize>,
-    /// Instrument id to (UTC day, the wanted symbol it is that day).
-    known: rustc_hash::FxHashMap<u32, (u64, Option<usize>)>,
+    /// Instrument id to (UTC day, whether a mapping names it that day, the
+    /// wanted symbol it is).
+    known: rustc_hash::FxHashMap<u32, (u64, bool, Option<usize>)>,
     /// Records of an instrument that no mapping names.
     unmapped: u64,
 }
@@ -197,23 +201,20 @@ impl<'a> Instruments<'a> {
         }
     }
 
-    fn of(&mut self, rec: &OhlcvMsg) -> Option<usize> {
-        // The day the mappings index a record by (a bar's start).
-        let day = dbn::Record::raw_index_ts(rec) / NANOS_PER_DAY;
-        let id = rec.hd.instrument_id;
-        if let Some(&(d, k)) = self.known.get(&id) {
-            if d == day {
-                return k;
-            }
-        }
-        let k = match self.map.get_for_rec(rec) {
-            Some(s) => self.wanted.get(s.as_str()).copied(),
-            None => {
-                self.unmapped += 1;
-                return None;
+    fn of(&mut self, rec: &BarRecord) -> Option<usize> {
+        // The day the mappings index a bar by: its start's, in UTC.
+        let day = rec.ts_event / NANOS_PER_DAY;
+        let (mapped, k) = match self.known.get(&rec.instrument_id) {
+            Some(&(d, mapped, k)) if d == day => (mapped, k),
+            _ => {
+                let symbol = self.map.get_for_ts(rec.ts_event, rec.instrument_id);
+                let k = symbol.and_then(|s| self.wanted.get(s.as_str()).copied());
+                self.known
+                    .insert(rec.instrument_id, (day, symbol.is_some(), k));
+                (symbol.is_some(), k)
             }
         };
-        self.known.insert(id, (day, k));
+        self.unmapped += u64::from(!mapped);
         k
     }
 }
@@ -284,31 +285,6 @@ fn body_bytes(path: &Path) -> Option<u64> {
     Some(file.len().saturating_sub(8 + meta))
 }
 
-/// A plain DBN file that ends inside a record (the crate reads such a
-/// tail as the end of the stream): its bytes after the metadata are not a
-/// whole number of bar records. A zstd file's frame checks itself.
-fn check_whole(path: &Path, records: u64) -> Result<(), Problem> {
-    let Some(body) = body_bytes(path) else {
-        return Ok(());
-    };
-    let size = std::mem::size_of::<OhlcvMsg>() as u64;
-    if body.is_multiple_of(size) {
-        return Ok(());
-    }
-    Err(Problem {
-        line: Some(records + 1),
-        ..Problem::file_error(
-            path,
-            ProblemKind::Compression,
-            format!(
-                "record {}: the file ends inside it ({} of its {size} bytes): truncated",
-                records + 1,
-                body % size
-            ),
-        )
-    })
-}
-
 /// One bar as read, before the columns are made.
 #[derive(Debug, Clone, Copy)]
 struct Bar {
@@ -327,7 +303,7 @@ struct Bar {
 /// (second bars) into the minute it starts in.
 fn push_bar(
     bars: &mut Vec<Bar>,
-    rec: &OhlcvMsg,
+    rec: &BarRecord,
     (seconds, record): (u64, u64),
     (date, minute): (NaiveDate, u16),
 ) {

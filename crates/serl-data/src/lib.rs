@@ -84,6 +84,7 @@ mod config;
 mod convert;
 mod csv;
 mod dbn_bars;
+mod dbn_records;
 mod dbn_write;
 mod error;
 mod lean;
@@ -105,6 +106,8 @@ pub use config::{
     SplitConfig, StatsConfig,
 };
 pub use convert::{convert, ConvertReport};
+#[doc(hidden)]
+pub use dbn_bars::dbn_bars_read;
 pub use dbn_write::write_dbn_bars;
 pub use error::{DataError, Problem, ProblemKind, Severity};
 pub use load::{load, scan};
