@@ -12,7 +12,7 @@ use polars::prelude::*;
 
 use crate::config::ColumnMapping;
 use crate::raw::RawBars;
-use crate::time::{parse_date, parse_time_minute, parse_timestamp};
+use crate::time::{parse_date, parse_time_minute, parse_timestamp_after};
 use crate::{Problem, ProblemKind, Severity};
 
 enum TimeLayout {
@@ -361,8 +361,9 @@ impl<'a> Cells<'a> {
         let ca = self.strings(name)?;
         let n = self.ok.len();
         let (mut dates, mut minutes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut last = None;
         for (i, v) in ca.iter().enumerate() {
-            match v.and_then(|s| parse_timestamp(s.trim().as_bytes())) {
+            match v.and_then(|s| parse_timestamp_after(s.trim().as_bytes(), &mut last)) {
                 Some((d, m)) => {
                     dates.push(d);
                     minutes.push(m);
