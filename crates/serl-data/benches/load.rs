@@ -1,10 +1,10 @@
 //! Loading speed: the bundled LEAN sample always, and the 284-symbol
 //! `us-equities-1min-2018` folder (3.2 M gzipped rows) when present.
 //!
-//! The `dbn` group reads the same bars five ways (the bundled sample's,
+//! The `dbn` group reads the same bars six ways (the bundled sample's,
 //! or the shared folder's when present): through the `dbn` crate's own
-//! decoder alone (records decoded, nothing kept) and into memory (its
-//! `decode_records`, the records kept); serl's
+//! decoder alone (records decoded, nothing kept), serl's (the same), the
+//! crate's into memory (its `decode_records`, the records kept); serl's
 //! reading pass of the DBN file alone (decoding, symbols, local time, a
 //! row per bar, no cleaning); `serl_data::load` of it; and `load` of the
 //! same bars as serl's Parquet (a file per symbol, as `serl data convert`
@@ -103,6 +103,9 @@ fn bench_dbn(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ds.rows()));
     g.bench_function("crate_decoder", |b| {
         b.iter(|| black_box(crate_decode(&dbn_file)))
+    });
+    g.bench_function("serl_decoder", |b| {
+        b.iter(|| black_box(serl_data::dbn_records_decoded(&dbn_file).unwrap()))
     });
     g.bench_function("crate_decode_records", |b| {
         b.iter(|| black_box(crate_decode_records(&dbn_file)))

@@ -76,6 +76,27 @@ pub(crate) fn open(path: &Path) -> Result<(Metadata, impl Read), Problem> {
     Ok((metadata, reader))
 }
 
+/// Every bar record of the DBN file `path` decoded and nothing kept: the
+/// summed volume. The same work as the `dbn` crate's decoder in the
+/// reading benchmark (`benches/load.rs`).
+#[doc(hidden)]
+pub fn dbn_records_decoded(path: &Path) -> Result<u64, crate::DataError> {
+    let failed = |problem| crate::DataError::FileFailed {
+        problem: Box::new(problem),
+    };
+    let (meta, reader) = open(path).map_err(failed)?;
+    let rtype = match meta.schema {
+        Some(dbn::Schema::Ohlcv1S) => dbn::rtype::OHLCV_1S,
+        _ => dbn::rtype::OHLCV_1M,
+    };
+    let mut volume = 0u64;
+    each_bar(path, reader, rtype, |_, r| {
+        volume = volume.wrapping_add(r.volume)
+    })
+    .map_err(failed)?;
+    Ok(volume)
+}
+
 fn i64_at(r: &[u8; RECORD], at: usize) -> i64 {
     i64::from_le_bytes(r[at..at + 8].try_into().unwrap_or_default())
 }
