@@ -350,11 +350,7 @@ fn columns(bars: &[Bar], symbol: &Arc<str>) -> RawBars {
 mod tests {
     use super::*;
 
-    fn sample(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/dbn/bars")
-            .join(name)
-    }
+    use crate::dbn_records::sample;
 
     /// Every bar serl reads is the crate's own record, price for price.
     #[test]

@@ -158,15 +158,17 @@ pub(crate) fn each_bar(
     }
 }
 
+/// A DBN bar sample the tests ship (`tests/dbn/bars`).
+#[cfg(test)]
+pub(crate) fn sample(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/dbn/bars")
+        .join(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sample(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/dbn/bars")
-            .join(name)
-    }
 
     fn read_all(path: &Path) -> Result<u64, Problem> {
         let (_, reader) = open(path)?;

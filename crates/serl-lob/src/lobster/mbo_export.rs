@@ -205,10 +205,26 @@ pub fn export_mbo(
     })
 }
 
+/// `n` messages of the engine's synthetic stream from 09:30, four a
+/// second, recorded at 64 levels, deep enough to see every level: the
+/// recording is the whole book, as an MBO file is.
+#[cfg(test)]
+pub(super) fn whole_synthetic_day(n: usize, seed: u64) -> (Vec<MessageRow>, BookRows) {
+    use crate::{LobsterRecorder, OrderBook, Side};
+    let mut book = OrderBook::default();
+    let mut rec = LobsterRecorder::new(64, 1);
+    for (i, m) in crate::message_stream(n, seed).iter().enumerate() {
+        rec.at(34_200.0 + i as f64 * 0.25);
+        let _ = book.apply(m, &mut rec);
+        assert!(book.level_count(Side::Bid).max(book.level_count(Side::Ask)) <= 64);
+    }
+    rec.into_rows()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{mbo_symbols, Side};
+    use crate::mbo_symbols;
 
     /// A day of the engine's synthetic order flow, recorded whole as
     /// LOBSTER rows, written as DBN MBO and read back: the same messages,
@@ -216,17 +232,7 @@ mod tests {
     /// mismatches).
     #[test]
     fn a_day_written_as_mbo_reads_back_with_the_same_book_after_every_message() {
-        use crate::{LobsterRecorder, OrderBook};
-        let mut book = OrderBook::default();
-        // Deep enough to see every level: the recording is then the whole
-        // book, as an MBO file is.
-        let mut rec = LobsterRecorder::new(64, 1);
-        for (i, m) in crate::message_stream(4_000, 11).iter().enumerate() {
-            rec.at(34_200.0 + i as f64 * 0.25);
-            let _ = book.apply(m, &mut rec);
-            assert!(book.level_count(Side::Bid).max(book.level_count(Side::Ask)) <= 64);
-        }
-        let (messages, rows) = rec.into_rows();
+        let (messages, rows) = whole_synthetic_day(4_000, 11);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("day.mbo.dbn");
         let date = chrono::NaiveDate::from_ymd_opt(2018, 3, 12).unwrap();

@@ -99,47 +99,57 @@ fn read_mbp(path: &Path, symbol: &str) -> Result<(usize, Vec<MbpBook>), ReplayEr
         .metadata()
         .symbol_map()
         .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
-    let mut books = Vec::new();
-    let mut record = 0u64;
-    let corrupt = |record: u64, e: dbn::Error| refused(path, format!("record {}: {e}", record + 1));
-    loop {
-        let (mapped, book) = if depth == 1 {
-            match dec
-                .decode_record::<Mbp1Msg>()
-                .map_err(|e| corrupt(record, e))?
-            {
-                Some(r) => (
-                    map.get_for_rec(r).cloned(),
-                    book_of(r.ts_recv, r.sequence, &r.levels),
-                ),
-                None => break,
-            }
-        } else {
-            match dec
-                .decode_record::<Mbp10Msg>()
-                .map_err(|e| corrupt(record, e))?
-            {
-                Some(r) => (
-                    map.get_for_rec(r).cloned(),
-                    book_of(r.ts_recv, r.sequence, &r.levels),
-                ),
-                None => break,
-            }
-        };
-        record += 1;
-        if mapped.is_some_and(|s| s.eq_ignore_ascii_case(symbol)) {
-            books.push(MbpBook { record, ..book });
-        }
-    }
+    let books = match depth {
+        1 => books_of::<Mbp1Msg>(path, &mut dec, &map, symbol)?,
+        _ => books_of::<Mbp10Msg>(path, &mut dec, &map, symbol)?,
+    };
     Ok((depth, books))
 }
 
-fn book_of(ts_recv: u64, sequence: u32, levels: &[BidAskPair]) -> MbpBook {
-    MbpBook {
-        record: 0,
-        key: (ts_recv, sequence),
-        levels: levels.to_vec(),
+/// An MBP record's key and levels, whatever its depth.
+trait MbpRecord: dbn::HasRType + dbn::Record<Header = dbn::RecordHeader> {
+    fn book(&self) -> (u64, u32, &[BidAskPair]);
+}
+
+impl MbpRecord for Mbp1Msg {
+    fn book(&self) -> (u64, u32, &[BidAskPair]) {
+        (self.ts_recv, self.sequence, &self.levels)
     }
+}
+
+impl MbpRecord for Mbp10Msg {
+    fn book(&self) -> (u64, u32, &[BidAskPair]) {
+        (self.ts_recv, self.sequence, &self.levels)
+    }
+}
+
+/// `symbol`'s books among the records of type `T` that `dec` holds.
+fn books_of<T: MbpRecord>(
+    path: &Path,
+    dec: &mut impl DecodeRecord,
+    map: &dbn::TsSymbolMap,
+    symbol: &str,
+) -> Result<Vec<MbpBook>, ReplayError> {
+    let mut books = Vec::new();
+    let mut record = 0u64;
+    while let Some(r) = dec
+        .decode_record::<T>()
+        .map_err(|e| refused(path, format!("record {}: {e}", record + 1)))?
+    {
+        record += 1;
+        if map
+            .get_for_rec(r)
+            .is_some_and(|s| s.eq_ignore_ascii_case(symbol))
+        {
+            let (ts_recv, sequence, levels) = r.book();
+            books.push(MbpBook {
+                record,
+                key: (ts_recv, sequence),
+                levels: levels.to_vec(),
+            });
+        }
+    }
+    Ok(books)
 }
 
 /// After an MBO record: its `(ts_recv, sequence)` and the messages so far.
@@ -351,19 +361,12 @@ fn levels_of(row: &[i64], depth: usize) -> [BidAskPair; 10] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{write_mbo, LobsterRecorder, OrderBook, Side};
+    use crate::write_mbo;
     use dbn::decode::DecodeRecordRef;
 
     /// A day of the engine's synthetic flow recorded whole, as MBO.
     fn synthetic_day(dir: &Path) -> (std::path::PathBuf, Vec<MessageRow>, BookRows, NaiveDate) {
-        let mut book = OrderBook::default();
-        let mut rec = LobsterRecorder::new(64, 1);
-        for (i, m) in crate::message_stream(3_000, 5).iter().enumerate() {
-            rec.at(34_200.0 + i as f64 * 0.25);
-            let _ = book.apply(m, &mut rec);
-            assert!(book.level_count(Side::Bid).max(book.level_count(Side::Ask)) <= 64);
-        }
-        let (messages, rows) = rec.into_rows();
+        let (messages, rows) = super::super::mbo_export::whole_synthetic_day(3_000, 5);
         let date = NaiveDate::from_ymd_opt(2018, 3, 12).unwrap();
         let mbo = dir.join("day.mbo.dbn");
         write_mbo(&mbo, "SYN", date, &messages).unwrap();
