@@ -35,7 +35,7 @@ fn dbn_date(path: &Path, d: NaiveDate) -> Result<time::Date, ReplayError> {
 
 /// A file's metadata: `symbol` mapped to instrument 1 on `date`, the
 /// records of `schema`, starting at New York's midnight.
-pub(super) fn metadata_for(
+fn metadata_for(
     path: &Path,
     symbol: &str,
     date: NaiveDate,
@@ -76,12 +76,7 @@ pub fn write_mbo(
     date: NaiveDate,
     messages: &[MessageRow],
 ) -> Result<u64, ReplayError> {
-    let metadata = metadata_for(path, symbol, date, Schema::Mbo)?;
-    let base_ns = metadata.start;
-    let file =
-        std::fs::File::create(path).map_err(|e| refused(path, format!("creating it: {e}")))?;
-    let mut enc = DbnEncoder::new(std::io::BufWriter::new(file), &metadata)
-        .map_err(|e| refused(path, format!("writing its metadata: {e}")))?;
+    let (mut enc, base_ns) = encoder_for(path, symbol, date, Schema::Mbo)?;
     let mut written = 0u64;
     for (sequence, m) in messages.iter().enumerate() {
         let records = records_of(m.kind);
@@ -120,6 +115,22 @@ pub fn write_mbo(
     enc.flush()
         .map_err(|e| refused(path, format!("flushing it: {e}")))?;
     Ok(written)
+}
+
+/// A new DBN file of `schema` at `path` with [`metadata_for`]'s metadata
+/// written, and its start (the day's New York midnight, UTC nanoseconds).
+pub(super) fn encoder_for(
+    path: &Path,
+    symbol: &str,
+    date: NaiveDate,
+    schema: Schema,
+) -> Result<(DbnEncoder<std::io::BufWriter<std::fs::File>>, u64), ReplayError> {
+    let metadata = metadata_for(path, symbol, date, schema)?;
+    let file =
+        std::fs::File::create(path).map_err(|e| refused(path, format!("creating it: {e}")))?;
+    let enc = DbnEncoder::new(std::io::BufWriter::new(file), &metadata)
+        .map_err(|e| refused(path, format!("writing its metadata: {e}")))?;
+    Ok((enc, metadata.start))
 }
 
 /// A message's time as UTC nanoseconds after `base_ns` (the day's New

@@ -14,13 +14,13 @@ use std::path::Path;
 
 use chrono::NaiveDate;
 use dbn::decode::{DbnMetadata, DecodeRecord, DynDecoder};
-use dbn::encode::{DbnEncoder, EncodeRecord};
+use dbn::encode::EncodeRecord;
 use dbn::symbol_map::SymbolIndex;
 use dbn::{BidAskPair, MboMsg, Mbp10Msg, Mbp1Msg, Schema, VersionUpgradePolicy, UNDEF_PRICE};
 use serde::Serialize;
 
 use super::mbo::{book_rows, decoder, refused, Orders, PRICE_DIV};
-use super::mbo_export::{metadata_for, records_of, timestamp};
+use super::mbo_export::{encoder_for, records_of, timestamp};
 use super::messages::MessageRow;
 use super::orderbook::BookRows;
 use super::ReplayError;
@@ -290,12 +290,7 @@ pub fn write_mbp(
     } else {
         Schema::Mbp10
     };
-    let metadata = metadata_for(path, symbol, date, schema)?;
-    let base_ns = metadata.start;
-    let file =
-        std::fs::File::create(path).map_err(|e| refused(path, format!("creating it: {e}")))?;
-    let mut enc = DbnEncoder::new(std::io::BufWriter::new(file), &metadata)
-        .map_err(|e| refused(path, format!("writing its metadata: {e}")))?;
+    let (mut enc, base_ns) = encoder_for(path, symbol, date, schema)?;
     let mut written = 0u64;
     for (sequence, m) in messages.iter().enumerate() {
         if records_of(m.kind).is_empty() {
