@@ -121,7 +121,7 @@ pub fn read_mbo_messages(
     let mut known: FxHashMap<u32, (u64, Option<usize>)> = FxHashMap::default();
     let mut orders: Vec<Result<Orders, String>> =
         symbols.iter().map(|_| Ok(Orders::default())).collect();
-    let mut record = 0u64;
+    let (mut record, mut received) = (0u64, 0u64);
     loop {
         let rec = match dec.decode_record::<MboMsg>() {
             Ok(Some(r)) => r,
@@ -129,6 +129,7 @@ pub fn read_mbo_messages(
             Err(e) => return Err(refused(path, format!("record {}: {e}", record + 1))),
         };
         record += 1;
+        in_order(path, record, &mut received, rec.ts_recv)?;
         // The day the mappings index a record by (an MBO record's receipt).
         let day = dbn::Record::raw_index_ts(rec) / NANOS_PER_DAY;
         let k = match known.get(&rec.hd.instrument_id) {
@@ -164,6 +165,28 @@ pub fn read_mbo_messages(
 }
 
 const NANOS_PER_DAY: u64 = 86_400 * 1_000_000_000;
+
+/// A file's records come in the order they were received (`ts_recv`, the
+/// time DBN sorts and indexes them by): one received before the record
+/// ahead of it is refused, named.
+pub(super) fn in_order(
+    path: &Path,
+    record: u64,
+    received: &mut u64,
+    ts_recv: u64,
+) -> Result<(), ReplayError> {
+    if ts_recv < *received {
+        return Err(refused(
+            path,
+            format!(
+                "record {record}: out of order: received at {ts_recv} ns, before the record ahead of it ({} ns)",
+                *received
+            ),
+        ));
+    }
+    *received = ts_recv;
+    Ok(())
+}
 
 /// The live orders of one symbol, and the rows written so far.
 #[derive(Default)]
@@ -449,6 +472,17 @@ mod tests {
         assert_eq!(book.row(9)[1] + book.row(9)[3], 0);
         assert_eq!(book.row(10), book.row(9));
         assert_eq!(&book.row(11)[..2], &[1_000_200, 70]);
+    }
+
+    /// A record received before the one ahead of it is refused, named.
+    #[test]
+    fn a_record_out_of_order_is_refused_with_its_index() {
+        let mut received = 0;
+        let path = Path::new("day.mbo.dbn");
+        assert!(in_order(path, 1, &mut received, 10).is_ok());
+        assert!(in_order(path, 2, &mut received, 10).is_ok());
+        let e = in_order(path, 3, &mut received, 9).unwrap_err().to_string();
+        assert!(e.starts_with("day.mbo.dbn: record 3: out of order"), "{e}");
     }
 
     /// Two instruments interleaved in one file, as Databento writes a

@@ -19,7 +19,7 @@ use dbn::symbol_map::SymbolIndex;
 use dbn::{BidAskPair, MboMsg, Mbp10Msg, Mbp1Msg, Schema, VersionUpgradePolicy, UNDEF_PRICE};
 use serde::Serialize;
 
-use super::mbo::{book_rows, decoder, refused, Orders, PRICE_DIV};
+use super::mbo::{book_rows, decoder, in_order, refused, Orders, PRICE_DIV};
 use super::mbo_export::{encoder_for, records_of, timestamp};
 use super::messages::MessageRow;
 use super::orderbook::BookRows;
@@ -164,12 +164,13 @@ fn replay_keys(path: &Path, symbol: &str) -> Result<(Orders, Vec<AfterRecord>), 
         .symbol_map()
         .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
     let (mut orders, mut keys) = (Orders::default(), Vec::new());
-    let mut record = 0u64;
+    let (mut record, mut received) = (0u64, 0u64);
     while let Some(rec) = dec
         .decode_record::<MboMsg>()
         .map_err(|e| refused(path, format!("record {}: {e}", record + 1)))?
     {
         record += 1;
+        in_order(path, record, &mut received, rec.ts_recv)?;
         if !map
             .get_for_rec(rec)
             .is_some_and(|s| s.eq_ignore_ascii_case(symbol))
