@@ -48,7 +48,7 @@ pub(super) fn refused(path: &Path, why: impl std::fmt::Display) -> ReplayError {
     }
 }
 
-pub(super) fn decoder(
+fn decoder(
     path: &Path,
 ) -> Result<DynDecoder<'static, std::io::BufReader<std::fs::File>>, ReplayError> {
     let dec = DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3)
@@ -106,6 +106,23 @@ pub fn read_mbo_messages(
     path: &Path,
     symbols: &[String],
 ) -> Result<Vec<Result<Vec<MessageRow>, ReplayError>>, ReplayError> {
+    let replayed = replay_symbols(path, symbols, |_, _, _| {})?;
+    Ok(replayed
+        .into_iter()
+        .map(|orders| orders.map(|o| o.rows))
+        .collect())
+}
+
+/// Each of `symbols`' records in the MBO file `path` applied to its own
+/// [`Orders`], in one decoding pass; `after` hears every record applied
+/// (the symbol's place in `symbols`, the record, its orders now). An
+/// error for the whole file, or one per symbol, as [`read_mbo_messages`]
+/// says.
+pub(super) fn replay_symbols(
+    path: &Path,
+    symbols: &[String],
+    mut after: impl FnMut(usize, &MboMsg, &Orders),
+) -> Result<Vec<Result<Orders, ReplayError>>, ReplayError> {
     let mut dec = decoder(path)?;
     let map = dec
         .metadata()
@@ -122,12 +139,10 @@ pub fn read_mbo_messages(
     let mut orders: Vec<Result<Orders, String>> =
         symbols.iter().map(|_| Ok(Orders::default())).collect();
     let (mut record, mut received) = (0u64, 0u64);
-    loop {
-        let rec = match dec.decode_record::<MboMsg>() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => return Err(refused(path, format!("record {}: {e}", record + 1))),
-        };
+    while let Some(rec) = dec
+        .decode_record::<MboMsg>()
+        .map_err(|e| refused(path, format!("record {}: {e}", record + 1)))?
+    {
         record += 1;
         in_order(path, record, &mut received, rec.ts_recv)?;
         // The day the mappings index a record by (an MBO record's receipt).
@@ -143,12 +158,11 @@ pub fn read_mbo_messages(
             }
         };
         // A symbol whose flow fails keeps its first error; the others go on.
-        if let Some(k) = k {
-            if let Ok(o) = &mut orders[k] {
-                if let Err(why) = o.apply(rec) {
-                    orders[k] = Err(format!("record {record}: {why}"));
-                }
-            }
+        let Some(k) = k else { continue };
+        let Ok(o) = &mut orders[k] else { continue };
+        match o.apply(rec) {
+            Ok(()) => after(k, rec, o),
+            Err(why) => orders[k] = Err(format!("record {record}: {why}")),
         }
     }
     Ok(orders
@@ -158,7 +172,7 @@ pub fn read_mbo_messages(
             Ok(o) if o.rows.is_empty() => {
                 Err(refused(path, format!("no order messages for {symbol}")))
             }
-            Ok(o) => Ok(o.rows),
+            Ok(o) => Ok(o),
             Err(why) => Err(refused(path, why)),
         })
         .collect())
@@ -169,12 +183,7 @@ const NANOS_PER_DAY: u64 = 86_400 * 1_000_000_000;
 /// A file's records come in the order they were received (`ts_recv`, the
 /// time DBN sorts and indexes them by): one received before the record
 /// ahead of it is refused, named.
-pub(super) fn in_order(
-    path: &Path,
-    record: u64,
-    received: &mut u64,
-    ts_recv: u64,
-) -> Result<(), ReplayError> {
+fn in_order(path: &Path, record: u64, received: &mut u64, ts_recv: u64) -> Result<(), ReplayError> {
     if ts_recv < *received {
         return Err(refused(
             path,
@@ -199,7 +208,7 @@ pub(super) struct Orders {
 }
 
 impl Orders {
-    pub(super) fn apply(&mut self, m: &MboMsg) -> Result<(), String> {
+    fn apply(&mut self, m: &MboMsg) -> Result<(), String> {
         let time = seconds_after_midnight(m.hd.ts_event)?;
         let price = m.price / PRICE_DIV;
         let size = i64::from(m.size);

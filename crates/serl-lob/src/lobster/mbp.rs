@@ -16,10 +16,10 @@ use chrono::NaiveDate;
 use dbn::decode::{DbnMetadata, DecodeRecord, DynDecoder};
 use dbn::encode::EncodeRecord;
 use dbn::symbol_map::SymbolIndex;
-use dbn::{BidAskPair, MboMsg, Mbp10Msg, Mbp1Msg, Schema, VersionUpgradePolicy, UNDEF_PRICE};
+use dbn::{BidAskPair, Mbp10Msg, Mbp1Msg, Schema, VersionUpgradePolicy, UNDEF_PRICE};
 use serde::Serialize;
 
-use super::mbo::{book_rows, decoder, in_order, refused, Orders, PRICE_DIV};
+use super::mbo::{book_rows, refused, replay_symbols, Orders, PRICE_DIV};
 use super::mbo_export::{encoder_for, records_of, timestamp};
 use super::messages::MessageRow;
 use super::orderbook::BookRows;
@@ -158,34 +158,11 @@ type AfterRecord = (u64, u32, usize);
 /// The MBO file's messages for `symbol`, with where each record left them,
 /// and its records about orders never added.
 fn replay_keys(path: &Path, symbol: &str) -> Result<(Orders, Vec<AfterRecord>), ReplayError> {
-    let mut dec = decoder(path)?;
-    let map = dec
-        .metadata()
-        .symbol_map()
-        .map_err(|e| refused(path, format!("its symbology mappings: {e}")))?;
-    let (mut orders, mut keys) = (Orders::default(), Vec::new());
-    let (mut record, mut received) = (0u64, 0u64);
-    while let Some(rec) = dec
-        .decode_record::<MboMsg>()
-        .map_err(|e| refused(path, format!("record {}: {e}", record + 1)))?
-    {
-        record += 1;
-        in_order(path, record, &mut received, rec.ts_recv)?;
-        if !map
-            .get_for_rec(rec)
-            .is_some_and(|s| s.eq_ignore_ascii_case(symbol))
-        {
-            continue;
-        }
-        orders
-            .apply(rec)
-            .map_err(|why| refused(path, format!("record {record}: {why}")))?;
+    let mut keys = Vec::new();
+    let mut replayed = replay_symbols(path, &[symbol.to_string()], |_, rec, orders| {
         keys.push((rec.ts_recv, rec.sequence, orders.rows.len()));
-    }
-    if keys.is_empty() {
-        return Err(refused(path, format!("no order messages for {symbol}")));
-    }
-    Ok((orders, keys))
+    })?;
+    Ok((replayed.remove(0)?, keys))
 }
 
 /// Compares every MBP record of `symbol` in `mbp` with the engine's book
