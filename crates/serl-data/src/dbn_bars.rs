@@ -19,10 +19,7 @@ use std::sync::Arc;
 use chrono::Timelike;
 use chrono::{DateTime, NaiveDate, Offset, TimeZone};
 use chrono_tz::Tz;
-#[cfg(test)]
-use dbn::decode::DecodeRecord;
-use dbn::decode::{DbnMetadata, DynDecoder};
-use dbn::{Metadata, OhlcvMsg, Schema, VersionUpgradePolicy};
+use dbn::{Metadata, OhlcvMsg, Schema};
 
 use crate::dbn_records::BarRecord;
 use crate::error::{Problem, ProblemKind};
@@ -36,21 +33,12 @@ pub(crate) fn is_dbn(lower: &str) -> bool {
     lower.ends_with(".dbn") || lower.ends_with(".dbn.zst")
 }
 
-fn decoder(path: &Path) -> Result<DynDecoder<'static, std::io::BufReader<std::fs::File>>, Problem> {
-    DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3).map_err(|e| {
-        Problem::file_error(
-            path,
-            ProblemKind::Io,
-            format!("not a readable DBN file: {e}"),
-        )
-    })
-}
-
-/// The bar width of a file's schema in seconds, or why it is not bars.
-fn bar_seconds(path: &Path, meta: &Metadata) -> Result<u64, Problem> {
+/// The bar width of a file's schema in seconds and its records' type, or
+/// why it is not bars.
+fn bar_schema(path: &Path, meta: &Metadata) -> Result<(u64, u8), Problem> {
     match meta.schema {
-        Some(Schema::Ohlcv1M) => Ok(60),
-        Some(Schema::Ohlcv1S) => Ok(1),
+        Some(Schema::Ohlcv1M) => Ok((60, dbn::rtype::OHLCV_1M)),
+        Some(Schema::Ohlcv1S) => Ok((1, dbn::rtype::OHLCV_1S)),
         other => Err(Problem::file_error(
             path,
             ProblemKind::Header,
@@ -75,10 +63,9 @@ fn symbol_map(path: &Path, meta: &Metadata) -> Result<dbn::TsSymbolMap, Problem>
 
 /// The symbols a DBN file of bars holds, from its symbology mappings.
 pub(crate) fn dbn_symbols(path: &Path) -> Result<Vec<Arc<str>>, Problem> {
-    let dec = decoder(path)?;
-    let meta = dec.metadata();
-    bar_seconds(path, meta)?;
-    let map = symbol_map(path, meta)?;
+    let (meta, _) = crate::dbn_records::open(path)?;
+    bar_schema(path, &meta)?;
+    let map = symbol_map(path, &meta)?;
     let mut symbols: Vec<Arc<str>> = map
         .inner()
         .values()
@@ -114,6 +101,24 @@ pub fn dbn_bars_read(path: &Path, tz: Tz) -> Result<u64, crate::DataError> {
     Ok(raws.iter().map(|r| r.len() as u64).sum())
 }
 
+/// Every bar record of the DBN file `path` decoded and nothing kept: the
+/// summed volume. The same work as the `dbn` crate's decoder in the
+/// reading benchmark (`benches/load.rs`).
+#[doc(hidden)]
+pub fn dbn_records_decoded(path: &Path) -> Result<u64, crate::DataError> {
+    let failed = |problem| crate::DataError::FileFailed {
+        problem: Box::new(problem),
+    };
+    let (meta, reader) = crate::dbn_records::open(path).map_err(failed)?;
+    let (_, rtype) = bar_schema(path, &meta).map_err(failed)?;
+    let mut volume = 0u64;
+    crate::dbn_records::each_bar(path, reader, rtype, |_, r| {
+        volume = volume.wrapping_add(r.volume)
+    })
+    .map_err(failed)?;
+    Ok(volume)
+}
+
 /// `symbol`'s bars in the DBN file `path`, in the session's time zone.
 #[cfg(test)]
 pub(crate) fn read_dbn(
@@ -136,12 +141,7 @@ pub(crate) fn read_dbn_symbols(
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<RawBars>, Problem> {
     let (meta, records) = crate::dbn_records::open(path)?;
-    let seconds = bar_seconds(path, &meta)?;
-    let rtype = if seconds == 60 {
-        dbn::rtype::OHLCV_1M
-    } else {
-        dbn::rtype::OHLCV_1S
-    };
+    let (seconds, rtype) = bar_schema(path, &meta)?;
     let map = symbol_map(path, &meta)?;
     // A row per bar per symbol, columns only at the end: pushing to eight
     // columns of hundreds of symbols in turn touches thousands of pages
@@ -267,6 +267,17 @@ fn records_in(path: &Path) -> Option<u64> {
     Some(body_bytes(path)? / std::mem::size_of::<OhlcvMsg>() as u64)
 }
 
+/// About the memory the bars of the DBN file `path` take as rows while a
+/// pass reads them: its records, counted from a plain file's size or, for
+/// a zstd file, taken as some 8 bytes of records to a byte of file.
+pub(crate) fn bar_bytes_estimate(path: &Path) -> u64 {
+    let records = records_in(path).unwrap_or_else(|| {
+        let compressed = std::fs::metadata(path).map_or(0, |m| m.len());
+        compressed * 8 / std::mem::size_of::<OhlcvMsg>() as u64
+    });
+    records * std::mem::size_of::<Bar>() as u64
+}
+
 /// The bytes after a plain DBN file's metadata, from its prelude (`DBN`,
 /// the version, the metadata's length) and its size: `None` for a zstd
 /// file, or one that cannot be read (the decoder says why).
@@ -349,6 +360,21 @@ fn columns(bars: &[Bar], symbol: &Arc<str>) -> RawBars {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbn::decode::{DecodeRecord, DynDecoder};
+    use dbn::VersionUpgradePolicy;
+
+    /// The crate's own decoder, the reference.
+    fn decoder(
+        path: &Path,
+    ) -> Result<DynDecoder<'static, std::io::BufReader<std::fs::File>>, Problem> {
+        DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3).map_err(|e| {
+            Problem::file_error(
+                path,
+                ProblemKind::Io,
+                format!("not a readable DBN file: {e}"),
+            )
+        })
+    }
 
     use crate::dbn_records::sample;
 

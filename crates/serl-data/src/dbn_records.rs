@@ -14,7 +14,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use dbn::decode::{DbnMetadata, DynDecoder, DynReader};
+use dbn::decode::{DbnMetadataDecoder, DynReader};
 use dbn::{Metadata, OhlcvMsg, VersionUpgradePolicy};
 
 use crate::error::{Problem, ProblemKind};
@@ -46,10 +46,11 @@ fn corrupt(path: &Path, record: u64, why: impl std::fmt::Display) -> Problem {
     }
 }
 
-/// The file's metadata (read by the crate), and a reader at its first
-/// record: the file opened again through the crate's reader, which undoes
-/// any compression, past the prelude (`DBN`, a version byte, the
-/// metadata's length) and the metadata.
+/// The file's metadata and a reader at its first record, from one
+/// opening through the crate's reader, which undoes any compression: the
+/// prelude (`DBN`, a version byte, the metadata's length) and the
+/// metadata are read, and the crate decodes the metadata from those
+/// bytes alone.
 pub(crate) fn open(path: &Path) -> Result<(Metadata, impl Read), Problem> {
     let refused = |e: &dyn std::fmt::Display| {
         Problem::file_error(
@@ -58,43 +59,24 @@ pub(crate) fn open(path: &Path) -> Result<(Metadata, impl Read), Problem> {
             format!("not a readable DBN file: {e}"),
         )
     };
-    let dec =
-        DynDecoder::from_file(path, VersionUpgradePolicy::UpgradeToV3).map_err(|e| refused(&e))?;
-    let metadata = dec.metadata().clone();
     let mut reader = DynReader::from_file(path).map_err(|e| refused(&e))?;
-    let mut prelude = [0u8; 8];
-    reader.read_exact(&mut prelude).map_err(|e| refused(&e))?;
-    let length = u32::from_le_bytes([prelude[4], prelude[5], prelude[6], prelude[7]]);
-    let skipped = std::io::copy(
-        &mut (&mut reader).take(u64::from(length)),
-        &mut std::io::sink(),
-    )
-    .map_err(|e| refused(&e))?;
-    if skipped < u64::from(length) {
+    let mut head = vec![0u8; 8];
+    reader.read_exact(&mut head).map_err(|e| refused(&e))?;
+    let length = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
+    (&mut reader)
+        .take(length)
+        .read_to_end(&mut head)
+        .map_err(|e| refused(&e))?;
+    if (head.len() as u64) < 8 + length {
         return Err(refused(&"it ends inside its metadata"));
     }
+    let metadata = DbnMetadataDecoder::with_upgrade_policy(
+        std::io::Cursor::new(head),
+        VersionUpgradePolicy::UpgradeToV3,
+    )
+    .decode()
+    .map_err(|e| refused(&e))?;
     Ok((metadata, reader))
-}
-
-/// Every bar record of the DBN file `path` decoded and nothing kept: the
-/// summed volume. The same work as the `dbn` crate's decoder in the
-/// reading benchmark (`benches/load.rs`).
-#[doc(hidden)]
-pub fn dbn_records_decoded(path: &Path) -> Result<u64, crate::DataError> {
-    let failed = |problem| crate::DataError::FileFailed {
-        problem: Box::new(problem),
-    };
-    let (meta, reader) = open(path).map_err(failed)?;
-    let rtype = match meta.schema {
-        Some(dbn::Schema::Ohlcv1S) => dbn::rtype::OHLCV_1S,
-        _ => dbn::rtype::OHLCV_1M,
-    };
-    let mut volume = 0u64;
-    each_bar(path, reader, rtype, |_, r| {
-        volume = volume.wrapping_add(r.volume)
-    })
-    .map_err(failed)?;
-    Ok(volume)
 }
 
 fn i64_at(r: &[u8; RECORD], at: usize) -> i64 {

@@ -109,7 +109,7 @@ pub use convert::{convert, ConvertReport};
 #[doc(hidden)]
 pub use dbn_bars::dbn_bars_read;
 #[doc(hidden)]
-pub use dbn_records::dbn_records_decoded;
+pub use dbn_bars::dbn_records_decoded;
 pub use dbn_write::write_dbn_bars;
 pub use error::{DataError, Problem, ProblemKind, Severity};
 pub use load::{load, scan};

@@ -32,17 +32,6 @@ const SYMBOLS_PER_CORE: usize = 8;
 /// (a year of minute bars of a 500-symbol index is some 3 GB as rows).
 const DBN_PASS_BYTES: u64 = 512 << 20;
 
-/// A DBN file's bars in memory as rows per byte of file: 64-byte rows from
-/// 56-byte records, and a zstd file's some 8 bytes of records a byte.
-fn dbn_row_bytes(path: &Path, file_bytes: u64) -> u64 {
-    let plain = file_bytes * 64 / 56;
-    if path.extension().is_some_and(|x| x == "zst") {
-        plain * 8
-    } else {
-        plain
-    }
-}
-
 /// `groups` in runs of `base` symbols; a run that reaches a DBN file of
 /// many symbols grows over the file's next symbols while their bars fit
 /// [`DBN_PASS_BYTES`], so the file is decoded once per run rather than
@@ -59,8 +48,7 @@ fn chunks<'a, 'g>(
     // Symbols per run each DBN file's bars allow.
     let allowed = |path: &Path| {
         let symbols = sources.iter().filter(|s| s.path() == path).count().max(1) as u64;
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-        let per_symbol = (dbn_row_bytes(path, bytes) / symbols).max(1);
+        let per_symbol = (crate::dbn_bars::bar_bytes_estimate(path) / symbols).max(1);
         (DBN_PASS_BYTES / per_symbol).max(base as u64) as usize
     };
     let mut out = Vec::new();
