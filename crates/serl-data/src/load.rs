@@ -253,12 +253,9 @@ pub(crate) fn load_all(sources: &[&Source], cfg: &DataConfig) -> Vec<Outcome> {
             None => units.push(vec![k]),
         }
     }
-    // A lone unit (one DBN file of every symbol) cleans its symbols on
-    // the cores itself; more units share the cores among them.
-    let spread = units.len() == 1;
     let loaded = crate::threads::on_cores(&units, |unit| {
         let members: Vec<&Source> = unit.iter().map(|&k| sources[k]).collect();
-        load_unit(&members, cfg, spread)
+        load_unit(&members, cfg)
     });
     let mut outcomes: Vec<Option<Outcome>> = sources.iter().map(|_| None).collect();
     for (unit, done) in units.iter().zip(loaded) {
@@ -269,10 +266,9 @@ pub(crate) fn load_all(sources: &[&Source], cfg: &DataConfig) -> Vec<Outcome> {
     outcomes.into_iter().flatten().collect()
 }
 
-/// Loads sources together (a DBN file's instruments, in one pass, their
-/// sessions cleaned on the cores when `spread`): an outcome per source,
-/// in their order.
-fn load_unit(unit: &[&Source], cfg: &DataConfig, spread: bool) -> Vec<Outcome> {
+/// Loads sources together (a DBN file's instruments, in one pass): an
+/// outcome per source, in their order.
+fn load_unit(unit: &[&Source], cfg: &DataConfig) -> Vec<Outcome> {
     let (Some(Source::Dbn { path, .. }), 2..) = (unit.first(), unit.len()) else {
         return unit.iter().map(|s| load_source(s, cfg)).collect();
     };
@@ -283,24 +279,11 @@ fn load_unit(unit: &[&Source], cfg: &DataConfig, spread: bool) -> Vec<Outcome> {
     // after-hours.
     let hours = Hours::new(&cfg.session, false);
     match crate::dbn_bars::read_dbn_symbols(path, &symbols, tz, &mut problems) {
-        Ok(raws) => {
-            // The file's warnings go with its first symbol.
-            let mut parts: Vec<_> = raws.into_iter().map(|raw| (raw, Vec::new())).collect();
-            parts[0].1 = problems;
-            let parts: Vec<_> = parts
-                .into_iter()
-                .map(|p| std::sync::Mutex::new(Some(p)))
-                .collect();
-            let clean_one = |part: &std::sync::Mutex<Option<(RawBars, Vec<Problem>)>>| {
-                let taken = part.lock().ok().and_then(|mut p| p.take());
-                let (raw, said) = taken.unwrap_or_default();
-                outcome(path, Ok((raw, hours, None)), said)
-            };
-            match spread {
-                true => crate::threads::on_cores(&parts, clean_one),
-                false => parts.iter().map(clean_one).collect(),
-            }
-        }
+        // The file's warnings go with its first symbol.
+        Ok(raws) => raws
+            .into_iter()
+            .map(|raw| outcome(path, Ok((raw, hours, None)), std::mem::take(&mut problems)))
+            .collect(),
         // Every symbol's report fails; the file's defect is said once, with
         // its first symbol.
         Err(p) => (0..unit.len())
