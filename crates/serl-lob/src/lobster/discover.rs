@@ -112,48 +112,40 @@ pub struct LobsterDayFiles {
 pub fn read_days(
     files: Vec<(String, PathBuf)>,
 ) -> impl Iterator<Item = (String, PathBuf, Result<LobsterDayFiles, ReplayError>)> {
-    let mut decoded: std::collections::HashMap<
-        (PathBuf, String),
-        Result<Vec<MessageRow>, ReplayError>,
-    > = Default::default();
-    let later: Vec<(String, PathBuf)> = files.clone();
-    files
-        .into_iter()
-        .enumerate()
-        .map(move |(at, (symbol, file))| {
-            if !super::mbo::is_dbn(&file) {
-                let day = LobsterDayFiles::read(symbol.clone(), file.clone());
-                return (symbol, file, day);
-            }
-            let key = (file.clone(), symbol.clone());
-            if !decoded.contains_key(&key) {
-                let symbols: Vec<String> = later[at..]
-                    .iter()
-                    .filter(|(_, f)| *f == file)
-                    .map(|(s, _)| s.clone())
-                    .collect();
-                match super::mbo::read_mbo_messages(&file, &symbols) {
-                    Ok(days) => {
-                        for (s, day) in symbols.into_iter().zip(days) {
-                            decoded.insert((file.clone(), s), day);
-                        }
-                    }
-                    Err(e) => {
-                        decoded.insert(key.clone(), Err(e));
-                    }
+    // Each DBN file's symbols, decoded together when the first is reached.
+    let mut pending: std::collections::HashMap<PathBuf, Vec<String>> = Default::default();
+    for (symbol, file) in files.iter().filter(|(_, f)| super::mbo::is_dbn(f)) {
+        pending
+            .entry(file.clone())
+            .or_default()
+            .push(symbol.clone());
+    }
+    let mut decoded: std::collections::HashMap<(PathBuf, String), _> = Default::default();
+    files.into_iter().map(move |(symbol, file)| {
+        if !super::mbo::is_dbn(&file) {
+            let day = LobsterDayFiles::read(symbol.clone(), file.clone());
+            return (symbol, file, day);
+        }
+        if let Some(symbols) = pending.remove(&file) {
+            match super::mbo::read_mbo_messages(&file, &symbols) {
+                Ok(days) => {
+                    decoded.extend(symbols.into_iter().map(|s| (file.clone(), s)).zip(days));
+                }
+                // Said by the symbol that asked; a later symbol of the file
+                // reads it again, and hears it again.
+                Err(e) => {
+                    decoded.insert((file.clone(), symbol.clone()), Err(e));
                 }
             }
-            let day = decoded
-                .remove(&key)
-                .unwrap_or_else(|| Err(samples(format!("{}: {symbol} read twice", file.display()))))
-                .map(|messages| LobsterDayFiles {
-                    rows: super::mbo::book_rows(&messages, MBO_LEVELS),
-                    symbol: symbol.clone(),
-                    file: file.clone(),
-                    messages,
-                });
-            (symbol, file, day)
-        })
+        }
+        let messages = match decoded.remove(&(file.clone(), symbol.clone())) {
+            Some(day) => day,
+            None => super::mbo::read_mbo_messages(&file, std::slice::from_ref(&symbol))
+                .and_then(|mut days| days.remove(0)),
+        };
+        let day = messages.map(|m| LobsterDayFiles::of_mbo(symbol.clone(), file.clone(), m));
+        (symbol, file, day)
+    })
 }
 
 /// The book levels a DBN MBO day is shown at (its records hold the whole
@@ -161,18 +153,24 @@ pub fn read_days(
 pub const MBO_LEVELS: usize = 10;
 
 impl LobsterDayFiles {
+    /// `symbol`'s day of the DBN MBO `file`, its `messages` read, with the
+    /// engine's book after each at [`MBO_LEVELS`].
+    fn of_mbo(symbol: String, file: PathBuf, messages: Vec<MessageRow>) -> Self {
+        LobsterDayFiles {
+            rows: super::mbo::book_rows(&messages, MBO_LEVELS),
+            symbol,
+            file,
+            messages,
+        }
+    }
+
     /// Reads the day in `file` (a sample zip or a message CSV beside its
     /// order-book file, the two with a row per message; or `symbol`'s day
     /// of a DBN MBO file).
     pub fn read(symbol: String, file: PathBuf) -> Result<LobsterDayFiles, ReplayError> {
         if super::mbo::is_dbn(&file) {
-            let (messages, rows) = super::mbo::read_mbo(&file, &symbol, MBO_LEVELS)?;
-            return Ok(LobsterDayFiles {
-                symbol,
-                file,
-                messages,
-                rows,
-            });
+            let mut days = super::mbo::read_mbo_messages(&file, std::slice::from_ref(&symbol))?;
+            return Ok(Self::of_mbo(symbol, file, days.remove(0)?));
         }
         let input = LobsterInput::open(&file, None)?;
         let messages = parse_messages(&input.message_name, &input.messages)?;
