@@ -84,9 +84,9 @@ pub use error::LobError;
 pub use lobster::{
     book_level, check_mbp, export_mbo, is_dbn, lobster_name, mbo_symbols, parse_messages,
     parse_orderbook, read_days, read_mbo, read_mbo_messages, replay, sample_files, write_mbo,
-    write_mbp, BookRows, LobsterDayFiles, LobsterEvent, LobsterInput, LobsterRecorder, MboExport,
-    MbpCheck, MbpMismatch, MessageRow, Mismatch, ReplayError, ReplayOptions, ReplayReport,
-    MBO_LEVELS,
+    write_mbp, BookRows, CrossedBook, LobsterDayFiles, LobsterEvent, LobsterInput, LobsterRecorder,
+    MboExport, MboMessages, MbpCheck, MbpMismatch, MessageRow, Mismatch, ReplayError,
+    ReplayOptions, ReplayReport, MBO_LEVELS,
 };
 pub use synthetic::message_stream;
 pub use types::{

@@ -122,7 +122,8 @@ impl BacktestData {
     /// The LOBSTER days at `lobster` when given (orders from every day;
     /// they play here only), else the bars at `bars` (the orders of
     /// `split`).
-    /// `warn` hears at once what the load of bars left out.
+    /// `warn` hears at once what the load of bars left out, and where a
+    /// LOBSTER day's book crossed.
     pub fn load(
         lobster: Option<&Path>,
         bars: Option<&Path>,
@@ -135,7 +136,7 @@ impl BacktestData {
                 if cfg.cluster.engine != serl_cluster::EngineKind::Local {
                     crate::bail!("--lobster backtests run here: leave --engine local");
                 }
-                Self::lobster(dir, cfg)
+                Self::lobster(dir, cfg, warn)
             }
             (None, Some(path)) => Self::bars(path, split, cfg, warn),
             (None, None) => crate::bail!("give --data or --lobster"),
@@ -190,9 +191,10 @@ impl BacktestData {
     }
 
     /// The LOBSTER days of `path`, orders drawn from every day.
-    /// The dynamic market of these days takes each day's own order flow.
-    pub fn lobster(path: &Path, cfg: &BacktestFile) -> Result<BacktestData> {
-        let (ds, days) = lobster_days(path)?;
+    /// The dynamic market of these days takes each day's own order flow;
+    /// `warn` hears where a day's book crossed.
+    pub fn lobster(path: &Path, cfg: &BacktestFile, warn: &dyn Fn(&str)) -> Result<BacktestData> {
+        let (ds, days) = lobster_days(path, warn)?;
         let flows: Vec<_> = days
             .iter()
             .filter_map(|d| Some((d.symbol().clone(), d.date(), d.order_flow()?.clone())))
@@ -224,12 +226,19 @@ impl BacktestData {
 
 /// The LOBSTER days of `path` (a sample zip or a folder of them, the
 /// deepest file per symbol) as bar sessions, and the days whose message
-/// streams the LOBSTER venue replays.
-fn lobster_days(path: &Path) -> Result<(Dataset, Vec<std::sync::Arc<LobsterDay>>)> {
+/// streams the LOBSTER venue replays; `warn` hears where a day's book
+/// crossed.
+fn lobster_days(
+    path: &Path,
+    warn: &dyn Fn(&str),
+) -> Result<(Dataset, Vec<std::sync::Arc<LobsterDay>>)> {
     let mut sessions = Vec::new();
     let mut days = Vec::new();
     for (_, file, real) in serl_lob::read_days(serl_lob::sample_files(path, &[])?) {
         let real = real.with_context(|| format!("reading {}", file.display()))?;
+        if let Some(w) = real.warning() {
+            warn(&w);
+        }
         let day = crate::data::lobster_day(real)?;
         sessions.push(day.session().clone());
         days.push(std::sync::Arc::new(day));

@@ -40,8 +40,9 @@ pub struct CalibratedFile {
 }
 
 /// Fits the flow to each symbol's day (or its part before
-/// `until_minute`) and writes `OUT/SYMBOL.json`.
-pub fn calibrate(a: &CalibrateRequest) -> Result<Vec<CalibratedFile>> {
+/// `until_minute`) and writes `OUT/SYMBOL.json`; `warn` hears what is
+/// wrong with a day that is read all the same (its book crossed).
+pub fn calibrate(a: &CalibrateRequest, warn: &dyn Fn(&str)) -> Result<Vec<CalibratedFile>> {
     let files = sample_files(&a.lobster, &a.symbols)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let mut done = Vec::new();
@@ -49,6 +50,9 @@ pub fn calibrate(a: &CalibrateRequest) -> Result<Vec<CalibratedFile>> {
         let path = a.out.join(format!("{symbol}.json"));
         refuse_writing_over(&path, a.force)?;
         let day = day.with_context(|| format!("reading {}", file.display()))?;
+        if let Some(w) = day.warning() {
+            warn(&w);
+        }
         let (day, window) = match a.until_minute {
             Some(m) => (
                 day.split_at(minute_seconds(m)).0,

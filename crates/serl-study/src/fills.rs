@@ -275,6 +275,9 @@ pub fn probe_all(
     for (symbol, file, real) in read_days(files) {
         progress(Progress::Symbol(&symbol));
         let real = real.with_context(|| format!("reading {}", file.display()))?;
+        if let Some(w) = real.warning() {
+            progress(Progress::Warning(&w));
+        }
         let records = probe_day(a, real, &config, progress)?;
         all.push(SymbolFills {
             symbol,

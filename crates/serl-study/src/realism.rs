@@ -232,6 +232,9 @@ pub enum Progress<'a> {
     Symbol(&'a str),
     /// One more day done.
     Done,
+    /// What the user should hear about a day read (where its book
+    /// crossed), with its file.
+    Warning(&'a str),
 }
 
 /// Scores the agent-based market and the parametric baseline, both
@@ -252,6 +255,9 @@ pub fn realism(a: &RealismRequest, progress: &dyn Fn(Progress)) -> Result<Vec<Sy
     for (symbol, file, day) in read_days(files) {
         progress(Progress::Symbol(&symbol));
         let day = day.with_context(|| format!("reading {}", file.display()))?;
+        if let Some(w) = day.warning() {
+            progress(Progress::Warning(&w));
+        }
         let split = Split::of(&day)
             .with_context(|| format!("{}: the day spans less than two minutes", file.display()))?;
         let levels = day.rows.levels();

@@ -61,9 +61,6 @@ fn dbn_sample_bars_are_inspected_in_the_sessions_time_zone() {
     );
 }
 
-/// `serl data scale` writes the symbols and sessions asked, labelled a
-/// scale test; `serl data inspect` reads it; sizes out of range are
-/// refused by flag.
 #[test]
 fn databentos_mbp_samples_are_checked_against_the_book_of_its_mbo_sample() {
     let dbn = repo().join("crates/serl-data/tests/dbn");
@@ -98,6 +95,59 @@ fn databentos_mbp_samples_are_checked_against_the_book_of_its_mbo_sample() {
     assert!(text(&o).contains("not market by price"), "{}", text(&o));
 }
 
+/// A book crossed in an MBO file is named, with the file and the record,
+/// and the day is read all the same: the shared GOOG level-10 day written
+/// as MBO keeps orders whose cancels were deeper than ten levels, and its
+/// book crosses through them.
+#[test]
+fn a_crossed_mbo_book_is_named_by_file_and_record_and_the_day_still_read() {
+    let goog =
+        repo().join("../shared/data/lobster-2012-06-21/LOBSTER_SampleFile_GOOG_2012-06-21_10.zip");
+    if !goog.exists() {
+        eprintln!(
+            "skip: {} not found (the shared LOBSTER samples)",
+            goog.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dbn = tmp.path().join("goog.mbo.dbn");
+    let o = serl(&[
+        "lob",
+        "export",
+        goog.to_str().unwrap(),
+        "--dbn",
+        dbn.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tmp.path().join("qr");
+    let o = serl(&[
+        "simulate",
+        "calibrate",
+        "--lobster",
+        dbn.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    let warning = said
+        .lines()
+        .find(|l| l.starts_with("warning: "))
+        .unwrap_or_else(|| panic!("no warning: {said}"));
+    assert!(
+        warning.contains("goog.mbo.dbn: GOOG: record ") && warning.contains("the book is crossed"),
+        "{warning}"
+    );
+    assert!(
+        out.join("GOOG.json").exists(),
+        "the day is still calibrated on"
+    );
+}
+
+/// `serl data scale` writes the symbols and sessions asked, labelled a
+/// scale test; `serl data inspect` reads it; sizes out of range are
+/// refused by flag.
 #[test]
 fn a_scale_fixture_is_written_labelled_and_inspected() {
     let dir = tempfile::tempdir().unwrap();

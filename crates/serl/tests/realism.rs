@@ -477,6 +477,8 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         tmp.path().join("from-dbn").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    // Every order of the day is in the file: its book never crosses.
+    assert!(!text(&o).contains("crossed"), "{}", text(&o));
 
     let again = calibrate(&[]);
     assert!(!again.status.success());

@@ -103,6 +103,9 @@ pub struct LobsterDayFiles {
     pub messages: Vec<MessageRow>,
     /// The visible book after each message.
     pub rows: BookRows,
+    /// Where a DBN MBO day's book crossed, if it did (the day is read all
+    /// the same; [`LobsterDayFiles::warning`] says it).
+    pub crossed: Option<super::CrossedBook>,
 }
 
 /// The days of `files` (as [`sample_files`] lists them), read one at a
@@ -155,13 +158,27 @@ pub const MBO_LEVELS: usize = 10;
 impl LobsterDayFiles {
     /// `symbol`'s day of the DBN MBO `file`, its `messages` read, with the
     /// engine's book after each at [`MBO_LEVELS`].
-    fn of_mbo(symbol: String, file: PathBuf, messages: Vec<MessageRow>) -> Self {
+    fn of_mbo(symbol: String, file: PathBuf, day: super::MboMessages) -> Self {
+        let (rows, crossed) = day.book(MBO_LEVELS);
         LobsterDayFiles {
-            rows: super::mbo::book_rows(&messages, MBO_LEVELS),
+            rows,
             symbol,
             file,
-            messages,
+            messages: day.messages,
+            crossed,
         }
+    }
+
+    /// What a reader of the day should hear before using it: where its
+    /// book crossed, with the file and the record.
+    pub fn warning(&self) -> Option<String> {
+        self.crossed.as_ref().map(|c| {
+            format!(
+                "{}: {}: {c} (orders the file never removes, as in a day cut to a few levels, or a fault of the feed)",
+                self.file.display(),
+                self.symbol
+            )
+        })
     }
 
     /// Reads the day in `file` (a sample zip or a message CSV beside its
@@ -188,25 +205,29 @@ impl LobsterDayFiles {
             file,
             messages,
             rows,
+            crossed: None,
         })
     }
 
     /// The day cut at `seconds` after midnight: the messages before it
     /// (with their book rows), and those at or after it. Taking the day by
     /// value keeps a caller that calibrates on the first part from reading
-    /// the second by mistake.
+    /// the second by mistake. Where the day crossed stays with the part
+    /// that holds it.
     pub fn split_at(self, seconds: f64) -> (LobsterDayFiles, LobsterDayFiles) {
         let cut = self.messages.partition_point(|m| m.time < seconds);
-        let part = |messages: Vec<MessageRow>, rows: BookRows| LobsterDayFiles {
+        let part = |messages: Vec<MessageRow>, rows: BookRows, first: bool| LobsterDayFiles {
             symbol: self.symbol.clone(),
             file: self.file.clone(),
             messages,
             rows,
+            crossed: self.crossed.clone().filter(|c| (c.time < seconds) == first),
         };
-        let before = part(self.messages[..cut].to_vec(), self.rows.slice(0..cut));
+        let before = part(self.messages[..cut].to_vec(), self.rows.slice(0..cut), true);
         let after = part(
             self.messages[cut..].to_vec(),
             self.rows.slice(cut..self.rows.len()),
+            false,
         );
         (before, after)
     }
@@ -236,6 +257,7 @@ mod tests {
                 .map(|(i, &t)| message(t, i as u64))
                 .collect(),
             rows: BookRows::from_values(1, (0..20).collect()),
+            crossed: None,
         };
         let (before, after) = day.split_at(45_900.0);
         assert_eq!(before.messages.len(), 3);

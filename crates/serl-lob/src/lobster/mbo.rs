@@ -20,6 +20,9 @@
 //!   after the open without a snapshot) keeps its row, as the record says,
 //!   and leaves the book alone (LOBSTER's anonymous liquidity); a modify
 //!   of one places it where it now rests.
+//! - An add resting at or through the other side's best price crosses the
+//!   file's book, which a book cannot hold: the engine matches it, and the
+//!   day says where ([`CrossedBook`], a warning, not a refusal).
 
 use std::path::Path;
 
@@ -93,9 +96,87 @@ pub fn read_mbo(
     levels: usize,
 ) -> Result<(Vec<MessageRow>, BookRows), ReplayError> {
     let mut days = read_mbo_messages(path, &[symbol.to_string()])?;
-    let messages = days.remove(0)?;
+    let messages = days.remove(0)?.messages;
     let rows = book_rows(&messages, levels);
     Ok((messages, rows))
+}
+
+/// One symbol's messages from a DBN MBO file, each with the record it
+/// came from (so what the book makes of a message can name its record).
+#[derive(Debug, Clone, Default)]
+pub struct MboMessages {
+    /// The messages, in the file's order.
+    pub messages: Vec<MessageRow>,
+    /// The 1-based index in the file of each message's record.
+    records: Vec<u32>,
+}
+
+impl MboMessages {
+    /// The 1-based index in the file of message `i`'s record.
+    pub fn record(&self, i: usize) -> u64 {
+        u64::from(self.records[i])
+    }
+
+    /// The book of `levels` levels after each message, from the engine,
+    /// and the adds that rested through the other side's best price.
+    pub fn book(&self, levels: usize) -> (BookRows, Option<CrossedBook>) {
+        let (rows, crossing) = replay_book(&self.messages, levels);
+        let crossed = crossing.map(|(i, adds, opposite)| {
+            let m = &self.messages[i];
+            CrossedBook {
+                record: self.record(i),
+                time: m.time,
+                direction: m.direction,
+                price: m.price,
+                opposite,
+                adds,
+            }
+        });
+        (rows, crossed)
+    }
+}
+
+/// Where a DBN MBO day's book is crossed: an add resting at or through
+/// the other side's best price. A book cannot hold that, so the engine
+/// matched each such add against the orders it reached; the day is still
+/// read (a day cut to *L* levels keeps orders whose cancels were deeper
+/// and crosses through them), and the readers say so as a warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrossedBook {
+    /// The first such add's record: its 1-based index in the file.
+    pub record: u64,
+    /// Its time, in seconds after midnight, New York.
+    pub time: f64,
+    /// Its side: 1 a bid, -1 an ask.
+    pub direction: i8,
+    /// Its price, and the other side's best price it reached (LOBSTER's
+    /// units, dollars × 10,000).
+    pub price: i64,
+    /// See `price`.
+    pub opposite: i64,
+    /// How many adds of the day did so.
+    pub adds: u64,
+}
+
+impl std::fmt::Display for CrossedBook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (side, other) = if self.direction == 1 {
+            ("a bid", "ask")
+        } else {
+            ("an ask", "bid")
+        };
+        let secs = self.time.max(0.0);
+        let (h, m) = ((secs / 3600.0) as u64, (secs / 60.0) as u64 % 60);
+        write!(
+            f,
+            "record {}: the book is crossed: {side} added at {:.4} ({h:02}:{m:02}:{:09.6}) reaches the best {other} at {:.4}, and the engine matched it ({} such adds in the day)",
+            self.record,
+            self.price as f64 / 1e4,
+            secs % 60.0,
+            self.opposite as f64 / 1e4,
+            self.adds
+        )
+    }
 }
 
 /// The messages of each of `symbols` in the MBO file `path`, from one
@@ -105,11 +186,16 @@ pub fn read_mbo(
 pub fn read_mbo_messages(
     path: &Path,
     symbols: &[String],
-) -> Result<Vec<Result<Vec<MessageRow>, ReplayError>>, ReplayError> {
+) -> Result<Vec<Result<MboMessages, ReplayError>>, ReplayError> {
     let replayed = replay_symbols(path, symbols, |_, _, _| {})?;
     Ok(replayed
         .into_iter()
-        .map(|orders| orders.map(|o| o.rows))
+        .map(|orders| {
+            orders.map(|o| MboMessages {
+                messages: o.rows,
+                records: o.records,
+            })
+        })
         .collect())
 }
 
@@ -161,7 +247,12 @@ pub(super) fn replay_symbols(
         let Some(k) = k else { continue };
         let Ok(o) = &mut orders[k] else { continue };
         match o.apply(rec) {
-            Ok(()) => after(k, rec, o),
+            Ok(()) => {
+                // Records past u32's range name the last it holds.
+                o.records
+                    .resize(o.rows.len(), record.min(u64::from(u32::MAX)) as u32);
+                after(k, rec, o)
+            }
             Err(why) => orders[k] = Err(format!("record {record}: {why}")),
         }
     }
@@ -203,6 +294,8 @@ pub(super) struct Orders {
     /// Price (LOBSTER units), shares left, direction.
     live: FxHashMap<u64, (i64, i64, i8)>,
     pub(super) rows: Vec<MessageRow>,
+    /// The record (1-based, in the file) of each row.
+    records: Vec<u32>,
     /// Records about orders never added.
     pub(super) unknown: u64,
 }
@@ -326,9 +419,17 @@ fn seconds_after_midnight(ns: u64) -> Result<f64, String> {
 /// The book of `levels` levels after each message, from the engine (in
 /// LOBSTER's price units, one per tick).
 pub(super) fn book_rows(messages: &[MessageRow], levels: usize) -> BookRows {
+    replay_book(messages, levels).0
+}
+
+/// [`book_rows`], and the adds that rested through the other side's best
+/// price (the book crossed, so the engine matched them): the first one's
+/// message, their count, and the price it reached.
+fn replay_book(messages: &[MessageRow], levels: usize) -> (BookRows, Option<(usize, u64, i64)>) {
+    let mut crossing: Option<(usize, u64, i64)> = None;
     let mut book = OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 16);
     let mut values = Vec::with_capacity(messages.len() * 4 * levels);
-    for m in messages {
+    for (i, m) in messages.iter().enumerate() {
         let side = if m.direction == 1 {
             Side::Bid
         } else {
@@ -338,8 +439,9 @@ pub(super) fn book_rows(messages: &[MessageRow], levels: usize) -> BookRows {
         // Records the book would refuse (a second add of a live id, a
         // cancel of one gone) leave it as it was.
         let _ = match m.kind {
-            LobsterEvent::Submit => book
-                .submit(
+            LobsterEvent::Submit => {
+                let opposite = book.best(side.opposite()).map_or(0, |l| l.price);
+                book.submit(
                     NewOrder {
                         id: m.id,
                         owner: 1,
@@ -349,7 +451,13 @@ pub(super) fn book_rows(messages: &[MessageRow], levels: usize) -> BookRows {
                     },
                     &mut (),
                 )
-                .map(|_| ()),
+                .map(|report| {
+                    if report.filled > 0 {
+                        let (_, adds, _) = crossing.get_or_insert((i, 0, opposite));
+                        *adds += 1;
+                    }
+                })
+            }
             LobsterEvent::Cancel => book.reduce(m.id, size, &mut ()).map(|_| ()),
             LobsterEvent::Delete => book.cancel(m.id, &mut ()).map(|_| ()),
             LobsterEvent::Execute => book.execute(m.id, size, &mut ()).map(|_| ()),
@@ -357,7 +465,7 @@ pub(super) fn book_rows(messages: &[MessageRow], levels: usize) -> BookRows {
         };
         push_row(&book, levels, &mut values);
     }
-    BookRows::from_values(levels, values)
+    (BookRows::from_values(levels, values), crossing)
 }
 
 /// The book's top `levels` levels as a LOBSTER row: ask price, ask size,
@@ -416,22 +524,24 @@ mod tests {
         }
     }
 
+    /// A record of `action` on `side`, `dt` ns after 09:30 in New York on
+    /// 2018-06-21 (13:30 UTC).
+    fn msg(action: u8, side: u8, id: u64, price: i64, size: u32, dt: u64) -> MboMsg {
+        let mut m = MboMsg::default();
+        m.hd.ts_event = 1_529_587_800_000_000_000 + dt;
+        m.action = action as std::ffi::c_char;
+        m.side = side as std::ffi::c_char;
+        m.order_id = id;
+        m.price = price * PRICE_DIV;
+        m.size = size;
+        m
+    }
+
     /// An add, a partial cancel, a shrinking modify (same place), a
     /// growing one (a new place), a fill and a clear, as LOBSTER rows,
     /// and the book after each.
     #[test]
     fn each_action_becomes_its_lobster_rows_and_the_book_follows() {
-        let at = 1_529_587_800_000_000_000u64; // 2018-06-21 13:30 UTC: 09:30 in New York
-        let msg = |action: u8, side: u8, id: u64, price: i64, size: u32, dt: u64| {
-            let mut m = MboMsg::default();
-            m.hd.ts_event = at + dt;
-            m.action = action as std::ffi::c_char;
-            m.side = side as std::ffi::c_char;
-            m.order_id = id;
-            m.price = price * PRICE_DIV;
-            m.size = size;
-            m
-        };
         let mut o = Orders::default();
         for m in [
             msg(b'A', b'B', 1, 1_000_000, 300, 0),
@@ -543,7 +653,7 @@ mod tests {
         let symbols = vec!["AAA".to_string(), "BBB".to_string()];
         let days = read_mbo_messages(&path, &symbols).unwrap();
         for (k, (symbol, day)) in symbols.iter().zip(days).enumerate() {
-            let day = day.unwrap();
+            let day = day.unwrap().messages;
             assert_eq!(day.len(), 20, "{symbol}");
             assert!(
                 day.iter().all(|m| m.id % 2 == k as u64),
@@ -556,5 +666,45 @@ mod tests {
             .map(|(s, _, d)| (s, d.unwrap().rows.len()))
             .collect();
         assert_eq!(read, [("AAA".to_string(), 20), ("BBB".to_string(), 20)]);
+
+        // AAA's fifth record in the file (its third add) bids 100.04
+        // through the ask at 100.02 that its second left: the book
+        // crossed, named by its record, and the day still read.
+        let files = super::super::sample_files(&path, &["AAA".into()]).unwrap();
+        let (_, _, day) = super::super::read_days(files).next().unwrap();
+        let day = day.unwrap();
+        let crossed = day.crossed.clone().expect("the book crossed");
+        assert_eq!(
+            (
+                crossed.record,
+                crossed.direction,
+                crossed.price,
+                crossed.opposite
+            ),
+            (5, 1, 1_000_400, 1_000_200)
+        );
+        let warning = day.warning().unwrap();
+        assert!(
+            warning.contains("two.mbo.dbn: AAA: record 5: the book is crossed: a bid added at 100.0400 (09:30:00.000000) reaches the best ask at 100.0200"),
+            "{warning}"
+        );
+    }
+
+    /// A day whose adds never reach the other side is not crossed.
+    #[test]
+    fn a_day_that_never_crosses_names_nothing() {
+        let mut o = Orders::default();
+        for (k, side, price) in [
+            (0, b'B', 1_000_000),
+            (1, b'A', 1_000_100),
+            (2, b'B', 1_000_000),
+        ] {
+            o.apply(&msg(b'A', side, k + 1, price, 100, k)).unwrap();
+        }
+        let day = MboMessages {
+            records: (1..=o.rows.len() as u32).collect(),
+            messages: o.rows,
+        };
+        assert_eq!(day.book(2).1, None);
     }
 }

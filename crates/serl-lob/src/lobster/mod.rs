@@ -47,7 +47,7 @@ pub use compare::Mismatch;
 pub use discover::{lobster_name, read_days, sample_files, LobsterDayFiles, MBO_LEVELS};
 pub use export::LobsterRecorder;
 pub use input::LobsterInput;
-pub use mbo::{is_dbn, mbo_symbols, read_mbo, read_mbo_messages};
+pub use mbo::{is_dbn, mbo_symbols, read_mbo, read_mbo_messages, CrossedBook, MboMessages};
 pub use mbo_export::{export_mbo, write_mbo, MboExport};
 pub use mbp::{check_mbp, write_mbp, MbpCheck, MbpMismatch};
 pub use messages::{parse_messages, LobsterEvent, MessageRow};

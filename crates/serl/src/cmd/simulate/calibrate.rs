@@ -37,7 +37,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         out: a.out,
         force: a.force,
     };
-    for f in serl_study::calibrate::calibrate(&request)? {
+    for f in serl_study::calibrate::calibrate(&request, &super::super::args::warn)? {
         let m = &f.model;
         let limit: f64 = m.limit.iter().map(|r| r[1]).sum();
         println!(

@@ -88,5 +88,6 @@ pub(super) fn on_progress(bar: &Meter) -> impl Fn(Progress) + Sync + '_ {
         Progress::Days(n) => bar.set_length(n),
         Progress::Symbol(s) => bar.set_message(s.to_string()),
         Progress::Done => bar.inc(1),
+        Progress::Warning(w) => bar.say(&format!("warning: {w}")),
     }
 }
