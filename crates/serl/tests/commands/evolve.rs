@@ -1,7 +1,7 @@
 //! `serl evolve` end to end on the bundled data: the builtin designer, an
 //! OpenAI-compatible server on loopback, replay, and resume after kill -9.
 
-mod common;
+use crate::common;
 
 use common::{repo, serl, text, tiny_config_from};
 use std::hash::{Hash, Hasher};

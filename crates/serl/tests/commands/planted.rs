@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::{repo, serl, shipped_config, text};
 
 const STOCKS: [&str; 16] = [

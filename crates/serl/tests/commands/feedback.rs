@@ -2,7 +2,7 @@
 //! name the bad setting and its place, logs and progress fit for a file,
 //! and what to do after an interrupted run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

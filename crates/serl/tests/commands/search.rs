@@ -2,7 +2,7 @@
 //! (`--llm grammar`) and the equal-budget study (`serl evolve study`), run
 //! as a user runs them, on the bundled sample with tiny budgets.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! generated model designing on the bundled sample, fine-tuned between
 //! rounds, and an adapter trained on the run's pairs that survives kill -9.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! window, each tested only on the days after it, pooled into one report;
 //! a stopped run resumes to the same numbers.
 
-mod common;
+use crate::common;
 use common::{serl, text};
 
 #[test]

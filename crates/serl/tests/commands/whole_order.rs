@@ -3,7 +3,7 @@
 //! crossed at the horizon, and its paired difference and day tests are
 //! computed on that number (docs/metrics.md).
 
-mod common;
+use crate::common;
 
 use common::{read_json, serl, text};
 

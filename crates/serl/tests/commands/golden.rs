@@ -9,7 +9,7 @@
 //! `SERL_BLESS=1 cargo test -p serl --test golden`, and says why in its
 //! commit.
 
-mod common;
+use crate::common;
 
 use common::{repo, serl, text};
 use std::path::Path;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serl_lob::{replay, LobsterInput, ReplayError, ReplayOptions};
 
-#[path = "../../../tests-support/shared_data.rs"]
+#[path = "../../../../tests-support/shared_data.rs"]
 mod shared_data;
 use shared_data::shared_data;
 

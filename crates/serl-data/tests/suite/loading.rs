@@ -16,7 +16,7 @@ fn repo(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-#[path = "../../../tests-support/shared_data.rs"]
+#[path = "../../../../tests-support/shared_data.rs"]
 mod shared_data;
 use shared_data::shared_data;
 

@@ -2,7 +2,7 @@
 //! data: MAPPO and independent PPO trained, then backtested together with
 //! N TWAPs, per agent and as teams; and the errors a user sees.
 
-mod common;
+use crate::common;
 
 use common::{read_json, serl, text};
 

@@ -3,7 +3,7 @@
 //! run's own final retraining) and on rolling windows, tested day by day;
 //! a second call loads every training and gives the same tables.
 
-mod common;
+use crate::common;
 
 use common::{read_json, serl, text, tiny_config_from};
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! first three iterations) neither may grow past a stated bound.
 
 #[allow(dead_code)] // the soak reads none of the outputs
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! baseline of `serl evolve`, and what earlier versions wrote (configs,
 //! policies, weights) still loads.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! and the reward critic, each a row of the report. A resumed run trains
 //! nothing and gives the same table; a bad setting is named.
 
-mod common;
+use crate::common;
 
 use common::{serl, text, tiny_config_from};
 use serl_train::{read_metrics, AlignmentStats};

@@ -2,7 +2,7 @@
 //! preference pairs and SFT examples, and the error for a directory that
 //! holds no run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

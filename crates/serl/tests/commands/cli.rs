@@ -1,7 +1,7 @@
 //! The `serl` binary as a user runs it: the README's commands on the
 //! bundled data, and the errors a user sees for bad input.
 
-mod common;
+use crate::common;
 
 use common::{serl, text};
 
@@ -588,7 +588,7 @@ fn the_shipped_market_config_spells_out_the_defaults() {
     assert_eq!(file.market, serl_market::MarketConfig::default());
 }
 
-#[path = "../../../tests-support/shared_data.rs"]
+#[path = "../../../../tests-support/shared_data.rs"]
 mod shared_data;
 use shared_data::shared_data;
 

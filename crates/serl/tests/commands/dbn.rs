@@ -5,7 +5,7 @@
 //! its MBO sample; and the scale fixture (docs/data.md, "Scale") made and read as a
 //! dataset like any other.
 
-mod common;
+use crate::common;
 
 use common::{repo, serl, text};
 

@@ -1,7 +1,7 @@
 //! `[evolve.budget]` on the bundled data: a search whose training seconds
 //! run out stops designing, says so, and resumes to the same decision.
 
-mod common;
+use crate::common;
 
 use common::{read_json, serl, text, tiny_config_from};
 

@@ -2,7 +2,7 @@
 //! against a LOBSTER day, their days exported and replayed exactly, the
 //! same numbers for the same seed, and clear errors for bad input.
 
-mod common;
+use crate::common;
 use common::{serl, text};
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! replay and the dynamic market, the LOBSTER queue as the reference, and
 //! clear errors for bad placements and settings.
 
-mod common;
+use crate::common;
 use common::{read_json, serl, text};
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! away from its data and prompts says where it looked and leaves nothing
 //! behind; `--trace FILE` writes any command's timeline.
 
-mod common;
+use crate::common;
 
 use common::{backtest_lean, read_json, repo, serl, text};
 

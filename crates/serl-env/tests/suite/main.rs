@@ -1,0 +1,7 @@
+//! serl-env's integration tests, one module per theme, gathered into one
+//! test binary so the test build links the crate's dependencies once
+//! rather than once per file.
+
+mod placement;
+mod static_env;
+mod team;

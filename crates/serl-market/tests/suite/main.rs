@@ -1,0 +1,6 @@
+//! serl-market's integration tests, one module per theme, gathered into one
+//! test binary so the test build links the crate's dependencies once
+//! rather than once per file.
+
+mod realism;
+mod simulator;

@@ -1,0 +1,7 @@
+//! serl-train's integration tests, one module per theme, gathered into one
+//! test binary so the test build links the crate's dependencies once
+//! rather than once per file.
+
+mod mappo;
+mod synthetic;
+mod team;
