@@ -105,9 +105,15 @@ impl Round<'_> {
             }
             prompt_tokens += g.prompt_tokens;
             completion_tokens += g.completion_tokens;
+            // The prompt as it was sent (a constrained one says so); a
+            // designer that reads the context directly sent none, and its
+            // record shows the prompt a model would have had (the pairs
+            // that fine-tune a model on its designs are made from it).
             let prompt = match self.prompts {
-                Some(p) => p.render(kind.name(), &ctx.to_value()).unwrap_or_default(),
-                None => String::new(),
+                Some(p) if g.prompt.is_empty() => {
+                    p.render(kind.name(), &ctx.to_value()).unwrap_or_default()
+                }
+                _ => g.prompt,
             };
             modules.push(ModuleRecord {
                 kind,

@@ -205,6 +205,9 @@ pub struct Generated {
     pub module: Option<Module>,
     /// Every attempt in order; the accepted one, if any, is last.
     pub attempts: Vec<Attempt>,
+    /// The prompt of the first attempt as it was sent (empty where the
+    /// designer reads the context directly, as the builtin one does).
+    pub prompt: String,
     /// Prompt tokens over all attempts.
     pub prompt_tokens: u64,
     /// Answer tokens over all attempts.
@@ -242,6 +245,7 @@ pub fn generate(
         kind,
         module: None,
         attempts: Vec::new(),
+        prompt: String::new(),
         prompt_tokens: 0,
         completion_tokens: 0,
         fatal: None,
@@ -270,6 +274,9 @@ pub fn generate(
                 continue;
             }
         };
+        if g.attempts.is_empty() {
+            g.prompt = reply.prompt.clone();
+        }
         g.prompt_tokens += reply.prompt_tokens;
         g.completion_tokens += reply.completion_tokens;
         let result = extract_or_why(kind, &reply.text).and_then(|text| {

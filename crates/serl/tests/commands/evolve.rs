@@ -605,6 +605,14 @@ fn the_loop_runs_through_an_openai_compatible_server_and_replays_exactly() {
             .contains("did you mean `remaining_inv`"),
         "{reward}"
     );
+    // The record keeps the prompt as it was sent, constrained to the
+    // reward's schema, so it asks for JSON (a second rendering, for the
+    // record alone, lost the constraint and asked for a fenced block).
+    let prompt = reward["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains(r#"Reply with JSON: {"program""#),
+        "{prompt}"
+    );
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
         report.contains("LLM: openai scripted"),
