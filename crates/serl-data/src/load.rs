@@ -171,6 +171,22 @@ pub(crate) fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<S
             }
         }
     }
+    pair_quotes(quotes, &mut sources, problems);
+    if sources.is_empty() {
+        return Err(DataError::NoData {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(sources)
+}
+
+/// Gives each LEAN quote file to the trade file of its symbol and day; a
+/// quote file without one is left out, said as a problem.
+fn pair_quotes(
+    quotes: Vec<(PathBuf, Arc<str>, NaiveDate)>,
+    sources: &mut [Source],
+    problems: &mut Vec<Problem>,
+) {
     for (qp, qs, qd) in quotes {
         let trade = sources.iter_mut().find_map(|s| match s {
             Source::Lean {
@@ -194,12 +210,6 @@ pub(crate) fn discover(path: &Path, problems: &mut Vec<Problem>) -> Result<Vec<S
             }),
         }
     }
-    if sources.is_empty() {
-        return Err(DataError::NoData {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(sources)
 }
 
 /// Reads a file, gunzipping `.gz`.

@@ -62,6 +62,7 @@ mod final_stage;
 pub mod fold;
 mod hierarchy;
 mod hierarchy_rows;
+mod iteration;
 mod learner;
 mod llm_critic;
 mod lockbox;

@@ -180,6 +180,41 @@ impl Checker<'_> {
         }
     }
 
+    /// `a op b`: both operands of the type `op` takes, and the type it
+    /// gives.
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<Ty, CompileError> {
+        let ta = self.expr(a)?;
+        let tb = self.expr(b)?;
+        let (want, out, code) = match op {
+            BinOp::Add => (Ty::Num, Ty::Num, Op::Add),
+            BinOp::Sub => (Ty::Num, Ty::Num, Op::Sub),
+            BinOp::Mul => (Ty::Num, Ty::Num, Op::Mul),
+            BinOp::Div => (Ty::Num, Ty::Num, Op::Div),
+            BinOp::Pow => (Ty::Num, Ty::Num, Op::Pow),
+            BinOp::Lt => (Ty::Num, Ty::Bool, Op::Lt),
+            BinOp::Le => (Ty::Num, Ty::Bool, Op::Le),
+            BinOp::Gt => (Ty::Num, Ty::Bool, Op::Gt),
+            BinOp::Ge => (Ty::Num, Ty::Bool, Op::Ge),
+            BinOp::Eq => (Ty::Num, Ty::Bool, Op::Eq),
+            BinOp::Ne => (Ty::Num, Ty::Bool, Op::Ne),
+            BinOp::And => (Ty::Bool, Ty::Bool, Op::And),
+            BinOp::Or => (Ty::Bool, Ty::Bool, Op::Or),
+        };
+        let what = format!("each side of `{}`", op.symbol());
+        self.expect(a, ta, want, &what)?;
+        self.expect(b, tb, want, &what)?;
+        match (code, self.code.last()) {
+            // x ^ 2 and the like: powi, far cheaper than powf.
+            (Op::Pow, Some(&Op::Const(c))) if c.fract() == 0.0 && c.abs() <= 16.0 => {
+                self.code.pop();
+                self.depth -= 1;
+                self.push(Op::Powi(c as i32), 0);
+            }
+            _ => self.push(code, -1),
+        }
+        Ok(out)
+    }
+
     fn expr(&mut self, e: &Expr) -> Result<Ty, CompileError> {
         match &e.node {
             Node::Num(v) => {
@@ -219,38 +254,7 @@ impl Checker<'_> {
                 self.push(Op::Not, 0);
                 Ok(Ty::Bool)
             }
-            Node::Bin(op, a, b) => {
-                let ta = self.expr(a)?;
-                let tb = self.expr(b)?;
-                let (want, out, code) = match op {
-                    BinOp::Add => (Ty::Num, Ty::Num, Op::Add),
-                    BinOp::Sub => (Ty::Num, Ty::Num, Op::Sub),
-                    BinOp::Mul => (Ty::Num, Ty::Num, Op::Mul),
-                    BinOp::Div => (Ty::Num, Ty::Num, Op::Div),
-                    BinOp::Pow => (Ty::Num, Ty::Num, Op::Pow),
-                    BinOp::Lt => (Ty::Num, Ty::Bool, Op::Lt),
-                    BinOp::Le => (Ty::Num, Ty::Bool, Op::Le),
-                    BinOp::Gt => (Ty::Num, Ty::Bool, Op::Gt),
-                    BinOp::Ge => (Ty::Num, Ty::Bool, Op::Ge),
-                    BinOp::Eq => (Ty::Num, Ty::Bool, Op::Eq),
-                    BinOp::Ne => (Ty::Num, Ty::Bool, Op::Ne),
-                    BinOp::And => (Ty::Bool, Ty::Bool, Op::And),
-                    BinOp::Or => (Ty::Bool, Ty::Bool, Op::Or),
-                };
-                let what = format!("each side of `{}`", op.symbol());
-                self.expect(a, ta, want, &what)?;
-                self.expect(b, tb, want, &what)?;
-                match (code, self.code.last()) {
-                    // x ^ 2 and the like: powi, far cheaper than powf.
-                    (Op::Pow, Some(&Op::Const(c))) if c.fract() == 0.0 && c.abs() <= 16.0 => {
-                        self.code.pop();
-                        self.depth -= 1;
-                        self.push(Op::Powi(c as i32), 0);
-                    }
-                    _ => self.push(code, -1),
-                }
-                Ok(out)
-            }
+            Node::Bin(op, a, b) => self.binary(*op, a, b),
             Node::If(c, a, b) => {
                 let tc = self.expr(c)?;
                 self.expect(c, tc, Ty::Bool, "the condition of `if`")?;

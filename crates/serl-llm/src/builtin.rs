@@ -313,25 +313,7 @@ impl BuiltinDesigner {
                 f.sort();
                 Genome::State(f)
             }
-            Genome::Arch { widths, relu, norm } => {
-                let mut w = widths.clone();
-                match r.random_range(0..4) {
-                    0 if w.len() < 3 => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
-                    1 if !w.is_empty() => {
-                        w.pop();
-                    }
-                    _ if !w.is_empty() => {
-                        let k = r.random_range(0..w.len());
-                        w[k] = WIDTHS[r.random_range(0..WIDTHS.len())];
-                    }
-                    _ => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
-                }
-                Genome::Arch {
-                    widths: w,
-                    relu: if r.random_bool(0.2) { !relu } else { *relu },
-                    norm: if r.random_bool(0.2) { !norm } else { *norm },
-                }
-            }
+            Genome::Arch { widths, relu, norm } => mutate_arch(r, widths, *relu, *norm),
             Genome::Imagination {
                 scenarios,
                 share,
@@ -492,6 +474,28 @@ impl BuiltinDesigner {
 }
 
 /// Another shape one time in five; the strength jittered.
+/// A network one block wider, narrower or resized, its activation or
+/// normalisation sometimes flipped.
+fn mutate_arch(r: &mut SmallRng, widths: &[usize], relu: bool, norm: bool) -> Genome {
+    let mut w = widths.to_vec();
+    match r.random_range(0..4) {
+        0 if w.len() < 3 => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
+        1 if !w.is_empty() => {
+            w.pop();
+        }
+        _ if !w.is_empty() => {
+            let k = r.random_range(0..w.len());
+            w[k] = WIDTHS[r.random_range(0..WIDTHS.len())];
+        }
+        _ => w.push(WIDTHS[r.random_range(0..WIDTHS.len())]),
+    }
+    Genome::Arch {
+        widths: w,
+        relu: if r.random_bool(0.2) { !relu } else { relu },
+        norm: if r.random_bool(0.2) { !norm } else { norm },
+    }
+}
+
 fn mutate_plan(r: &mut SmallRng, shape: usize, strength: f64, jitter: &Normal<f64>) -> Genome {
     Genome::Plan {
         shape: if r.random_bool(0.2) {

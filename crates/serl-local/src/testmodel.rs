@@ -253,6 +253,30 @@ fn arch_metadata(spec: &TestModelSpec, d: &Dims) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// A layer's matrices for `arch`: name, rows, columns and the layout it is
+/// stored in (in the order the first test models drew them).
+fn layer_matrices(arch: &str, d: &Dims) -> Vec<(&'static str, usize, usize, GgmlDType)> {
+    let (dim, q, kv, ff) = (d.dim, d.heads * d.head_dim, d.kv_heads * d.head_dim, d.ff);
+    if arch == "phi3" {
+        vec![
+            ("attn_qkv", q + 2 * kv, dim, GgmlDType::Q8_0),
+            ("attn_output", dim, q, GgmlDType::Q8_0),
+            ("ffn_up", 2 * ff, dim, GgmlDType::Q4_1),
+            ("ffn_down", dim, ff, GgmlDType::Q4_1),
+        ]
+    } else {
+        vec![
+            ("attn_q", q, dim, GgmlDType::Q8_0),
+            ("attn_k", kv, dim, GgmlDType::Q8_0),
+            ("attn_v", kv, dim, GgmlDType::Q4_1),
+            ("attn_output", dim, q, GgmlDType::Q8_0),
+            ("ffn_gate", ff, dim, GgmlDType::Q4_1),
+            ("ffn_up", ff, dim, GgmlDType::Q4_1),
+            ("ffn_down", dim, ff, GgmlDType::Q4_1),
+        ]
+    }
+}
+
 /// The network's tensors, named as GGUF names them for `arch`.
 fn weights(
     arch: &str,
@@ -262,7 +286,7 @@ fn weights(
     let mut rng = SmallRng::seed_from_u64(spec.seed);
     let normal = Normal::new(0.0f32, 0.05).map_err(|e| LocalError::Run(e.to_string()))?;
     let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| normal.sample(&mut rng)).collect() };
-    let (dim, q, kv, ff) = (d.dim, d.heads * d.head_dim, d.kv_heads * d.head_dim, d.ff);
+    let (dim, q, kv) = (d.dim, d.heads * d.head_dim, d.kv_heads * d.head_dim);
     let mut out = Vec::new();
     let mut put = |name: String, values: Vec<f32>, shape: &[usize], dtype: GgmlDType| {
         let t = Tensor::from_vec(values, shape, &Device::Cpu)?;
@@ -303,26 +327,7 @@ fn weights(
     }
     for i in 0..spec.layers {
         let p = format!("blk.{i}");
-        // (In the order the first test models drew them.)
-        let mats: Vec<(&str, usize, usize, GgmlDType)> = if arch == "phi3" {
-            vec![
-                ("attn_qkv", q + 2 * kv, dim, GgmlDType::Q8_0),
-                ("attn_output", dim, q, GgmlDType::Q8_0),
-                ("ffn_up", 2 * ff, dim, GgmlDType::Q4_1),
-                ("ffn_down", dim, ff, GgmlDType::Q4_1),
-            ]
-        } else {
-            vec![
-                ("attn_q", q, dim, GgmlDType::Q8_0),
-                ("attn_k", kv, dim, GgmlDType::Q8_0),
-                ("attn_v", kv, dim, GgmlDType::Q4_1),
-                ("attn_output", dim, q, GgmlDType::Q8_0),
-                ("ffn_gate", ff, dim, GgmlDType::Q4_1),
-                ("ffn_up", ff, dim, GgmlDType::Q4_1),
-                ("ffn_down", dim, ff, GgmlDType::Q4_1),
-            ]
-        };
-        for (name, rows, cols, dtype) in mats {
+        for (name, rows, cols, dtype) in layer_matrices(arch, d) {
             put(
                 format!("{p}.{name}.weight"),
                 draw(rows * cols),

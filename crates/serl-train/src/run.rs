@@ -213,17 +213,14 @@ pub fn train(setup: TrainSetup) -> Result<TrainOutcome, TrainError> {
     let (total_updates, _) = cfg.planned();
     let mut norm = meta.norm.clone();
     let mut venv = vec_env(envs, &cfg, &meta, state.update, &mut norm);
-    let alignment = match (&cfg.plan, state.update) {
-        (Some(plan), 0) if !cfg.alignment.is_off() => Some(align(
-            &cfg,
-            plan,
-            (&mut venv, &mut norm),
-            &meta,
-            learner.as_mut(),
-            run_dir.as_ref(),
-        )?),
-        _ => None,
-    };
+    let alignment = align_at_start(
+        &cfg,
+        state.update,
+        (&mut venv, &mut norm),
+        &meta,
+        learner.as_mut(),
+        run_dir.as_ref(),
+    )?;
     let mut best: Option<Policy> = None;
     let mut profile = TrainProfile::default();
     let (t_run, secs_before) = (Instant::now(), state.secs);
@@ -347,17 +344,26 @@ fn no_envs() -> TrainError {
     }
 }
 
-/// Aligns the fresh learner with the plan: demonstrations of its tracking
-/// controller, then behaviour cloning ([`crate::align`]).
-/// Its figures go to `alignment.json` in the run directory.
-fn align(
+/// Aligns the fresh learner with the plan, when there is one, alignment
+/// is on and the run starts at `update` 0 (a resumed run was aligned
+/// before): demonstrations of its tracking controller, then behaviour
+/// cloning ([`crate::align`]). Its figures go to `alignment.json` in the
+/// run directory.
+fn align_at_start(
     cfg: &TrainConfig,
-    plan: &serl_design::PlanModule,
+    update: usize,
     (venv, norm): (&mut VecEnv, &mut crate::normalize::RunningNorm),
     meta: &PolicyMeta,
     learner: &mut dyn AnyLearner,
     run_dir: Option<&RunDir>,
-) -> Result<AlignmentStats, TrainError> {
+) -> Result<Option<AlignmentStats>, TrainError> {
+    let Some(plan) = cfg
+        .plan
+        .as_ref()
+        .filter(|_| update == 0 && !cfg.alignment.is_off())
+    else {
+        return Ok(None);
+    };
     let demos = crate::align::demonstrations(venv, norm, meta, plan, cfg.alignment.steps);
     // The normaliser learnt from the demonstrations: the actor is fitted
     // to rows normalised as PPO will see them next.
@@ -380,7 +386,7 @@ fn align(
     if let Some(dir) = run_dir {
         dir.write_json("alignment.json", &stats)?;
     }
-    Ok(stats)
+    Ok(Some(stats))
 }
 
 /// Keeps `current` (in `best`, and in the run directory) when its

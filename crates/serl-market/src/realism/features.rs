@@ -204,18 +204,9 @@ impl DayFeatures {
                 let dt = (m.time - messages[i - 1].time).max(MIN_INTERARRIVAL_S);
                 f.interarrival.push((at, dt.log10()));
             }
-            let before = (i > 0).then(|| touch(row_of(i - 1)));
-            let depth = before.and_then(|(ba, qa, bb, qb, _)| {
-                let own = if m.direction == 1 { (bb, qb) } else { (ba, qa) };
-                (own.1 > 0).then(|| {
-                    let behind = if m.direction == 1 {
-                        own.0 - m.price
-                    } else {
-                        m.price - own.0
-                    };
-                    behind as f64 / tick
-                })
-            });
+            let depth = (i > 0)
+                .then(|| ticks_behind_touch(m, row_of(i - 1), tick))
+                .flatten();
             match m.kind {
                 LobsterEvent::Submit => {
                     submitted.insert(m.id, m.time);
@@ -258,6 +249,21 @@ impl DayFeatures {
         f.minute_volatility = volatility(&minute_mid);
         f
     }
+}
+
+/// How many ticks behind its own side's best price (in the book `before`
+/// it) message `m` was, when that side had a best.
+fn ticks_behind_touch(m: &MessageRow, before: &[i64], tick: f64) -> Option<f64> {
+    let (ba, qa, bb, qb, _) = touch(before);
+    let own = if m.direction == 1 { (bb, qb) } else { (ba, qa) };
+    (own.1 > 0).then(|| {
+        let behind = if m.direction == 1 {
+            own.0 - m.price
+        } else {
+            m.price - own.0
+        };
+        behind as f64 / tick
+    })
 }
 
 /// The market orders among the messages: runs of visible executions at one
