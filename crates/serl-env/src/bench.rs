@@ -129,6 +129,9 @@ pub struct EnvFigures {
     pub dynamic_steps_per_second_one_core: f64,
     /// Episodes (each a simulated day) of a dynamic run.
     pub dynamic_episodes: usize,
+    /// The same dynamic run with a queue-reactive flow in place of the
+    /// agents, when one was given (`serl bench env --queue-reactive`).
+    pub dynamic_queue_reactive_steps_per_second_one_core: Option<f64>,
     /// The order flow the dynamic market played: the calibrated one, or a
     /// coarser one as training may use (`[train.hybrid] coarse_flow`).
     pub flow: Coarsening,
@@ -137,12 +140,14 @@ pub struct EnvFigures {
 }
 
 /// Measures the [`EnvFigures`] on the data at `path`, medians of `runs`
-/// (at most 3 for the backtest and the dynamic market, which are slow).
+/// (at most 3 for the backtest and the dynamic market, which are slow);
+/// the dynamic market with `flow`, and with `queue_reactive`'s flow too
+/// when one is given.
 pub fn env_figures(
     path: &Path,
     runs: usize,
     baselines: &EnvBaselines,
-    flow: &Coarsening,
+    (flow, queue_reactive): (&Coarsening, Option<&serl_market::QueueReactive>),
 ) -> Result<EnvFigures, BenchError> {
     let reward = bench_reward();
     let runs = runs.max(1);
@@ -166,7 +171,15 @@ pub fn env_figures(
         (baselines.passive_twap)()
     });
     let sample: Vec<_> = orders.iter().take(8).collect();
-    let dyn_rates = dynamic_rates(&market, &sample, &reward, runs.min(3), flow);
+    let agents = flow.apply(&MarketConfig::default());
+    let dyn_rates = dynamic_rates(&market, &sample, &reward, runs.min(3), &agents);
+    let queue_reactive = queue_reactive.map(|model| {
+        let qr = MarketConfig {
+            queue_reactive: Some(Box::new(model.clone())),
+            ..MarketConfig::default()
+        };
+        median(dynamic_rates(&market, &sample, &reward, runs.min(3), &qr))
+    });
     Ok(EnvFigures {
         data: path.display().to_string(),
         static_steps_per_second_one_core: median(rates),
@@ -176,6 +189,7 @@ pub fn env_figures(
         backtest_wall_seconds_with_loading: median(walls),
         dynamic_steps_per_second_one_core: median(dyn_rates),
         dynamic_episodes: sample.len(),
+        dynamic_queue_reactive_steps_per_second_one_core: queue_reactive,
         flow: *flow,
         runs,
     })
@@ -237,16 +251,15 @@ fn static_rates(
     (rates, steps)
 }
 
-/// Steps per second of TWAP over `sample` in the dynamic market with
-/// 5-minute decisions and the order flow `flow`, `runs` times.
+/// Steps per second of TWAP over `sample` in the dynamic `market` with
+/// 5-minute decisions, `runs` times.
 fn dynamic_rates(
     md: &MarketData,
     sample: &[&ParentOrder],
     reward: &DefaultReward,
     runs: usize,
-    flow: &Coarsening,
+    market: &MarketConfig,
 ) -> Vec<f64> {
-    let market = flow.apply(&MarketConfig::default());
     let five = EnvConfig::default();
     let mut rates = Vec::new();
     for _ in 0..runs {
@@ -255,7 +268,7 @@ fn dynamic_rates(
             let v = md
                 .get(&o.symbol, o.date)
                 .expect("session of a generated order");
-            n += run_dynamic(&mut Twap, v, o, &five, (&market, o.id), reward, false).steps as u64;
+            n += run_dynamic(&mut Twap, v, o, &five, (market, o.id), reward, false).steps as u64;
         }
         rates.push(n as f64 / t.elapsed().as_secs_f64());
     }

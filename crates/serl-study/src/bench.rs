@@ -6,11 +6,13 @@ use std::path::Path;
 use serl_env::bench::{BenchError, EnvBaselines, EnvFigures};
 use serl_env::{EnvConfig, MarketData, ParentOrder, Reward};
 
-/// The environment figures of the data at `data`, medians of `runs`.
+/// The environment figures of the data at `data`, medians of `runs`; the
+/// dynamic market's with `queue_reactive`'s flow too, when one is given.
 pub fn env_figures(
     data: &Path,
     runs: usize,
     flow: &serl_env::Coarsening,
+    queue_reactive: Option<&serl_env::QueueReactive>,
 ) -> Result<EnvFigures, BenchError> {
     let baselines = EnvBaselines {
         backtest: &backtest_baselines,
@@ -20,7 +22,7 @@ pub fn env_figures(
             })
         },
     };
-    serl_env::bench::env_figures(data, runs, &baselines, flow)
+    serl_env::bench::env_figures(data, runs, &baselines, (flow, queue_reactive))
 }
 
 /// TWAP, VWAP and AC over `orders` in the static replay, on every core, as

@@ -65,8 +65,9 @@ pub struct FlowArgs {
     /// One market maker quoting all their depth (`coarse_flow.merge_makers`).
     #[arg(long)]
     pub merge_makers: bool,
-    /// Also time the day of this queue-reactive flow (a model file of
-    /// `serl simulate calibrate`) in place of the agents (`serl bench sim`).
+    /// Also time this queue-reactive flow (a model file of `serl simulate
+    /// calibrate`) in place of the agents: its simulated day (`serl bench
+    /// sim`), or the dynamic environment's steps (`serl bench env`).
     #[arg(long)]
     pub queue_reactive: Option<PathBuf>,
 }
@@ -96,12 +97,10 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
 }
 
 fn env(e: FlowArgs) -> Result<ExitCode> {
-    if e.queue_reactive.is_some() {
-        anyhow::bail!("serl bench env: --queue-reactive is `serl bench sim`'s");
-    }
     let flow = e.coarsening("env")?;
+    let model = e.queue_reactive.as_deref().map(read_model).transpose()?;
     let a = e.common;
-    let f = serl_study::bench::env_figures(&a.data, a.runs, &flow)?;
+    let f = serl_study::bench::env_figures(&a.data, a.runs, &flow, model.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {
@@ -129,17 +128,22 @@ fn print_env(f: &EnvFigures) {
         "dynamic env, 5-minute steps, 1 core  {:.0} steps/s ({} episodes, each a simulated day)",
         f.dynamic_steps_per_second_one_core, f.dynamic_episodes
     );
+    if let Some(rate) = f.dynamic_queue_reactive_steps_per_second_one_core {
+        println!("  the queue-reactive flow in place    {rate:.0} steps/s");
+    }
     print_flow(&f.flow);
     println!("medians of {} runs", f.runs);
+}
+
+/// A queue-reactive model file (`serl simulate calibrate`'s), read.
+fn read_model(path: &std::path::Path) -> Result<serl_env::QueueReactive> {
+    serl_env::QueueReactive::read(path).map_err(anyhow::Error::msg)
 }
 
 fn sim(s: FlowArgs) -> Result<ExitCode> {
     let flow = s.coarsening("sim")?;
     let a = s.common;
-    let model = match &s.queue_reactive {
-        Some(p) => Some(serl_env::QueueReactive::read(p).map_err(anyhow::Error::msg)?),
-        None => None,
-    };
+    let model = s.queue_reactive.as_deref().map(read_model).transpose()?;
     let f = serl_env::bench::sim_figures(&a.data, a.runs, &flow, model.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&f)?);

@@ -429,6 +429,25 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         "{}",
         model["market"]
     );
+    // The dynamic environment stepped with the fitted flow in place of
+    // the agents (`serl bench env --queue-reactive`), and a model file
+    // that is not there refused by name.
+    let o = serl(&[
+        "bench",
+        "env",
+        "--runs",
+        "1",
+        "--queue-reactive",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let figures: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rate = &figures["dynamic_queue_reactive_steps_per_second_one_core"];
+    assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{figures}");
+    let o = serl(&["bench", "env", "--queue-reactive", "no-such-model.json"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no-such-model.json"), "{}", text(&o));
     // A day of the fitted flow, every order recorded, written as DBN MBO
     // and read back: the same book after every message; the DBN day is a
     // day like any other, calibrated on again.
