@@ -131,6 +131,7 @@ pub struct EnvFigures {
     pub dynamic_episodes: usize,
     /// The same dynamic run with a queue-reactive flow in place of the
     /// agents, when one was given (`serl bench env --queue-reactive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dynamic_queue_reactive_steps_per_second_one_core: Option<f64>,
     /// The order flow the dynamic market played: the calibrated one, or a
     /// coarser one as training may use (`[train.hybrid] coarse_flow`).

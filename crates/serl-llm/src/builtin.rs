@@ -473,7 +473,6 @@ impl BuiltinDesigner {
     }
 }
 
-/// Another shape one time in five; the strength jittered.
 /// A network one block wider, narrower or resized, its activation or
 /// normalisation sometimes flipped.
 fn mutate_arch(r: &mut SmallRng, widths: &[usize], relu: bool, norm: bool) -> Genome {
@@ -496,6 +495,7 @@ fn mutate_arch(r: &mut SmallRng, widths: &[usize], relu: bool, norm: bool) -> Ge
     }
 }
 
+/// Another shape one time in five; the strength jittered.
 fn mutate_plan(r: &mut SmallRng, shape: usize, strength: f64, jitter: &Normal<f64>) -> Genome {
     Genome::Plan {
         shape: if r.random_bool(0.2) {

@@ -205,8 +205,9 @@ pub struct Generated {
     pub module: Option<Module>,
     /// Every attempt in order; the accepted one, if any, is last.
     pub attempts: Vec<Attempt>,
-    /// The prompt of the first attempt as it was sent (empty where the
-    /// designer reads the context directly, as the builtin one does).
+    /// The prompt of the first attempt answered, as it was sent (empty
+    /// where the designer reads the context directly, as the builtin one
+    /// does).
     pub prompt: String,
     /// Prompt tokens over all attempts.
     pub prompt_tokens: u64,
@@ -274,7 +275,7 @@ pub fn generate(
                 continue;
             }
         };
-        if g.attempts.is_empty() {
+        if g.prompt.is_empty() {
             g.prompt = reply.prompt.clone();
         }
         g.prompt_tokens += reply.prompt_tokens;

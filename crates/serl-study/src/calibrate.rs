@@ -50,9 +50,6 @@ pub fn calibrate(a: &CalibrateRequest, warn: &dyn Fn(&str)) -> Result<Vec<Calibr
         let path = a.out.join(format!("{symbol}.json"));
         refuse_writing_over(&path, a.force)?;
         let day = day.with_context(|| format!("reading {}", file.display()))?;
-        if let Some(w) = day.warning() {
-            warn(&w);
-        }
         let (day, window) = match a.until_minute {
             Some(m) => (
                 day.split_at(minute_seconds(m)).0,
@@ -60,6 +57,10 @@ pub fn calibrate(a: &CalibrateRequest, warn: &dyn Fn(&str)) -> Result<Vec<Calibr
             ),
             None => (day, String::new()),
         };
+        // Said of the part the flow is fitted to.
+        if let Some(w) = day.warning() {
+            warn(&w);
+        }
         let source = format!("{}{window}", file.display());
         let model =
             QueueReactive::fit(&day.messages, &day.rows, CENT, &source).with_context(|| {

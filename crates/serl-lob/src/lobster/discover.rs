@@ -156,8 +156,8 @@ pub fn read_days(
 pub const MBO_LEVELS: usize = 10;
 
 impl LobsterDayFiles {
-    /// `symbol`'s day of the DBN MBO `file`, its `messages` read, with the
-    /// engine's book after each at [`MBO_LEVELS`].
+    /// `symbol`'s day of the DBN MBO `file`, its messages read (`day`),
+    /// with the engine's book after each at [`MBO_LEVELS`].
     fn of_mbo(symbol: String, file: PathBuf, day: super::MboMessages) -> Self {
         let (rows, crossed) = day.book(MBO_LEVELS);
         LobsterDayFiles {
@@ -174,7 +174,7 @@ impl LobsterDayFiles {
     pub fn warning(&self) -> Option<String> {
         self.crossed.as_ref().map(|c| {
             format!(
-                "{}: {}: {c} (orders the file never removes, as in a day cut to a few levels, or a fault of the feed)",
+                "{}: {}: {c} (orders the file never removes, as in a day cut to a few levels; an auction's crossed book; or a fault of the feed)",
                 self.file.display(),
                 self.symbol
             )
@@ -212,8 +212,8 @@ impl LobsterDayFiles {
     /// The day cut at `seconds` after midnight: the messages before it
     /// (with their book rows), and those at or after it. Taking the day by
     /// value keeps a caller that calibrates on the first part from reading
-    /// the second by mistake. Where the day crossed stays with the part
-    /// that holds it.
+    /// the second by mistake. Where the day's book first crossed stays with
+    /// the part that holds that message (its index counted in that part).
     pub fn split_at(self, seconds: f64) -> (LobsterDayFiles, LobsterDayFiles) {
         let cut = self.messages.partition_point(|m| m.time < seconds);
         let part = |messages: Vec<MessageRow>, rows: BookRows, first: bool| LobsterDayFiles {
@@ -221,7 +221,14 @@ impl LobsterDayFiles {
             file: self.file.clone(),
             messages,
             rows,
-            crossed: self.crossed.clone().filter(|c| (c.time < seconds) == first),
+            crossed: self
+                .crossed
+                .clone()
+                .filter(|c| (c.message < cut) == first)
+                .map(|c| super::CrossedBook {
+                    message: if first { c.message } else { c.message - cut },
+                    ..c
+                }),
         };
         let before = part(self.messages[..cut].to_vec(), self.rows.slice(0..cut), true);
         let after = part(

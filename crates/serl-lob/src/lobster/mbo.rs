@@ -112,9 +112,10 @@ pub struct MboMessages {
 }
 
 impl MboMessages {
-    /// The 1-based index in the file of message `i`'s record.
+    /// The 1-based index in the file of message `i`'s record (0 for a
+    /// message it did not read).
     pub fn record(&self, i: usize) -> u64 {
-        u64::from(self.records[i])
+        self.records.get(i).map_or(0, |&r| u64::from(r))
     }
 
     /// The book of `levels` levels after each message, from the engine,
@@ -124,6 +125,7 @@ impl MboMessages {
         let crossed = crossing.map(|(i, adds, opposite)| {
             let m = &self.messages[i];
             CrossedBook {
+                message: i,
                 record: self.record(i),
                 time: m.time,
                 direction: m.direction,
@@ -143,7 +145,9 @@ impl MboMessages {
 /// and crosses through them), and the readers say so as a warning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrossedBook {
-    /// The first such add's record: its 1-based index in the file.
+    /// The first such add: its index among the day's messages.
+    pub message: usize,
+    /// Its record: its 1-based index in the file.
     pub record: u64,
     /// Its time, in seconds after midnight, New York.
     pub time: f64,
@@ -683,11 +687,19 @@ mod tests {
             ),
             (5, 1, 1_000_400, 1_000_200)
         );
+        assert_eq!(crossed.message, 2, "AAA's third message");
         let warning = day.warning().unwrap();
         assert!(
             warning.contains("two.mbo.dbn: AAA: record 5: the book is crossed: a bid added at 100.0400 (09:30:00.000000) reaches the best ask at 100.0200"),
             "{warning}"
         );
+        // Cut after AAA's second message: the crossing goes with the part
+        // that holds it, counted from that part's first message.
+        let (before, after) = day.split_at(34_200.0 + 3e-9);
+        assert_eq!(before.messages.len(), 2);
+        assert_eq!(before.crossed, None);
+        let c = after.crossed.expect("the second part holds the crossing");
+        assert_eq!((c.message, c.record), (0, 5));
     }
 
     /// A day whose adds never reach the other side is not crossed.

@@ -588,9 +588,7 @@ fn the_shipped_market_config_spells_out_the_defaults() {
     assert_eq!(file.market, serl_market::MarketConfig::default());
 }
 
-#[path = "../../../../tests-support/shared_data.rs"]
-mod shared_data;
-use shared_data::shared_data;
+use crate::shared_data::shared_data;
 
 #[test]
 fn lobster_order_flow_calibrates_the_noise_traders_when_the_sample_exists() {

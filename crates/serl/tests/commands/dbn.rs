@@ -101,15 +101,12 @@ fn databentos_mbp_samples_are_checked_against_the_book_of_its_mbo_sample() {
 /// book crosses through them.
 #[test]
 fn a_crossed_mbo_book_is_named_by_file_and_record_and_the_day_still_read() {
-    let goog =
-        repo().join("../shared/data/lobster-2012-06-21/LOBSTER_SampleFile_GOOG_2012-06-21_10.zip");
-    if !goog.exists() {
-        eprintln!(
-            "skip: {} not found (the shared LOBSTER samples)",
-            goog.display()
-        );
+    let Some(goog) = crate::shared_data::shared_data(
+        "lobster-2012-06-21/LOBSTER_SampleFile_GOOG_2012-06-21_10.zip",
+        "a_crossed_mbo_book_is_named_by_file_and_record_and_the_day_still_read",
+    ) else {
         return;
-    }
+    };
     let tmp = tempfile::tempdir().unwrap();
     let dbn = tmp.path().join("goog.mbo.dbn");
     let o = serl(&[

@@ -7,6 +7,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../../../../tests-support/shared_data.rs"]
+mod shared_data;
 
 mod budget;
 mod cli;
