@@ -141,12 +141,12 @@ pub fn read_days(
                 }
             }
         }
-        let messages = match decoded.remove(&(file.clone(), symbol.clone())) {
-            Some(day) => day,
-            None => super::mbo::read_mbo_messages(&file, std::slice::from_ref(&symbol))
-                .and_then(|mut days| days.remove(0)),
+        let day = match decoded.remove(&(file.clone(), symbol.clone())) {
+            Some(messages) => {
+                messages.map(|m| LobsterDayFiles::of_mbo(symbol.clone(), file.clone(), m))
+            }
+            None => LobsterDayFiles::read(symbol.clone(), file.clone()),
         };
-        let day = messages.map(|m| LobsterDayFiles::of_mbo(symbol.clone(), file.clone(), m));
         (symbol, file, day)
     })
 }
@@ -186,8 +186,8 @@ impl LobsterDayFiles {
     /// of a DBN MBO file).
     pub fn read(symbol: String, file: PathBuf) -> Result<LobsterDayFiles, ReplayError> {
         if super::mbo::is_dbn(&file) {
-            let mut days = super::mbo::read_mbo_messages(&file, std::slice::from_ref(&symbol))?;
-            return Ok(Self::of_mbo(symbol, file, days.remove(0)?));
+            let day = super::mbo::read_mbo_day(&file, &symbol)?;
+            return Ok(Self::of_mbo(symbol, file, day));
         }
         let input = LobsterInput::open(&file, None)?;
         let messages = parse_messages(&input.message_name, &input.messages)?;

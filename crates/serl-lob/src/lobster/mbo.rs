@@ -95,10 +95,15 @@ pub fn read_mbo(
     symbol: &str,
     levels: usize,
 ) -> Result<(Vec<MessageRow>, BookRows), ReplayError> {
-    let mut days = read_mbo_messages(path, &[symbol.to_string()])?;
-    let messages = days.remove(0)?.messages;
+    let messages = read_mbo_day(path, symbol)?.messages;
     let rows = book_rows(&messages, levels);
     Ok((messages, rows))
+}
+
+/// `symbol`'s messages in the MBO file `path`: [`read_mbo_messages`] of
+/// one symbol.
+pub(super) fn read_mbo_day(path: &Path, symbol: &str) -> Result<MboMessages, ReplayError> {
+    read_mbo_messages(path, &[symbol.to_string()])?.remove(0)
 }
 
 /// One symbol's messages from a DBN MBO file, each with the record it
