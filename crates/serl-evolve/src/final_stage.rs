@@ -7,7 +7,7 @@ use std::path::Path;
 use serl_design::Design;
 use serl_env::{DynamicVenue, StaticVenue, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
-use serl_train::{registered, Algo, Critic, DeviceChoice, Policy};
+use serl_train::{Algo, Critic, DeviceChoice, Policy};
 
 use crate::candidate::ScoreJob;
 
@@ -117,7 +117,7 @@ fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
                 std::iter::once(Algo::Ppo)
                     .chain(cfg.baselines.iter().copied().filter(|&a| a != Algo::Ppo))
                     .map(|algo| {
-                        let name = format!("{}-default", registered(algo).name.to_lowercase());
+                        let name = format!("{}-default", algo.key());
                         job(&name, &plain, algo, None)
                     }),
             )

@@ -13,6 +13,7 @@ use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::{OutRule, RunKind, RunLock};
 use serl_study::train::{RunRequest, TrainingHooks};
 use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
+use serl_train::Algo;
 
 use crate::error::{chain, Fail};
 
@@ -31,17 +32,14 @@ fn claim(out: &Path, kind: RunKind, resume: bool, command: &str) -> Result<RunLo
 }
 
 fn learner(algo: Option<&str>) -> Result<Option<Learner>, Fail> {
-    Ok(match algo {
-        None => None,
-        Some("ppo") => Some(Learner::Ppo),
-        Some("ddqn") => Some(Learner::Ddqn),
-        Some("sac") => Some(Learner::Sac),
-        Some(other) => {
-            return Err(Fail::new(format!(
-                "algo `{other}`: one of \"ppo\", \"ddqn\", \"sac\" (a team trains with `serl train --algo mappo|ippo`)"
-            )))
-        }
-    })
+    let Some(name) = algo else { return Ok(None) };
+    match name.parse::<Algo>() {
+        Ok(algo) => Ok(Some(Learner::Single(algo))),
+        Err(_) => Err(Fail::new(format!(
+            "algo `{name}`: one of {} (a team trains with `serl train --algo mappo|ippo`)",
+            Algo::keys().join(", ")
+        ))),
+    }
 }
 
 /// What the Python side asks of a run: `serl train`'s and `serl

@@ -10,20 +10,43 @@ use serl_train::{Algo, Critic, DeviceChoice, HybridMode, TeamConfig, TrainConfig
 use crate::config::{read_toml, Base, TrainFile};
 use crate::error::Result;
 
-/// The learner asked for: PPO, DDQN or SAC for one agent, MAPPO (a
-/// centralised critic) or independent PPO for a team.
+/// The learner asked for: one agent's learner from the registry
+/// (`serl_train::Algo`), or a team's, MAPPO (a centralised critic) or
+/// independent PPO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learner {
-    /// PPO, one agent.
-    Ppo,
-    /// DDQN, one agent (discrete actions).
-    Ddqn,
-    /// SAC, one agent (a continuous share).
-    Sac,
+    /// One agent, with any registered learner.
+    Single(Algo),
     /// MAPPO: a team with a centralised critic.
     Mappo,
     /// Independent PPO: a team, each member its own critic.
     Ippo,
+}
+
+impl Learner {
+    /// Every name `--algo` takes: the registry's learners, then the teams'.
+    pub fn names() -> Vec<&'static str> {
+        let mut names = Algo::keys();
+        names.extend(["mappo", "ippo"]);
+        names
+    }
+}
+
+impl std::str::FromStr for Learner {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "mappo" => Ok(Learner::Mappo),
+            "ippo" => Ok(Learner::Ippo),
+            _ => s.parse::<Algo>().map(Learner::Single).map_err(|_| {
+                format!(
+                    "no learner is called `{s}`: one of {}",
+                    Learner::names().join(", ")
+                )
+            }),
+        }
+    }
 }
 
 /// The settings a command line gives over a config.
@@ -163,21 +186,14 @@ impl TrainOverrides {
     /// says), whose scripted peers default to none.
     fn apply_team(&self, train: &mut TrainConfig) -> Result<()> {
         let critic = match self.algo {
-            Some(Learner::Ppo) | None => None,
-            Some(Learner::Ddqn) => {
-                train.algo = Algo::Ddqn;
-                None
-            }
-            Some(Learner::Sac) => {
-                train.algo = Algo::Sac;
+            None => None,
+            Some(Learner::Single(algo)) => {
+                train.algo = algo;
                 None
             }
             Some(Learner::Mappo) => Some(Critic::Centralized),
             Some(Learner::Ippo) => Some(Critic::Local),
         };
-        if matches!(self.algo, Some(Learner::Ppo)) {
-            train.algo = Algo::Ppo;
-        }
         let mode = self.team_mode;
         if self.no_communication {
             if let Some(t) = &mut train.team {
@@ -203,7 +219,7 @@ impl TrainOverrides {
         if train.algo != Algo::Ppo {
             crate::bail!(
                 "a team learns with PPO: use --algo mappo or --algo ippo, not {}",
-                serl_train::registered(train.algo).name.to_lowercase()
+                train.algo.key()
             );
         }
         let team = train.team.get_or_insert_with(|| TeamConfig {
@@ -243,6 +259,19 @@ mod tests {
     }
 
     #[test]
+    fn every_name_of_algo_parses_and_an_unknown_one_lists_them() {
+        assert_eq!("sac".parse(), Ok(Learner::Single(Algo::Sac)));
+        assert_eq!("ippo".parse(), Ok(Learner::Ippo));
+        for name in Learner::names() {
+            assert!(name.parse::<Learner>().is_ok(), "{name}");
+        }
+        assert_eq!(
+            "td3".parse::<Learner>().unwrap_err(),
+            "no learner is called `td3`: one of ppo, ddqn, sac, mappo, ippo"
+        );
+    }
+
+    #[test]
     fn mappo_trains_a_team_of_four_with_a_centralised_critic() {
         let cfg = applied(TrainOverrides {
             algo: Some(Learner::Mappo),
@@ -262,7 +291,7 @@ mod tests {
         });
         assert!(one.unwrap_err().to_string().contains("single agent"));
         let ddqn = applied(TrainOverrides {
-            algo: Some(Learner::Ddqn),
+            algo: Some(Learner::Single(Algo::Ddqn)),
             agents: Some(3),
             ..TrainOverrides::default()
         });

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use serl_design::{FeatureSet, ImaginationModule, NetworkSpec, PlanModule, HARD_MAX_PARAMS};
 use serl_env::MarketConfig;
 
+use crate::algo::Algo;
 use crate::align::AlignmentConfig;
 use crate::critic::CriticConfig;
 use crate::ddqn::DdqnConfig;
 use crate::hybrid::{HybridConfig, HybridMode};
-use crate::policy::{Algo, Pace};
+use crate::policy::Pace;
 use crate::ppo::PpoConfig;
 use crate::sac::SacConfig;
 use crate::transition::TransitionConfig;

@@ -17,12 +17,13 @@ use rand::rngs::SmallRng;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::algo::Algo;
 use crate::align::{AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::hybrid::LossWeights;
 use crate::normalize::RunningNorm;
-use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Sampled};
+use crate::policy::{ActionShape, Model, NetworkKind, Policy, PolicyMeta, Sampled};
 use crate::record::UpdateRecord;
 use crate::replay::Replay;
 use crate::rollout::VecEnv;
@@ -91,6 +92,11 @@ pub trait Learner {
     const ALGO: Algo;
     /// Its name in messages (`PPO`).
     const NAME: &'static str;
+    /// Its name in configs and on command lines (`ppo`): `[train] algo`'s
+    /// value, and its table's (`[train.ppo]`).
+    const KEY: &'static str;
+    /// The kind of network its policies have.
+    const NETWORK: NetworkKind;
     /// What of the config beyond its own table it takes.
     const EXTRAS: Extras = Extras::NONE;
     /// Its own settings (a table of `[train]`, e.g. `[train.ppo]`).

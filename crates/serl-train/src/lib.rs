@@ -57,6 +57,7 @@
 
 #![deny(missing_docs)]
 
+mod algo;
 mod align;
 pub mod bench;
 mod config;
@@ -71,6 +72,7 @@ mod learner;
 pub mod net;
 mod normalize;
 mod policy;
+mod policy_file;
 mod policy_strategy;
 mod ppo;
 mod record;
@@ -95,6 +97,7 @@ mod validate;
 
 use std::path::Path;
 
+pub use algo::Algo;
 pub use align::{AlignmentConfig, AlignmentStats};
 pub use burn;
 pub use config::{DeviceChoice, TrainConfig};
@@ -108,12 +111,14 @@ pub use hybrid::{HybridConfig, HybridMode, LossWeights};
 pub use learner::{AnyLearner, Experience, Extras, Learner, UpdateStats};
 pub use net::Head;
 pub use normalize::RunningNorm;
-pub use policy::{ActionShape, Algo, Model, Pace, Policy, PolicyMeta, Sampled, Squash, TeamMeta};
+pub use policy::{
+    ActionShape, Model, NetworkKind, Pace, Policy, PolicyMeta, Sampled, Squash, TeamMeta,
+};
 pub use policy_strategy::{DecisionObserver, PolicyStrategy};
 pub use ppo::learner::{PpoLearner, PpoUpdateStats};
 pub use ppo::{PpoConfig, PpoStats};
 pub use record::{read_metrics, UpdateRecord};
-pub use registry::{build_learner, registered, reproducible_side_by_side, Registered};
+pub use registry::{build_learner, registered, reproducible_side_by_side, Registered, UnknownAlgo};
 pub use report::updates_table;
 pub use rollout::EpisodeStat;
 pub use run::{train, OnUpdate, TrainOutcome, TrainProfile, TrainSetup, Validator};

@@ -3,7 +3,6 @@
 //! sample from it; [`PolicyStrategy`] plays it in backtests.
 
 use std::collections::VecDeque;
-use std::path::Path;
 
 use burn::module::Module;
 use burn::tensor::Device;
@@ -12,6 +11,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
+use crate::algo::Algo;
 use crate::net::{ActorCritic, Head, QNetwork};
 use crate::normalize::RunningNorm;
 use crate::tensors::{floats, floats1, matrix};
@@ -83,19 +83,6 @@ impl Pace {
             }
         }
     }
-}
-
-/// Which learner produced the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Algo {
-    /// Proximal policy optimisation (an actor-critic).
-    Ppo,
-    /// Double DQN (a Q-network over discrete actions).
-    Ddqn,
-    /// Soft actor-critic (a tanh-squashed Gaussian actor, twin soft Q
-    /// networks and a learned entropy temperature).
-    Sac,
 }
 
 /// How a policy's outputs become actions: what a learner decides for the
@@ -204,23 +191,35 @@ pub enum Model {
     Ddqn(QNetwork),
 }
 
+/// The kind of network a learner's policies have (`Learner::NETWORK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkKind {
+    /// An actor-critic ([`Model::Ppo`]).
+    ActorCritic,
+    /// A Q-network over discrete actions ([`Model::Ddqn`]).
+    QNetwork,
+}
+
 impl Model {
-    /// A freshly initialised network as `meta` describes it: a Q-network
-    /// for a value-based learner, else an actor-critic.
-    pub fn build(meta: &PolicyMeta, device: &Device) -> Result<Self, TrainError> {
-        Ok(match meta.algo {
-            Algo::Ppo | Algo::Sac => Model::Ppo(ActorCritic::with_critic_input(
+    /// A freshly initialised network of `kind`, as `meta` describes it.
+    pub fn build(
+        meta: &PolicyMeta,
+        kind: NetworkKind,
+        device: &Device,
+    ) -> Result<Self, TrainError> {
+        Ok(match kind {
+            NetworkKind::ActorCritic => Model::Ppo(ActorCritic::with_critic_input(
                 &meta.spec,
                 meta.obs_dim,
                 meta.joint_critic_width(),
                 meta.head,
                 device,
             )?),
-            Algo::Ddqn => {
+            NetworkKind::QNetwork => {
                 let Head::Categorical(n) = meta.head else {
                     return Err(TrainError::Config {
-                        field: "ddqn".into(),
-                        message: "DDQN needs a discrete action set".into(),
+                        field: "algo".into(),
+                        message: "a Q-network needs a discrete action set".into(),
                     });
                 };
                 Model::Ddqn(QNetwork::new(&meta.spec, meta.obs_dim, n, device)?)
@@ -314,45 +313,6 @@ impl Policy {
                 epsilon_greedy(&self.meta, &floats(q.forward(x)), n, explore, epsilon, rng)
             }
         }
-    }
-
-    /// Writes the policy (meta as JSON, weights as burnpack) into `dir`.
-    pub fn save(&self, dir: &Path, name: &str) -> Result<(), TrainError> {
-        std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
-        let meta = dir.join(format!("{name}.json"));
-        let text = serde_json::to_string_pretty(&self.meta)
-            .map_err(|e| TrainError::io(&meta, std::io::Error::other(e)))?;
-        crate::files::write_atomic(&meta, text.as_bytes())?;
-        let weights = dir.join(format!("{name}.bpk"));
-        let tmp = dir.join(format!("{name}.bpk.tmp"));
-        self.model
-            .clone()
-            .save_file(&tmp)
-            .map_err(|e| TrainError::io(&weights, std::io::Error::other(format!("{e:?}"))))?;
-        std::fs::rename(&tmp, &weights).map_err(|e| TrainError::io(&weights, e))
-    }
-
-    /// Loads a policy saved by [`Policy::save`].
-    pub fn load(dir: &Path, name: &str, device: &Device) -> Result<Self, TrainError> {
-        let meta_path = dir.join(format!("{name}.json"));
-        let text =
-            std::fs::read_to_string(&meta_path).map_err(|e| TrainError::io(&meta_path, e))?;
-        let meta: PolicyMeta = serde_json::from_str(&text).map_err(|e| TrainError::Corrupt {
-            path: meta_path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        let weights = dir.join(format!("{name}.bpk"));
-        let model = Model::build(&meta, device)?
-            .try_load_file(&weights)
-            .map_err(|e| TrainError::Corrupt {
-                path: weights.display().to_string(),
-                message: format!("{e:?}"),
-            })?;
-        Ok(Policy {
-            meta,
-            model,
-            device: device.clone(),
-        })
     }
 }
 

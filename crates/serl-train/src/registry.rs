@@ -5,10 +5,11 @@
 use burn::tensor::Device;
 use serl_design::NetworkSpec;
 
+use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::ddqn::learner::DdqnLearner;
 use crate::learner::{AnyLearner, Extras, Learner};
-use crate::policy::{ActionShape, Algo, PolicyMeta};
+use crate::policy::{ActionShape, Model, NetworkKind, PolicyMeta};
 use crate::ppo::learner::PpoLearner;
 use crate::sac::learner::SacLearner;
 use crate::TrainError;
@@ -25,6 +26,10 @@ pub struct Registered {
     pub algo: Algo,
     /// Its name in messages.
     pub name: &'static str,
+    /// Its name in configs and on command lines.
+    pub key: &'static str,
+    /// The kind of network its policies have.
+    pub network_kind: NetworkKind,
     /// What of the config beyond its own table it takes.
     pub extras: Extras,
     build: BuildFn,
@@ -39,12 +44,60 @@ impl Registered {
         Registered {
             algo: L::ALGO,
             name: L::NAME,
+            key: L::KEY,
+            network_kind: L::NETWORK,
             extras: L::EXTRAS,
             build: build_boxed::<L>,
             shape: L::shape,
             fused_switch: L::fused_switch,
             check: L::check,
         }
+    }
+}
+
+impl Registered {
+    /// A freshly initialised network for its policies, as `meta` describes.
+    pub fn network(&self, meta: &PolicyMeta, device: &Device) -> Result<Model, TrainError> {
+        Model::build(meta, self.network_kind, device)
+    }
+}
+
+impl Algo {
+    /// Its name in configs and on command lines (`ppo`).
+    pub fn key(self) -> &'static str {
+        registered(self).key
+    }
+
+    /// Every learner's [`Algo::key`], in [`Algo::ALL`]'s order.
+    pub fn keys() -> Vec<&'static str> {
+        Algo::ALL.iter().map(|a| a.key()).collect()
+    }
+}
+
+impl std::fmt::Display for Algo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// A name no learner has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no learner is called `{name}`: one of {}", Algo::keys().join(", "))]
+pub struct UnknownAlgo {
+    /// The name asked for.
+    pub name: String,
+}
+
+impl std::str::FromStr for Algo {
+    type Err = UnknownAlgo;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Algo::ALL
+            .into_iter()
+            .find(|a| a.key() == s)
+            .ok_or_else(|| UnknownAlgo {
+                name: s.to_string(),
+            })
     }
 }
 
@@ -92,9 +145,25 @@ mod tests {
 
     #[test]
     fn every_algorithm_is_registered_under_its_own_name() {
-        for algo in [Algo::Ppo, Algo::Ddqn, Algo::Sac] {
+        for algo in Algo::ALL {
             assert_eq!(registered(algo).algo, algo);
         }
+    }
+
+    /// A learner's key is the name configs and policy files already carry
+    /// (`"algo": "ppo"`), and reads back as the learner.
+    #[test]
+    fn a_key_is_the_config_name_and_parses_back() {
+        for algo in Algo::ALL {
+            let json = serde_json::to_string(&algo).unwrap();
+            assert_eq!(json, format!("\"{}\"", algo.key()));
+            assert_eq!(algo.key().parse::<Algo>(), Ok(algo));
+        }
+        let err = "td3".parse::<Algo>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no learner is called `td3`: one of ppo, ddqn, sac"
+        );
     }
 
     #[test]

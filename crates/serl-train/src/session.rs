@@ -7,9 +7,10 @@ use std::sync::Arc;
 use serl_design::{Design, PlannedReward, RewardModule};
 use serl_env::{DynamicVenue, EnvConfig, MarketConfig, MarketData, ParentOrder, Reward};
 
+use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::envs::execution_envs;
-use crate::policy::{Algo, Policy};
+use crate::policy::Policy;
 use crate::run::{train, OnUpdate, TrainOutcome, TrainSetup, Validator};
 use crate::team_play::team_pa;
 use crate::validate::static_pa;

@@ -5,10 +5,11 @@
 
 use serl_design::NetworkSpec;
 
+use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::learner::Extras;
 use crate::normalize::RunningNorm;
-use crate::policy::{ActionShape, Algo, Pace, PolicyMeta};
+use crate::policy::{ActionShape, Pace, PolicyMeta};
 use crate::registry::registered;
 use crate::TrainError;
 

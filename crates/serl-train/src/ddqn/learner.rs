@@ -17,6 +17,7 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, train_step, DdqnConfig, DdqnStats};
+use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::fused::FusedDdqn;
 use crate::learner::{
@@ -24,7 +25,9 @@ use crate::learner::{
     save_target, step_into_replay, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{Head, QNetwork};
-use crate::policy::{epsilon_greedy, ActionShape, Algo, Model, Pace, Policy, PolicyMeta, Squash};
+use crate::policy::{
+    epsilon_greedy, ActionShape, Model, NetworkKind, Pace, Policy, PolicyMeta, Squash,
+};
 use crate::record::UpdateRecord;
 use crate::replay::Replay;
 use crate::TrainError;
@@ -158,6 +161,8 @@ impl DdqnLearner {
 impl Learner for DdqnLearner {
     const ALGO: Algo = Algo::Ddqn;
     const NAME: &'static str = "DDQN";
+    const KEY: &'static str = "ddqn";
+    const NETWORK: NetworkKind = NetworkKind::QNetwork;
     type Config = DdqnConfig;
     type Stats = DdqnUpdateStats;
 

@@ -9,9 +9,10 @@ use serl_design::{Activation, BlockSpec, NetworkSpec};
 
 use super::kernels::tanh;
 use super::*;
+use crate::algo::Algo;
 use crate::net::Block;
 use crate::normalize::RunningNorm;
-use crate::policy::{Algo, Squash};
+use crate::policy::Squash;
 use crate::tensors::floats;
 use serl_env::Source;
 
@@ -570,7 +571,9 @@ fn greedy_decisions_through_the_fused_network_are_burns() {
         if algo == Algo::Sac {
             m.squash = Squash::Tanh;
         }
-        let model = crate::policy::Model::build(&m, &device).expect("a valid spec");
+        let model = crate::registry::registered(algo)
+            .network(&m, &device)
+            .expect("a valid spec");
         let net = GreedyNet::new(&model).expect("every block is fused");
         let policy = crate::policy::Policy {
             meta: m.clone(),

@@ -15,6 +15,7 @@ use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, update, PpoConfig, PpoStats};
+use crate::algo::Algo;
 use crate::align::{clone_policy, AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
 use crate::fused::FusedPpo;
@@ -23,7 +24,7 @@ use crate::learner::{
     wrong_algorithm, Experience, Extras, Learner, UpdateStats,
 };
 use crate::net::{ActorCritic, Head};
-use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta};
+use crate::policy::{ActionShape, Model, NetworkKind, Policy, PolicyMeta};
 use crate::record::UpdateRecord;
 use crate::rollout::collect;
 use crate::TrainError;
@@ -81,6 +82,8 @@ impl UpdateStats for PpoUpdateStats {
 impl Learner for PpoLearner {
     const ALGO: Algo = Algo::Ppo;
     const NAME: &'static str = "PPO";
+    const KEY: &'static str = "ppo";
+    const NETWORK: NetworkKind = NetworkKind::ActorCritic;
     const EXTRAS: Extras = Extras {
         placements: true,
         team: true,

@@ -11,6 +11,7 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, train_step, SacConfig, SacState, SacStats, Temperature, TwinQ};
+use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::learner::{
@@ -18,7 +19,7 @@ use crate::learner::{
     save_target, step_into_replay, wrong_algorithm, Experience, Learner, UpdateStats,
 };
 use crate::net::{ActorCritic, Head};
-use crate::policy::{ActionShape, Algo, Model, Policy, PolicyMeta, Sampled, Squash};
+use crate::policy::{ActionShape, Model, NetworkKind, Policy, PolicyMeta, Sampled, Squash};
 use crate::record::UpdateRecord;
 use crate::replay::Replay;
 use crate::TrainError;
@@ -147,6 +148,8 @@ impl SacLearner {
 impl Learner for SacLearner {
     const ALGO: Algo = Algo::Sac;
     const NAME: &'static str = "SAC";
+    const KEY: &'static str = "sac";
+    const NETWORK: NetworkKind = NetworkKind::ActorCritic;
     type Config = SacConfig;
     type Stats = SacUpdateStats;
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_env::TeamMode;
@@ -37,10 +38,11 @@ pub struct TrainArgs {
     /// first (a folder serl did not write is refused even so).
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
-    /// The learner: PPO, DDQN or SAC for one agent; MAPPO (a centralised
-    /// critic) or independent PPO for a team (`--agents N`).
-    #[arg(long, value_enum)]
-    pub algo: Option<AlgoChoice>,
+    /// The learner: any registered learner (PPO, DDQN, SAC) for one
+    /// agent; MAPPO (a centralised critic) or independent PPO for a team
+    /// (`--agents N`).
+    #[arg(long, value_parser = learner_names())]
+    pub algo: Option<Learner>,
     /// Learning agents working each parent order together (2 to 16: a
     /// team, `[train.team] agents`); with --algo mappo or ippo, 4 unless
     /// the config says.
@@ -83,16 +85,10 @@ pub struct TrainArgs {
     pub walk_forward: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum AlgoChoice {
-    Ppo,
-    Ddqn,
-    /// Soft actor-critic: a continuous share, off-policy.
-    Sac,
-    /// A team sharing one policy, with a centralised critic.
-    Mappo,
-    /// A team sharing one policy, each agent's critic its own.
-    Ippo,
+/// `--algo`'s names, from the learner registry.
+fn learner_names() -> impl TypedValueParser<Value = Learner> {
+    PossibleValuesParser::new(Learner::names())
+        .try_map(|name| name.parse::<Learner>())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -136,13 +132,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         HybridChoice::DynamicOnly => HybridMode::DynamicOnly,
     });
     let overrides = TrainOverrides {
-        algo: a.algo.map(|l| match l {
-            AlgoChoice::Ppo => Learner::Ppo,
-            AlgoChoice::Ddqn => Learner::Ddqn,
-            AlgoChoice::Sac => Learner::Sac,
-            AlgoChoice::Mappo => Learner::Mappo,
-            AlgoChoice::Ippo => Learner::Ippo,
-        }),
+        algo: a.algo,
         agents: a.agents,
         team_mode: match a.mode {
             Some(ModeChoice::Cooperative) => Some(TeamMode::Cooperative),

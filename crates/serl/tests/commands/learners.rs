@@ -220,3 +220,20 @@ fn a_fused_ddqn_run_resumes_with_its_optimiser() {
     let lines = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 4);
 }
+
+/// `--algo` takes its names from the learner registry: `--help` lists
+/// every registered learner beside the teams', and an unknown name is
+/// refused with that list before anything is read.
+#[test]
+fn algo_names_come_from_the_registry() {
+    let help = serl(&["train", "--help"]);
+    let help = text(&help);
+    let names: Vec<&str> = Algo::ALL.iter().map(|a| a.key()).collect();
+    for name in names.iter().chain(&["mappo", "ippo"]) {
+        assert!(help.contains(name), "--help lacks {name}: {help}");
+    }
+    let o = serl(&["train", "--data", "data/lean", "--algo", "td3"]);
+    assert!(!o.status.success());
+    let err = text(&o);
+    assert!(err.contains("td3") && err.contains("ppo, ddqn, sac"), "{err}");
+}
