@@ -130,24 +130,31 @@ impl OrderBook {
 
     /// The resting orders at one level, front of the queue first.
     pub fn queue(&self, side: Side, price: Ticks) -> Vec<RestingOrder> {
+        self.queue_iter(side, price).collect()
+    }
+
+    /// [`OrderBook::queue`] without collecting it: for a caller on every
+    /// event of a flow, which must not allocate there.
+    pub fn queue_iter(&self, side: Side, price: Ticks) -> impl Iterator<Item = RestingOrder> + '_ {
         let ladder = self.ladder(side);
-        let Ok(pos) = search(&ladder.keys, key(side, price)) else {
-            return Vec::new();
+        let mut cur = match search(&ladder.keys, key(side, price)) {
+            Ok(pos) => self.levels[ladder.levels[pos] as usize].head,
+            Err(_) => NIL,
         };
-        let mut out = Vec::new();
-        let mut cur = self.levels[ladder.levels[pos] as usize].head;
-        while cur != NIL {
+        std::iter::from_fn(move || {
+            if cur == NIL {
+                return None;
+            }
             let n = &self.nodes[cur as usize];
-            out.push(RestingOrder {
+            cur = n.next;
+            Some(RestingOrder {
                 id: n.id,
                 owner: n.owner,
                 side,
                 price,
                 qty: n.qty,
-            });
-            cur = n.next;
-        }
-        out
+            })
+        })
     }
 
     /// The running lot totals since the book was made or last cleared.

@@ -113,10 +113,13 @@ impl QrDay {
             }
             QrEvent::Market { side, qty } => self.send(side.opposite(), OrderKind::Market, qty),
             QrEvent::Cancel { side, price } => {
-                let queue = self.book.queue(side, price);
-                if !queue.is_empty() {
-                    let id = queue[self.rng.random_range(0..queue.len())].id;
-                    self.cancel(id);
+                let n = self.book.queue_iter(side, price).count();
+                if n > 0 {
+                    let k = self.rng.random_range(0..n);
+                    let id = self.book.queue_iter(side, price).nth(k).map(|o| o.id);
+                    if let Some(id) = id {
+                        self.cancel(id);
+                    }
                 }
             }
         }

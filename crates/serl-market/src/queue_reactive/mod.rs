@@ -280,12 +280,11 @@ impl QueueReactive {
                 let mut price = touch - sign * draw(&self.behind_depth, rng).max(1);
                 // Never at a modelled level's price: that would be a
                 // limit order joining its queue, which has its own rate.
-                let modelled: Vec<Ticks> = book
-                    .levels(side)
-                    .take(self.levels())
-                    .map(|l| l.price)
-                    .collect();
-                while modelled.contains(&price) {
+                // (Asked of the book itself rather than collected: this
+                // runs on every such event.)
+                let modelled =
+                    |p: Ticks| book.levels(side).take(self.levels()).any(|l| l.price == p);
+                while modelled(price) {
                     price -= sign;
                 }
                 self.limit(book, side, price, rng)
@@ -466,7 +465,17 @@ fn bin(qty: u64, unit: f64) -> usize {
     if qty == 0 {
         return 0;
     }
-    ((qty as f64 / unit).ceil() as usize).clamp(1, MAX_BIN)
+    // `f64::ceil` is a library call on a baseline x86-64 target (no
+    // SSE4.1 `roundsd`), and this runs for every modelled queue on every
+    // event; truncating and stepping up when something was cut off is the
+    // same ceiling for a positive quotient.
+    let x = qty as f64 / unit;
+    if x >= MAX_BIN as f64 {
+        return MAX_BIN;
+    }
+    let floor = x as usize;
+    let ceil = if (floor as f64) < x { floor + 1 } else { floor };
+    ceil.clamp(1, MAX_BIN)
 }
 
 /// A value of `q` (quantiles), each as likely.

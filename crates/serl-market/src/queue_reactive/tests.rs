@@ -200,3 +200,20 @@ fn an_agents_resting_order_in_the_queue_reactive_market_keeps_price_time_priorit
         "a bid at the touch of a two-sided flow fills within the hour"
     );
 }
+
+/// A queue's bin is the ceiling of its size in units, capped, as
+/// `f64::ceil` gives it: on whole multiples of the unit, just past them,
+/// and on units that are not whole numbers.
+#[test]
+fn a_bin_is_the_ceiling_of_the_queue_in_units() {
+    for unit in [1.0, 3.0, 100.0, 137.5, 0.7, 1e-3] {
+        for qty in (0..5_000u64).chain([u64::MAX / 2]) {
+            let want = if qty == 0 {
+                0
+            } else {
+                ((qty as f64 / unit).ceil() as usize).clamp(1, MAX_BIN)
+            };
+            assert_eq!(bin(qty, unit), want, "{qty} shares in units of {unit}");
+        }
+    }
+}

@@ -117,16 +117,25 @@ impl Simulator {
                 self.place(a, side.opposite(), OrderKind::Market, qty);
             }
             QrEvent::Cancel { side, price } => {
-                let own: Vec<_> = self
+                // One of the flow's own orders there, each as likely:
+                // counted, then the drawn one found, so that no event
+                // collects the queue.
+                let own = self
                     .book
-                    .queue(side, price)
-                    .into_iter()
+                    .queue_iter(side, price)
                     .filter(|o| o.owner == a)
-                    .map(|o| o.id)
-                    .collect();
-                if !own.is_empty() {
-                    let id = own[rand::Rng::random_range(&mut self.rng, 0..own.len())];
-                    self.cancel(id);
+                    .count();
+                if own > 0 {
+                    let k = rand::Rng::random_range(&mut self.rng, 0..own);
+                    let id = self
+                        .book
+                        .queue_iter(side, price)
+                        .filter(|o| o.owner == a)
+                        .nth(k)
+                        .map(|o| o.id);
+                    if let Some(id) = id {
+                        self.cancel(id);
+                    }
                 }
             }
         }

@@ -87,8 +87,7 @@ pub struct TrainArgs {
 
 /// `--algo`'s names, from the learner registry.
 fn learner_names() -> impl TypedValueParser<Value = Learner> {
-    PossibleValuesParser::new(Learner::names())
-        .try_map(|name| name.parse::<Learner>())
+    PossibleValuesParser::new(Learner::names()).try_map(|name| name.parse::<Learner>())
 }
 
 #[derive(Clone, Copy, ValueEnum)]

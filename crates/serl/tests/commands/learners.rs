@@ -235,5 +235,8 @@ fn algo_names_come_from_the_registry() {
     let o = serl(&["train", "--data", "data/lean", "--algo", "td3"]);
     assert!(!o.status.success());
     let err = text(&o);
-    assert!(err.contains("td3") && err.contains("ppo, ddqn, sac"), "{err}");
+    assert!(
+        err.contains("td3") && err.contains("ppo, ddqn, sac"),
+        "{err}"
+    );
 }
