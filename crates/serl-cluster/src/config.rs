@@ -22,6 +22,9 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Every engine's name, as `[cluster] engine` and `--engine` take it.
+    pub const NAMES: [&'static str; 4] = ["local", "slurm", "hyperqueue", "kubernetes"];
+
     /// Its name in `[cluster] engine`.
     pub fn name(self) -> &'static str {
         match self {
@@ -147,5 +150,28 @@ impl ClusterConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--engine` lists [`EngineKind::NAMES`]: each reads as the config
+    /// reads it, back to the same name, and every engine is listed (a new
+    /// one fails to compile here until it is).
+    #[test]
+    fn every_engine_is_named_as_the_config_names_it() {
+        let listed = |e: EngineKind| match e {
+            EngineKind::Local
+            | EngineKind::Slurm
+            | EngineKind::Hyperqueue
+            | EngineKind::Kubernetes => EngineKind::NAMES.contains(&e.name()),
+        };
+        for name in EngineKind::NAMES {
+            let e: EngineKind = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(e.name(), name);
+            assert!(listed(e));
+        }
     }
 }

@@ -31,6 +31,13 @@ pub enum EnvChoice {
     All,
 }
 
+impl EnvChoice {
+    /// Every choice's name, as `--env` takes it. A new venue is a variant
+    /// here with its name, and its arms in [`replay_factories`] (and the
+    /// team's venues); the command line lists it from this.
+    pub const NAMES: [&'static str; 5] = ["static", "dynamic", "both", "lobster", "all"];
+}
+
 /// Why `--env lobster|all` without LOBSTER days is refused.
 pub const NEEDS_LOBSTER: &str =
     "--env lobster and --env all need LOBSTER days: give --lobster PATH";
@@ -250,4 +257,28 @@ fn lobster_days(
         files: Vec::new(),
     };
     Ok((ds, days))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--env` lists [`EnvChoice::NAMES`]: each reads as a shard's plan
+    /// reads it and writes back the same, one choice each; a new venue
+    /// fails to compile here until it is listed.
+    #[test]
+    fn every_venue_choice_is_named_as_plans_name_it() {
+        let index = |c: EnvChoice| match c {
+            EnvChoice::Static => 0,
+            EnvChoice::Dynamic => 1,
+            EnvChoice::Both => 2,
+            EnvChoice::Lobster => 3,
+            EnvChoice::All => 4,
+        };
+        for (i, name) in EnvChoice::NAMES.iter().enumerate() {
+            let c: EnvChoice = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{name}\""));
+            assert_eq!(index(c), i, "{name}");
+        }
+    }
 }

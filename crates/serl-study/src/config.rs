@@ -46,6 +46,12 @@ pub enum LlmChoice {
     Grammar,
 }
 
+impl LlmChoice {
+    /// Every designer's name, as `[llm] backend` and `--llm` take it.
+    pub const NAMES: [&'static str; 6] =
+        ["builtin", "openai", "ollama", "local", "replay", "grammar"];
+}
+
 /// The `[llm]` table: the designer's backend and how it is asked.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -387,6 +393,26 @@ fn differences_at(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--llm` lists [`LlmChoice::NAMES`]: each reads as `[llm] backend`
+    /// reads it and writes back the same, one designer each; a new designer
+    /// fails to compile here until it is listed.
+    #[test]
+    fn every_designer_is_named_as_the_config_names_it() {
+        let index = |c: LlmChoice| match c {
+            LlmChoice::Builtin => 0,
+            LlmChoice::Openai => 1,
+            LlmChoice::Ollama => 2,
+            LlmChoice::Local => 3,
+            LlmChoice::Replay => 4,
+            LlmChoice::Grammar => 5,
+        };
+        for (i, name) in LlmChoice::NAMES.iter().enumerate() {
+            let c: LlmChoice = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{name}\""));
+            assert_eq!(index(c), i, "{name}");
+        }
+    }
     use serl_cluster::EngineKind;
 
     /// `(file name, path)` of every shipped config whose name starts with

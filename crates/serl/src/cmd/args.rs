@@ -1,81 +1,19 @@
 //! What the subcommands share on their command lines: the value types of
 //! flags that several take, and the checks of their values.
 
-use clap::ValueEnum;
-use serl_cluster::EngineKind;
-use serl_study::backtest::EnvChoice;
-use serl_study::LlmChoice;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use serde::de::value::StrDeserializer;
+use serde::de::DeserializeOwned;
 
-/// Who runs the tasks (`--engine`).
-#[derive(Clone, Copy, ValueEnum, Debug)]
-pub enum EngineChoice {
-    Local,
-    Slurm,
-    Hyperqueue,
-    Kubernetes,
-}
-
-impl From<EngineChoice> for EngineKind {
-    fn from(e: EngineChoice) -> Self {
-        match e {
-            EngineChoice::Local => EngineKind::Local,
-            EngineChoice::Slurm => EngineKind::Slurm,
-            EngineChoice::Hyperqueue => EngineKind::Hyperqueue,
-            EngineChoice::Kubernetes => EngineKind::Kubernetes,
-        }
-    }
-}
-
-/// The designer (`--llm`).
-#[derive(Clone, Copy, ValueEnum, Debug)]
-pub enum LlmArg {
-    Builtin,
-    Openai,
-    Ollama,
-    /// The embedded GGUF model of `[llm.local]`.
-    Local,
-    Replay,
-    /// No model: each module drawn at random from its own grammar (the
-    /// random-search control).
-    Grammar,
-}
-
-impl From<LlmArg> for LlmChoice {
-    fn from(l: LlmArg) -> Self {
-        match l {
-            LlmArg::Builtin => LlmChoice::Builtin,
-            LlmArg::Openai => LlmChoice::Openai,
-            LlmArg::Ollama => LlmChoice::Ollama,
-            LlmArg::Local => LlmChoice::Local,
-            LlmArg::Replay => LlmChoice::Replay,
-            LlmArg::Grammar => LlmChoice::Grammar,
-        }
-    }
-}
-
-/// Where the orders play (`--env`).
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
-pub enum EnvArg {
-    Static,
-    Dynamic,
-    /// Static and dynamic.
-    Both,
-    /// The LOBSTER days' real queue (with --lobster).
-    Lobster,
-    /// Static, dynamic and the LOBSTER queue (with --lobster).
-    All,
-}
-
-impl From<EnvArg> for EnvChoice {
-    fn from(e: EnvArg) -> Self {
-        match e {
-            EnvArg::Static => EnvChoice::Static,
-            EnvArg::Dynamic => EnvChoice::Dynamic,
-            EnvArg::Both => EnvChoice::Both,
-            EnvArg::Lobster => EnvChoice::Lobster,
-            EnvArg::All => EnvChoice::All,
-        }
-    }
+/// A flag whose values are a library enum's names (`NAMES`, its config
+/// names): `--help` lists them and a value is read as the config reads it,
+/// so the binary keeps no copy of the enum to add a variant to.
+pub fn named<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
+where
+    T: DeserializeOwned + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names)
+        .try_map(|name| T::deserialize(StrDeserializer::<serde::de::value::Error>::new(&name)))
 }
 
 /// The value of a flag that must be a positive number. Such a flag also

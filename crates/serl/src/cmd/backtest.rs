@@ -14,7 +14,7 @@ use serl_study::rundir::RunKind;
 use serl_study::tasks::shards::{self, Backtest};
 use serl_study::{read_toml, BacktestFile, TrainFile};
 
-use super::args::{positive, warn, EngineChoice, EnvArg};
+use super::args::{named, positive, warn};
 use crate::show;
 
 mod team;
@@ -41,9 +41,11 @@ pub struct BacktestArgs {
     /// whole order for the crowding cost.
     #[arg(long = "strategy", required_unless_present = "teams")]
     pub strategies: Vec<String>,
-    /// Where the orders play (static unless a team plays: dynamic).
-    #[arg(long, value_enum)]
-    pub env: Option<EnvArg>,
+    /// Where the orders play (static unless a team plays: dynamic): the
+    /// historical replay, the simulated market, both, the LOBSTER days'
+    /// real queue (with --lobster), or all three.
+    #[arg(long, value_parser = named::<EnvChoice>(&EnvChoice::NAMES))]
+    pub env: Option<EnvChoice>,
     /// A team trained by `serl train --algo mappo|ippo` (its run
     /// directory): every parent order is worked by --agents members
     /// sharing its policy and hearing each other. Repeat for several;
@@ -92,8 +94,8 @@ pub struct BacktestArgs {
     /// Who replays the orders (overrides `[cluster] engine`): here, or as
     /// `--shards` tasks of a Slurm or HyperQueue array or a Kubernetes
     /// Indexed Job (`docs/cluster.md`).
-    #[arg(long, value_enum)]
-    pub engine: Option<EngineChoice>,
+    #[arg(long, value_parser = named::<EngineKind>(&EngineKind::NAMES))]
+    pub engine: Option<EngineKind>,
     /// Shards of contiguous orders, one task each, on a cluster engine.
     #[arg(long, default_value_t = 8)]
     pub shards: usize,
@@ -134,7 +136,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
         cfg.env.decision_minutes = k;
     }
     if let Some(e) = a.engine {
-        cfg.cluster.engine = e.into();
+        cfg.cluster.engine = e;
     }
     cfg.validate()?;
     Ok(cfg)
@@ -146,7 +148,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }
-    let env: EnvChoice = a.env.unwrap_or(EnvArg::Static).into();
+    let env = a.env.unwrap_or(EnvChoice::Static);
     // Every strategy is checked before any order is played (or submitted).
     for s in &a.strategies {
         strategy_factory(s)?;

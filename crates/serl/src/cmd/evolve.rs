@@ -11,15 +11,15 @@ mod study;
 use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use serl_cluster::Cluster;
+use serl_cluster::{Cluster, EngineKind};
 use serl_eval::ReportData;
 use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent};
 use serl_study::evolve::{EvolveHooks, EvolveRequest, EvolveRun};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::RunKind;
-use serl_study::{EvolveFile, StudyData};
+use serl_study::{EvolveFile, LlmChoice, StudyData};
 
-use super::args::{warn, EngineChoice, LlmArg};
+use super::args::{named, warn};
 use crate::show;
 
 #[derive(Args)]
@@ -35,9 +35,10 @@ pub struct EvolveArgs {
     pub data: Option<PathBuf>,
     /// The designer: the builtin offline search, an OpenAI-compatible
     /// server, Ollama, the embedded GGUF model, or a replay of a recorded
-    /// transcript.
-    #[arg(long, value_enum)]
-    pub llm: Option<LlmArg>,
+    /// transcript; or no model at all, each module drawn at random from its
+    /// own grammar (`grammar`, the random-search control).
+    #[arg(long, value_parser = named::<LlmChoice>(&LlmChoice::NAMES))]
+    pub llm: Option<LlmChoice>,
     /// The GGUF model for `--llm local` (overrides `[llm.local] model`).
     #[arg(long)]
     pub model: Option<PathBuf>,
@@ -81,8 +82,8 @@ pub struct EvolveArgs {
     pub seed: Option<u64>,
     /// Who runs the trainings (overrides `[cluster] engine`; a resumed run
     /// may change it).
-    #[arg(long, value_enum)]
-    pub engine: Option<EngineChoice>,
+    #[arg(long, value_parser = named::<EngineKind>(&EngineKind::NAMES))]
+    pub engine: Option<EngineKind>,
     /// After the run (or on a finished run with --resume): retrain the
     /// best design and plain PPO from N independent seeds (the first is
     /// the run's own final retraining) and test each, day by day
@@ -115,14 +116,14 @@ pub enum EvolveAction {
 fn resolve(a: &EvolveArgs) -> Result<(PathBuf, EvolveFile)> {
     let overrides = EvolveOverrides {
         data: a.data.clone(),
-        llm: a.llm.map(Into::into),
+        llm: a.llm,
         model: a.model.clone(),
         adapter: a.adapter.clone(),
         base_url: a.base_url.clone(),
         gbnf: a.gbnf,
         prompts: a.prompts.clone(),
         lockbox: a.lockbox,
-        engine: a.engine.map(Into::into),
+        engine: a.engine,
         seed: a.seed,
     };
     let start = match (&a.resume, &a.out) {

@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serl_cluster::EngineKind;
 use serl_study::rundir::RunKind;
 use serl_study::simulate::{ImpactRequest, SessionRequest};
 
-use super::args::{warn, EngineChoice};
+use super::args::{named, warn};
 
 mod calibrate;
 mod fills;
@@ -79,8 +80,8 @@ pub struct SessionArgs {
     /// Who simulates the seeds (overrides `[cluster] engine`): here, or
     /// one task per seed on a cluster, planned in the output directory
     /// (`docs/cluster.md`).
-    #[arg(long, value_enum)]
-    pub engine: Option<EngineChoice>,
+    #[arg(long, value_parser = named::<EngineKind>(&EngineKind::NAMES))]
+    pub engine: Option<EngineKind>,
 }
 
 #[derive(Args)]
@@ -118,7 +119,7 @@ impl SessionArgs {
             config: self.config,
             seed: self.seed,
             lobster: self.lobster,
-            engine: self.engine.map(Into::into),
+            engine: self.engine,
         })
     }
 }

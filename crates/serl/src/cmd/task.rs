@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use comfy_table::Table;
-use serl_cluster::indices;
+use serl_cluster::{indices, EngineKind};
 use serl_study::tasks::{open_plan, CheckReport};
 
-use super::args::EngineChoice;
+use super::args::named;
 
 #[derive(Subcommand)]
 pub enum TaskCommand {
@@ -43,8 +43,8 @@ pub enum TaskCommand {
 #[derive(Args)]
 pub struct CheckArgs {
     /// The engine to check.
-    #[arg(long, value_enum)]
-    pub engine: EngineChoice,
+    #[arg(long, value_parser = named::<EngineKind>(&EngineKind::NAMES))]
+    pub engine: EngineKind,
     /// A config whose `[cluster]` table to use (partition, retries, ...).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -159,7 +159,7 @@ fn write_manifest(run_dir: &Path, batch: &str, out: Option<&Path>) -> Result<Exi
 
 fn check(a: CheckArgs) -> Result<ExitCode> {
     let mut cfg = serl_study::tasks::cluster_config(a.config.as_deref())?;
-    cfg.engine = a.engine.into();
+    cfg.engine = a.engine;
     let say = |l: &str| eprintln!("{l}");
     crate::interrupt::claim_run(
         &a.out,

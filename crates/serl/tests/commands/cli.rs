@@ -734,3 +734,32 @@ fn a_count_of_zero_is_refused_by_name() {
         text(&o)
     );
 }
+
+/// `--env`, `--engine` and `--llm` take the names the libraries list for
+/// their configs: `--help` shows them, a name is read as a config reads
+/// it, and an unknown one is refused with the list.
+#[test]
+fn flags_take_the_names_the_libraries_list() {
+    let cases: [(&[&str], &str, &[&str]); 3] = [
+        (
+            &["backtest"],
+            "--env",
+            &serl_study::backtest::EnvChoice::NAMES,
+        ),
+        (&["backtest"], "--engine", &serl_cluster::EngineKind::NAMES),
+        (&["evolve"], "--llm", &serl_study::LlmChoice::NAMES),
+    ];
+    for (command, flag, names) in cases {
+        let help = text(&serl(&[command, &["--help"]].concat()));
+        for name in names {
+            assert!(help.contains(name), "{flag} lacks {name}: {help}");
+        }
+        let o = serl(&[command, &[flag, "nowhere"]].concat());
+        assert!(!o.status.success());
+        let err = text(&o);
+        assert!(
+            err.contains("nowhere") && err.contains(&names.join(", ")),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -31,7 +31,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
             TeamModeArg::Cooperative => TeamMode::Cooperative,
             TeamModeArg::Competitive => TeamMode::Competitive,
         }),
-        env: a.env.map(Into::into),
+        env: a.env,
         silence: a.silence,
         held_out: a.held_out,
         configured: a.config.is_some(),
