@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use serl_report::Table;
 
 use crate::metrics::{bootstrap_mean, paired, Estimate, OrderResult};
 
@@ -111,8 +112,11 @@ pub fn horizons_table(md: &mut String, rows: &[HorizonRow], h: &str) {
         "Mean PA (bps) [95% CI] of the orders of each horizon; below it, PA − TWAP on the same orders.\n"
     );
     let labels: Vec<String> = hs.iter().map(|&m| horizon_label(m)).collect();
-    let _ = writeln!(md, "| env | strategy | {} |", labels.join(" | "));
-    let _ = writeln!(md, "|---|---|{}", "---|".repeat(hs.len()));
+    let mut t = Table::new(
+        ["env".to_string(), "strategy".to_string()]
+            .into_iter()
+            .chain(labels),
+    );
     let mut keys: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r.env.as_str(), r.strategy.as_str()))
@@ -130,6 +134,11 @@ pub fn horizons_table(md: &mut String, rows: &[HorizonRow], h: &str) {
                     })
             })
             .collect();
-        let _ = writeln!(md, "| {env} | {strategy} | {} |", cells.join(" | "));
+        t.row(
+            [env.to_string(), strategy.to_string()]
+                .into_iter()
+                .chain(cells),
+        );
     }
+    md.push_str(&t.markdown());
 }

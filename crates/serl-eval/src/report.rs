@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serl_report::{bars_chart, html, lines_chart, Chart};
+use serl_report::{bars_chart, html, lines_chart, Chart, Table};
 
 use crate::horizons::horizons_table;
 use crate::metrics::{OrderResult, PairedDiff, Summary};
@@ -307,25 +307,35 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
         }
         let _ = writeln!(md);
     }
-    let _ = writeln!(md, "| env | strategy | orders | PA (bps) [95% CI] | PA filled (bps) | PA-std | WR | GLR | AFI | fill rate | IS (bps) [95% CI] |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut t = Table::new([
+        "env",
+        "strategy",
+        "orders",
+        "PA (bps) [95% CI]",
+        "PA filled (bps)",
+        "PA-std",
+        "WR",
+        "GLR",
+        "AFI",
+        "fill rate",
+        "IS (bps) [95% CI]",
+    ]);
     for s in &data.summaries {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.3} | {} | {:.4} | {:.4} | {} |",
-            s.env,
-            s.strategy,
-            s.orders,
-            s.pa,
-            s.pa_filled,
-            s.pa_std,
-            s.wr,
+        t.row([
+            s.env.to_string(),
+            s.strategy.to_string(),
+            s.orders.to_string(),
+            s.pa.to_string(),
+            format!("{:.2}", s.pa_filled),
+            format!("{:.2}", s.pa_std),
+            format!("{:.3}", s.wr),
             glr(s.glr),
-            s.afi,
-            s.fill_rate,
-            s.is
-        );
+            format!("{:.4}", s.afi),
+            format!("{:.4}", s.fill_rate),
+            s.is.to_string(),
+        ]);
     }
+    md.push_str(&t.markdown());
     let _ = writeln!(
         md,
         "\n{} {}",
@@ -351,18 +361,16 @@ pub fn results_tables(data: &ReportData, h: &str) -> String {
     if data.illusory_gain.is_empty() {
         let _ = writeln!(md, "Run with `--env both` to measure it: PA in the static replay minus PA in the dynamic market, on the same orders.");
     } else {
-        let _ = writeln!(
-            md,
-            "| strategy | PA static | PA dynamic | illusory gain (bps) |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|");
+        let mut t = Table::new(["strategy", "PA static", "PA dynamic", "illusory gain (bps)"]);
         for g in &data.illusory_gain {
-            let _ = writeln!(
-                md,
-                "| {} | {:.2} | {:.2} | {:.2} |",
-                g.strategy, g.pa_static, g.pa_dynamic, g.gain
-            );
+            t.row([
+                g.strategy.clone(),
+                format!("{:.2}", g.pa_static),
+                format!("{:.2}", g.pa_dynamic),
+                format!("{:.2}", g.gain),
+            ]);
         }
+        md.push_str(&t.markdown());
     }
     md
 }
@@ -373,22 +381,23 @@ fn paired_table(md: &mut String, diffs: &[PairedDiff], heading: &str, what: &str
         return;
     }
     let _ = writeln!(md, "\n{heading}\n\n{what}\n");
-    let _ = writeln!(
-        md,
-        "| env | strategy | orders | ΔPA (bps) [95% CI] | significant |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|");
+    let mut t = Table::new([
+        "env",
+        "strategy",
+        "orders",
+        "ΔPA (bps) [95% CI]",
+        "significant",
+    ]);
     for d in diffs {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            d.env,
-            d.strategy,
-            d.orders,
-            d.diff,
-            if d.diff.significant() { "yes" } else { "no" }
-        );
+        t.row([
+            d.env.to_string(),
+            d.strategy.to_string(),
+            d.orders.to_string(),
+            d.diff.to_string(),
+            (if d.diff.significant() { "yes" } else { "no" }).to_string(),
+        ]);
     }
+    md.push_str(&t.markdown());
 }
 
 /// What placement earned, when any strategy rested orders: the passive
@@ -400,17 +409,24 @@ fn placement_table(md: &mut String, summaries: &[Summary], h: &str) {
     }
     let _ = writeln!(md, "\n{h} Placement\n");
     let _ = writeln!(md, "Spread captured: mid minus fill price per filled share, for the order's side (minus half the spread when crossing). Adverse: the mid's move against the order 1 and 5 minutes after a passive fill. Final cross: the share of the order crossed at the horizon and its cost against the benchmark, bps of the order.\n");
-    let _ = writeln!(md, "| env | strategy | passive share | spread captured (bps) | adverse 1 min (bps) | adverse 5 min (bps) | final cross share | final cross cost (bps) |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let mut t = Table::new([
+        "env",
+        "strategy",
+        "passive share",
+        "spread captured (bps)",
+        "adverse 1 min (bps)",
+        "adverse 5 min (bps)",
+        "final cross share",
+        "final cross cost (bps)",
+    ]);
     for s in summaries {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} |",
-            s.env,
-            s.strategy,
-            placement_cells(&s.placement).join(" | ")
+        t.row(
+            [s.env.to_string(), s.strategy.to_string()]
+                .into_iter()
+                .chain(placement_cells(&s.placement)),
         );
     }
+    md.push_str(&t.markdown());
 }
 
 /// Placement's figures as table cells, in the order of the report's
@@ -439,26 +455,31 @@ fn day_tests_table(md: &mut String, tests: &[DayTest], h: &str) {
         md,
         "PA(strategy) − PA(baseline) averaged per (symbol, day), then per day. p: one-sided Wilcoxon signed-rank test over the days (is the strategy better on a typical day?); q: p corrected for every test in this table (Benjamini–Hochberg); the CI resamples whole days.\n"
     );
-    let _ = writeln!(
-        md,
-        "| env | strategy | baseline | horizon | days | days won | daily ΔPA (bps) [95% CI] | p | q |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    let mut table = Table::new([
+        "env",
+        "strategy",
+        "baseline",
+        "horizon",
+        "days",
+        "days won",
+        "daily ΔPA (bps) [95% CI]",
+        "p",
+        "q",
+    ]);
     for t in tests {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            t.env,
-            t.strategy,
-            t.reference,
+        table.row([
+            t.env.to_string(),
+            t.strategy.to_string(),
+            t.reference.to_string(),
             t.horizon_min.map_or("all".into(), crate::horizon_label),
-            t.days,
-            t.days_won,
-            t.mean_day_diff,
+            t.days.to_string(),
+            t.days_won.to_string(),
+            t.mean_day_diff.to_string(),
             t.p_cell(),
-            t.q_cell()
-        );
+            t.q_cell(),
+        ]);
     }
+    md.push_str(&table.markdown());
 }
 
 fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
@@ -489,23 +510,18 @@ fn markdown(data: &ReportData, plot_titles: &[String]) -> String {
                 String::new()
             }
         );
-        let _ = writeln!(
-            md,
-            "| symbol | {} |",
-            strategies
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        let _ = writeln!(md, "|---|{}", "---|".repeat(strategies.len()));
+        let mut t =
+            Table::new(std::iter::once("symbol").chain(strategies.iter().map(|s| s.as_str())));
         for sym in symbols.iter().take(30) {
-            let cells: Vec<String> = strategies
-                .iter()
-                .map(|s| by[*s].get(*sym).map_or("-".into(), |v| format!("{v:.2}")))
-                .collect();
-            let _ = writeln!(md, "| {} | {} |", sym, cells.join(" | "));
+            t.row(
+                std::iter::once(sym.to_string()).chain(
+                    strategies
+                        .iter()
+                        .map(|s| by[*s].get(*sym).map_or("-".into(), |v| format!("{v:.2}"))),
+                ),
+            );
         }
+        md.push_str(&t.markdown());
         let _ = writeln!(md);
     }
     if !plot_titles.is_empty() {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use serl_env::TeamMode;
-use serl_report::{html, intervals_chart, table_cell, Chart};
+use serl_report::{html, intervals_chart, table_cell, Chart, Table};
 
 use crate::metrics::{summarize, OrderResult, Summary};
 use crate::report_data::Provenance;
@@ -206,62 +206,65 @@ fn team_markdown(data: &TeamReportData, svgs: &[(String, String)]) -> String {
         p.orders, p.split, p.data_path, data.agents, data.mode.name()
     );
     let _ = writeln!(md, "## Teams\n");
-    let _ = writeln!(
-        md,
-        "| venue | strategy | orders | team score | team PA | PA-std | WR | AFI |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let mut teams = Table::new([
+        "venue",
+        "strategy",
+        "orders",
+        "team score",
+        "team PA",
+        "PA-std",
+        "WR",
+        "AFI",
+    ]);
     for s in &data.summaries {
         let t = &s.team;
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {:.2} | {:.3} | {:.4} |",
-            t.env,
+        teams.row([
+            t.env.to_string(),
             table_cell(&t.strategy),
-            t.orders,
-            s.score,
-            t.pa,
-            t.pa_std,
-            t.wr,
-            t.afi
-        );
+            t.orders.to_string(),
+            s.score.to_string(),
+            t.pa.to_string(),
+            format!("{:.2}", t.pa_std),
+            format!("{:.3}", t.wr),
+            format!("{:.4}", t.afi),
+        ]);
     }
+    md.push_str(&teams.markdown());
     if !data.alone.is_empty() {
         let _ = writeln!(md, "\nOne agent executing each whole parent order:\n");
-        let _ = writeln!(md, "| venue | strategy | orders | PA | WR | AFI |");
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let mut alone = Table::new(["venue", "strategy", "orders", "PA", "WR", "AFI"]);
         for s in &data.alone {
-            let _ = writeln!(
-                md,
-                "| {} | {} alone | {} | {} | {:.3} | {:.4} |",
-                s.env,
-                table_cell(&s.strategy),
-                s.orders,
-                s.pa,
-                s.wr,
-                s.afi
-            );
+            alone.row([
+                s.env.to_string(),
+                format!("{} alone", table_cell(&s.strategy)),
+                s.orders.to_string(),
+                s.pa.to_string(),
+                format!("{:.3}", s.wr),
+                format!("{:.4}", s.afi),
+            ]);
         }
+        md.push_str(&alone.markdown());
     }
     let rows: Vec<&TeamPaired> = data.paired.iter().chain(&data.crowding).collect();
     if !rows.is_empty() {
         let _ = writeln!(md, "\n## Paired comparisons\n");
-        let _ = writeln!(
-            md,
-            "| venue | comparison | orders | difference (bps) | CI excludes 0 |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|");
+        let mut paired = Table::new([
+            "venue",
+            "comparison",
+            "orders",
+            "difference (bps)",
+            "CI excludes 0",
+        ]);
         for c in rows {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                c.env,
+            paired.row([
+                c.env.to_string(),
                 table_cell(&c.what),
-                c.orders,
-                c.diff,
-                if c.diff.significant() { "yes" } else { "no" }
-            );
+                c.orders.to_string(),
+                c.diff.to_string(),
+                (if c.diff.significant() { "yes" } else { "no" }).to_string(),
+            ]);
         }
+        md.push_str(&paired.markdown());
     }
     per_agent(&mut md, data);
     for (k, (title, _)) in svgs.iter().enumerate() {
@@ -274,21 +277,20 @@ fn team_markdown(data: &TeamReportData, svgs: &[(String, String)]) -> String {
 /// Every member's table.
 fn per_agent(md: &mut String, data: &TeamReportData) {
     let _ = writeln!(md, "\n## Per agent\n");
-    let _ = writeln!(md, "| venue | strategy | agent | PA | WR | AFI |");
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let mut t = Table::new(["venue", "strategy", "agent", "PA", "WR", "AFI"]);
     for s in &data.summaries {
         for (k, m) in s.members.iter().enumerate() {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {k} | {} | {:.3} | {:.4} |",
-                m.env,
+            t.row([
+                m.env.to_string(),
                 table_cell(&m.strategy),
-                m.pa,
-                m.wr,
-                m.afi
-            );
+                k.to_string(),
+                m.pa.to_string(),
+                format!("{:.3}", m.wr),
+                format!("{:.4}", m.afi),
+            ]);
         }
     }
+    md.push_str(&t.markdown());
 }
 
 fn provenance(md: &mut String, p: &Provenance) {
