@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 use serl_design::ModuleKind;
 use serl_eval::{Provenance, ReportData};
-use serl_report::{html, lines_chart, Chart};
+use serl_report::{html, lines_chart, Chart, Table};
 
 use crate::error::{write_json, EvolveError};
 use crate::pairs::{pairs_from_candidates, sft_from_candidates, Pair, SftExample};
@@ -138,7 +138,15 @@ fn fine_tunings(md: &mut String, dir: &Path) {
     else {
         return;
     };
-    md.push_str("## The designer, fine-tuned between rounds\n\n| after round | examples | held-out loss, base → adapter | seconds | adapter |\n|---:|---:|---|---:|---|\n");
+    md.push_str("## The designer, fine-tuned between rounds\n\n");
+    let mut t = Table::new([
+        "after round",
+        "examples",
+        "held-out loss, base → adapter",
+        "seconds",
+        "adapter",
+    ])
+    .right([0, 1, 3]);
     for l in &learned {
         let loss = l
             .heldout_loss
@@ -146,12 +154,15 @@ fn fine_tunings(md: &mut String, dir: &Path) {
         let adapter = l.adapter.as_ref().map_or("(too few examples)".into(), |a| {
             format!("`{}`", a.display())
         });
-        let _ = writeln!(
-            md,
-            "| {} | {} | {loss} | {:.0} | {adapter} |",
-            l.iteration, l.examples, l.secs
-        );
+        t.row([
+            l.iteration.to_string(),
+            l.examples.to_string(),
+            loss,
+            format!("{:.0}", l.secs),
+            adapter,
+        ]);
     }
+    md.push_str(&t.markdown());
     md.push_str(
         "\nThe rounds after each fine-tuning were designed with its adapter (docs/llm.md).\n\n",
     );
@@ -164,7 +175,16 @@ fn iterations_table(md: &mut String, out: &EvolveOutcome) -> (Points, Points) {
     let mut best_line = Vec::new();
     let mut points = Vec::new();
     let mut best_so_far = f64::NEG_INFINITY;
-    md.push_str("## Iterations\n\n| iteration | candidates | valid | best score | mean score | best validation PA | success rate |\n|---|---|---|---|---|---|---|\n");
+    md.push_str("## Iterations\n\n");
+    let mut t = Table::new([
+        "iteration",
+        "candidates",
+        "valid",
+        "best score",
+        "mean score",
+        "best validation PA",
+        "success rate",
+    ]);
     for j in 0..iters {
         let cs: Vec<&CandidateResult> =
             out.candidates.iter().filter(|c| c.iteration == j).collect();
@@ -199,18 +219,17 @@ fn iterations_table(md: &mut String, out: &EvolveOutcome) -> (Points, Points) {
         } else {
             scores.iter().sum::<f64>() / scores.len() as f64
         };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {:.2} |",
-            j + 1,
-            cs.len(),
-            scores.len(),
+        t.row([
+            (j + 1).to_string(),
+            cs.len().to_string(),
+            scores.len().to_string(),
             fmt(best),
             fmt(mean),
             fmt(best_pa),
-            sr
-        );
+            format!("{sr:.2}"),
+        ]);
     }
+    md.push_str(&t.markdown());
     md.push('\n');
     (best_line, points)
 }
@@ -325,10 +344,12 @@ fn cost_and_ablations(md: &mut String, out: &EvolveOutcome, ablations: &[crate::
     let (pt, ct): (u64, u64) = out.candidates.iter().fold((0, 0), |a, c| {
         (a.0 + c.prompt_tokens, a.1 + c.completion_tokens)
     });
-    md.push_str("## Cost\n\n| stage | s |\n|---|---|\n");
+    md.push_str("## Cost\n\n");
+    let mut t = Table::new(["stage", "s"]);
     for (name, secs) in &out.stages {
-        let _ = writeln!(md, "| {name} | {secs:.1} |");
+        t.row([name.to_string(), format!("{secs:.1}")]);
     }
+    md.push_str(&t.markdown());
     md.push_str("\n`train` and `evaluate` add up each candidate's own seconds, so where candidates trained side by side (`[evolve] parallel`) they exceed the wall time they took; the other stages are wall time.\n");
     if let Some(u) = out.core_use {
         let _ = writeln!(
