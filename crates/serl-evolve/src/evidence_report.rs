@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serl_eval::evidence::read_evidence;
-use serl_report::{intervals_chart, Chart};
+use serl_report::{intervals_chart, Chart, Table};
 
 use crate::evidence::{SelectionEvidence, EVIDENCE_FILE};
 
@@ -158,10 +158,12 @@ impl SelectionEvidence {
     pub fn markdown(&self) -> String {
         let mut md = String::from("## Recommendation\n\n");
         let _ = writeln!(md, "**{}**\n", self.recommendation_line());
-        md.push_str("Chosen on validation only; the test split plays no part in it (`evidence.json`, `evidence.parquet`; `serl evolve evidence RUN`).\n\n| figure | value | what it means |\n|---|---:|---|\n");
+        md.push_str("Chosen on validation only; the test split plays no part in it (`evidence.json`, `evidence.parquet`; `serl evolve evidence RUN`).\n\n");
+        let mut t = Table::new(["figure", "value", "what it means"]).right([1]);
         for (name, value, meaning) in self.figures() {
-            let _ = writeln!(md, "| {name} | {value} | {meaning} |");
+            t.row([name, value, meaning]);
         }
+        md.push_str(&t.markdown());
         md.push('\n');
         md
     }

@@ -21,6 +21,7 @@ use serde::Serialize;
 use serl_design::Design;
 use serl_env::{ParentOrder, StaticVenue, Venue};
 use serl_eval::{paired_diff, run_backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
+use serl_report::Table;
 use serl_train::Algo;
 
 use crate::config::EvolveConfig;
@@ -278,9 +279,20 @@ fn note(fdir: &Path, job: &FinalJob) -> String {
 /// The Markdown table of the rows.
 pub fn table(rows: &[HierarchyRow]) -> String {
     let est = |e: &Option<Estimate>| e.map_or("-".to_string(), |e| e.to_string());
-    let mut md = String::from(
-        "| base | row | adds | validation PA | val. Δ vs TWAP [95% CI] | val. Δ vs design alone | test PA | test Δ vs TWAP | test Δ vs design alone | train s | notes |\n|---|---|---|---:|---|---|---:|---|---|---:|---|\n",
-    );
+    let mut t = Table::new([
+        "base",
+        "row",
+        "adds",
+        "validation PA",
+        "val. Δ vs TWAP [95% CI]",
+        "val. Δ vs design alone",
+        "test PA",
+        "test Δ vs TWAP",
+        "test Δ vs design alone",
+        "train s",
+        "notes",
+    ])
+    .right([3, 6, 9]);
     // A split's three cells: PA, Δ vs TWAP, Δ vs the design alone.
     let cells = |split: Option<&Split>, missing: &str| match split {
         Some(t) => [format!("{:+.3}", t.pa), est(&t.vs_twap), est(&t.vs_alone)],
@@ -290,10 +302,19 @@ pub fn table(rows: &[HierarchyRow]) -> String {
         let trained = r.validation.is_some();
         let [vpa, vtw, val] = cells(r.validation.as_ref(), "-");
         let [tpa, ttw, tal] = cells(r.test.as_ref(), if trained { "sealed" } else { "-" });
-        md.push_str(&format!(
-            "| {} | {} | {} | {vpa} | {vtw} | {val} | {tpa} | {ttw} | {tal} | {:.0} | {} |\n",
-            r.base, r.name, r.description, r.train_secs, r.note
-        ));
+        t.row([
+            r.base.to_string(),
+            r.name.to_string(),
+            r.description.to_string(),
+            vpa,
+            vtw,
+            val,
+            tpa,
+            ttw,
+            tal,
+            format!("{:.0}", r.train_secs),
+            r.note.to_string(),
+        ]);
     }
-    md
+    t.markdown()
 }

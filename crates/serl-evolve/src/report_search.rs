@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use serl_report::Table;
+
 use crate::database::Database;
 use crate::record::{best_of, CandidateResult, Operator};
 
@@ -30,7 +32,14 @@ pub(crate) fn section(md: &mut String, db: &Database, all: &[CandidateResult]) -
         db.islands.len(),
         db.migrations.len()
     );
-    md.push_str("| round | operators (valid/written) | winner | fold winners | agreement |\n|---:|---|---|---|---:|\n");
+    let mut t = Table::new([
+        "round",
+        "operators (valid/written)",
+        "winner",
+        "fold winners",
+        "agreement",
+    ])
+    .right([0, 4]);
     for r in &db.rounds {
         let ops: Vec<String> = r
             .operators
@@ -45,13 +54,9 @@ pub(crate) fn section(md: &mut String, db: &Database, all: &[CandidateResult]) -
             ),
             None => ("-".into(), "-".into(), "-".into()),
         };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {winner} | {folds} | {agree} |",
-            r.round,
-            ops.join(", ")
-        );
+        t.row([r.round.to_string(), ops.join(", "), winner, folds, agree]);
     }
+    md.push_str(&t.markdown());
     md.push_str("\n*Agreement*: the share of day-blocked folds on which the round's winner would also have been chosen. A low share means the round's ranking rests on a few days.\n\n");
     if let Some(best) = best_of(all) {
         let _ = writeln!(

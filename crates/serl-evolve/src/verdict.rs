@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use serl_eval::{day_test, DayTest, OrderResult, ReportData};
+use serl_report::Table;
 
 use crate::confirm::{BEST, PLAIN};
 use crate::run::EvolveOutcome;
@@ -158,7 +159,16 @@ impl Verdict {
     pub fn markdown(&self) -> String {
         let mut md = String::from("## Verdict\n\n");
         md.push_str("The chosen design (`serl-best`) on the test split against plain PPO and the baselines, same orders, whole-order PA (docs/metrics.md); the difference is paired and tested with the day as the unit (bootstrap CI over days).\n\n");
-        md.push_str("| env | against | serl-best PA (bps) | its PA (bps) | daily ΔPA [95% CI] | days won | verdict |\n|---|---|---:|---:|---|---|---|\n");
+        let mut t = Table::new([
+            "env",
+            "against",
+            "serl-best PA (bps)",
+            "its PA (bps)",
+            "daily ΔPA [95% CI]",
+            "days won",
+            "verdict",
+        ])
+        .right([2, 3]);
         for r in &self.rows {
             let (ci, won) = r.day.as_ref().map_or(("-".into(), "-".into()), |t| {
                 (
@@ -166,16 +176,17 @@ impl Verdict {
                     format!("{} of {}", t.days_won, t.days),
                 )
             });
-            let _ = writeln!(
-                md,
-                "| {} | {} | {:.2} | {:.2} | {ci} | {won} | {} |",
-                r.env,
-                r.reference,
-                r.best_pa,
-                r.reference_pa,
-                r.word()
-            );
+            t.row([
+                r.env.to_string(),
+                r.reference.to_string(),
+                format!("{:.2}", r.best_pa),
+                format!("{:.2}", r.reference_pa),
+                ci,
+                won,
+                r.word().to_string(),
+            ]);
         }
+        md.push_str(&t.markdown());
         let mut lines = self.lines();
         let last = lines.pop().unwrap_or_default();
         let mut said = format!("{}{}.", last[..1].to_uppercase(), &last[1..]);

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use serl_report::Table;
+
 use crate::error::{Context, Result, StudyError};
 use crate::fills::{
     FillSummary, FillsRequest, SymbolFills, AIM_PAIRS, HORIZON_SECONDS, LEVELS, VENUES,
@@ -138,10 +140,18 @@ fn write_csv(a: &FillsRequest, all: &[SymbolFills]) -> Result<()> {
 
 fn symbol_section(md: &mut String, s: &SymbolFills) {
     let _ = writeln!(md, "## {} (`{}`)\n", s.symbol, s.file.display());
-    md.push_str(
-        "| level | venue | probes | filled ≤ 1 min | ≤ 5 min | ≤ 30 min | median time to fill (s) | adverse 1 min (bps) | adverse 5 min (bps) |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
+    let mut t = Table::new([
+        "level",
+        "venue",
+        "probes",
+        "filled ≤ 1 min",
+        "≤ 5 min",
+        "≤ 30 min",
+        "median time to fill (s)",
+        "adverse 1 min (bps)",
+        "adverse 5 min (bps)",
+    ])
+    .right(2..9);
     let num = |x: Option<f64>, d: usize| x.map_or_else(|| "–".to_string(), |v| format!("{v:.d$}"));
     for (ticks, level) in LEVELS {
         let reference = s.summary(VENUES[0], ticks);
@@ -156,19 +166,20 @@ fn symbol_section(md: &mut String, s: &SymbolFills) {
                     format!("{p} ({:+.1})", 100.0 * gap)
                 }
             };
-            let _ = writeln!(
-                md,
-                "| {level} | {venue} | {} | {} | {} | {} | {} | {} | {} |",
-                f.probes,
+            t.row([
+                level.to_string(),
+                venue.to_string(),
+                f.probes.to_string(),
                 cell(0),
                 cell(1),
                 cell(2),
                 num(f.median_seconds, 0),
                 num(f.adverse_bps[0], 2),
-                num(f.adverse_bps[1], 2)
-            );
+                num(f.adverse_bps[1], 2),
+            ]);
         }
     }
+    md.push_str(&t.markdown());
     let _ = writeln!(
         md,
         "\nIn brackets: percentage points from the LOBSTER queue. Within 5 points at 5 and 30 minutes: the \

@@ -16,6 +16,7 @@ use serl_market::{
     ParametricFlow, QueueReactive, RealismRow, Simulator, StatKind, LOBSTER_OPEN_SECONDS,
     RESPONSE_LAGS,
 };
+use serl_report::Table;
 
 /// One tick of a cent in LOBSTER's units (dollars × 10,000).
 const CENT: i64 = 100;
@@ -541,7 +542,18 @@ fn part_section(md: &mut String, p: &Part) {
         l1_text(p.mean_l1(QUEUE_REACTIVE)),
         l1_text(p.mean_l1(PARAMETRIC))
     );
-    md.push_str("| statistic | unit | real n | agent-based L1 | agent-based W1 | queue-reactive L1 | queue-reactive W1 | parametric L1 | parametric W1 |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut t = Table::new([
+        "statistic",
+        "unit",
+        "real n",
+        "agent-based L1",
+        "agent-based W1",
+        "queue-reactive L1",
+        "queue-reactive W1",
+        "parametric L1",
+        "parametric W1",
+    ])
+    .right(2..9);
     for row in &p.rows {
         let best = row.best().map(|b| b.model.clone());
         let cell = |model: &str, l1: bool| {
@@ -564,20 +576,19 @@ fn part_section(md: &mut String, p: &Part) {
             StatKind::Conditional => " (conditional)",
             StatKind::Response => " (curve)",
         };
-        let _ = writeln!(
-            md,
-            "| {}{kind} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            row.statistic,
+        t.row([
+            format!("{}{kind}", row.statistic),
             serl_report::table_cell(row.unit),
-            row.real_samples,
+            row.real_samples.to_string(),
             cell(AGENT_BASED, true),
             cell(AGENT_BASED, false),
             cell(QUEUE_REACTIVE, true),
             cell(QUEUE_REACTIVE, false),
             cell(PARAMETRIC, true),
-            cell(PARAMETRIC, false)
-        );
+            cell(PARAMETRIC, false),
+        ]);
     }
+    md.push_str(&t.markdown());
     md.push('\n');
 }
 

@@ -14,6 +14,7 @@ use serl_market::{
     impact_study, impact_summary, stylized_facts, Calibration, Check, FitEffort, ImpactSpec,
     ImpactStudy, OrderStats, Recording, Simulator,
 };
+use serl_report::{table_cell, Table};
 
 use crate::config::{read_toml, SimulateFile};
 use crate::error::{Context, Result, StudyError};
@@ -259,18 +260,16 @@ impl Outputs<'_> {
             ("Stylized facts over all seeds", facts),
         ] {
             let _ = writeln!(md, "## {title}\n");
-            let _ = writeln!(md, "| check | value | target | result |\n|---|---|---|---|");
+            let mut t = Table::new(["check", "value", "target", "result"]);
             for c in checks {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} |",
-                    serl_report::table_cell(&c.name),
-                    serl_report::table_cell(&c.value),
-                    serl_report::table_cell(&c.target),
-                    if c.pass { "pass" } else { "**fail**" }
-                );
+                t.row([
+                    table_cell(&c.name),
+                    table_cell(&c.value),
+                    table_cell(&c.target),
+                    (if c.pass { "pass" } else { "**fail**" }).to_string(),
+                ]);
             }
-            let _ = writeln!(md);
+            let _ = writeln!(md, "{}", t.markdown());
         }
         let _ = writeln!(md, "## Plots\n\n![{t1}](plot0.svg)\n\n![{t2}](plot1.svg)\n");
         serl_report::write_pages(out, &md, &svgs)?;
@@ -507,30 +506,25 @@ pub fn impact(
 /// The impact table: peak impact with its interval and the decay after
 /// the metaorder, per size.
 fn impact_table(md: &mut String, study: &ImpactStudy) {
-    let _ = write!(md, "| Q/V | shares | peak impact (bps) | 95% CI |");
-    for d in &study.decay_minutes {
-        let _ = write!(md, " +{d} min |");
-    }
-    let _ = write!(md, "\n|---|---|---|---|");
-    for _ in &study.decay_minutes {
-        let _ = write!(md, "---|");
-    }
-    md.push('\n');
+    let header = ["Q/V", "shares", "peak impact (bps)", "95% CI"]
+        .map(String::from)
+        .into_iter()
+        .chain(study.decay_minutes.iter().map(|d| format!("+{d} min")));
+    let mut t = Table::new(header);
     for r in &study.rows {
-        let _ = write!(
-            md,
-            "| {:.0}% | {:.0} | {:.2} | [{:.2}, {:.2}] |",
-            r.fraction * 100.0,
-            r.shares,
-            r.peak_bps,
-            r.peak_ci.0,
-            r.peak_ci.1
+        let fixed = [
+            format!("{:.0}%", r.fraction * 100.0),
+            format!("{:.0}", r.shares),
+            format!("{:.2}", r.peak_bps),
+            format!("[{:.2}, {:.2}]", r.peak_ci.0, r.peak_ci.1),
+        ];
+        t.row(
+            fixed
+                .into_iter()
+                .chain(r.after_bps.iter().map(|v| format!("{v:.2}"))),
         );
-        for v in &r.after_bps {
-            let _ = write!(md, " {v:.2} |");
-        }
-        md.push('\n');
     }
+    md.push_str(&t.markdown());
 }
 
 /// The impact plots (peak against size on log axes, and the mean paths),

@@ -152,6 +152,12 @@ fn the_program_database_shows_the_model_its_parents_and_resumes_to_the_same_stat
     }
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("## Program database"), "{report}");
+    assert!(
+        report.contains(
+            "| round | operators (valid/written) | winner | fold winners | agreement |\n|---:|---|---|---|---:|\n| 1 | "
+        ),
+        "{report}"
+    );
     assert!(report.contains("Daily edge over plain PPO"), "{report}");
     assert!(run.join("lineage.svg").exists());
 
