@@ -229,6 +229,12 @@ pub enum ErrorPolicy {
     Fail,
 }
 
+impl ErrorPolicy {
+    /// Every policy's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 2] = ["skip", "fail"];
+}
+
 /// How loading a dataset treats errors in the data ([`DataConfig::policy`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -284,6 +290,27 @@ impl Default for StatsConfig {
         StatsConfig {
             adv_lookback: 5,
             profile_bucket_minutes: 30,
+        }
+    }
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::*;
+
+    /// The command line lists [`ErrorPolicy::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_error_policy_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: ErrorPolicy| match v {
+            ErrorPolicy::Skip => 0,
+            ErrorPolicy::Fail => 1,
+        };
+        for (i, name) in ErrorPolicy::NAMES.iter().enumerate() {
+            let v = ErrorPolicy::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
         }
     }
 }

@@ -386,6 +386,96 @@ fn time_day(view: &crate::SessionView, base: &MarketConfig, runs: usize, agents:
     }
 }
 
+/// What a coarser flow changes, in a line (none for the calibrated flow).
+fn flow_line(f: &mut std::fmt::Formatter<'_>, c: &Coarsening) -> std::fmt::Result {
+    if *c == Coarsening::default() {
+        return Ok(());
+    }
+    let merged = if c.merge_makers {
+        ", makers merged into one"
+    } else {
+        ""
+    };
+    writeln!(
+        f,
+        "coarser flow: noise limit orders x{}, makers' re-quotes every x{} their interval{merged}",
+        c.noise_limit_mult, c.mm_interval_mult
+    )
+}
+
+/// The figures as `serl bench env` prints them.
+impl std::fmt::Display for EnvFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "data                                 {}", self.data)?;
+        writeln!(
+            f,
+            "static env, 1-minute steps, 1 core   {:.2} M steps/s ({} steps a run)",
+            self.static_steps_per_second_one_core / 1e6,
+            self.static_steps
+        )?;
+        writeln!(
+            f,
+            "  resting at the touch (passive TWAP) {:.2} M steps/s",
+            self.static_placing_steps_per_second_one_core / 1e6
+        )?;
+        writeln!(
+            f,
+            "TWAP+VWAP+AC backtest, loading incl. {:.2} s wall ({} orders per strategy, all cores)",
+            self.backtest_wall_seconds_with_loading, self.backtest_orders_per_strategy
+        )?;
+        writeln!(
+            f,
+            "dynamic env, 5-minute steps, 1 core  {:.0} steps/s ({} episodes, each a simulated day)",
+            self.dynamic_steps_per_second_one_core, self.dynamic_episodes
+        )?;
+        if let Some(rate) = self.dynamic_queue_reactive_steps_per_second_one_core {
+            writeln!(f, "  the queue-reactive flow in place    {rate:.0} steps/s")?;
+        }
+        flow_line(f, &self.flow)?;
+        writeln!(f, "medians of {} runs", self.runs)
+    }
+}
+
+/// The figures as `serl bench sim` prints them.
+impl std::fmt::Display for SimFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "one simulated day of {} (09:30-16:00), one thread, median of {} runs",
+            self.session, self.runs
+        )?;
+        flow_line(f, &self.flow)?;
+        writeln!(
+            f,
+            "{:>7} {:>12} {:>10} {:>14} {:>22}",
+            "agents", "s per day", "events", "M events/s", "s to fit (once/session)"
+        )?;
+        for r in self.rows.iter().chain(&self.queue_reactive) {
+            let who = if r.agents == 0 {
+                "QR flow".to_string()
+            } else {
+                r.agents.to_string()
+            };
+            writeln!(
+                f,
+                "{:>7} {:>12.3} {:>10} {:>14.2} {:>22.3}",
+                who,
+                r.seconds_per_day,
+                r.events,
+                r.events_per_second / 1e6,
+                r.fit_seconds
+            )?;
+        }
+        if let Some(m) = self.peak_rss_mb {
+            writeln!(
+                f,
+                "peak memory of this process: {m:.0} MB (data loading included)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

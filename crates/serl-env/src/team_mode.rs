@@ -22,6 +22,10 @@ pub enum TeamMode {
 }
 
 impl TeamMode {
+    /// Every mode's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 2] = ["cooperative", "competitive"];
+
     /// The mode's name in configs and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -56,4 +60,25 @@ pub(crate) fn cap_shares(orders: &[ParentOrder], mode: TeamMode) -> Vec<f64> {
             _ => 1.0,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::*;
+
+    /// The command line lists [`TeamMode::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_team_mode_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: TeamMode| match v {
+            TeamMode::Cooperative => 0,
+            TeamMode::Competitive => 1,
+        };
+        for (i, name) in TeamMode::NAMES.iter().enumerate() {
+            let v = TeamMode::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
+        }
+    }
 }

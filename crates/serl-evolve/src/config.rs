@@ -264,6 +264,19 @@ impl Default for EvolveConfig {
 }
 
 impl EvolveConfig {
+    /// Candidates an iteration trains: its designs and its low-level DEK
+    /// trials (the README's count: 3 × (3 + 2) = 15 in the quick run),
+    /// what a progress bar counts.
+    pub fn candidates_per_iteration(&self) -> usize {
+        let ll = &self.low_level;
+        let trials = if ll.enabled {
+            ll.generations * ll.lambda
+        } else {
+            0
+        };
+        self.candidates + trials
+    }
+
     /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
         self.select.validate()?;

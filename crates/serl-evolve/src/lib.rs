@@ -22,6 +22,7 @@
 //! | low-level DEK | `dek_low.rs` | a (1+λ)-ES on the best design's constants |
 //! | feedback, high-level DEK | `dek_high.rs` | the round's results for the next prompts; instructions rewritten from their history |
 //! | convergence | `run.rs` | the EMA of the best validation PA |
+//! | events | `event.rs` | what the loop tells its caller as it goes, and the words a front end shows of each |
 //! | budget | `budget.rs` | `[evolve.budget]`: fewer candidates as the tokens or training seconds run low, none once spent |
 //! | final test | `final_stage.rs` | plain PPO validated alike, the best retrained, everything tested once |
 //! | confirm | `confirm.rs`, `confirm_report.rs` | a finished run's best design and plain PPO retrained from independent seeds and on walk-forward windows, tested day by day ([`confirm`]) |
@@ -31,6 +32,7 @@
 //! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
 //! | executors | `executor.rs` | jobs run here side by side (where the numbers stay the same), or as batches of a cluster's plan (`serl-cluster`) |
 //! | tasks | `tasks.rs` | a job as a cluster task's line, which [`run_task`] runs |
+//! | pairs | `pairs.rs`, `pair_counts.rs` | the designer's fine-tuning data from a run's records, and its counts per module (`serl llm pairs`) |
 //! | hierarchy | `hierarchy.rs`, `hierarchy_rows.rs` | `[evolve.hierarchy]`, and the best design retrained with one more part switched on |
 //!
 //! The loop never prints: it tells its caller what it is doing through
@@ -53,6 +55,7 @@ mod dek_high;
 mod dek_low;
 mod design_stage;
 mod error;
+mod event;
 pub mod evidence;
 mod evidence_folds;
 mod evidence_report;
@@ -67,6 +70,7 @@ mod learner;
 mod llm_critic;
 mod lockbox;
 mod operators;
+mod pair_counts;
 mod paired;
 mod pairs;
 mod prescreen;
@@ -97,11 +101,13 @@ pub use database::{
     Cell, Database, Island, Migration, OperatorWeights, Program, RoundLine, SearchConfig,
 };
 pub use error::EvolveError;
+pub use event::Shown;
 pub use hierarchy::{Base, HierarchyConfig, Switch};
 pub use hierarchy_rows::{table as hierarchy_table, HierarchyRow, Split};
 pub use learner::{FinetuneConfig, Learned, Learner};
 pub use llm_critic::{parse_weights as parse_critic_weights, CriticMaker, LlmCritic};
 pub use lockbox::{now as utc_now, Lockbox};
+pub use pair_counts::PairCounts;
 pub use paired::{paired as paired_days, FoldStability};
 pub use pairs::{
     pairs_from_candidates, read_run_pairs, sft_from_candidates, Pair, PairKind, SftExample,

@@ -23,6 +23,7 @@ use crate::config::{ConvergenceConfig, EvolveConfig};
 use crate::dek_high::{feedback, Instructions, Refining};
 use crate::design_stage::{Round, SmokeBench};
 use crate::error::{file_err, write_json, EvolveError};
+pub use crate::event::Event;
 use crate::evidence::SelectionEvidence;
 use crate::executor::{self, Executor};
 use crate::hierarchy_rows::HierarchyRow;
@@ -34,69 +35,6 @@ use crate::record::{best_of, CandidateKind, CandidateResult, Screened};
 use crate::search::Search;
 use crate::stages::{ProfiledStage, Stages};
 use crate::train::{Pairing, Scoring};
-
-/// What the loop tells its caller as it goes.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// Candidate `candidate` of `iteration` (both from 1) is being designed.
-    Designing {
-        /// The iteration, from 1.
-        iteration: usize,
-        /// Iterations configured.
-        iterations: usize,
-        /// The candidate, from 1.
-        candidate: usize,
-    },
-    /// The iteration's designs are training.
-    Training {
-        /// The iteration, from 1.
-        iteration: usize,
-        /// Iterations configured.
-        iterations: usize,
-        /// Designs to train.
-        designs: usize,
-        /// How many train at once.
-        parallel: usize,
-        /// Who trains them: `local` or the cluster's engine.
-        engine: &'static str,
-    },
-    /// One candidate, designed or a low-level DEK trial, is trained and
-    /// scored (or was loaded): what the progress bar counts.
-    CandidateDone,
-    /// An iteration ended.
-    Iteration(IterationSummary),
-    /// The best validation PA stopped moving.
-    Converged {
-        /// Iterations run.
-        iterations: usize,
-    },
-    /// `[evolve.budget]` was spent: no more iterations.
-    BudgetSpent {
-        /// Iterations run.
-        iterations: usize,
-    },
-    /// `[evolve.budget]` runs low: the iteration designs fewer candidates.
-    BudgetLow {
-        /// The iteration, from 1.
-        iteration: usize,
-        /// Candidates it designs (of `[evolve] candidates`).
-        candidates: usize,
-    },
-    /// The hierarchy rows' retrainings start.
-    Hierarchy {
-        /// Rows (besides the design alone).
-        rows: usize,
-    },
-    /// The designer was fine-tuned on the pairs so far (`[evolve.finetune]`).
-    FineTuned(crate::learner::Learned),
-    /// The best design and plain PPO, validated alike.
-    Validated {
-        /// The best design's validation PA, bps.
-        best_pa: f64,
-        /// Plain PPO's, bps.
-        baseline_pa: f64,
-    },
-}
 
 /// The learner's fine-tuning after round `j`, into
 /// `finetune/adapter-{j + 1}`.

@@ -61,6 +61,16 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// The column names.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The rows, each as long as the header at least.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     /// The rows added so far.
     pub fn len(&self) -> usize {
         self.rows.len()

@@ -9,7 +9,8 @@
 //!   `BacktestFile`, `SimulateFile`), read with errors naming file and line.
 //! - [`data`]: bar data and what its load left out, the market views with
 //!   their cached noise fits, a run's order splits ([`StudyData`]), and
-//!   the provenance of a report.
+//!   the provenance of a report; [`catalog`]: a dataset's catalog as
+//!   tables (`serl data inspect`).
 //! - [`llm`]: the designer and reward-critic backends of the `[llm]` table.
 //! - [`evolve`] and [`confirm`]: an evolve run's directory, the loop, its
 //!   ablations and report, and the seeds and windows that confirm it.
@@ -36,6 +37,7 @@ mod arm_run;
 pub mod backtest;
 pub mod bench;
 pub mod calibrate;
+pub mod catalog;
 pub mod cluster;
 pub mod config;
 pub mod confirm;

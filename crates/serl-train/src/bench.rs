@@ -312,3 +312,64 @@ fn joint_rate(env: &mut dyn TrainEnv, n: usize) -> f64 {
     }
     steps as f64 / t.elapsed().as_secs_f64()
 }
+
+/// The figures as `serl bench train` prints them.
+impl std::fmt::Display for TrainFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.setup)?;
+        writeln!(
+            f,
+            "training, updates included: {:.0} env steps/s (fused learner; median of {}, {} steps each)",
+            self.train_steps_per_second, self.runs, self.train_steps_per_run
+        )?;
+        writeln!(
+            f,
+            "the same with burn's autodiff learner: {:.0} env steps/s",
+            self.burn_autodiff_steps_per_second
+        )?;
+        writeln!(
+            f,
+            "DDQN on the same: {:.0} env steps/s fused, {:.0} with burn's autodiff learner",
+            self.ddqn_fused_steps_per_second, self.ddqn_burn_steps_per_second
+        )?;
+        writeln!(
+            f,
+            "the same 8 environments without training: {:.0} env steps/s",
+            self.env_only_steps_per_second
+        )
+    }
+}
+
+/// The figures as `serl bench team` prints them.
+impl std::fmt::Display for TeamFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.setup)?;
+        writeln!(
+            f,
+            "{:>7} {:>16} {:>16} {:>18} {:>16}",
+            "agents", "joint steps/s", "agent steps/s", "train steps/s", "cost vs linear"
+        )?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:>7} {:>16.0} {:>16.0} {:>18.0} {:>16.2}",
+                r.agents,
+                r.joint_steps_per_second,
+                r.agent_steps_per_second,
+                r.train_steps_per_second,
+                r.cost_vs_linear
+            )?;
+        }
+        if let Some(m) = self.peak_rss_mb {
+            writeln!(
+                f,
+                "peak memory during the team of 16: {m:.0} MB (the loaded data included)"
+            )?;
+        }
+        writeln!(
+            f,
+            "medians of {} runs; one team per thread for the joint steps",
+            self.runs
+        )
+    }
+}

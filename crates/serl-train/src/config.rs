@@ -30,6 +30,10 @@ pub enum DeviceChoice {
 }
 
 impl DeviceChoice {
+    /// Every device's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 2] = ["cpu", "wgpu"];
+
     /// The burn device; [`TrainError::Device`] for wgpu in a build
     /// without the `wgpu` feature.
     pub fn device(self) -> Result<Device, TrainError> {
@@ -412,6 +416,22 @@ impl TrainConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The command line lists [`DeviceChoice::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_device_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: DeviceChoice| match v {
+            DeviceChoice::Cpu => 0,
+            DeviceChoice::Wgpu => 1,
+        };
+        for (i, name) in DeviceChoice::NAMES.iter().enumerate() {
+            let v = DeviceChoice::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
+        }
+    }
 
     #[test]
     fn a_network_past_the_designers_limit_needs_max_params_and_then_builds() {

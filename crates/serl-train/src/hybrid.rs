@@ -23,6 +23,12 @@ pub enum HybridMode {
     DynamicOnly,
 }
 
+impl HybridMode {
+    /// Every weighting's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 4] = ["adaptive", "fixed", "static_only", "dynamic_only"];
+}
+
 /// The hybrid loss's settings (`[train.hybrid]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -117,6 +123,24 @@ impl LossWeights {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The command line lists [`HybridMode::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_weighting_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: HybridMode| match v {
+            HybridMode::Adaptive => 0,
+            HybridMode::Fixed => 1,
+            HybridMode::StaticOnly => 2,
+            HybridMode::DynamicOnly => 3,
+        };
+        for (i, name) in HybridMode::NAMES.iter().enumerate() {
+            let v = HybridMode::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
+        }
+    }
 
     #[test]
     fn weights_follow_the_loss_shares_but_never_drop_below_the_floor() {

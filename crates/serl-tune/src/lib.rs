@@ -71,6 +71,12 @@ pub enum Objective {
     Dpo,
 }
 
+impl Objective {
+    /// Every objective's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 2] = ["sft", "dpo"];
+}
+
 /// One example: a prompt's tokens (rendered with the model's chat
 /// template), the reply to learn, and for preferences the reply to avoid.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +140,10 @@ pub enum TuneDevice {
 }
 
 impl TuneDevice {
+    /// Every device's name, as configs spell it and the command line
+    /// lists it (with `-` for `_`).
+    pub const NAMES: [&'static str; 2] = ["cpu", "cuda"];
+
     fn is_cpu(&self) -> bool {
         *self == TuneDevice::Cpu
     }
@@ -206,5 +216,42 @@ impl TuneConfig {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::*;
+
+    /// The command line lists [`Objective::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_objective_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: Objective| match v {
+            Objective::Sft => 0,
+            Objective::Dpo => 1,
+        };
+        for (i, name) in Objective::NAMES.iter().enumerate() {
+            let v = Objective::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
+        }
+    }
+
+    /// The command line lists [`TuneDevice::NAMES`]: each reads as the config
+    /// reads it, and every variant is listed in its place (a new one fails
+    /// to compile here until it is).
+    #[test]
+    fn every_tune_device_is_named_as_the_config_names_it() {
+        use serde::de::value::{Error, StrDeserializer};
+        let index = |v: TuneDevice| match v {
+            TuneDevice::Cpu => 0,
+            TuneDevice::Cuda => 1,
+        };
+        for (i, name) in TuneDevice::NAMES.iter().enumerate() {
+            let v = TuneDevice::deserialize(StrDeserializer::<Error>::new(name)).unwrap();
+            assert_eq!(index(v), i, "{name}");
+        }
     }
 }

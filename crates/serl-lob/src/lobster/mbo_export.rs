@@ -219,6 +219,39 @@ pub fn export_mbo(
 /// `n` messages of the engine's synthetic stream from 09:30, four a
 /// second, recorded at 64 levels, deep enough to see every level: the
 /// recording is the whole book, as an MBO file is.
+impl MboExport {
+    /// The book read back matched the day's at every row, or the day
+    /// touched orders it never added (which an MBO file cannot hold), so
+    /// differences were expected.
+    pub fn as_expected(&self) -> bool {
+        self.mismatched_rows == 0 || self.never_added > 0
+    }
+}
+
+/// What was read back, as `serl lob export` prints it (after the line
+/// naming the file written).
+impl std::fmt::Display for MboExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "read back  the book at {} levels after every message",
+            self.levels
+        )?;
+        writeln!(f, "mismatched rows  {}", self.mismatched_rows)?;
+        if let Some(line) = self.first_mismatch {
+            writeln!(f, "  first at message {line}")?;
+        }
+        if self.never_added > 0 {
+            writeln!(
+                f,
+                "never added  {} messages are about orders the day never added (anonymous liquidity an MBO file cannot hold)",
+                self.never_added
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 pub(super) fn whole_synthetic_day(n: usize, seed: u64) -> (Vec<MessageRow>, BookRows) {
     use crate::{LobsterRecorder, OrderBook, Side};

@@ -331,6 +331,43 @@ fn levels_of(row: &[i64], depth: usize) -> [BidAskPair; 10] {
     out
 }
 
+impl MbpCheck {
+    /// No record differs, or the replayed book could not be whole (an
+    /// order rested before the MBO file starts), so differences were
+    /// expected.
+    pub fn as_expected(&self) -> bool {
+        self.mismatched == 0 || self.never_added > 0
+    }
+}
+
+/// The comparison's lines, as `serl lob mbp` and `lob export --mbp`
+/// print them.
+impl std::fmt::Display for MbpCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "compared   {} MBP records at {} level(s) a side ({} before the first MBO record)",
+            self.compared, self.depth, self.before_mbo
+        )?;
+        writeln!(f, "mismatched records  {}", self.mismatched)?;
+        if let Some(m) = &self.first_mismatch {
+            writeln!(
+                f,
+                "  first at record {} (sequence {}): {} level {}: MBP ({}, {}), engine ({}, {})",
+                m.record, m.sequence, m.side, m.level, m.mbp.0, m.mbp.1, m.engine.0, m.engine.1
+            )?;
+        }
+        if self.never_added > 0 {
+            writeln!(
+                f,
+                "never added  {} MBO records are about orders resting before the file starts: the replayed book cannot be whole, so differences are expected",
+                self.never_added
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,3 +162,48 @@ fn replay_rows(
         messages_per_second: msgs.len() as f64 / (parse_seconds + replay_seconds),
     })
 }
+
+impl ReplayReport {
+    /// Every row matched the engine's book.
+    pub fn matched(&self) -> bool {
+        self.mismatched_rows == 0
+    }
+}
+
+/// The report as `serl lob replay` prints it.
+impl std::fmt::Display for ReplayReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "replayed   {}", self.message_file)?;
+        writeln!(
+            f,
+            "against    {} ({} levels)",
+            self.orderbook_file, self.levels
+        )?;
+        let t = self.by_type;
+        writeln!(
+            f,
+            "messages   {} (submit {}, partial cancel {}, delete {}, execute {}, hidden {}, cross {}, halt {})",
+            self.messages, t[0], t[1], t[2], t[3], t[4], t[5], t[6]
+        )?;
+        writeln!(f, "mismatched rows  {}", self.mismatched_rows)?;
+        for m in &self.first_mismatches {
+            writeln!(
+                f,
+                "  line {}: {} level {}: LOBSTER ({}, {}), engine ({}, {})",
+                m.line, m.side, m.level, m.expected.0, m.expected.1, m.actual.0, m.actual.1
+            )?;
+        }
+        writeln!(
+            f,
+            "anonymous  {} lots seeded; {} messages beyond the visible depth",
+            self.anonymous_seeded, self.unobserved_messages
+        )?;
+        writeln!(
+            f,
+            "throughput {:.2} M msg/s end to end (parse {:.1} ms, replay+check {:.1} ms)",
+            self.messages_per_second / 1e6,
+            self.parse_seconds * 1e3,
+            self.replay_seconds * 1e3
+        )
+    }
+}

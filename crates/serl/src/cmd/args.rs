@@ -1,19 +1,32 @@
 //! What the subcommands share on their command lines: the value types of
 //! flags that several take, and the checks of their values.
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use serde::de::value::StrDeserializer;
 use serde::de::DeserializeOwned;
 
 /// A flag whose values are a library enum's names (`NAMES`, its config
-/// names): `--help` lists them and a value is read as the config reads it,
-/// so the binary keeps no copy of the enum to add a variant to.
+/// names): `--help` lists them, with `-` for `_` as flags spell words
+/// (`static-only`; the config's `static_only` is read too), and a value is
+/// read as the config reads it, so the binary keeps no copy of the enum to
+/// add a variant to.
 pub fn named<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
 where
     T: DeserializeOwned + Clone + Send + Sync + 'static,
 {
-    PossibleValuesParser::new(names)
-        .try_map(|name| T::deserialize(StrDeserializer::<serde::de::value::Error>::new(&name)))
+    let values = names.iter().map(|&name| {
+        if name.contains('_') {
+            // Built once, with the command line: a few bytes kept.
+            let flag: &'static str = Box::leak(name.replace('_', "-").into_boxed_str());
+            PossibleValue::new(flag).alias(name)
+        } else {
+            PossibleValue::new(name)
+        }
+    });
+    PossibleValuesParser::new(values).try_map(|value| {
+        let name = value.replace('-', "_");
+        T::deserialize(StrDeserializer::<serde::de::value::Error>::new(&name))
+    })
 }
 
 /// The value of a flag that must be a positive number. Such a flag also

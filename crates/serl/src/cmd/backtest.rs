@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::EngineKind;
 use serl_data::Split;
-use serl_env::Quantity;
+use serl_env::{Quantity, TeamMode};
 use serl_study::backtest::{replay, strategy_factory, BacktestData, EnvChoice, NEEDS_LOBSTER};
 use serl_study::rundir::RunKind;
 use serl_study::tasks::shards::{self, Backtest};
@@ -58,8 +58,8 @@ pub struct BacktestArgs {
     #[arg(long)]
     pub agents: Option<usize>,
     /// How the members share the work (default: as the team trained).
-    #[arg(long, value_enum)]
-    pub mode: Option<team::TeamModeArg>,
+    #[arg(long, value_parser = named::<TeamMode>(&TeamMode::NAMES))]
+    pub mode: Option<TeamMode>,
     /// Also play every team that talks with its members hearing nothing
     /// (the gain from communication is the difference).
     #[arg(long)]

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use clap::{Args, Subcommand};
 use serl_data::{Catalog, DataConfig, ErrorPolicy, Severity};
 use serl_study::rundir::RunKind;
+
+use super::args::named;
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -89,8 +90,8 @@ pub struct DataSource {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Override the config's error policy.
-    #[arg(long, value_enum)]
-    pub on_error: Option<Policy>,
+    #[arg(long, value_parser = named::<ErrorPolicy>(&ErrorPolicy::NAMES))]
+    pub on_error: Option<ErrorPolicy>,
 }
 
 impl DataSource {
@@ -98,7 +99,7 @@ impl DataSource {
     /// policy when `None`).
     fn config(&self, default: Option<ErrorPolicy>) -> Result<DataConfig> {
         let mut cfg = load_config(self.config.as_deref())?;
-        if let Some(p) = self.on_error.map(policy).or(default) {
+        if let Some(p) = self.on_error.or(default) {
             cfg.policy.on_error = p;
         }
         Ok(cfg)
@@ -128,12 +129,6 @@ pub struct DataArgs {
     /// Show every symbol (inspect) or every problem (validate).
     #[arg(long)]
     pub all: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Policy {
-    Skip,
-    Fail,
 }
 
 /// Reads `--config`, or the defaults.
@@ -312,181 +307,8 @@ fn inspect(a: DataArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&cat)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print_catalog(&cat, a.all);
+    crate::show::sections(&serl_study::catalog::catalog_sections(&cat, a.all));
     Ok(ExitCode::SUCCESS)
-}
-
-fn policy(p: Policy) -> ErrorPolicy {
-    match p {
-        Policy::Skip => ErrorPolicy::Skip,
-        Policy::Fail => ErrorPolicy::Fail,
-    }
-}
-
-fn print_catalog(cat: &Catalog, all: bool) {
-    print_overview(cat);
-    print_short_histories(cat);
-    print_missing_minutes(cat, all);
-    print_problems(cat);
-    print_symbols(cat, all);
-}
-
-/// A table in the catalog's style.
-fn table(header: Vec<&str>) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(header);
-    t
-}
-
-/// Files, symbols, sessions, rows, gaps and the splits.
-fn print_overview(cat: &Catalog) {
-    let range = match (cat.first_date, cat.last_date) {
-        (Some(a), Some(b)) => format!("{a} .. {b}"),
-        _ => "-".into(),
-    };
-    let mut t = table(vec!["dataset", &cat.path]);
-    t.add_row(vec![
-        "files".to_string(),
-        format!("{} ({} skipped)", cat.files, cat.files_skipped),
-    ]);
-    t.add_row(vec!["symbols".to_string(), cat.symbols.to_string()]);
-    t.add_row(vec![
-        "symbol-sessions".to_string(),
-        format!("{} over {} dates", cat.symbol_sessions, cat.dates),
-    ]);
-    t.add_row(vec!["date range".to_string(), range]);
-    t.add_row(vec!["rows".to_string(), cat.rows.to_string()]);
-    t.add_row(vec![
-        "bars outside session".to_string(),
-        format!("{} (dropped)", cat.bars_outside_session),
-    ]);
-    t.add_row(vec![
-        "sessions missing minutes".to_string(),
-        format!(
-            "{} sessions, {} minutes missing, {} filled",
-            cat.sessions_with_missing_minutes, cat.missing_minutes, cat.filled_minutes
-        ),
-    ]);
-    let split = |d: &[chrono::NaiveDate]| match (d.first(), d.last()) {
-        (Some(a), Some(b)) => format!("{} dates ({a} .. {b})", d.len()),
-        _ => "0 dates".into(),
-    };
-    t.add_row(vec!["train split".to_string(), split(&cat.splits.train)]);
-    t.add_row(vec![
-        "validation split".to_string(),
-        split(&cat.splits.validation),
-    ]);
-    t.add_row(vec!["test split".to_string(), split(&cat.splits.test)]);
-    println!("{t}");
-}
-
-/// Symbols with fewer sessions than the dataset has dates.
-fn print_short_histories(cat: &Catalog) {
-    if !cat.short_histories.is_empty() {
-        println!(
-            "\nShort histories (fewer sessions than the dataset's {} dates):",
-            cat.dates
-        );
-        let mut t = table(vec!["symbol", "sessions", "first", "last"]);
-        for s in &cat.short_histories {
-            t.add_row(vec![
-                s.symbol.clone(),
-                s.sessions.to_string(),
-                s.first_date.to_string(),
-                s.last_date.to_string(),
-            ]);
-        }
-        println!("{t}");
-    }
-}
-
-/// Sessions with missing minutes, most gaps first (ten, or all).
-fn print_missing_minutes(cat: &Catalog, all: bool) {
-    if !cat.missing_minute_sessions.is_empty() {
-        let mut worst = cat.missing_minute_sessions.clone();
-        worst.sort_by(|a, b| b.missing.cmp(&a.missing).then(a.symbol.cmp(&b.symbol)));
-        let shown = if all {
-            worst.len()
-        } else {
-            worst.len().min(10)
-        };
-        println!(
-            "\nSessions with missing minutes: {} (most gaps first{}):",
-            worst.len(),
-            if shown < worst.len() {
-                ", --all for every one"
-            } else {
-                ""
-            }
-        );
-        let mut t = table(vec!["symbol", "date", "missing", "filled"]);
-        for s in &worst[..shown] {
-            t.add_row(vec![
-                s.symbol.clone(),
-                s.date.to_string(),
-                s.missing.to_string(),
-                s.filled.to_string(),
-            ]);
-        }
-        println!("{t}");
-    }
-}
-
-/// Every kind of problem met, with its counts.
-fn print_problems(cat: &Catalog) {
-    if !cat.problems.is_empty() {
-        println!("\nProblems (`serl data validate` lists each one):");
-        let mut t = table(vec!["kind", "severity", "reports", "rows"]);
-        for p in &cat.problems {
-            t.add_row(vec![
-                format!("{:?}", p.kind),
-                format!("{:?}", p.severity).to_lowercase(),
-                p.reports.to_string(),
-                p.rows.to_string(),
-            ]);
-        }
-        println!("{t}");
-    }
-}
-
-/// One row per symbol (twenty, or all).
-fn print_symbols(cat: &Catalog, all: bool) {
-    let shown = if all {
-        cat.per_symbol.len()
-    } else {
-        cat.per_symbol.len().min(20)
-    };
-    println!(
-        "\nSymbols ({}{}):",
-        cat.per_symbol.len(),
-        if shown < cat.per_symbol.len() {
-            ", first 20; --all for every one"
-        } else {
-            ""
-        }
-    );
-    let mut t = table(vec![
-        "symbol",
-        "sessions",
-        "rows",
-        "first",
-        "last",
-        "sessions missing minutes",
-        "quotes",
-    ]);
-    for s in &cat.per_symbol[..shown] {
-        t.add_row(vec![
-            s.symbol.clone(),
-            s.sessions.to_string(),
-            s.rows.to_string(),
-            s.first_date.to_string(),
-            s.last_date.to_string(),
-            s.sessions_with_missing_minutes.to_string(),
-            if s.has_quotes { "yes" } else { "no" }.to_string(),
-        ]);
-    }
-    println!("{t}");
 }
 
 fn validate(a: DataArgs) -> Result<ExitCode> {
@@ -495,74 +317,15 @@ fn validate(a: DataArgs) -> Result<ExitCode> {
     let cfg = a.source.config(Some(ErrorPolicy::Fail))?;
     let path = &a.source.path;
     let ds = serl_data::scan(path, &cfg).with_context(|| format!("scanning {}", path.display()))?;
-    let failed: Vec<_> = ds
-        .files
-        .iter()
-        .filter(|f| match cfg.policy.on_error {
-            ErrorPolicy::Fail => f.failed,
-            ErrorPolicy::Skip => false,
-        })
-        .collect();
-    let nothing_loaded = ds.sessions.is_empty();
+    let found = serl_study::catalog::Validation::of(&ds, cfg.policy.on_error);
     if a.json {
-        #[derive(serde::Serialize)]
-        struct Out<'a> {
-            ok: bool,
-            files: usize,
-            failed_files: Vec<&'a Path>,
-            problems: &'a [serl_data::Problem],
-        }
-        let out = Out {
-            ok: failed.is_empty() && !nothing_loaded,
-            files: ds.files.len(),
-            failed_files: failed.iter().map(|f| f.path.as_path()).collect(),
-            problems: &ds.problems,
-        };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
-        let mut problems: Vec<_> = ds.problems.iter().collect();
-        problems.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then(a.file.cmp(&b.file))
-                .then(a.line.cmp(&b.line))
-        });
-        let limit = if a.all {
-            problems.len()
-        } else {
-            problems.len().min(50)
-        };
-        for p in &problems[..limit] {
-            println!("{p}");
-        }
-        if limit < problems.len() {
-            println!(
-                "... and {} more (--all to show them)",
-                problems.len() - limit
-            );
-        }
-        let errors = ds
-            .problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .count();
-        println!(
-            "{} files, {} sessions, {} problems ({} errors); {} files fail under policy `{}`",
-            ds.files.len(),
-            ds.sessions.len(),
-            ds.problems.len(),
-            errors,
-            failed.len(),
-            match cfg.policy.on_error {
-                ErrorPolicy::Fail => "fail",
-                ErrorPolicy::Skip => "skip",
-            }
-        );
-        if nothing_loaded {
-            println!("no session could be loaded");
+        for line in found.lines(a.all) {
+            println!("{line}");
         }
     }
-    Ok(if failed.is_empty() && !nothing_loaded {
+    Ok(if found.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::{Cluster, EngineKind};
 use serl_eval::ReportData;
-use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent};
+use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent, Shown};
 use serl_study::evolve::{EvolveHooks, EvolveRequest, EvolveRun};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::RunKind;
@@ -269,7 +269,7 @@ fn print_lines(lines: &[String]) {
 fn shown<'a>(cfg: &EvolveConfig) -> OnEvent<'a> {
     let bar = evolve_bar(cfg);
     let plain = crate::progress::PlainProgress::for_bar(&bar, "evolve", "candidates");
-    let per_iteration = per_iteration(cfg) as u64;
+    let per_iteration = cfg.candidates_per_iteration() as u64;
     Box::new(move |e| {
         let done = matches!(e, Event::CandidateDone);
         if let Event::Iteration(s) = &e {
@@ -312,22 +312,10 @@ fn print_hierarchy(rows: &[serl_evolve::HierarchyRow]) {
     }
 }
 
-/// Candidates an iteration trains: its designs and its low-level DEK
-/// trials (the README's count: 3 × (3 + 2) = 15 in the quick run).
-fn per_iteration(cfg: &EvolveConfig) -> usize {
-    let ll = &cfg.low_level;
-    cfg.candidates
-        + if ll.enabled {
-            ll.generations * ll.lambda
-        } else {
-            0
-        }
-}
-
 /// The evolve progress bar: one tick per candidate trained, designed or a
 /// DEK trial.
 fn evolve_bar(cfg: &EvolveConfig) -> ProgressBar {
-    ProgressBar::new((cfg.iterations * per_iteration(cfg)) as u64).with_style(
+    ProgressBar::new((cfg.iterations * cfg.candidates_per_iteration()) as u64).with_style(
         ProgressStyle::with_template(
             "{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}",
         )
@@ -339,86 +327,21 @@ fn evolve_bar(cfg: &EvolveConfig) -> ProgressBar {
 /// What the loop says, on the bar or above it (on stderr when the bar is
 /// hidden, as in a log).
 fn show_event(bar: &ProgressBar, e: Event) {
-    let say = |line: String| {
-        if bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            bar.println(line);
-        }
-    };
-    match e {
-        Event::Designing {
-            iteration,
-            iterations,
-            candidate,
-        } => bar.set_message(format!(
-            "iteration {iteration}/{iterations} candidate {candidate}"
-        )),
-        Event::Training {
-            iteration,
-            iterations,
-            designs,
-            parallel,
-            engine,
-        } => bar.set_message(if engine == "local" {
-            format!("iteration {iteration}/{iterations}: training {designs} designs, {parallel} at a time")
-        } else {
-            format!("iteration {iteration}/{iterations}: training {designs} designs on {engine}")
-        }),
-        Event::CandidateDone => bar.inc(1),
-        Event::Iteration(s) => {
-            say(format!(
-                "iteration {}: {} valid of {} designed, {} low-level DEK trials (the Dual-Level Enhancement Kit's ES on the best design's constants), best score {}, best validation PA so far {:.3} bps",
-                s.iteration,
-                s.valid,
-                s.designed,
-                s.low_level_trials,
-                s.best_score.map_or("-".into(), |v| format!("{v:.3}")),
-                s.best_pa
-            ));
-            if !s.operators.is_empty() {
-                let ops: Vec<String> = s
-                    .operators
-                    .iter()
-                    .map(|(op, (n, valid))| format!("{op} {valid}/{n}"))
-                    .collect();
-                say(format!("  operators (valid/written): {}", ops.join(", ")));
+    match e.shown() {
+        Shown::Status(s) => bar.set_message(s),
+        Shown::Tick => bar.inc(1),
+        Shown::Lines(lines) => {
+            for line in lines {
+                if bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
+                }
             }
         }
-        Event::FineTuned(l) => say(match (&l.adapter, l.heldout_loss) {
-            (Some(dir), Some((before, after))) => format!(
-                "after iteration {}: the designer fine-tuned on {} examples ({:.0} s), held-out loss {before:.4} -> {after:.4}; designing with {}",
-                l.iteration,
-                l.examples,
-                l.secs,
-                dir.display()
-            ),
-            _ => format!(
-                "after iteration {}: {} examples, too few to fine-tune the designer on",
-                l.iteration, l.examples
-            ),
-        }),
-        Event::Converged { iterations } => say(format!("converged after {iterations} iterations")),
-        Event::BudgetSpent { iterations } => say(format!(
-            "[evolve.budget] spent after {iterations} iterations: no more designs"
-        )),
-        Event::BudgetLow {
-            iteration,
-            candidates,
-        } => say(format!(
-            "iteration {iteration}: [evolve.budget] runs low, {candidates} candidates"
-        )),
-        Event::Hierarchy { rows } => eprintln!(
-            "hierarchy: retraining the best design alone and with {rows} parts switched on ([evolve.hierarchy])"
-        ),
-        Event::Validated {
-            best_pa,
-            baseline_pa,
-        } => {
+        Shown::Finished(line) => {
             bar.finish_and_clear();
-            eprintln!(
-                "validation PA: best design {best_pa:.3} bps, plain PPO with the default modules {baseline_pa:.3} bps"
-            );
+            eprintln!("{line}");
         }
     }
 }

@@ -119,39 +119,9 @@ pub fn run(cmd: LobCommand) -> Result<ExitCode> {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                println!("replayed   {}", report.message_file);
-                println!(
-                    "against    {} ({} levels)",
-                    report.orderbook_file, report.levels
-                );
-                let t = report.by_type;
-                println!(
-                    "messages   {} (submit {}, partial cancel {}, delete {}, execute {}, hidden {}, cross {}, halt {})",
-                    report.messages, t[0], t[1], t[2], t[3], t[4], t[5], t[6]
-                );
-                println!("mismatched rows  {}", report.mismatched_rows);
-                for m in &report.first_mismatches {
-                    println!(
-                        "  line {}: {} level {}: LOBSTER ({}, {}), engine ({}, {})",
-                        m.line, m.side, m.level, m.expected.0, m.expected.1, m.actual.0, m.actual.1
-                    );
-                }
-                println!(
-                    "anonymous  {} lots seeded; {} messages beyond the visible depth",
-                    report.anonymous_seeded, report.unobserved_messages
-                );
-                println!(
-                    "throughput {:.2} M msg/s end to end (parse {:.1} ms, replay+check {:.1} ms)",
-                    report.messages_per_second / 1e6,
-                    report.parse_seconds * 1e3,
-                    report.replay_seconds * 1e3
-                );
+                print!("{report}");
             }
-            Ok(if report.mismatched_rows == 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(exit(report.matched()))
         }
     }
 }
@@ -193,20 +163,7 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
             report.messages,
             report.left_out
         );
-        println!(
-            "read back  the book at {} levels after every message",
-            report.levels
-        );
-        println!("mismatched rows  {}", report.mismatched_rows);
-        if let Some(line) = report.first_mismatch {
-            println!("  first at message {line}");
-        }
-        if report.never_added > 0 {
-            println!(
-                "never added  {} messages are about orders the day never added (anonymous liquidity an MBO file cannot hold)",
-                report.never_added
-            );
-        }
+        print!("{report}");
     }
     if let (false, Some(check), Some(path)) = (a.json, &mbp, &a.mbp) {
         println!(
@@ -214,17 +171,21 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
             path.display(),
             check.records
         );
-        print_mbp(check);
+        print!("{check}");
     }
     // A day that adds every order it touches must read back exactly.
-    let mbp_differs = mbp.is_some_and(|c| c.mismatched > 0 && c.never_added == 0);
-    Ok(
-        if (report.mismatched_rows > 0 && report.never_added == 0) || mbp_differs {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    Ok(exit(
+        report.as_expected() && mbp.as_ref().is_none_or(|c| c.as_expected()),
+    ))
+}
+
+/// Success, or 1 where a check failed.
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn mbp_levels(s: &str) -> std::result::Result<usize, String> {
@@ -260,32 +221,8 @@ fn mbp(a: MbpArgs) -> Result<ExitCode> {
             check.records,
             a.mbo.display()
         );
-        print_mbp(&check);
+        print!("{check}");
     }
     // A book that can be whole must match.
-    Ok(if check.mismatched > 0 && check.never_added == 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-fn print_mbp(check: &serl_lob::MbpCheck) {
-    println!(
-        "compared   {} MBP records at {} level(s) a side ({} before the first MBO record)",
-        check.compared, check.depth, check.before_mbo
-    );
-    println!("mismatched records  {}", check.mismatched);
-    if let Some(m) = &check.first_mismatch {
-        println!(
-            "  first at record {} (sequence {}): {} level {}: MBP ({}, {}), engine ({}, {})",
-            m.record, m.sequence, m.side, m.level, m.mbp.0, m.mbp.1, m.engine.0, m.engine.1
-        );
-    }
-    if check.never_added > 0 {
-        println!(
-            "never added  {} MBO records are about orders resting before the file starts: the replayed book cannot be whole, so differences are expected",
-            check.never_added
-        );
-    }
+    Ok(exit(check.as_expected()))
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_env::TeamMode;
 use serl_study::rundir::{OutRule, RunKind};
@@ -15,7 +15,7 @@ use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
 use serl_study::TrainFile;
 use serl_train::{DeviceChoice, HybridMode, TrainConfig, UpdateRecord};
 
-use super::args::{positive, warn};
+use super::args::{named, positive, warn};
 
 mod walk_forward;
 
@@ -63,13 +63,13 @@ pub struct TrainArgs {
     /// A team's mode (cooperative: one parent order split across the
     /// agents; competitive: independent orders competing). The hybrid
     /// weighting's names are still read here too, as --hybrid.
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeChoice>,
+    #[arg(long, value_parser = named::<ModeFlag>(mode_names()))]
+    pub mode: Option<ModeFlag>,
     /// Hybrid weighting, or a single environment for ablations.
-    #[arg(long, value_enum)]
-    pub hybrid: Option<HybridChoice>,
-    #[arg(long, value_enum)]
-    pub device: Option<DeviceArg>,
+    #[arg(long, value_parser = named::<HybridMode>(&HybridMode::NAMES))]
+    pub hybrid: Option<HybridMode>,
+    #[arg(long, value_parser = named::<DeviceChoice>(&DeviceChoice::NAMES))]
+    pub device: Option<DeviceChoice>,
     /// Order size as a fraction of ADV (overrides the configs).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     pub qty_adv: Option<f64>,
@@ -90,63 +90,40 @@ fn learner_names() -> impl TypedValueParser<Value = Learner> {
     PossibleValuesParser::new(Learner::names()).try_map(|name| name.parse::<Learner>())
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeChoice {
-    Cooperative,
-    Competitive,
-    Adaptive,
-    Fixed,
-    StaticOnly,
-    DynamicOnly,
+/// `--mode`: a team's mode, or the hybrid weighting's name (read here
+/// from before `--hybrid` was a flag of its own).
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ModeFlag {
+    Team(TeamMode),
+    Hybrid(HybridMode),
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum HybridChoice {
-    Adaptive,
-    Fixed,
-    StaticOnly,
-    DynamicOnly,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum DeviceArg {
-    Cpu,
-    Wgpu,
+/// `--mode`'s names: the team modes', then the weightings'.
+fn mode_names() -> &'static [&'static str] {
+    let names = TeamMode::NAMES.iter().chain(&HybridMode::NAMES).copied();
+    Box::leak(names.collect::<Vec<_>>().into_boxed_slice())
 }
 
 /// The config the run trains with: the flags over the config, or a
 /// resumed run's own.
 fn resolve(a: &TrainArgs) -> Result<TrainFile> {
-    let old_hybrid = match a.mode {
-        Some(ModeChoice::Adaptive) => Some(HybridMode::Adaptive),
-        Some(ModeChoice::Fixed) => Some(HybridMode::Fixed),
-        Some(ModeChoice::StaticOnly) => Some(HybridMode::StaticOnly),
-        Some(ModeChoice::DynamicOnly) => Some(HybridMode::DynamicOnly),
-        _ => None,
-    };
-    let hybrid = a.hybrid.map(|h| match h {
-        HybridChoice::Adaptive => HybridMode::Adaptive,
-        HybridChoice::Fixed => HybridMode::Fixed,
-        HybridChoice::StaticOnly => HybridMode::StaticOnly,
-        HybridChoice::DynamicOnly => HybridMode::DynamicOnly,
-    });
     let overrides = TrainOverrides {
         algo: a.algo,
         agents: a.agents,
         team_mode: match a.mode {
-            Some(ModeChoice::Cooperative) => Some(TeamMode::Cooperative),
-            Some(ModeChoice::Competitive) => Some(TeamMode::Competitive),
+            Some(ModeFlag::Team(m)) => Some(m),
             _ => None,
         },
         no_communication: a.no_communication,
         total_steps: a.total_steps,
         seed: a.seed,
         decision_minutes: a.decision_minutes,
-        hybrid: hybrid.or(old_hybrid),
-        device: a.device.map(|d| match d {
-            DeviceArg::Cpu => DeviceChoice::Cpu,
-            DeviceArg::Wgpu => DeviceChoice::Wgpu,
+        hybrid: a.hybrid.or(match a.mode {
+            Some(ModeFlag::Hybrid(h)) => Some(h),
+            _ => None,
         }),
+        device: a.device,
         qty_adv: a.qty_adv,
     };
     Ok(serl_study::train_overrides::resolve(&TrainRequest {

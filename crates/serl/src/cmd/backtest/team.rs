@@ -5,19 +5,11 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::ValueEnum;
-use serl_env::TeamMode;
 use serl_study::team::{TeamBacktest, TeamRequest};
 use serl_study::BacktestFile;
 
 use super::super::args::warn;
 use super::BacktestArgs;
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum TeamModeArg {
-    Cooperative,
-    Competitive,
-}
 
 pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
     if a.lobster.is_some() {
@@ -27,10 +19,7 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
         teams: &a.teams,
         strategies: &a.strategies,
         agents: a.agents,
-        mode: a.mode.map(|m| match m {
-            TeamModeArg::Cooperative => TeamMode::Cooperative,
-            TeamModeArg::Competitive => TeamMode::Competitive,
-        }),
+        mode: a.mode,
         env: a.env,
         silence: a.silence,
         held_out: a.held_out,

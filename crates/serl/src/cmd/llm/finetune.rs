@@ -5,21 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_study::finetune::{
     finetune, write_report, FinetuneRequest, Objective, TuneConfig, TuneDevice,
 };
 
+use crate::cmd::args::named;
 use crate::progress::PlainProgress;
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ObjectiveArg {
-    /// The chosen reply's log-likelihood (the best reply of each prompt).
-    Sft,
-    /// Preference pairs against the frozen base.
-    Dpo,
-}
 
 #[derive(Args)]
 pub struct FinetuneArgs {
@@ -42,8 +35,10 @@ pub struct FinetuneArgs {
     #[arg(long)]
     pub force: bool,
     /// The objective (default: the settings file's, else dpo).
-    #[arg(long, value_enum)]
-    pub objective: Option<ObjectiveArg>,
+    /// sft: the chosen reply's log-likelihood (the best reply of each
+    /// prompt); dpo: preference pairs against the frozen base.
+    #[arg(long, value_parser = named::<Objective>(&Objective::NAMES))]
+    pub objective: Option<Objective>,
     /// A TOML file of settings (`rank`, `alpha`, `targets`,
     /// `learning_rate`, `epochs`, `batch`, `beta`, `holdout`, `seed`, …:
     /// the fields of `[evolve.finetune.tune]`).
@@ -57,16 +52,8 @@ pub struct FinetuneArgs {
     pub seed: Option<u64>,
     /// Where to train: `cpu`, or `cuda` in a build with `--features cuda`
     /// (default: the settings file's, else cpu).
-    #[arg(long, value_enum)]
-    pub device: Option<DeviceArg>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum DeviceArg {
-    /// The CPU.
-    Cpu,
-    /// The first CUDA GPU.
-    Cuda,
+    #[arg(long, value_parser = named::<TuneDevice>(&TuneDevice::NAMES))]
+    pub device: Option<TuneDevice>,
 }
 
 fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
@@ -75,10 +62,7 @@ fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
         None => TuneConfig::default(),
     };
     if let Some(o) = a.objective {
-        c.objective = match o {
-            ObjectiveArg::Sft => Objective::Sft,
-            ObjectiveArg::Dpo => Objective::Dpo,
-        };
+        c.objective = o;
     }
     if let Some(e) = a.epochs {
         c.epochs = e;
@@ -87,10 +71,7 @@ fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
         c.seed = s;
     }
     if let Some(d) = a.device {
-        c.device = match d {
-            DeviceArg::Cpu => TuneDevice::Cpu,
-            DeviceArg::Cuda => TuneDevice::Cuda,
-        };
+        c.device = d;
     }
     Ok(c)
 }
