@@ -16,7 +16,9 @@
 //!   ablations and report, and the seeds and windows that confirm it.
 //! - [`train`] and [`walk_forward`]: training runs (one, several seeds,
 //!   or one per rolling window) and a run's policy as a strategy.
-//! - [`backtest`] and [`team`]: strategies and teams over parent orders.
+//! - [`backtest`], [`backtest_run`] and [`team`]: strategies and teams
+//!   over parent orders; a backtest's config with the command line's
+//!   overrides, its checks, and its orders played here or as shards.
 //! - [`simulate`], [`realism`] and [`fills`]: the calibrated market
 //!   checked against a real day, the impact study, the realism study on
 //!   LOBSTER days, and the passive-fill study of every venue against the
@@ -35,6 +37,7 @@
 
 mod arm_run;
 pub mod backtest;
+pub mod backtest_run;
 pub mod bench;
 pub mod calibrate;
 pub mod catalog;

@@ -3,16 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::EngineKind;
 use serl_data::Split;
-use serl_env::{Quantity, TeamMode};
-use serl_study::backtest::{replay, strategy_factory, BacktestData, EnvChoice, NEEDS_LOBSTER};
+use serl_env::TeamMode;
+use serl_study::backtest::{BacktestData, EnvChoice};
+use serl_study::backtest_run::{self, BacktestOverrides, BacktestRequest};
 use serl_study::rundir::RunKind;
-use serl_study::tasks::shards::{self, Backtest};
-use serl_study::{read_toml, BacktestFile, TrainFile};
+use serl_study::BacktestFile;
 
 use super::args::{named, positive, warn};
 use crate::show;
@@ -109,37 +109,20 @@ pub struct BacktestArgs {
 
 /// The configs a backtest runs with, after every override.
 pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
-    let mut cfg: BacktestFile = match (&a.config, a.teams.first()) {
-        (Some(p), _) => read_toml(p)?,
-        // A team plays the orders, steps and market it trained on.
-        (None, Some(dir)) if dir.join("train.toml").exists() => {
-            BacktestFile::of_training(read_toml::<TrainFile>(&dir.join("train.toml"))?)
-        }
-        (None, _) => BacktestFile::default(),
+    let overrides = BacktestOverrides {
+        orders: a.orders.clone(),
+        qty_adv: a.qty_adv,
+        qty_shares: a.qty_shares,
+        symbols: a.symbols.clone(),
+        seed: a.seed,
+        decision_minutes: a.decision_minutes,
+        engine: a.engine,
     };
-    if let Some(p) = &a.orders {
-        cfg.orders = read_toml(p)?;
-    }
-    if let Some(q) = a.qty_adv {
-        cfg.orders.quantity = Quantity::AdvFraction(q);
-    }
-    if let Some(q) = a.qty_shares {
-        cfg.orders.quantity = Quantity::Shares(q);
-    }
-    if !a.symbols.is_empty() {
-        cfg.orders.symbols = a.symbols.clone();
-    }
-    if let Some(s) = a.seed {
-        cfg.orders.seed = s;
-    }
-    if let Some(k) = a.decision_minutes {
-        cfg.env.decision_minutes = k;
-    }
-    if let Some(e) = a.engine {
-        cfg.cluster.engine = e;
-    }
-    cfg.validate()?;
-    Ok(cfg)
+    Ok(backtest_run::resolve(
+        a.config.as_deref(),
+        &a.teams,
+        &overrides,
+    )?)
 }
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
@@ -148,68 +131,43 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }
-    let env = a.env.unwrap_or(EnvChoice::Static);
-    // Every strategy is checked before any order is played (or submitted).
-    for s in &a.strategies {
-        strategy_factory(s)?;
-    }
-    if matches!(env, EnvChoice::Lobster | EnvChoice::All) && a.lobster.is_none() {
-        bail!(NEEDS_LOBSTER);
-    }
+    let request = BacktestRequest {
+        strategies: &a.strategies,
+        env: a.env.unwrap_or(EnvChoice::Static),
+        shards: a.shards,
+        out: &a.out,
+    };
+    request.check(a.lobster.is_some())?;
     let t0 = std::time::Instant::now();
     let (lobster, bars) = (a.lobster.as_deref(), a.data.as_deref());
     let data = BacktestData::load(lobster, bars, a.split, &cfg, &warn)?;
-    let (orders, split) = (&data.orders, data.split);
     eprintln!(
         "loaded {} sessions of {} symbols in {:.2}s; {} orders from the {} split",
         data.ds.sessions.len(),
         data.ds.symbols().len(),
         t0.elapsed().as_secs_f64(),
-        orders.len(),
-        split
+        data.orders.len(),
+        data.split
     );
     let t1 = std::time::Instant::now();
-    let results = if cfg.cluster.engine == EngineKind::Local {
-        let bar = ProgressBar::new(orders.len() as u64).with_style(
-            ProgressStyle::with_template(
-                "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        // In a log (stderr not a terminal) the bar draws nothing: plain
-        // lines instead.
-        let plain = crate::progress::PlainProgress::for_bar(&bar, "backtest", "orders");
-        let progress = |n| {
-            bar.inc(n);
-            if let Some(p) = &plain {
-                p.at(bar.position(), "");
-            }
-        };
-        let lobster = data.lobster.as_ref();
-        let rows = replay(
-            &data.market,
-            orders,
-            &a.strategies,
-            env,
-            &cfg,
-            lobster,
-            &progress,
-        )?;
-        bar.finish_and_clear();
-        rows
-    } else {
-        let b = Backtest {
-            data: &data.data_path,
-            split,
-            strategies: &a.strategies,
-            env,
-            cfg: &cfg,
-        };
-        shards::run(&b, &cfg.cluster, a.shards, orders, &a.out, &|l| {
-            eprintln!("{l}")
-        })?
+    let bar = ProgressBar::new(data.orders.len() as u64).with_style(
+        ProgressStyle::with_template(
+            "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    // In a log (stderr not a terminal) the bar draws nothing: plain
+    // lines instead.
+    let plain = crate::progress::PlainProgress::for_bar(&bar, "backtest", "orders");
+    let progress = |n| {
+        bar.inc(n);
+        if let Some(p) = &plain {
+            p.at(bar.position(), "");
+        }
     };
+    let results = backtest_run::play(&data, &cfg, &request, &progress, &|l| eprintln!("{l}"))?;
+    bar.finish_and_clear();
     let secs = t1.elapsed().as_secs_f64();
     let report = data.report(&results, &cfg, &a.out)?;
     show::summaries(&report);
