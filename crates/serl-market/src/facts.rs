@@ -85,6 +85,19 @@ pub struct Check {
     pub pass: bool,
 }
 
+/// A check's line: `PASS` or `FAIL`, what is checked, the value and the
+/// target, in columns.
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.pass { "PASS" } else { "FAIL" };
+        write!(
+            f,
+            "{verdict} {:<55} {:<40} target {}",
+            self.name, self.value, self.target
+        )
+    }
+}
+
 /// The stylized-fact checks over several simulated days of 1-minute
 /// returns (one vector per day, any unit: bps from
 /// [`minute_returns_bps`](crate::minute_returns_bps)) and the average depth

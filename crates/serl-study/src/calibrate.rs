@@ -39,6 +39,26 @@ pub struct CalibratedFile {
     pub model: QueueReactive,
 }
 
+impl CalibratedFile {
+    /// The fit in a line: levels, seconds, the median spread, and the
+    /// best queue's rates (of one unit) per second per side, then the file.
+    pub fn summary_line(&self) -> String {
+        let m = &self.model;
+        let limit: f64 = m.limit.iter().map(|r| r[1]).sum();
+        format!(
+            "{}: {} levels over {:.0} s, median spread {} ticks, best queue of 1 unit: {:.2} market, {:.2} cancels, {:.2} limit orders per second per side; {}",
+            self.symbol,
+            m.levels(),
+            m.seconds,
+            m.spread,
+            m.market[1],
+            m.cancel[0][1],
+            limit,
+            self.path.display()
+        )
+    }
+}
+
 /// Fits the flow to each symbol's day (or its part before
 /// `until_minute`) and writes `OUT/SYMBOL.json`; `warn` hears what is
 /// wrong with a day that is read all the same (its book crossed).

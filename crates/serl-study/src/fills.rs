@@ -373,4 +373,25 @@ impl SymbolFills {
             })
             .sum()
     }
+
+    /// The study's line for the symbol: at the touch, the share filled
+    /// within 5 and 30 minutes at the LOBSTER queue, in the dynamic market
+    /// with the day's order flow and with the queue-reactive flow, and how
+    /// many (level, horizon) pairs of each are within the aim.
+    pub fn summary_line(&self) -> String {
+        let real = self.summary(VENUES[0], 0);
+        let (market, reactive) = (self.summary(VENUES[1], 0), self.summary(VENUES[4], 0));
+        format!(
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}% (within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs), queue-reactive flow {:.0}% / {:.0}% ({} of {AIM_PAIRS})",
+            self.symbol,
+            100.0 * real.filled_within[1],
+            100.0 * real.filled_within[2],
+            100.0 * market.filled_within[1],
+            100.0 * market.filled_within[2],
+            self.within_aim(VENUES[1]),
+            100.0 * reactive.filled_within[1],
+            100.0 * reactive.filled_within[2],
+            self.within_aim(VENUES[4])
+        )
+    }
 }

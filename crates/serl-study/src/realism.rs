@@ -444,6 +444,26 @@ impl SymbolReport {
     pub fn wins(&self, model: &str) -> (usize, usize) {
         self.parts[0].wins(model)
     }
+
+    /// The study's lines for the symbol: for each simulated model, the
+    /// statistics on which it is closer than the parametric baseline,
+    /// held out and in sample.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let [held, seen] = [&self.parts[0], &self.parts[1]];
+        [AGENT_BASED, QUEUE_REACTIVE]
+            .into_iter()
+            .map(|model| {
+                let ((wins, total), (in_wins, in_total)) = (held.wins(model), seen.wins(model));
+                format!(
+                    "{} ({} levels), held out {}: the {model} market is closer than the parametric baseline on {wins} of {total} statistics (in sample, {}: {in_wins} of {in_total})",
+                    self.symbol,
+                    self.levels,
+                    held.window(),
+                    seen.window()
+                )
+            })
+            .collect()
+    }
 }
 
 fn write_reports(a: &RealismRequest, reports: &[SymbolReport]) -> Result<()> {

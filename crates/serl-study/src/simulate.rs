@@ -435,6 +435,35 @@ pub struct ImpactOutcome {
     pub concave: bool,
 }
 
+impl ImpactOutcome {
+    /// A line per size (the peak with its interval and the last decay)
+    /// and the verdict on δ.
+    pub fn lines(&self) -> Vec<String> {
+        let study = &self.study;
+        let last = study.decay_minutes.last().copied().unwrap_or(0);
+        let mut lines: Vec<String> = study
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "Q/V {:>5.1}%  peak {:>7.2} bps  [{:.2}, {:.2}]  after +{last} min {:.2} bps",
+                    r.fraction * 100.0,
+                    r.peak_bps,
+                    r.peak_ci.0,
+                    r.peak_ci.1,
+                    r.after_bps.last().copied().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        let verdict = if self.concave { "PASS" } else { "FAIL" };
+        lines.push(format!(
+            "{verdict} δ = {} (concave between 0.3 and 0.7)",
+            self.delta
+        ));
+        lines
+    }
+}
+
 /// The metaorder impact study of `session` (here, or a task per seed on
 /// its cluster), with its report in `out`. `tick` hears each seed done
 /// here; `say` what is planned on a cluster.

@@ -38,19 +38,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         force: a.force,
     };
     for f in serl_study::calibrate::calibrate(&request, &super::super::args::warn)? {
-        let m = &f.model;
-        let limit: f64 = m.limit.iter().map(|r| r[1]).sum();
-        println!(
-            "{}: {} levels over {:.0} s, median spread {} ticks, best queue of 1 unit: {:.2} market, {:.2} cancels, {:.2} limit orders per second per side; {}",
-            f.symbol,
-            m.levels(),
-            m.seconds,
-            m.spread,
-            m.market[1],
-            m.cancel[0][1],
-            limit,
-            f.path.display()
-        );
+        println!("{}", f.summary_line());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use serl_study::fills::{FillsRequest, AIM_PAIRS, VENUES};
+use serl_study::fills::FillsRequest;
 
 #[derive(Args)]
 pub struct FillsArgs {
@@ -58,20 +58,7 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
     serl_study::fills_report::write(&request, &all)?;
     bar.finish();
     for s in &all {
-        let real = s.summary(VENUES[0], 0);
-        let (market, reactive) = (s.summary(VENUES[1], 0), s.summary(VENUES[4], 0));
-        println!(
-            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}% (within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs), queue-reactive flow {:.0}% / {:.0}% ({} of {AIM_PAIRS})",
-            s.symbol,
-            100.0 * real.filled_within[1],
-            100.0 * real.filled_within[2],
-            100.0 * market.filled_within[1],
-            100.0 * market.filled_within[2],
-            s.within_aim(VENUES[1]),
-            100.0 * reactive.filled_within[1],
-            100.0 * reactive.filled_within[2],
-            s.within_aim(VENUES[4])
-        );
+        println!("{}", s.summary_line());
     }
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)

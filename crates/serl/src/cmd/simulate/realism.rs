@@ -59,18 +59,8 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     let progress = on_progress(&bar);
     let reports = serl_study::realism::realism(&request, &progress)?;
     bar.finish();
-    for r in &reports {
-        let [held, seen] = [&r.parts[0], &r.parts[1]];
-        for model in ["agent-based", "queue-reactive"] {
-            let ((wins, total), (in_wins, in_total)) = (held.wins(model), seen.wins(model));
-            println!(
-                "{} ({} levels), held out {}: the {model} market is closer than the parametric baseline on {wins} of {total} statistics (in sample, {}: {in_wins} of {in_total})",
-                r.symbol,
-                r.levels,
-                held.window(),
-                seen.window()
-            );
-        }
+    for line in reports.iter().flat_map(|r| r.summary_lines()) {
+        println!("{line}");
     }
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
