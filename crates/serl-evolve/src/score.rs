@@ -28,7 +28,7 @@ pub(crate) fn trains_fused(base: &serl_train::TrainConfig, d: &Design, algo: Alg
 /// on a fold trains on the other folds' days and is scored on its own
 /// ([`crate::fold`]), unpaired.
 pub(crate) fn score(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
-    let _span = tracing::info_span!("candidate", label = job.key.as_str()).entered();
+    let _span = tracing::info_span!("candidate", label = %job.key).entered();
     let Some(fold) = job.fold else {
         return score_on(inputs, job);
     };

@@ -151,7 +151,7 @@ impl Stages {
 
     /// Runs `f` and counts its time towards `name`.
     pub(crate) fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
-        let _span = tracing::info_span!("stage", label = name).entered();
+        let _span = tracing::info_span!("stage", label = %name).entered();
         let t = Instant::now();
         let out = f();
         self.add(name, t.elapsed().as_secs_f64());

@@ -402,7 +402,7 @@ pub fn run(
 ) -> Result<EvolveRun> {
     let t0 = std::time::Instant::now();
     let _run = tracing::info_span!("evolve").entered();
-    let span = |stage: &str| tracing::info_span!("phase", label = stage).entered();
+    let span = |stage: &str| tracing::info_span!("phase", label = %stage).entered();
     let preparing = span("prepare");
     let Prepared {
         prompts_dir,

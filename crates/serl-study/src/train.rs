@@ -250,7 +250,7 @@ pub fn run(
         crate::bail!("--data is required (the bars to train on)");
     };
     check_run_dir(req.out, req.resume, (1, false))?;
-    let loading = tracing::info_span!("phase", label = "load").entered();
+    let loading = tracing::info_span!("phase", label = %"load").entered();
     let ds = crate::data::load_data(&data_path, &cfg.data, warn)?;
     let (train_orders, val_orders) = orders(&ds, cfg, &data_path)?;
     let market = crate::data::market_data(&ds, &cfg.data);

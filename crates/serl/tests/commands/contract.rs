@@ -227,6 +227,9 @@ fn trace_writes_the_runs_timeline_as_trace_events() {
     for name in ["load", "training", "update"] {
         assert!(names.contains(name), "{name} not in {names:?}");
     }
+    // A slice named by its label carries the label as written, unquoted.
+    let load = events.iter().find(|e| e["name"] == "load").unwrap();
+    assert_eq!(load["args"]["label"], "load", "{load}");
 
     let o = serl(&[
         "--trace",
