@@ -390,6 +390,54 @@ pub struct EvolveRun {
     pub finished: Option<Finished>,
 }
 
+impl EvolveRun {
+    /// The run's last lines, after its tables (and its confirmation):
+    /// the recommendation, then the chosen design with where its test
+    /// stands (sealed, with the way to open it) or how long the run took
+    /// and its report, then the verdict.
+    pub fn closing_lines(&self, out: &Path) -> Vec<String> {
+        let outcome = &self.outcome;
+        let best = &outcome.best;
+        let score = best.selection_score().unwrap_or(0.0);
+        let mut lines = outcome.evidence.lines();
+        let Some(finished) = &self.finished else {
+            // Nothing after the loop ran: its test is sealed.
+            let Some(l) = &outcome.lockbox else {
+                return Vec::new();
+            };
+            lines.push(format!(
+                "best design {} (validation score {score:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
+                best.key,
+                l.sealed_at,
+                out.join("lockbox.json").display(),
+                out.display()
+            ));
+            return lines;
+        };
+        lines.push(format!(
+            "best design {} (validation score {score:.3}); {}; report: {}",
+            best.key,
+            took(self.main_secs, outcome.wall_secs),
+            out.join("report.html").display()
+        ));
+        if let Some(v) = serl_evolve::verdict(outcome, &finished.report) {
+            lines.push("verdict:".into());
+            lines.extend(v.lines().into_iter().map(|l| format!("  {l}")));
+        }
+        lines
+    }
+}
+
+/// How long the run took: this process's seconds, and the run's over
+/// every process where it was resumed.
+fn took(this_process: f64, all_processes: f64) -> String {
+    if all_processes > this_process + 1.0 {
+        format!("{all_processes:.0}s in all over its processes ({this_process:.0}s in this one)")
+    } else {
+        format!("{this_process:.0}s in all")
+    }
+}
+
 /// A whole evolve run into `out`, as `serl evolve` runs it: prepared
 /// ([`prepare`]), the loop, then, unless its test is sealed, the
 /// ablations, the report and the confirmation the request asks for.

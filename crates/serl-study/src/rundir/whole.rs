@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::check::{check_evolve, unreadable_records, CheckReport};
 use super::kind::{run_kind, study_runs, sub_dirs, RunKind};
+use super::lock::RunLock;
 use crate::error::Result;
 
 /// What a finished run of a kind has written: the file whose presence
@@ -45,6 +46,46 @@ fn finished_files(kind: RunKind) -> Option<Finished> {
         }
     };
     Some(Finished { marker, with })
+}
+
+impl CheckReport {
+    /// What `serl run check DIR` prints of the report on `dir`: what was
+    /// read, who holds the run, its repairs, then `whole`, or each
+    /// problem and their count with the way to mend them.
+    pub fn lines(&self, dir: &Path) -> Vec<String> {
+        let state = if self.finished {
+            "finished"
+        } else {
+            "not finished"
+        };
+        let kind = self.kind.map_or("run", |k| k.name());
+        let inner = match self.inner.len() {
+            0 => String::new(),
+            n => format!(", {n} runs inside checked"),
+        };
+        let mut lines = vec![format!(
+            "{} ({kind}, {state}): {} records read, {} planned outputs{inner}",
+            dir.display(),
+            self.records,
+            self.planned
+        )];
+        lines.extend(RunLock::holder_of(dir).map(|h| format!("held by {h}")));
+        lines.extend(self.repairs.iter().map(|r| format!("repaired: {r}")));
+        if self.whole() {
+            lines.push("whole".into());
+            return lines;
+        }
+        lines.extend(self.problems.iter().map(|p| format!("problem: {p}")));
+        let how = match self.kind {
+            Some(RunKind::Evolve) => format!(
+                "; `serl evolve --resume {}` recomputes unreadable records",
+                dir.display()
+            ),
+            _ => String::new(),
+        };
+        lines.push(format!("{} problems{how}", self.problems.len()));
+        lines
+    }
 }
 
 /// Checks the run folder `dir`, whatever wrote it: every record readable,

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 mod confirm;
 mod evidence;
-mod resume;
 mod study;
 
 use anyhow::{bail, Result};
@@ -14,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::{Cluster, EngineKind};
 use serl_eval::ReportData;
 use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent, Shown};
-use serl_study::evolve::{EvolveHooks, EvolveRequest, EvolveRun};
+use serl_study::evolve::{EvolveHooks, EvolveRequest};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
 use serl_study::rundir::RunKind;
 use serl_study::{EvolveFile, LlmChoice, StudyData};
@@ -190,43 +189,12 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     };
     let run = serl_study::evolve::run(&out, &cfg, &request, &hooks);
     confirming.clear();
-    let EvolveRun {
-        outcome,
-        main_secs,
-        finished,
-        ..
-    } = run?;
-    let Some(finished) = finished else {
-        if let Some(l) = outcome.lockbox.as_ref() {
-            print_lines(&outcome.evidence.lines());
-            println!(
-                "best design {} (validation score {:.3}); the test split is sealed since {} ({}); declare the design final and open it with: serl evolve --resume {} --open-test",
-                outcome.best.key,
-                outcome.best.selection_score().unwrap_or(0.0),
-                l.sealed_at,
-                out.join("lockbox.json").display(),
-                out.display()
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    };
-    if let Some(c) = &finished.confirmation {
+    let run = run?;
+    if let Some(c) = run.finished.as_ref().and_then(|f| f.confirmation.as_ref()) {
         confirm::print(c, &out);
     }
-    // The recommendation first, then the chosen design and its verdict.
-    print_lines(&outcome.evidence.lines());
-    println!(
-        "best design {} (validation score {:.3}); {}; report: {}",
-        outcome.best.key,
-        outcome.best.selection_score().unwrap_or(0.0),
-        resume::took(main_secs, outcome.wall_secs),
-        out.join("report.html").display()
-    );
-    if let Some(v) = serl_evolve::verdict(&outcome, &finished.report) {
-        println!("verdict:");
-        for line in v.lines() {
-            println!("  {line}");
-        }
+    for line in run.closing_lines(&out) {
+        println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -255,12 +223,6 @@ fn say_if_finished(out: &Path) {
             out.display(),
             report.display()
         );
-    }
-}
-
-fn print_lines(lines: &[String]) {
-    for line in lines {
-        println!("{line}");
     }
 }
 

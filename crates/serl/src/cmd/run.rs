@@ -25,43 +25,13 @@ pub struct CheckArgs {
 
 pub fn run(c: RunCommand) -> Result<ExitCode> {
     let RunCommand::Check(a) = c;
-    let r = serl_study::rundir::check_run(&a.run_dir)?;
-    let state = if r.finished {
-        "finished"
+    let report = serl_study::rundir::check_run(&a.run_dir)?;
+    for line in report.lines(&a.run_dir) {
+        println!("{line}");
+    }
+    Ok(if report.whole() {
+        ExitCode::SUCCESS
     } else {
-        "not finished"
-    };
-    let kind = r.kind.map_or("run", |k| k.name());
-    let inner = match r.inner.len() {
-        0 => String::new(),
-        n => format!(", {n} runs inside checked"),
-    };
-    println!(
-        "{} ({kind}, {state}): {} records read, {} planned outputs{inner}",
-        a.run_dir.display(),
-        r.records,
-        r.planned
-    );
-    if let Some(h) = serl_study::rundir::RunLock::holder_of(&a.run_dir) {
-        println!("held by {h}");
-    }
-    for rep in &r.repairs {
-        println!("repaired: {rep}");
-    }
-    if r.whole() {
-        println!("whole");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for p in &r.problems {
-        println!("problem: {p}");
-    }
-    let how = match r.kind {
-        Some(serl_study::rundir::RunKind::Evolve) => format!(
-            "; `serl evolve --resume {}` recomputes unreadable records",
-            a.run_dir.display()
-        ),
-        _ => String::new(),
-    };
-    println!("{} problems{how}", r.problems.len());
-    Ok(ExitCode::from(1))
+        ExitCode::from(1)
+    })
 }
