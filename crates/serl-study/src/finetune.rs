@@ -41,6 +41,48 @@ pub struct FinetuneOutcome {
     pub too_long: usize,
 }
 
+impl FinetuneOutcome {
+    /// A line per epoch (its held-out loss, and for DPO the margin and
+    /// the accuracy; the kept one marked), then the examples, steps and
+    /// speed.
+    pub fn lines(&self) -> Vec<String> {
+        let r = &self.report;
+        let mut lines: Vec<String> = r
+            .epochs
+            .iter()
+            .map(|e| {
+                let kept = if e.epoch == r.best_epoch {
+                    "  (kept)"
+                } else {
+                    ""
+                };
+                match (e.margin, e.accuracy) {
+                    (Some(m), Some(acc)) => format!(
+                        "epoch {}: held-out loss {:.4}, margin {m:+.3}, accuracy {:.0}%{kept}",
+                        e.epoch,
+                        e.loss,
+                        acc * 100.0
+                    ),
+                    _ => format!(
+                        "epoch {}: held-out loss {:.4} (NLL per token){kept}",
+                        e.epoch, e.loss
+                    ),
+                }
+            })
+            .collect();
+        lines.push(format!(
+            "{} examples ({} held out, {} too long for the context); {} steps, {:.1} reply tokens/s, {:.1} s",
+            self.examples,
+            r.heldout_examples,
+            self.too_long,
+            r.steps.len(),
+            r.tokens_per_sec(),
+            r.secs
+        ));
+        lines
+    }
+}
+
 /// The examples of `pairs` and `sft` for `objective`: DPO trains on the
 /// pairs, SFT on the best reply of each prompt. Duplicates are dropped.
 pub fn examples_of(

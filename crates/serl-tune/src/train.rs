@@ -36,6 +36,17 @@ pub struct Progress {
     pub doing: &'static str,
 }
 
+impl Progress {
+    /// What is being computed, in words, for a progress bar's message.
+    pub fn describe(&self) -> String {
+        match self.doing {
+            "reference" => "the base model's log-probabilities of every reply".to_string(),
+            "evaluating" => format!("the held-out examples after epoch {}", self.epoch),
+            _ => format!("epoch {}, loss {:.4}", self.epoch, self.loss),
+        }
+    }
+}
+
 /// One optimizer step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepLog {

@@ -112,11 +112,7 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
             plain = PlainProgress::for_bar(&bar, "finetune", "steps");
         }
         bar.set_position(p.step);
-        let msg = match p.doing {
-            "reference" => "the base model's log-probabilities of every reply".to_string(),
-            "evaluating" => format!("the held-out examples after epoch {}", p.epoch),
-            _ => format!("epoch {}, loss {:.4}", p.epoch, p.loss),
-        };
+        let msg = p.describe();
         bar.set_message(msg.clone());
         if let Some(pp) = &plain {
             pp.at(p.step, &msg);
@@ -124,35 +120,9 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
     })
     .context("serl llm finetune")?;
     bar.finish_and_clear();
-    let r = &outcome.report;
-    for e in &r.epochs {
-        let kept = if e.epoch == r.best_epoch {
-            "  (kept)"
-        } else {
-            ""
-        };
-        match (e.margin, e.accuracy) {
-            (Some(m), Some(acc)) => eprintln!(
-                "epoch {}: held-out loss {:.4}, margin {m:+.3}, accuracy {:.0}%{kept}",
-                e.epoch,
-                e.loss,
-                acc * 100.0
-            ),
-            _ => eprintln!(
-                "epoch {}: held-out loss {:.4} (NLL per token){kept}",
-                e.epoch, e.loss
-            ),
-        }
+    for line in outcome.lines() {
+        eprintln!("{line}");
     }
-    eprintln!(
-        "{} examples ({} held out, {} too long for the context); {} steps, {:.1} reply tokens/s, {:.1} s",
-        outcome.examples,
-        r.heldout_examples,
-        outcome.too_long,
-        r.steps.len(),
-        r.tokens_per_sec(),
-        r.secs
-    );
     let html = write_report(&a.out, &a.from, &outcome)?;
     println!(
         "adapter: {} (use it with `--adapter {}` or [llm.local] adapter)",
