@@ -3,10 +3,10 @@
 //! fits again.
 
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use serl_lob::{Event, LobsterRecorder, NewOrder, OrderBook, OrderId, OrderKind, Side};
 
-use super::{QrEvent, QrRates, QueueReactive};
+use super::{draw_resting, QrEvent, QrRates, QueueReactive};
 
 /// The flow's own orders' owner id.
 pub const FLOW_OWNER: u32 = 2;
@@ -113,13 +113,8 @@ impl QrDay {
             }
             QrEvent::Market { side, qty } => self.send(side.opposite(), OrderKind::Market, qty),
             QrEvent::Cancel { side, price } => {
-                let n = self.book.queue_iter(side, price).count();
-                if n > 0 {
-                    let k = self.rng.random_range(0..n);
-                    let id = self.book.queue_iter(side, price).nth(k).map(|o| o.id);
-                    if let Some(id) = id {
-                        self.cancel(id);
-                    }
+                if let Some(id) = draw_resting(&self.book, (side, price), |_| true, &mut self.rng) {
+                    self.cancel(id);
                 }
             }
         }

@@ -31,7 +31,7 @@ mod tests;
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use serl_lob::{OrderBook, Side, Ticks};
+use serl_lob::{OrderBook, OrderId, RestingOrder, Side, Ticks};
 
 /// The largest queue-size bin: queues of more than this many average
 /// events share one bin's rates.
@@ -459,6 +459,24 @@ impl QueueReactive {
 /// A buffer for [`QueueReactive::next_event`]'s rates, and their sum.
 #[derive(Debug, Default, Clone)]
 pub struct QrRates(Vec<(Side, Kind, f64)>, f64);
+
+/// One of the orders resting at `price` on `side` that `keep` accepts,
+/// each as likely: the order a cancel event of a flow takes. Counted,
+/// then the drawn one found, so that no event collects the queue (this
+/// runs on every cancel); `None` where none is kept.
+pub(crate) fn draw_resting(
+    book: &OrderBook,
+    (side, price): (Side, Ticks),
+    keep: impl Fn(&RestingOrder) -> bool,
+    rng: &mut impl Rng,
+) -> Option<OrderId> {
+    let kept = || book.queue_iter(side, price).filter(|o| keep(o));
+    let n = kept().count();
+    if n == 0 {
+        return None;
+    }
+    kept().nth(rng.random_range(0..n)).map(|o| o.id)
+}
 
 /// The bin of a queue of `qty` shares in units of `unit`.
 fn bin(qty: u64, unit: f64) -> usize {

@@ -6,7 +6,7 @@
 use serl_lob::{OrderKind, Side};
 
 use super::{Simulator, US_PER_MIN};
-use crate::queue_reactive::{QrEvent, QrRates, QueueReactive};
+use crate::queue_reactive::{draw_resting, QrEvent, QrRates, QueueReactive};
 
 /// What a simulated day says to the flow.
 pub(super) struct QrDay<'a> {
@@ -117,25 +117,10 @@ impl Simulator {
                 self.place(a, side.opposite(), OrderKind::Market, qty);
             }
             QrEvent::Cancel { side, price } => {
-                // One of the flow's own orders there, each as likely:
-                // counted, then the drawn one found, so that no event
-                // collects the queue.
-                let own = self
-                    .book
-                    .queue_iter(side, price)
-                    .filter(|o| o.owner == a)
-                    .count();
-                if own > 0 {
-                    let k = rand::Rng::random_range(&mut self.rng, 0..own);
-                    let id = self
-                        .book
-                        .queue_iter(side, price)
-                        .filter(|o| o.owner == a)
-                        .nth(k)
-                        .map(|o| o.id);
-                    if let Some(id) = id {
-                        self.cancel(id);
-                    }
+                // One of the flow's own orders there, each as likely.
+                let own = |o: &serl_lob::RestingOrder| o.owner == a;
+                if let Some(id) = draw_resting(&self.book, (side, price), own, &mut self.rng) {
+                    self.cancel(id);
                 }
             }
         }
