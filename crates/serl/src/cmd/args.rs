@@ -1,5 +1,6 @@
 //! What the subcommands share on their command lines: the value types of
-//! flags that several take, and the checks of their values.
+//! flags that several take, the checks of their values, and the exit code
+//! of a command that reports a check.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use serde::de::value::StrDeserializer;
@@ -83,4 +84,15 @@ pub fn parse_clock(s: &str) -> Result<usize, String> {
         return Err(format!("`{s}`: give a time of the session, 09:30 to 16:00"));
     }
     Ok(at - (9 * 60 + 30))
+}
+
+/// The exit code of a command that reports a check (a validation, a
+/// replay, a run check): 0 when it passed, 1 when it did not (2 is an
+/// error's).
+pub fn check_exit(passed: bool) -> std::process::ExitCode {
+    if passed {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    }
 }

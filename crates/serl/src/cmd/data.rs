@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serl_data::{Catalog, DataConfig, ErrorPolicy, Severity};
 use serl_study::rundir::RunKind;
 
-use super::args::named;
+use super::args::{check_exit, named};
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -325,9 +325,5 @@ fn validate(a: DataArgs) -> Result<ExitCode> {
             println!("{line}");
         }
     }
-    Ok(if found.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(check_exit(found.ok))
 }

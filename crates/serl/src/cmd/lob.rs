@@ -10,6 +10,8 @@ use clap::{Args, Subcommand};
 use serl_lob::{replay, LobsterInput, ReplayOptions};
 use serl_study::lob_export::{self, ExportRequest, ExportSource, Exported};
 
+use super::args::check_exit;
+
 #[derive(Subcommand)]
 pub enum LobCommand {
     /// Replay a LOBSTER day (a sample zip, or a message CSV with its
@@ -121,7 +123,7 @@ pub fn run(cmd: LobCommand) -> Result<ExitCode> {
             } else {
                 print!("{report}");
             }
-            Ok(exit(report.matched()))
+            Ok(check_exit(report.matched()))
         }
     }
 }
@@ -174,18 +176,9 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
         print!("{check}");
     }
     // A day that adds every order it touches must read back exactly.
-    Ok(exit(
+    Ok(check_exit(
         report.as_expected() && mbp.as_ref().is_none_or(|c| c.as_expected()),
     ))
-}
-
-/// Success, or 1 where a check failed.
-fn exit(ok: bool) -> ExitCode {
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
 }
 
 fn mbp_levels(s: &str) -> std::result::Result<usize, String> {
@@ -224,5 +217,5 @@ fn mbp(a: MbpArgs) -> Result<ExitCode> {
         print!("{check}");
     }
     // A book that can be whole must match.
-    Ok(exit(check.as_expected()))
+    Ok(check_exit(check.as_expected()))
 }

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use super::args::check_exit;
+
 #[derive(Subcommand)]
 pub enum RunCommand {
     /// Verify a run directory of any kind serl writes (evolve, train,
@@ -29,9 +31,5 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
     for line in report.lines(&a.run_dir) {
         println!("{line}");
     }
-    Ok(if report.whole() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(check_exit(report.whole()))
 }
