@@ -97,7 +97,7 @@ pub struct EvolveConfig {
 
 /// PPO and DDQN: the paper's baselines.
 pub fn default_baselines() -> Vec<Algo> {
-    vec![Algo::Ppo, Algo::Ddqn]
+    vec![Algo::PPO, Algo::DDQN]
 }
 
 fn is_default_baselines(b: &[Algo]) -> bool {
@@ -280,7 +280,7 @@ impl EvolveConfig {
     /// Checks the table, naming the field at fault.
     pub fn validate(&self) -> Result<(), String> {
         self.select.validate()?;
-        if !self.baselines.contains(&Algo::Ppo) {
+        if !self.baselines.contains(&Algo::PPO) {
             return Err("evolve.baselines must include \"ppo\": the verdict weighs the best design against plain PPO".into());
         }
         if let Some(twice) =

@@ -150,7 +150,7 @@ impl ConfirmInputs<'_> {
         FinalJob {
             name,
             design,
-            algo: Algo::Ppo,
+            algo: Algo::PPO,
             steps: self.cfg.final_steps,
             seed,
             eval_every: self.cfg.final_eval_every,

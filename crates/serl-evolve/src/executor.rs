@@ -115,7 +115,7 @@ impl Executor for Local {
             .partition(|(_, j)| score_path(run_dir, j).exists());
         stored.iter().for_each(|_| done());
         let fused =
-            |(_, j): &(usize, &ScoreJob)| trains_fused(&scoring.cfg.train, &j.design, Algo::Ppo);
+            |(_, j): &(usize, &ScoreJob)| trains_fused(&scoring.cfg.train, &j.design, Algo::PPO);
         let scored = side_by_side(&todo, scoring.cfg.parallel_candidates(), fused, |(_, j)| {
             let s = score(scoring, j)?;
             // Written as well as kept: a run killed later in the batch

@@ -89,7 +89,7 @@ pub(crate) fn baseline_overlaps_retraining(
 ) -> bool {
     let fused = |d: &Design, algo| crate::score::trains_fused(&cfg.train, d, algo);
     executor.runs_here()
-        && fused(&Design::baseline(), Algo::Ppo)
+        && fused(&Design::baseline(), Algo::PPO)
         && final_jobs(cfg, best)
             .iter()
             .all(|j| fused(&j.design, j.algo))
@@ -112,10 +112,10 @@ fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
     match cfg.train.learning_team() {
         // Plain PPO right after the best design whatever the config's
         // order: it is the verdict's reference (`plain_final`).
-        None => std::iter::once(job("serl-best", best, Algo::Ppo, None))
+        None => std::iter::once(job("serl-best", best, Algo::PPO, None))
             .chain(
-                std::iter::once(Algo::Ppo)
-                    .chain(cfg.baselines.iter().copied().filter(|&a| a != Algo::Ppo))
+                std::iter::once(Algo::PPO)
+                    .chain(cfg.baselines.iter().copied().filter(|&a| a != Algo::PPO))
                     .map(|algo| {
                         let name = format!("{}-default", algo.key());
                         job(&name, &plain, algo, None)
@@ -123,14 +123,14 @@ fn final_jobs(cfg: &EvolveConfig, best: &Design) -> Vec<FinalJob> {
             )
             .collect(),
         Some(_) => vec![
-            job("serl-best", best, Algo::Ppo, None),
+            job("serl-best", best, Algo::PPO, None),
             job(
                 "mappo-default",
                 &plain,
-                Algo::Ppo,
+                Algo::PPO,
                 Some(Critic::Centralized),
             ),
-            job("ippo-default", &plain, Algo::Ppo, Some(Critic::Local)),
+            job("ippo-default", &plain, Algo::PPO, Some(Critic::Local)),
         ],
     }
 }
@@ -246,7 +246,7 @@ mod tests {
         assert!(baseline_overlaps_retraining(&cfg, &Local, &mlp));
         // DDQN on burn's autodiff: its sums depend on what else runs.
         let mut burn_ddqn = cfg.clone();
-        burn_ddqn.train.ddqn.fused = false;
+        burn_ddqn.train.table_mut::<serl_train::DdqnLearner>().fused = false;
         assert!(!baseline_overlaps_retraining(&burn_ddqn, &Local, &mlp));
         // A best design with book attention is fused too, and overlaps;
         // with PPO on burn it does not.

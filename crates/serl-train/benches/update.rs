@@ -41,7 +41,7 @@ fn rollout() -> Rollout {
 fn update(c: &mut Criterion) {
     let device = DeviceChoice::Cpu.device().expect("the CPU").autodiff();
     let meta = PolicyMeta {
-        algo: Algo::Ppo,
+        algo: Algo::PPO,
         spec: NetworkSpec::mlp(&[64, 64]),
         obs_dim: OBS,
         head: Head::Gaussian,

@@ -88,7 +88,7 @@ pub fn train_figures(path: &Path, runs: usize) -> Result<TrainFigures, BenchErro
     let mut env_rates = Vec::new();
     let mut per_run = 0;
     for run in 0..runs {
-        for (a, algo) in [Algo::Ppo, Algo::Ddqn].into_iter().enumerate() {
+        for (a, algo) in [Algo::PPO, Algo::DDQN].into_iter().enumerate() {
             for fused in [true, false] {
                 let t = Instant::now();
                 let out = train(TrainSetup::bare(
@@ -128,7 +128,7 @@ fn reference_config(seed: u64, algo: Algo, fused: bool) -> TrainConfig {
     };
     cfg.ppo.n_steps = 2048;
     cfg.ppo.fused = fused;
-    cfg.ddqn.fused = fused;
+    cfg.table_mut::<crate::DdqnLearner>().fused = fused;
     cfg.hybrid.mode = HybridMode::StaticOnly;
     cfg
 }

@@ -10,11 +10,10 @@ use serl_env::MarketConfig;
 use crate::algo::Algo;
 use crate::align::AlignmentConfig;
 use crate::critic::CriticConfig;
-use crate::ddqn::DdqnConfig;
 use crate::hybrid::{HybridConfig, HybridMode};
 use crate::policy::Pace;
 use crate::ppo::PpoConfig;
-use crate::sac::SacConfig;
+use crate::tables::LearnerTables;
 use crate::transition::TransitionConfig;
 use crate::TrainError;
 
@@ -52,7 +51,10 @@ impl DeviceChoice {
 
 /// Everything a training run is set with (`[train]` in configs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+// No `deny_unknown_fields`: serde cannot pair it with `flatten`. The
+// learners' tables take every key not named here and refuse any that is
+// not a learner's (`registry.rs`), with the same error.
+#[serde(default)]
 pub struct TrainConfig {
     /// The learner: PPO or DDQN.
     pub algo: Algo,
@@ -69,12 +71,11 @@ pub struct TrainConfig {
     pub network: NetworkSpec,
     /// PPO's settings (also the rollout length per update).
     pub ppo: PpoConfig,
-    /// DDQN's settings.
-    pub ddqn: DdqnConfig,
-    /// SAC's settings; left out of saved configs at their defaults, so
-    /// that configs written before SAC read and hash as they did.
-    #[serde(skip_serializing_if = "SacConfig::is_default")]
-    pub sac: SacConfig,
+    /// Every other learner's own table (`[train.ddqn]`, `[train.sac]`),
+    /// each left out of saved configs at its defaults, so that a config
+    /// written before a learner existed reads as it was written.
+    #[serde(flatten)]
+    pub learners: LearnerTables,
     /// How the static and dynamic losses are weighted, and how many
     /// environments are dynamic.
     pub hybrid: HybridConfig,
@@ -126,15 +127,14 @@ pub struct TrainConfig {
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
-            algo: Algo::Ppo,
+            algo: Algo::PPO,
             seed: 7,
             total_steps: 100_000,
             n_envs: 8,
             device: DeviceChoice::Cpu,
             network: NetworkSpec::default(),
             ppo: PpoConfig::default(),
-            ddqn: DdqnConfig::default(),
-            sac: SacConfig::default(),
+            learners: LearnerTables::default(),
             hybrid: HybridConfig::default(),
             imagination: ImaginationModule::none(),
             eval_every: 5,
@@ -205,32 +205,25 @@ impl TrainConfig {
             }
         }
         self.validate_placements()?;
-        for (f, v) in [
-            ("ppo.learning_rate", p.learning_rate),
-            ("ddqn.learning_rate", self.ddqn.learning_rate),
-        ] {
-            if !(v > 0.0 && v < 1.0) {
-                return Err(bad(f, format!("{v} is not in (0, 1)")));
-            }
+        if !(p.learning_rate > 0.0 && p.learning_rate < 1.0) {
+            return Err(bad(
+                "ppo.learning_rate",
+                format!("{} is not in (0, 1)", p.learning_rate),
+            ));
         }
-        for (f, v) in [
-            ("ppo.gamma", p.gamma),
-            ("ppo.gae_lambda", p.gae_lambda),
-            ("ddqn.gamma", self.ddqn.gamma),
-        ] {
+        for (f, v) in [("ppo.gamma", p.gamma), ("ppo.gae_lambda", p.gae_lambda)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(bad(f, format!("{v} is not in [0, 1]")));
             }
         }
         let tilted = matches!(p.pace, Pace::Tilt(_));
-        let shares = p.discrete.iter().filter(|_| !tilted);
-        if shares
-            .chain(&self.ddqn.actions)
-            .any(|a| !(0.0..=1.0).contains(a))
+        if p.discrete
+            .iter()
+            .any(|a| !tilted && !(0.0..=1.0).contains(a))
         {
             return Err(bad("discrete", "action fractions must be in [0, 1]"));
         }
-        self.sac.check()?;
+        self.learners.check()?;
         self.validate_mixing()?;
         if let Some(t) = &self.team {
             t.validate()?;

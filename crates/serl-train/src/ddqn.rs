@@ -85,6 +85,31 @@ impl DdqnConfig {
     }
 }
 
+impl crate::tables::Settings for DdqnConfig {
+    /// Checks the settings; the error names the field.
+    fn check(&self) -> Result<(), crate::TrainError> {
+        let bad = |field: &str, message: String| {
+            Err(crate::TrainError::Config {
+                field: format!("ddqn.{field}"),
+                message,
+            })
+        };
+        if !(self.learning_rate > 0.0 && self.learning_rate < 1.0) {
+            return bad(
+                "learning_rate",
+                format!("{} is not in (0, 1)", self.learning_rate),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.gamma) {
+            return bad("gamma", format!("{} is not in [0, 1]", self.gamma));
+        }
+        if self.actions.iter().any(|a| !(0.0..=1.0).contains(a)) {
+            return bad("actions", "action fractions must be in [0, 1]".into());
+        }
+        Ok(())
+    }
+}
+
 pub fn optimizer(cfg: &DdqnConfig) -> ModuleOptimizer {
     AdamConfig::new()
         .with_grad_clipping(Some(GradientClippingConfig::Norm(cfg.max_grad_norm)))

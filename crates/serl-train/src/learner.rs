@@ -27,6 +27,7 @@ use crate::policy::{ActionShape, Model, NetworkKind, Policy, PolicyMeta, Sampled
 use crate::record::UpdateRecord;
 use crate::replay::Replay;
 use crate::rollout::VecEnv;
+use crate::tables::Settings;
 use crate::TrainError;
 use serl_env::Source;
 
@@ -88,8 +89,6 @@ impl Extras {
 /// it, and decides how its policies act. A new algorithm implements this
 /// in its own module and adds one entry to the registry (`registry.rs`).
 pub trait Learner {
-    /// The algorithm a config's `algo` names for this learner.
-    const ALGO: Algo;
     /// Its name in messages (`PPO`).
     const NAME: &'static str;
     /// Its name in configs and on command lines (`ppo`): `[train] algo`'s
@@ -99,13 +98,22 @@ pub trait Learner {
     const NETWORK: NetworkKind;
     /// What of the config beyond its own table it takes.
     const EXTRAS: Extras = Extras::NONE;
-    /// Its own settings (a table of `[train]`, e.g. `[train.ppo]`).
-    type Config: Serialize + DeserializeOwned + Clone + PartialEq + Debug + Default;
+    /// Whether its settings are a table of their own (`[train.sac]`),
+    /// held for it by the config's [`crate::LearnerTables`]; false only
+    /// for PPO, whose table is [`TrainConfig::ppo`] itself.
+    const OWN_TABLE: bool = true;
+    /// Its own settings (a table of `[train]`, e.g. `[train.ddqn]`).
+    type Config: Settings;
     /// What one update reports.
     type Stats: UpdateStats;
 
-    /// Its settings within `cfg`.
-    fn config(cfg: &TrainConfig) -> &Self::Config;
+    /// Its settings within `cfg`: its own table.
+    fn config(cfg: &TrainConfig) -> &Self::Config
+    where
+        Self: Sized,
+    {
+        cfg.table::<Self>()
+    }
 
     /// A fresh learner for `cfg`, its network initialised on `autodiff`
     /// (the caller has seeded it) and acting on `device`.
@@ -199,7 +207,7 @@ pub trait AnyLearner {
 
 impl<L: Learner> AnyLearner for L {
     fn algo(&self) -> Algo {
-        L::ALGO
+        Algo::from_key(L::KEY)
     }
 
     fn update(&mut self, cfg: &TrainConfig, x: Experience, rec: &mut UpdateRecord) {

@@ -61,6 +61,10 @@ pub struct PpoConfig {
     pub fused: bool,
 }
 
+/// Checked with the rest of `[train]` (`TrainConfig::validate`): its
+/// settings are every learner's rollout.
+impl crate::tables::Settings for PpoConfig {}
+
 impl Default for PpoConfig {
     fn default() -> Self {
         PpoConfig {

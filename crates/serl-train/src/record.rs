@@ -46,10 +46,12 @@ pub struct UpdateRecord {
     pub approx_kl: Option<f64>,
     /// DDQN's exploration rate ε at the update's start (`None` for PPO).
     pub epsilon: Option<f64>,
-    /// SAC's entropy temperature after the update (left out for the
-    /// others).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
+    /// A learner's own figures beyond the fields above, each written as a
+    /// field of the line (SAC's `temperature`: its entropy temperature
+    /// after the update), so that a new learner's figures need no field
+    /// here.
+    #[serde(flatten)]
+    pub learner: std::collections::BTreeMap<String, f64>,
     /// Training episodes that finished during the update.
     pub episodes: usize,
     /// Their mean summed reward (`None` when none finished).

@@ -83,15 +83,9 @@ impl Default for SacConfig {
     }
 }
 
-impl SacConfig {
-    /// Whether every setting is the default (then saved configs leave the
-    /// table out).
-    pub fn is_default(&self) -> bool {
-        *self == SacConfig::default()
-    }
-
+impl crate::tables::Settings for SacConfig {
     /// Checks the settings; the error names the field.
-    pub(crate) fn check(&self) -> Result<(), TrainError> {
+    fn check(&self) -> Result<(), TrainError> {
         let bad = |field: &str, message: String| {
             Err(TrainError::Config {
                 field: format!("sac.{field}"),

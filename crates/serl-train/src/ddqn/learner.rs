@@ -17,7 +17,6 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, train_step, DdqnConfig, DdqnStats};
-use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::fused::FusedDdqn;
 use crate::learner::{
@@ -159,34 +158,29 @@ impl DdqnLearner {
 }
 
 impl Learner for DdqnLearner {
-    const ALGO: Algo = Algo::Ddqn;
     const NAME: &'static str = "DDQN";
     const KEY: &'static str = "ddqn";
     const NETWORK: NetworkKind = NetworkKind::QNetwork;
     type Config = DdqnConfig;
     type Stats = DdqnUpdateStats;
 
-    fn config(cfg: &TrainConfig) -> &DdqnConfig {
-        &cfg.ddqn
-    }
-
     /// One Q value per fraction of `[train.ddqn] actions`, picked whole
     /// (nothing to squash).
     fn shape(cfg: &TrainConfig) -> ActionShape {
         ActionShape {
-            head: Head::Categorical(cfg.ddqn.actions.len()),
+            head: Head::Categorical(Self::config(cfg).actions.len()),
             squash: Squash::Clip,
             pace: Pace::Absolute,
-            discrete: cfg.ddqn.actions.clone(),
+            discrete: Self::config(cfg).actions.clone(),
         }
     }
 
     fn fused_switch(cfg: &TrainConfig) -> bool {
-        cfg.ddqn.fused
+        Self::config(cfg).fused
     }
 
     fn check(cfg: &TrainConfig) -> Result<(), TrainError> {
-        if cfg.ddqn.actions.len() < 2 {
+        if Self::config(cfg).actions.len() < 2 {
             return Err(TrainError::Config {
                 field: "ddqn.actions".into(),
                 message: "needs at least two actions".into(),
@@ -207,16 +201,16 @@ impl Learner for DdqnLearner {
         let online = QNetwork::new(&meta.spec, meta.obs_dim, k, autodiff)?;
         let target = online.valid();
         let fused = cfg
-            .fused_backend(cfg.ddqn.fused, &meta.spec)
+            .fused_backend(Self::config(cfg).fused, &meta.spec)
             .then(|| FusedDdqn::new(&online, &target).map(Box::new))
             .flatten();
         Ok(DdqnLearner {
             target,
             online,
             fused,
-            optim: optimizer(&cfg.ddqn),
+            optim: optimizer(Self::config(cfg)),
             replay: Box::new(Replay::new(
-                cfg.ddqn.buffer,
+                Self::config(cfg).buffer,
                 meta.obs_dim * meta.spec.window,
             )),
             device: device.clone(),

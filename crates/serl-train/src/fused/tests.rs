@@ -73,7 +73,7 @@ fn residual() -> NetworkSpec {
 fn meta(head: Head, spec: NetworkSpec) -> PolicyMeta {
     let obs = obs_of(&spec);
     PolicyMeta {
-        algo: Algo::Ppo,
+        algo: Algo::PPO,
         spec,
         obs_dim: obs,
         head,
@@ -558,17 +558,18 @@ fn greedy_decisions_through_the_fused_network_are_burns() {
         residual(),
         spec(Activation::Gelu),
     ];
+    const SAC: Algo = Algo::from_key("sac");
     for (spec, algo, head) in specs.iter().flat_map(|s| {
         [
-            (s.clone(), Algo::Ppo, Head::Gaussian),
-            (s.clone(), Algo::Ppo, Head::Categorical(3)),
-            (s.clone(), Algo::Ddqn, Head::Categorical(3)),
-            (s.clone(), Algo::Sac, Head::Gaussian),
+            (s.clone(), Algo::PPO, Head::Gaussian),
+            (s.clone(), Algo::PPO, Head::Categorical(3)),
+            (s.clone(), Algo::DDQN, Head::Categorical(3)),
+            (s.clone(), SAC, Head::Gaussian),
         ]
     }) {
         let mut m = meta(head, spec);
         m.algo = algo;
-        if algo == Algo::Sac {
+        if algo == SAC {
             m.squash = Squash::Tanh;
         }
         let model = crate::registry::registered(algo)

@@ -15,7 +15,6 @@ use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, update, PpoConfig, PpoStats};
-use crate::algo::Algo;
 use crate::align::{clone_policy, AlignmentConfig, Demonstrations};
 use crate::config::TrainConfig;
 use crate::fused::FusedPpo;
@@ -80,9 +79,11 @@ impl UpdateStats for PpoUpdateStats {
 }
 
 impl Learner for PpoLearner {
-    const ALGO: Algo = Algo::Ppo;
     const NAME: &'static str = "PPO";
     const KEY: &'static str = "ppo";
+    /// PPO's table is [`TrainConfig::ppo`]: its rollout length is every
+    /// learner's update, its discrete actions every placing agent's.
+    const OWN_TABLE: bool = false;
     const NETWORK: NetworkKind = NetworkKind::ActorCritic;
     const EXTRAS: Extras = Extras {
         placements: true,

@@ -11,7 +11,6 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::{optimizer, train_step, SacConfig, SacState, SacStats, Temperature, TwinQ};
-use crate::algo::Algo;
 use crate::config::TrainConfig;
 use crate::files::write_atomic;
 use crate::learner::{
@@ -58,7 +57,7 @@ impl UpdateStats for SacUpdateStats {
         rec.policy_loss = Some(s.policy_loss);
         rec.value_loss = Some(s.value_loss);
         rec.entropy = Some(s.entropy);
-        rec.temperature = Some(self.temperature);
+        rec.learner.insert("temperature".into(), self.temperature);
     }
 }
 
@@ -146,23 +145,18 @@ impl SacLearner {
 }
 
 impl Learner for SacLearner {
-    const ALGO: Algo = Algo::Sac;
     const NAME: &'static str = "SAC";
     const KEY: &'static str = "sac";
     const NETWORK: NetworkKind = NetworkKind::ActorCritic;
     type Config = SacConfig;
     type Stats = SacUpdateStats;
 
-    fn config(cfg: &TrainConfig) -> &SacConfig {
-        &cfg.sac
-    }
-
     /// A Gaussian head squashed by tanh, paced as `[train.sac] pace` says.
     fn shape(cfg: &TrainConfig) -> ActionShape {
         ActionShape {
             head: Head::Gaussian,
             squash: Squash::Tanh,
-            pace: cfg.sac.pace,
+            pace: Self::config(cfg).pace,
             discrete: Vec::new(),
         }
     }
@@ -179,10 +173,10 @@ impl Learner for SacLearner {
             target: model.valid(),
             twin: TwinQ::new(&meta.spec, width, autodiff)?,
             model,
-            model_optim: optimizer(&cfg.sac),
-            twin_optim: optimizer(&cfg.sac),
-            temperature: Temperature::new(cfg.sac.initial_temperature),
-            replay: Box::new(Replay::new(cfg.sac.buffer, width)),
+            model_optim: optimizer(Self::config(cfg)),
+            twin_optim: optimizer(Self::config(cfg)),
+            temperature: Temperature::new(Self::config(cfg).initial_temperature),
+            replay: Box::new(Replay::new(Self::config(cfg).buffer, width)),
             device: device.clone(),
         })
     }

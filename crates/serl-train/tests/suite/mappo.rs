@@ -230,7 +230,7 @@ fn the_team_hears_its_messages_in_a_backtest_and_silence_is_no_communication() {
 #[test]
 fn a_team_needs_ppo_and_at_most_sixteen_agents() {
     let mut cfg = team_config(Critic::Centralized, None);
-    cfg.algo = serl_train::Algo::Ddqn;
+    cfg.algo = serl_train::Algo::DDQN;
     let e = cfg.validate(cfg.obs_dim()).unwrap_err().to_string();
     assert!(e.contains("team.agents") && e.contains("PPO"), "{e}");
     let mut cfg = team_config(Critic::Centralized, None);

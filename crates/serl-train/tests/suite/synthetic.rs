@@ -75,18 +75,19 @@ fn ppo_reaches_ninety_percent_of_the_optimal_pa() {
 #[test]
 fn ddqn_reaches_ninety_percent_of_the_optimal_pa() {
     let mut cfg = TrainConfig {
-        algo: Algo::Ddqn,
+        algo: Algo::DDQN,
         total_steps: 24_000,
         n_envs: 8,
         ..Default::default()
     };
     cfg.ppo.n_steps = 64;
-    cfg.ddqn.actions = vec![0.0, 0.125, 0.25];
-    cfg.ddqn.gamma = 1.0;
-    cfg.ddqn.learning_starts = 500;
-    cfg.ddqn.epsilon_decay_steps = 12_000;
-    cfg.ddqn.target_every = 400;
-    cfg.ddqn.batch_size = 64;
+    cfg.table_mut::<serl_train::DdqnLearner>().actions = vec![0.0, 0.125, 0.25];
+    cfg.table_mut::<serl_train::DdqnLearner>().gamma = 1.0;
+    cfg.table_mut::<serl_train::DdqnLearner>().learning_starts = 500;
+    cfg.table_mut::<serl_train::DdqnLearner>()
+        .epsilon_decay_steps = 12_000;
+    cfg.table_mut::<serl_train::DdqnLearner>().target_every = 400;
+    cfg.table_mut::<serl_train::DdqnLearner>().batch_size = 64;
     let share = trained_share_of_optimum(cfg);
     assert!(
         share >= 0.9,
@@ -100,15 +101,15 @@ fn ddqn_reaches_ninety_percent_of_the_optimal_pa() {
 #[test]
 fn sac_reaches_ninety_percent_of_the_optimal_pa() {
     let mut cfg = TrainConfig {
-        algo: Algo::Sac,
+        algo: "sac".parse().unwrap(),
         total_steps: 16_000,
         n_envs: 8,
         ..Default::default()
     };
     cfg.ppo.n_steps = 64;
-    cfg.sac.gamma = 1.0;
-    cfg.sac.learning_starts = 500;
-    cfg.sac.learning_rate = 1e-3;
+    cfg.table_mut::<serl_train::SacLearner>().gamma = 1.0;
+    cfg.table_mut::<serl_train::SacLearner>().learning_starts = 500;
+    cfg.table_mut::<serl_train::SacLearner>().learning_rate = 1e-3;
     let share = trained_share_of_optimum(cfg);
     assert!(
         share >= 0.9,

@@ -171,7 +171,7 @@ fn configs_policies_and_weights_written_before_sac_still_load() {
     let fixtures = repo().join("crates/serl/tests/fixtures/before-sac");
     let device = DeviceChoice::Cpu.device().unwrap();
     let mut rng = env_rng(7, 0);
-    for (dir, algo) in [("ppo", Algo::Ppo), ("ddqn", Algo::Ddqn)] {
+    for (dir, algo) in [("ppo", Algo::PPO), ("ddqn", Algo::DDQN)] {
         let policy = Policy::load(&fixtures.join(dir), "final", &device).unwrap();
         assert_eq!(policy.meta.algo, algo);
         let row = vec![0.5f32; policy.width()];
@@ -179,7 +179,7 @@ fn configs_policies_and_weights_written_before_sac_still_load() {
         // A share for DDQN's fractions; a tilt of TWAP's pace for this PPO
         // (its pace clips the tilt to [-1, 1] when it trades).
         assert!(act.env_action.is_finite(), "{dir}: {act:?}");
-        if algo == Algo::Ddqn {
+        if algo == Algo::DDQN {
             assert!(policy.meta.discrete.contains(&act.env_action), "{act:?}");
         }
     }
@@ -228,7 +228,7 @@ fn a_fused_ddqn_run_resumes_with_its_optimiser() {
 fn algo_names_come_from_the_registry() {
     let help = serl(&["train", "--help"]);
     let help = text(&help);
-    let names: Vec<&str> = Algo::ALL.iter().map(|a| a.key()).collect();
+    let names: Vec<&str> = Algo::keys();
     for name in names.iter().chain(&["mappo", "ippo"]) {
         assert!(help.contains(name), "--help lacks {name}: {help}");
     }
