@@ -122,3 +122,53 @@ pub(crate) fn copy_by_symbol<T>(
     }
     Ok(copied)
 }
+
+/// The summary of a copy written to `out` from `source` in `secs`: files
+/// read and written, sessions and bars, then what a reader should know
+/// (quote bars left out, problems met).
+pub(crate) fn copy_lines(
+    (files, written): (usize, usize),
+    (sessions, rows): (usize, u64),
+    problems: &[Problem],
+    (source, out, secs): (&Path, &Path, f64),
+) -> (String, Option<String>) {
+    let first = format!(
+        "{files} files → {written} Parquet files in {}: {sessions} sessions, {rows} bars, in {secs:.2}s",
+        out.display()
+    );
+    let errors = problems
+        .iter()
+        .filter(|p| p.severity == crate::Severity::Error)
+        .count();
+    let problems = (!problems.is_empty()).then(|| {
+        format!(
+            "{} problems while reading ({errors} errors; their rows or files were left out): see `serl data validate {}`",
+            problems.len(),
+            source.display()
+        )
+    });
+    (first, problems)
+}
+
+impl ConvertReport {
+    /// What `serl data convert` says of the copy of `source` it wrote to
+    /// `out` in `secs`.
+    pub fn lines(&self, source: &Path, out: &Path, secs: f64) -> Vec<String> {
+        let (first, problems) = copy_lines(
+            (self.files, self.written),
+            (self.sessions, self.rows),
+            &self.problems,
+            (source, out, secs),
+        );
+        let quotes = (self.sessions_with_quotes > 0).then(|| {
+            format!(
+                "note: {} sessions had LEAN quote bars; the copy holds the trade bars only",
+                self.sessions_with_quotes
+            )
+        });
+        std::iter::once(first)
+            .chain(quotes)
+            .chain(problems)
+            .collect()
+    }
+}

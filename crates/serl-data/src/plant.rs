@@ -247,6 +247,38 @@ pub fn read_plant_manifest(dir: &Path) -> Option<PlantReport> {
     serde_json::from_str(&text).ok()
 }
 
+impl PlantReport {
+    /// What `serl data plant` says of the copy of `source` it wrote to
+    /// `out` in `secs` with `planted`'s signal.
+    pub fn lines(
+        &self,
+        planted: &PlantConfig,
+        source: &Path,
+        out: &Path,
+        secs: f64,
+    ) -> Vec<String> {
+        let (first, problems) = crate::convert::copy_lines(
+            (self.files, self.written),
+            (self.sessions, self.rows),
+            &self.problems,
+            (source, out, secs),
+        );
+        let horizon = planted.horizon_minutes;
+        let planted_line = format!(
+            "planted: a {horizon}-minute forecast with information coefficient {} (measured {:+.3}); the {horizon}-minute return's rms is {:.1} bps",
+            planted.strength, self.realised_ic, self.forward_rms_bps
+        );
+        let next = format!(
+            "the edge it puts within reach: serl backtest --data {} --config CONFIG --strategy twap --strategy signal --out DIR",
+            out.display()
+        );
+        [first, planted_line, next]
+            .into_iter()
+            .chain(problems)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,6 +191,28 @@ pub fn scale_fixture(
     Ok(report)
 }
 
+impl ScaleReport {
+    /// What `serl data scale` says of the fixture it wrote to `out` from
+    /// `source` in `secs`.
+    pub fn lines(&self, source: &Path, out: &Path, secs: f64) -> [String; 2] {
+        [
+            format!(
+                "{} Parquet files in {}: {} sessions, {} bars, in {secs:.2}s",
+                self.written,
+                out.display(),
+                self.sessions,
+                self.rows
+            ),
+            format!(
+                "a scale test, never evidence: {} real sessions of {}, each drawn {:.1} times on average",
+                self.source_sessions,
+                source.display(),
+                self.sessions as f64 / self.source_sessions.max(1) as f64
+            ),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

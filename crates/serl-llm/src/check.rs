@@ -80,6 +80,51 @@ pub fn check_operators(prompts: &Prompts) -> Vec<LlmError> {
     problems
 }
 
+impl Prompts {
+    /// Every template serl renders, one a line (`serl prompts list`): its
+    /// name, its file, what it is for, and whether the directory lacks
+    /// it; then a note for each `.j2` file serl never renders, so that a
+    /// misspelt file is found.
+    pub fn listing(&self) -> (Vec<String>, Vec<String>) {
+        let lines = Template::all()
+            .into_iter()
+            .map(|t| {
+                let file = self.dir().join(format!("{t}.j2"));
+                let absent = match (self.has(t.name()), t.required()) {
+                    (true, _) => "",
+                    (false, true) => " (missing)",
+                    (false, false) => " (optional; absent)",
+                };
+                format!(
+                    "{t:<14} {:<28} {}{absent}",
+                    file.display().to_string(),
+                    t.role()
+                )
+            })
+            .collect();
+        let notes = self
+            .list()
+            .iter()
+            .filter(|name| Template::parse_name(name).is_none())
+            .map(|name| format!("note: {name}.j2 is not a template serl renders"))
+            .collect();
+        (lines, notes)
+    }
+
+    /// What `serl prompts check` says of a directory whose templates all
+    /// render.
+    pub fn rendered_line(&self) -> String {
+        let present = Template::all()
+            .into_iter()
+            .filter(|t| self.has(t.name()))
+            .count();
+        format!(
+            "{present} templates in {} render against the sample contexts",
+            self.dir().display()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};

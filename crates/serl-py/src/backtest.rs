@@ -174,18 +174,9 @@ fn policy_shape(
 
 /// The venues `venue` names, as `serl backtest --env` reads them.
 fn env_choice(venue: &str) -> Result<EnvChoice, Fail> {
-    Ok(match venue {
-        "static" => EnvChoice::Static,
-        "dynamic" => EnvChoice::Dynamic,
-        "both" => EnvChoice::Both,
-        "lobster" => EnvChoice::Lobster,
-        "all" => EnvChoice::All,
-        v => {
-            return Err(Fail::new(format!(
-                "venue {v:?}: static, dynamic, both, lobster or all"
-            )))
-        }
-    })
+    venue
+        .parse()
+        .map_err(|e: serl_study::StudyError| Fail::new(format!("venue {venue:?}: {e}")))
 }
 
 /// Runs strategies (names as `serl backtest` takes them) and policies

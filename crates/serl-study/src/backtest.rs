@@ -4,43 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serl_data::{Dataset, Split};
-use serl_env::{
-    generate_orders, DynamicVenue, LobsterDay, LobsterVenue, MarketData, ParentOrder, StaticVenue,
-    Venue,
-};
+use serl_env::{generate_orders, LobsterDay, LobsterVenue, MarketData, ParentOrder, Venue};
 use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
 
 use crate::config::BacktestFile;
 use crate::error::{Context, Result, StudyError};
-
-/// Where the orders play.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EnvChoice {
-    /// The historical replay, with no market impact.
-    Static,
-    /// The simulated multi-agent market.
-    Dynamic,
-    /// Static and dynamic.
-    Both,
-    /// The LOBSTER days' real queue.
-    Lobster,
-    /// Static, dynamic and the LOBSTER queue.
-    All,
-}
-
-impl EnvChoice {
-    /// Every choice's name, as `--env` takes it. A new venue is a variant
-    /// here with its name, and its arms in [`replay_factories`] (and the
-    /// team's venues); the command line lists it from this.
-    pub const NAMES: [&'static str; 5] = ["static", "dynamic", "both", "lobster", "all"];
-}
-
-/// Why `--env lobster|all` without LOBSTER days is refused.
-pub const NEEDS_LOBSTER: &str =
-    "--env lobster and --env all need LOBSTER days: give --lobster PATH";
+pub use crate::venues::{EnvChoice, NEEDS_LOBSTER};
+use crate::venues::{Made, VenueInputs};
 
 /// A strategy by its command-line name: a baseline (`twap`, `pov:0.1`,
 /// ...) or a trained policy (`policy:RUN_DIR`), labelled as typed.
@@ -87,23 +58,8 @@ pub fn replay_factories(
 ) -> Result<Vec<OrderResult>> {
     let _span = tracing::info_span!("backtest", orders = orders.len()).entered();
     let reward = cfg.env.default_reward();
-    let dynamic = DynamicVenue {
-        market: cfg.market.clone(),
-        seed: cfg.orders.seed,
-    };
-    let queue = || -> Result<&dyn Venue> {
-        match lobster {
-            Some(l) => Ok(l),
-            None => Err(StudyError::msg(NEEDS_LOBSTER)),
-        }
-    };
-    let envs: Vec<&dyn Venue> = match env {
-        EnvChoice::Static => vec![&StaticVenue],
-        EnvChoice::Dynamic => vec![&dynamic],
-        EnvChoice::Both => vec![&StaticVenue, &dynamic],
-        EnvChoice::Lobster => vec![queue()?],
-        EnvChoice::All => vec![&StaticVenue, &dynamic, queue()?],
-    };
+    let made = env.make(&VenueInputs { cfg, lobster })?;
+    let envs: Vec<&dyn Venue> = made.iter().map(Made::venue).collect();
     Ok(run_backtest(
         market, orders, factories, &envs, &cfg.env, &reward, progress,
     ))
@@ -257,28 +213,4 @@ fn lobster_days(
         files: Vec::new(),
     };
     Ok((ds, days))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `--env` lists [`EnvChoice::NAMES`]: each reads as a shard's plan
-    /// reads it and writes back the same, one choice each; a new venue
-    /// fails to compile here until it is listed.
-    #[test]
-    fn every_venue_choice_is_named_as_plans_name_it() {
-        let index = |c: EnvChoice| match c {
-            EnvChoice::Static => 0,
-            EnvChoice::Dynamic => 1,
-            EnvChoice::Both => 2,
-            EnvChoice::Lobster => 3,
-            EnvChoice::All => 4,
-        };
-        for (i, name) in EnvChoice::NAMES.iter().enumerate() {
-            let c: EnvChoice = serde_json::from_str(&format!("\"{name}\"")).unwrap();
-            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{name}\""));
-            assert_eq!(index(c), i, "{name}");
-        }
-    }
 }

@@ -93,7 +93,7 @@ impl BacktestRequest<'_> {
         for s in self.strategies {
             strategy_factory(s)?;
         }
-        if matches!(self.env, EnvChoice::Lobster | EnvChoice::All) && !has_lobster {
+        if self.env.needs_lobster() && !has_lobster {
             crate::bail!("{NEEDS_LOBSTER}");
         }
         Ok(())

@@ -48,6 +48,7 @@ pub mod data;
 mod error;
 pub mod evolve;
 pub mod evolve_overrides;
+pub mod evolve_words;
 pub mod fills;
 pub mod fills_report;
 #[cfg(feature = "local")]
@@ -68,6 +69,8 @@ pub mod tasks;
 pub mod team;
 pub mod train;
 pub mod train_overrides;
+pub mod train_words;
+pub mod venues;
 pub mod walk_forward;
 
 pub use config::{read_toml, BacktestFile, EvolveFile, LlmChoice, LlmSection, TrainFile};

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serl_data::Split;
 use serl_env::{
-    generate_orders, DynamicVenue, MarketConfig, MarketData, ParentOrder, StaticVenue, TeamMode,
-    Venue,
+    generate_orders, DynamicVenue, MarketConfig, MarketData, ParentOrder, TeamMode, Venue,
 };
 use serl_eval::{
     run_backtest, run_team_backtest, write_team_report, NamedVenue, OrderResult, StrategyFactory,
@@ -18,6 +17,7 @@ use serl_train::{load_run_policy, Policy, TeamPolicyStrategy};
 use crate::backtest::EnvChoice;
 use crate::config::BacktestFile;
 use crate::error::{Context, Result, StudyError};
+use crate::venues::{Made, VenueInputs};
 
 /// What a team backtest is asked.
 pub struct TeamRequest<'a> {
@@ -87,7 +87,7 @@ impl TeamBacktest {
                 StrategySpec::parse(s).map_err(StudyError::msg)
             })
             .collect::<Result<_>>()?;
-        let venues = venues(req.env.unwrap_or(EnvChoice::Dynamic), cfg, req.held_out)?;
+        let venues = venues(req.env.unwrap_or(EnvChoice::DYNAMIC), cfg, req.held_out)?;
         let ds = crate::data::load_data(data, &cfg.data, warn)?;
         let orders = generate_orders(&ds, split, &cfg.data, &cfg.orders)?;
         Ok(TeamBacktest {
@@ -279,14 +279,16 @@ fn venues(env: EnvChoice, cfg: &BacktestFile, held_out: bool) -> Result<Vec<Box<
         market,
         seed: cfg.orders.seed,
     };
-    let mut v: Vec<Box<dyn Venue>> = match env {
-        EnvChoice::Static => vec![Box::new(StaticVenue)],
-        EnvChoice::Dynamic => vec![Box::new(dynamic(cfg.market.clone()))],
-        EnvChoice::Both => vec![Box::new(StaticVenue), Box::new(dynamic(cfg.market.clone()))],
-        EnvChoice::Lobster | EnvChoice::All => {
-            crate::bail!("a team plays the static replay or the dynamic market: --env static, dynamic or both")
-        }
-    };
+    let inputs = VenueInputs { cfg, lobster: None };
+    let mut v = Vec::new();
+    for kind in env.venues() {
+        // A venue a team cannot play is refused before it is made (the
+        // LOBSTER venue would first ask for its days).
+        let Some(Made::Owned(venue)) = kind.teams.then(|| kind.make(&inputs)).transpose()? else {
+            crate::bail!("a team plays the static replay or the dynamic market: --env static, dynamic or both");
+        };
+        v.push(venue);
+    }
     if held_out {
         for (name, market) in serl_env::held_out_profiles(&cfg.market) {
             v.push(Box::new(NamedVenue {

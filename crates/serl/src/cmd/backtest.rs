@@ -44,7 +44,7 @@ pub struct BacktestArgs {
     /// Where the orders play (static unless a team plays: dynamic): the
     /// historical replay, the simulated market, both, the LOBSTER days'
     /// real queue (with --lobster), or all three.
-    #[arg(long, value_parser = named::<EnvChoice>(&EnvChoice::NAMES))]
+    #[arg(long, value_parser = named::<EnvChoice>(EnvChoice::names()))]
     pub env: Option<EnvChoice>,
     /// A team trained by `serl train --algo mappo|ippo` (its run
     /// directory): every parent order is worked by --agents members
@@ -133,7 +133,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     }
     let request = BacktestRequest {
         strategies: &a.strategies,
-        env: a.env.unwrap_or(EnvChoice::Static),
+        env: a.env.unwrap_or(EnvChoice::STATIC),
         shards: a.shards,
         out: &a.out,
     };

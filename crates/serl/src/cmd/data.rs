@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use serl_data::{Catalog, DataConfig, ErrorPolicy, Severity};
+use serl_data::{Catalog, DataConfig, ErrorPolicy};
 use serl_study::rundir::RunKind;
 
 use super::args::{check_exit, named};
@@ -168,20 +168,7 @@ fn scale(a: ScaleArgs) -> Result<ExitCode> {
     let report = serl_data::scale_fixture(path, &a.out, &cfg, &scale, &|n| bar.inc(n))
         .with_context(|| format!("making a scale fixture from {}", path.display()))?;
     bar.finish();
-    println!(
-        "{} Parquet files in {}: {} sessions, {} bars, in {:.2}s",
-        report.written,
-        a.out.display(),
-        report.sessions,
-        report.rows,
-        t0.elapsed().as_secs_f64()
-    );
-    println!(
-        "a scale test, never evidence: {} real sessions of {}, each drawn {:.1} times on average",
-        report.source_sessions,
-        path.display(),
-        report.sessions as f64 / report.source_sessions.max(1) as f64
-    );
+    say(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,27 +190,7 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     let report = serl_data::plant(path, &a.out, &cfg, &planted, &|n| bar.inc(n))
         .with_context(|| format!("planting a signal in a copy of {}", path.display()))?;
     bar.finish();
-    print_written(
-        (report.files, report.written),
-        &a.out,
-        (report.sessions, report.rows),
-        t0,
-    );
-    println!(
-        "planted: a {}-minute forecast with information coefficient {} (measured {:+.3}); the {}-minute return's rms is {:.1} bps",
-        a.horizon, a.strength, report.realised_ic, a.horizon, report.forward_rms_bps
-    );
-    println!(
-        "the edge it puts within reach: serl backtest --data {} --config CONFIG --strategy twap --strategy signal --out DIR",
-        a.out.display()
-    );
-    if !report.problems.is_empty() {
-        println!(
-            "{} problems while reading (their rows or files were left out): see `serl data validate {}`",
-            report.problems.len(),
-            path.display()
-        );
-    }
+    say(report.lines(&planted, path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -242,18 +209,11 @@ fn refuse_writing_over(source: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// What a copy wrote: files read and written, sessions and bars, time.
-fn print_written(
-    (files, written): (usize, usize),
-    out: &Path,
-    (sessions, rows): (usize, u64),
-    t0: std::time::Instant,
-) {
-    println!(
-        "{files} files → {written} Parquet files in {}: {sessions} sessions, {rows} bars, in {:.2}s",
-        out.display(),
-        t0.elapsed().as_secs_f64()
-    );
+/// Prints a command's closing lines.
+fn say(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        println!("{line}");
+    }
 }
 
 /// A counter of files done: a spinner on a terminal, lines in a log.
@@ -271,30 +231,7 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
         .with_context(|| format!("converting {}", path.display()))?;
     bar.finish();
-    let errors = report
-        .problems
-        .iter()
-        .filter(|p| p.severity == Severity::Error)
-        .count();
-    print_written(
-        (report.files, report.written),
-        &a.out,
-        (report.sessions, report.rows),
-        t0,
-    );
-    if report.sessions_with_quotes > 0 {
-        println!(
-            "note: {} sessions had LEAN quote bars; the copy holds the trade bars only",
-            report.sessions_with_quotes
-        );
-    }
-    if !report.problems.is_empty() {
-        println!(
-            "{} problems while reading ({errors} errors; their rows or files were left out): see `serl data validate {}`",
-            report.problems.len(),
-            path.display()
-        );
-    }
+    say(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,6 +15,7 @@ use serl_eval::ReportData;
 use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent, Shown};
 use serl_study::evolve::{EvolveHooks, EvolveRequest};
 use serl_study::evolve_overrides::{EvolveOverrides, EvolveStart};
+use serl_study::evolve_words as words;
 use serl_study::rundir::RunKind;
 use serl_study::{EvolveFile, LlmChoice, StudyData};
 
@@ -150,8 +151,8 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     }
     let (out, cfg) = resolve(&a)?;
     crate::interrupt::claim_run(&out, RunKind::Evolve, (a.force, a.resume.is_some()))?;
-    if a.resume.is_some() {
-        say_if_finished(&out);
+    if let Some(said) = a.resume.as_ref().and_then(|_| words::finished_before(&out)) {
+        eprintln!("{said}");
     }
     say_how_to_resume(&out)?;
     let request = EvolveRequest {
@@ -163,7 +164,9 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     };
     let confirming = confirm::Spinner::default();
     let say_start = |designer: &str, data: &StudyData, cluster: Option<&Cluster>| {
-        say_start(designer, data, &out, cluster)
+        for line in words::start_lines(designer, data, &out, cluster) {
+            eprintln!("{line}");
+        }
     };
     let starting = |ablation: Ablation, name: &str| {
         eprintln!(
@@ -204,26 +207,8 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
 /// directory holds.
 fn say_how_to_resume(out: &Path) -> Result<()> {
     let dir = out.to_path_buf();
-    crate::interrupt::install(move || {
-        if dir.join("evolve.toml").exists() {
-            format!("resume with `serl evolve --resume {}`", dir.display())
-        } else {
-            "stopped before the run began: nothing to resume".into()
-        }
-    })?;
+    crate::interrupt::install(move || words::resume_hint(&dir))?;
     Ok(())
-}
-
-/// A resumed run that had finished says so before it replays its records.
-fn say_if_finished(out: &Path) {
-    let report = out.join("report.md");
-    if report.exists() {
-        eprintln!(
-            "{} has finished before (its report: {}): nothing is trained again; its records are read back and its summary printed",
-            out.display(),
-            report.display()
-        );
-    }
 }
 
 /// What one run of the loop shows: its own progress bar, and the loop's
@@ -245,25 +230,6 @@ fn shown<'a>(cfg: &EvolveConfig) -> OnEvent<'a> {
             p.at(bar.position(), &bar.message());
         }
     })
-}
-
-/// The run's first lines: who designs, on how many orders, where.
-fn say_start(designer: &str, data: &StudyData, out: &Path, cluster: Option<&Cluster>) {
-    eprintln!(
-        "designer: {designer}; {} / {} / {} train / validation / test orders over {} symbols; run directory {}",
-        data.train.len(),
-        data.val.len(),
-        data.test.len(),
-        data.symbols,
-        out.display()
-    );
-    if let Some(c) = cluster {
-        eprintln!(
-            "engine: {}; tasks in {}",
-            c.config().engine.name(),
-            out.join(serl_cluster::PLAN_FILE).display()
-        );
-    }
 }
 
 /// The hierarchy rows' table, when the run has them.

@@ -132,25 +132,9 @@ pub fn run(cmd: PromptsCommand) -> Result<ExitCode> {
 /// is for, and whether the directory lacks it. A `.j2` file that serl
 /// never renders is named on stderr, so that a misspelt file is found.
 fn list(dir: &Path) -> Result<ExitCode> {
-    let p = load(dir)?;
-    for t in Template::all() {
-        let file = dir.join(format!("{t}.j2"));
-        let absent = match (p.has(t.name()), t.required()) {
-            (true, _) => "",
-            (false, true) => " (missing)",
-            (false, false) => " (optional; absent)",
-        };
-        println!(
-            "{t:<14} {:<28} {}{absent}",
-            file.display().to_string(),
-            t.role()
-        );
-    }
-    for name in p.list() {
-        if Template::parse_name(name).is_none() {
-            eprintln!("note: {name}.j2 is not a template serl renders");
-        }
-    }
+    let (lines, notes) = load(dir)?.listing();
+    lines.iter().for_each(|l| println!("{l}"));
+    notes.iter().for_each(|n| eprintln!("{n}"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -179,14 +163,7 @@ fn check(dir: &Path) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(1));
     }
-    let present = Template::all()
-        .into_iter()
-        .filter(|t| p.has(t.name()))
-        .count();
-    println!(
-        "{present} templates in {} render against the sample contexts",
-        dir.display()
-    );
+    println!("{}", p.rendered_line());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ use serl_env::TeamMode;
 use serl_study::rundir::{OutRule, RunKind};
 use serl_study::train::TrainingHooks;
 use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
+use serl_study::train_words as words;
 use serl_study::TrainFile;
 use serl_train::{DeviceChoice, HybridMode, TrainConfig, UpdateRecord};
 
@@ -145,12 +146,12 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     serl_study::rundir::check_out(&a.out, kind, OutRule::from_flags(a.force, a.resume))?;
     let cfg = resolve(&a)?;
     crate::interrupt::claim_run(&a.out, kind, (a.force, a.resume))?;
-    if a.resume && a.total_steps.is_none() && a.out.join("final.json").is_file() {
-        eprintln!(
-            "{} has finished before (its report: {}): nothing is trained again; its summary follows (--total-steps N trains on to N steps)",
-            a.out.display(),
-            a.out.join("report.md").display()
-        );
+    if let Some(said) = a
+        .resume
+        .then(|| words::finished_before(&a.out, a.total_steps))
+        .flatten()
+    {
+        eprintln!("{said}");
     }
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
@@ -173,34 +174,13 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         out.best_val.map_or("-".into(), |v| format!("{v:.3} bps")),
         a.out.join("report.html").display()
     );
-    if cfg.train.learning_team().is_some() {
-        println!(
-            "backtest the team: serl backtest --data {} --split test --team {} --strategy twap --silence --out {}/backtest",
-            data_path.display(),
-            a.out.display(),
-            a.out.display()
-        );
-    } else {
-        println!(
-            "backtest it: serl backtest --data {} --split test --strategy twap --strategy policy:{} --out {}/backtest",
-            data_path.display(),
-            a.out.display(),
-            a.out.display()
-        );
-    }
+    println!("{}", words::next_step(&cfg, &data_path, &a.out));
     Ok(ExitCode::SUCCESS)
 }
 
 /// The orders and environments a training is about to use.
 fn say_loaded(l: &serl_study::train::Loaded, train: &TrainConfig) {
-    eprintln!(
-        "{} train orders, {} validation orders over {} symbols; {} environments ({} dynamic)",
-        l.train_orders,
-        l.val_orders,
-        l.symbols,
-        train.n_envs,
-        train.dynamic_envs()
-    );
+    eprintln!("{}", l.line(train));
 }
 
 /// `--walk-forward` and `--seeds N`: several trainings over one load of
@@ -227,27 +207,8 @@ fn train_many(a: &TrainArgs, cfg: &TrainFile, data_path: &Path) -> Result<ExitCo
 /// What to say when a signal stops `serl train`: how to go on, once the
 /// run has a directory to go on from.
 fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
-    let out = a.out.clone();
-    let seeds = if a.seeds > 1 {
-        format!(" --seeds {}", a.seeds)
-    } else {
-        String::new()
-    };
-    let wf = if a.walk_forward {
-        " --walk-forward"
-    } else {
-        ""
-    };
-    move || {
-        if out.join("train.toml").exists() {
-            format!(
-                "resume with `serl train --resume --out {}{seeds}{wf}`",
-                out.display()
-            )
-        } else {
-            "stopped before training began: nothing to resume".into()
-        }
-    }
+    let (out, seeds, walk_forward) = (a.out.clone(), a.seeds, a.walk_forward);
+    move || words::resume_hint(&out, seeds, walk_forward)
 }
 
 /// What every training of the command shows: its own progress bar, with
@@ -301,16 +262,7 @@ fn train_seeds(
         &starting,
     )?;
     print!("{}", serl_study::train::seeds_table(&runs));
-    let dirs: Vec<String> = runs
-        .iter()
-        .map(|r| format!("--strategy policy:{}", r.run_dir))
-        .collect();
-    println!(
-        "backtest them: serl backtest --data {} --split test --strategy twap {} --out {}/backtest",
-        data_path.display(),
-        dirs.join(" "),
-        a.out.display()
-    );
+    println!("{}", words::seeds_next_step(&runs, data_path, &a.out));
     Ok(ExitCode::SUCCESS)
 }
 

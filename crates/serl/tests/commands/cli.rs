@@ -744,7 +744,7 @@ fn flags_take_the_names_the_libraries_list() {
         (
             &["backtest"],
             "--env",
-            &serl_study::backtest::EnvChoice::NAMES,
+            serl_study::backtest::EnvChoice::names(),
         ),
         (&["backtest"], "--engine", &serl_cluster::EngineKind::NAMES),
         (&["evolve"], "--llm", &serl_study::LlmChoice::NAMES),
