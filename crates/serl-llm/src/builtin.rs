@@ -145,8 +145,9 @@ enum Genome {
 pub struct BuiltinDesigner {
     rng: SmallRng,
     seed: u64,
-    /// Every design it proposed, by its text, so that feedback naming a
-    /// design can be mapped back to what to mutate.
+    /// Every design it proposed, by the text a run records of it
+    /// ([`known_as`]), so that an example naming a design can be mapped
+    /// back to what to mutate.
     known: HashMap<String, Genome>,
     /// Fresh rewards drawn so far: the first two are fixed starting points.
     fresh_rewards: usize,
@@ -523,6 +524,15 @@ impl Genome {
     }
 }
 
+/// The name a module's text is known by: the text a run records of it
+/// (`Module::text`: its program, or its JSON written out in full), so
+/// that an example written as the run records it (pretty JSON) finds the
+/// design this designer wrote compactly. Text that does not parse keys
+/// as it is.
+fn known_as(kind: ModuleKind, text: &str) -> String {
+    serl_design::Module::parse(kind, text).map_or_else(|_| text.to_string(), |m| m.text())
+}
+
 fn round(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
@@ -543,7 +553,10 @@ impl Designer for BuiltinDesigner {
         let mut parents: Vec<(Genome, f64)> = ctx
             .examples
             .iter()
-            .filter_map(|e| self.known.get(&e.source).map(|g| (g.clone(), e.score)))
+            .filter_map(|e| {
+                let g = self.known.get(&known_as(kind, &e.source))?;
+                Some((g.clone(), e.score))
+            })
             .collect();
         parents.sort_by(|a, b| b.1.total_cmp(&a.1));
         // A rejection means the last proposal was bad: start afresh.
@@ -580,7 +593,7 @@ impl Designer for BuiltinDesigner {
             }
         };
         let text = Self::render(&g);
-        self.known.insert(text.clone(), g);
+        self.known.insert(known_as(kind, &text), g);
         Ok(Reply {
             text,
             ..Default::default()
@@ -690,6 +703,23 @@ mod tests {
                 unreachable!("a state module parses as one")
             };
             m.check_task(true).unwrap();
+        }
+    }
+
+    /// An example as a run records it (`Module::text`: pretty JSON for
+    /// the JSON kinds, however the designer wrote it) is recognised as
+    /// the design it proposed, so the search mutates it.
+    #[test]
+    fn examples_recorded_by_a_run_are_recognised_as_its_designs() {
+        for kind in ModuleKind::ALL {
+            let mut d = BuiltinDesigner::new(5);
+            let ctx = ModuleContext::new(kind, TaskInfo::default(), "m", "m");
+            let text = d.propose(kind, &ctx).unwrap().text;
+            let recorded = Module::parse(kind, &text).unwrap().text();
+            assert!(
+                d.known.contains_key(&known_as(kind, &recorded)),
+                "{kind:?}: {recorded}"
+            );
         }
     }
 

@@ -6,7 +6,7 @@
 //! The tables were recorded at commit 84a5121, before the architecture
 //! change of issue #17, so a refactor that changes any number fails here.
 //! A change meant to change the numbers records them again:
-//! `SERL_BLESS=1 cargo test -p serl --test golden`, and says why in its
+//! `SERL_BLESS=1 cargo test -p serl --test commands golden::`, and says why in its
 //! commit.
 
 use crate::common;
