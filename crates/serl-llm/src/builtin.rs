@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
-use serl_design::{ModuleKind, PlanShape};
+use serl_design::{Module, ModuleKind, PlanShape};
 
 use crate::backend::LlmError;
 use crate::designer::{Designer, Reply};
@@ -530,7 +530,7 @@ impl Genome {
 /// design this designer wrote compactly. Text that does not parse keys
 /// as it is.
 fn known_as(kind: ModuleKind, text: &str) -> String {
-    serl_design::Module::parse(kind, text).map_or_else(|_| text.to_string(), |m| m.text())
+    crate::designer::read_reply(kind, text).map_or_else(|_| text.to_string(), |m| m.text())
 }
 
 fn round(x: f64) -> f64 {
@@ -592,10 +592,15 @@ impl Designer for BuiltinDesigner {
                 self.random(kind)
             }
         };
+        // Written once and read once: the module goes back typed, and is
+        // known by the text a run records of it.
         let text = Self::render(&g);
-        self.known.insert(known_as(kind, &text), g);
+        let module = crate::designer::read_reply(kind, &text).ok();
+        let key = module.as_ref().map_or_else(|| text.clone(), Module::text);
+        self.known.insert(key, g);
         Ok(Reply {
             text,
+            module,
             ..Default::default()
         })
     }
@@ -623,7 +628,6 @@ impl Designer for BuiltinDesigner {
 mod tests {
     use super::*;
     use crate::prompts::{Example, TaskInfo};
-    use serl_design::Module;
 
     #[test]
     fn the_first_rewards_are_the_default_and_the_timing_gain_and_penalties_stay_on_step_pa() {

@@ -21,6 +21,17 @@ pub struct Reply {
     pub prompt_tokens: u64,
     /// Tokens the answer took (0 for the builtin designer).
     pub completion_tokens: u64,
+    /// The module itself, where the designer built it (the builtin search
+    /// and the grammar draws): taken as it is, its text not read again.
+    /// `None` for a model's answer, which [`generate`] reads from `text`.
+    #[serde(skip)]
+    pub module: Option<Module>,
+}
+
+/// The module a reply's text holds: found in its prose or fences, then
+/// parsed; the error says why not, for the designer's next try.
+pub(crate) fn read_reply(kind: ModuleKind, text: &str) -> Result<Module, String> {
+    extract_or_why(kind, text).and_then(|t| Module::parse(kind, &t).map_err(|e| e.to_string()))
 }
 
 /// Something that writes modules: an LLM behind prompts, or the builtin
@@ -136,6 +147,7 @@ impl LlmDesigner {
             prompt,
             prompt_tokens: r.prompt_tokens,
             completion_tokens: r.completion_tokens,
+            module: None,
         })
     }
 }
@@ -252,7 +264,7 @@ pub fn generate(
         fatal: None,
     };
     for _ in 0..max_attempts.max(1) {
-        let reply = match designer.propose(kind, &ctx) {
+        let mut reply = match designer.propose(kind, &ctx) {
             Ok(r) => r,
             Err(e) => {
                 let msg = e.to_string();
@@ -280,11 +292,16 @@ pub fn generate(
         }
         g.prompt_tokens += reply.prompt_tokens;
         g.completion_tokens += reply.completion_tokens;
-        let result = extract_or_why(kind, &reply.text).and_then(|text| {
-            Module::parse(kind, &text)
-                .map_err(|e| e.to_string())
-                .and_then(|m| check(&m).map(|_| m))
-        });
+        let module = match reply.module.take() {
+            Some(m) if m.kind() == kind => Ok(m),
+            Some(m) => Err(format!(
+                "the designer built a {} module where a {} module was asked for",
+                m.kind().name(),
+                kind.name()
+            )),
+            None => read_reply(kind, &reply.text),
+        };
+        let result = module.and_then(|m| check(&m).map(|_| m));
         match result {
             Ok(m) => {
                 g.attempts.push(Attempt {
@@ -304,4 +321,63 @@ pub fn generate(
         }
     }
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::TaskInfo;
+
+    /// Answers with a typed module and text no reader could parse, then
+    /// with a module of another kind.
+    struct Typed(Vec<Module>);
+
+    impl Designer for Typed {
+        fn name(&self) -> String {
+            "typed".into()
+        }
+        fn is_llm(&self) -> bool {
+            false
+        }
+        fn propose(&mut self, _: ModuleKind, _: &ModuleContext) -> Result<Reply, LlmError> {
+            Ok(Reply {
+                text: "(written elsewhere)".into(),
+                module: self.0.pop(),
+                ..Reply::default()
+            })
+        }
+        fn refine(&mut self, _: &ModuleContext) -> Result<Reply, LlmError> {
+            Ok(Reply::default())
+        }
+    }
+
+    /// A module the designer built is taken as it is (its text is not
+    /// read again), checked like any other; one of the wrong kind is a
+    /// rejection the designer hears.
+    #[test]
+    fn a_typed_module_is_taken_as_built_and_checked() {
+        let reward = Module::parse(ModuleKind::Reward, "twap_gain").unwrap();
+        let state = Module::parse(
+            ModuleKind::State,
+            r#"{"features": [{"name": "v", "program": "ema(volume, 5)"}]}"#,
+        )
+        .unwrap();
+        let ctx = ModuleContext::new(ModuleKind::Reward, TaskInfo::default(), "m", "m");
+        let mut d = Typed(vec![reward.clone(), state]);
+        let g = generate(&mut d, ModuleKind::Reward, &ctx, 3, &|_| Ok(()));
+        assert_eq!(g.module, Some(reward));
+        assert_eq!(g.attempts.len(), 2);
+        let why = g.attempts[0].error.as_deref().unwrap();
+        assert!(why.contains("state module where a reward module"), "{why}");
+        let mut d = Typed(vec![Module::parse(ModuleKind::Reward, "twap_gain").unwrap()]);
+        let g = generate(
+            &mut d,
+            ModuleKind::Reward,
+            &ctx,
+            1,
+            &|_| Err("smoke".into()),
+        );
+        assert_eq!(g.module, None);
+        assert_eq!(g.attempts[0].error.as_deref(), Some("smoke"));
+    }
 }

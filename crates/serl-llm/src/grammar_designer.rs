@@ -141,6 +141,7 @@ impl Designer for GrammarDesigner {
         let text =
             changed.unwrap_or_else(|| render(&draw(&g, &g.schema, &mut self.rng), &g.schema));
         Ok(Reply {
+            module: crate::designer::read_reply(kind, &text).ok(),
             text,
             ..Default::default()
         })
