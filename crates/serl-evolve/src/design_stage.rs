@@ -48,6 +48,19 @@ impl Round<'_> {
         ctx
     }
 
+    /// The prompt a module's record keeps: the one sent (a constrained
+    /// one says so); a designer that reads the context directly sent none,
+    /// and its record shows the prompt a model would have had (the pairs
+    /// that fine-tune a model on its designs are made from it).
+    fn recorded_prompt(&self, kind: ModuleKind, ctx: &ModuleContext, sent: &str) -> String {
+        match self.prompts {
+            Some(p) if sent.is_empty() => {
+                p.render(kind.name(), &ctx.to_value()).unwrap_or_default()
+            }
+            _ => sent.to_string(),
+        }
+    }
+
     /// Designs one candidate, module by module. A designer that cannot
     /// answer at all stops the run; a module it fails to write leaves the
     /// candidate invalid.
@@ -105,22 +118,12 @@ impl Round<'_> {
             }
             prompt_tokens += g.prompt_tokens;
             completion_tokens += g.completion_tokens;
-            // The prompt as it was sent (a constrained one says so); a
-            // designer that reads the context directly sent none, and its
-            // record shows the prompt a model would have had (the pairs
-            // that fine-tune a model on its designs are made from it).
-            let prompt = match self.prompts {
-                Some(p) if g.prompt.is_empty() => {
-                    p.render(kind.name(), &ctx.to_value()).unwrap_or_default()
-                }
-                _ => g.prompt,
-            };
             modules.push(ModuleRecord {
                 kind,
                 text: g.module.as_ref().map(Module::text),
                 attempts: g.attempts.len(),
                 errors: g.attempts.iter().filter_map(|a| a.error.clone()).collect(),
-                prompt,
+                prompt: self.recorded_prompt(kind, &ctx, &g.prompt),
                 replies: g.attempts.iter().map(|a| a.reply.clone()).collect(),
                 inherited_from: None,
             });
