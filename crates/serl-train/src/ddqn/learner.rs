@@ -167,11 +167,12 @@ impl Learner for DdqnLearner {
     /// One Q value per fraction of `[train.ddqn] actions`, picked whole
     /// (nothing to squash).
     fn shape(cfg: &TrainConfig) -> ActionShape {
+        let actions = &Self::config(cfg).actions;
         ActionShape {
-            head: Head::Categorical(Self::config(cfg).actions.len()),
+            head: Head::Categorical(actions.len()),
             squash: Squash::Clip,
             pace: Pace::Absolute,
-            discrete: Self::config(cfg).actions.clone(),
+            discrete: actions.clone(),
         }
     }
 
@@ -198,21 +199,19 @@ impl Learner for DdqnLearner {
         let Head::Categorical(k) = meta.head else {
             unreachable!("DDQN's head is categorical")
         };
+        let d = Self::config(cfg);
         let online = QNetwork::new(&meta.spec, meta.obs_dim, k, autodiff)?;
         let target = online.valid();
         let fused = cfg
-            .fused_backend(Self::config(cfg).fused, &meta.spec)
+            .fused_backend(d.fused, &meta.spec)
             .then(|| FusedDdqn::new(&online, &target).map(Box::new))
             .flatten();
         Ok(DdqnLearner {
             target,
             online,
             fused,
-            optim: optimizer(Self::config(cfg)),
-            replay: Box::new(Replay::new(
-                Self::config(cfg).buffer,
-                meta.obs_dim * meta.spec.window,
-            )),
+            optim: optimizer(d),
+            replay: Box::new(Replay::new(d.buffer, meta.obs_dim * meta.spec.window)),
             device: device.clone(),
         })
     }

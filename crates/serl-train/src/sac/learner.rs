@@ -167,16 +167,17 @@ impl Learner for SacLearner {
         autodiff: &Device,
         device: &Device,
     ) -> Result<Self, TrainError> {
+        let d = Self::config(cfg);
         let width = meta.obs_dim * meta.spec.window;
         let model = ActorCritic::new(&meta.spec, meta.obs_dim, Head::Gaussian, autodiff)?;
         Ok(SacLearner {
             target: model.valid(),
             twin: TwinQ::new(&meta.spec, width, autodiff)?,
             model,
-            model_optim: optimizer(Self::config(cfg)),
-            twin_optim: optimizer(Self::config(cfg)),
-            temperature: Temperature::new(Self::config(cfg).initial_temperature),
-            replay: Box::new(Replay::new(Self::config(cfg).buffer, width)),
+            model_optim: optimizer(d),
+            twin_optim: optimizer(d),
+            temperature: Temperature::new(d.initial_temperature),
+            replay: Box::new(Replay::new(d.buffer, width)),
             device: device.clone(),
         })
     }
