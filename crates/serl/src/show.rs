@@ -1,7 +1,14 @@
-//! Tables on stdout: the one every command that backtests prints, and
+//! Lines and tables on stdout: a library's lines, the one every command that backtests prints, and
 //! the libraries' tables drawn in boxes.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
+
+/// A command's lines, built by a library, on stdout.
+pub fn lines<L: std::fmt::Display>(lines: impl IntoIterator<Item = L>) {
+    for line in lines {
+        println!("{line}");
+    }
+}
 
 /// A report's metrics, warnings, legend and placement, on stdout.
 pub fn summaries(data: &serl_eval::ReportData) {

@@ -168,7 +168,7 @@ fn scale(a: ScaleArgs) -> Result<ExitCode> {
     let report = serl_data::scale_fixture(path, &a.out, &cfg, &scale, &|n| bar.inc(n))
         .with_context(|| format!("making a scale fixture from {}", path.display()))?;
     bar.finish();
-    say(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
+    crate::show::lines(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -190,7 +190,7 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     let report = serl_data::plant(path, &a.out, &cfg, &planted, &|n| bar.inc(n))
         .with_context(|| format!("planting a signal in a copy of {}", path.display()))?;
     bar.finish();
-    say(report.lines(&planted, path, &a.out, t0.elapsed().as_secs_f64()));
+    crate::show::lines(report.lines(&planted, path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -209,13 +209,6 @@ fn refuse_writing_over(source: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Prints a command's closing lines.
-fn say(lines: impl IntoIterator<Item = String>) {
-    for line in lines {
-        println!("{line}");
-    }
-}
-
 /// A counter of files done: a spinner on a terminal, lines in a log.
 fn spinner(what: &'static str) -> crate::progress::Meter {
     crate::progress::Meter::counter(what, "files")
@@ -231,7 +224,7 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
         .with_context(|| format!("converting {}", path.display()))?;
     bar.finish();
-    say(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
+    crate::show::lines(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -258,9 +251,7 @@ fn validate(a: DataArgs) -> Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
-        for line in found.lines(a.all) {
-            println!("{line}");
-        }
+        crate::show::lines(found.lines(a.all));
     }
     Ok(check_exit(found.ok))
 }

@@ -196,9 +196,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
     if let Some(c) = run.finished.as_ref().and_then(|f| f.confirmation.as_ref()) {
         confirm::print(c, &out);
     }
-    for line in run.closing_lines(&out) {
-        println!("{line}");
-    }
+    show::lines(run.closing_lines(&out));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -28,8 +28,6 @@ pub struct CheckArgs {
 pub fn run(c: RunCommand) -> Result<ExitCode> {
     let RunCommand::Check(a) = c;
     let report = serl_study::rundir::check_run(&a.run_dir)?;
-    for line in report.lines(&a.run_dir) {
-        println!("{line}");
-    }
+    crate::show::lines(report.lines(&a.run_dir));
     Ok(check_exit(report.whole()))
 }

@@ -162,9 +162,7 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
     let said = |l: &str| bar.say(l);
     let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);
     bar.finish();
-    for line in done?.lines() {
-        println!("{line}");
-    }
+    crate::show::lines(done?.lines());
     println!("report: {}", out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }

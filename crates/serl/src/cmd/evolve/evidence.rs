@@ -29,8 +29,6 @@ pub fn run(a: EvidenceArgs) -> Result<ExitCode> {
         rows.len(),
         strategies.len()
     );
-    for line in e.lines() {
-        println!("{line}");
-    }
+    crate::show::lines(e.lines());
     Ok(ExitCode::SUCCESS)
 }

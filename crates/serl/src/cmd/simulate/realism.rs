@@ -59,9 +59,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
     let progress = on_progress(&bar);
     let reports = serl_study::realism::realism(&request, &progress)?;
     bar.finish();
-    for line in reports.iter().flat_map(|r| r.summary_lines()) {
-        println!("{line}");
-    }
+    crate::show::lines(reports.iter().flat_map(|r| r.summary_lines()));
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }
