@@ -127,6 +127,22 @@ impl Module {
         })
     }
 
+    /// The module as a JSON value, as a designer's constrained reply
+    /// holds it: a program as `{"program": ...}`, the rest as their JSON
+    /// text reads ([`Module::text`] parsed, without the text).
+    pub fn value(&self) -> serde_json::Value {
+        let v = |v: serde_json::Result<serde_json::Value>| v.unwrap_or_default();
+        match self {
+            Module::Reward(r) => serde_json::json!({ "program": r.source() }),
+            Module::State(s) => v(serde_json::to_value(s)),
+            Module::Architecture(s) => v(serde_json::to_value(s)),
+            Module::Imagination(s) => v(serde_json::to_value(s)),
+            Module::Profiling(s) => v(serde_json::to_value(s)),
+            Module::Communication(s) => v(serde_json::to_value(s)),
+            Module::Plan(s) => v(serde_json::to_value(s)),
+        }
+    }
+
     /// The module as the text a designer writes (a program or JSON).
     pub fn text(&self) -> String {
         let j = |v: serde_json::Result<String>| v.unwrap_or_default();

@@ -2,7 +2,7 @@
 //! venues (`serl_env::Venue`: the static replay, the dynamic market).
 
 use rayon::prelude::*;
-use serl_env::{play, EnvConfig, MarketData, ParentOrder, Reward, Strategy, Venue};
+use serl_env::{play, EnvConfig, MarketData, ParentOrder, Reward, StaticVenue, Strategy, Venue};
 
 use crate::metrics::OrderResult;
 
@@ -27,18 +27,87 @@ impl StrategyFactory {
 /// How many of the first orders keep their inventory path for the report.
 pub const EXAMPLE_ORDERS: usize = 4;
 
-/// Runs every strategy on every order in every environment. Orders whose
-/// session is missing from `market` are skipped (the generator only draws
-/// from loaded sessions, so this means a caller mixed datasets).
-pub fn run_backtest(
-    market: &MarketData,
+/// A backtest over one market: strategies (or teams) played over parent
+/// orders at one or more venues, in parallel. Its settings are named as
+/// they are set, each with a default:
+///
+/// ```text
+/// let rows = Backtest::new(&market, &env_cfg)   // the static replay,
+///     .venues(&[&StaticVenue, &dynamic])       // or these venues,
+///     .reward(&terms)                          // the env's reward unless given,
+///     .progress(&|n| bar.inc(n))               // silent unless given
+///     .run(&orders, &strategies);
+/// ```
+#[derive(Clone)]
+pub struct Backtest<'a> {
+    pub(crate) market: &'a MarketData,
+    pub(crate) env: &'a EnvConfig,
+    pub(crate) venues: Vec<&'a dyn Venue>,
+    pub(crate) reward: Option<&'a dyn Reward>,
+    pub(crate) progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+/// The static replay, [`Backtest`]'s venue unless told otherwise.
+static STATIC_REPLAY: StaticVenue = StaticVenue;
+
+impl<'a> Backtest<'a> {
+    /// A backtest of `market`'s sessions under `env`: at the static replay,
+    /// scored by `env`'s default reward, reporting no progress.
+    pub fn new(market: &'a MarketData, env: &'a EnvConfig) -> Self {
+        Backtest {
+            market,
+            env,
+            venues: vec![&STATIC_REPLAY],
+            reward: None,
+            progress: None,
+        }
+    }
+
+    /// Plays every order at each of `venues`, in place of the static replay.
+    pub fn venues(mut self, venues: &[&'a dyn Venue]) -> Self {
+        self.venues = venues.to_vec();
+        self
+    }
+
+    /// Scores the episodes with `reward` (the order's PA does not depend
+    /// on it; the reward columns and a reward's recorded terms do).
+    pub fn reward(mut self, reward: &'a dyn Reward) -> Self {
+        self.reward = Some(reward);
+        self
+    }
+
+    /// Calls `progress(1)` as each parent order finishes.
+    pub fn progress(mut self, progress: &'a (dyn Fn(u64) + Sync)) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Runs every strategy on every order at every venue, the rows sorted by
+    /// venue, strategy and order. Orders whose session is missing from the
+    /// market are skipped (the generator only draws from loaded sessions,
+    /// so this means a caller mixed datasets).
+    pub fn run(&self, orders: &[ParentOrder], strategies: &[StrategyFactory]) -> Vec<OrderResult> {
+        let default_reward = self.env.default_reward();
+        let reward = self.reward.unwrap_or(&default_reward);
+        play_strategies(self, orders, strategies, reward)
+    }
+
+    /// Calls the progress callback, where one was given.
+    pub(crate) fn done(&self, orders: u64) {
+        if let Some(p) = self.progress {
+            p(orders);
+        }
+    }
+}
+
+/// [`Backtest::run`]'s work.
+fn play_strategies(
+    b: &Backtest,
     orders: &[ParentOrder],
     strategies: &[StrategyFactory],
-    envs: &[&dyn Venue],
-    cfg: &EnvConfig,
     reward: &dyn Reward,
-    progress: &(dyn Fn(u64) + Sync),
 ) -> Vec<OrderResult> {
+    let (market, cfg, envs) = (b.market, b.env, &b.venues);
     let example_ids: Vec<u64> = orders.iter().take(EXAMPLE_ORDERS).map(|o| o.id).collect();
     let mut out: Vec<OrderResult> = orders
         .par_iter()
@@ -62,7 +131,7 @@ pub fn run_backtest(
                         }
                     }
                 }
-                progress(1);
+                b.done(1);
                 rows
             },
         )

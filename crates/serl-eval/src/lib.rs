@@ -8,7 +8,7 @@
 //!   [`serl_env::Strategy`]; [`StrategySpec`] parses them by name and a
 //!   [`StrategyFactory`] makes fresh instances of one (or of a trained
 //!   policy, built by the caller).
-//! - Backtests: [`run_backtest`] plays every factory's strategy on every
+//! - Backtests: [`Backtest`] plays every factory's strategy on every
 //!   parent order at every [`serl_env::Venue`] (static replay, dynamic
 //!   market), in parallel, and returns one [`OrderResult`] per order,
 //!   strategy and venue.
@@ -53,7 +53,7 @@ mod terminal;
 pub mod walk_forward;
 mod warnings;
 
-pub use backtest::{run_backtest, StrategyFactory, EXAMPLE_ORDERS};
+pub use backtest::{Backtest, StrategyFactory, EXAMPLE_ORDERS};
 pub use baselines::{
     AlmgrenChriss, Oracle, PassiveTwap, Pov, SignalTwap, StrategySpec, Twap, Vwap,
 };
@@ -66,8 +66,8 @@ pub use report::{placement_cells, results_tables, write_report};
 pub use report_data::{is_baseline, IllusoryGain, Provenance, ReportData};
 pub use significance::{benjamini_hochberg, day_test, wilcoxon_greater, DayTest, MIN_TEST_DAYS};
 pub use team::{
-    crowding_cost, paired_scores, run_team_backtest, summarize_teams, NamedVenue, TeamFactory,
-    TeamPaired, TeamResult, TeamSummary,
+    crowding_cost, paired_scores, summarize_teams, NamedVenue, TeamFactory, TeamPaired, TeamResult,
+    TeamSummary,
 };
 pub use team_report::{write_team_report, TeamComparisons, TeamReportData};
 pub use terminal::{summary_table, team_table};

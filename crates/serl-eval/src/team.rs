@@ -7,10 +7,11 @@
 use rayon::prelude::*;
 use serde::Serialize;
 use serl_env::{
-    play_team, team_orders, EnvConfig, Independent, MarketData, ParentOrder, Reward, TeamMode,
-    TeamStrategy, Venue,
+    play_team, team_orders, EnvConfig, Independent, ParentOrder, Reward, TeamMode, TeamStrategy,
+    Venue,
 };
 
+use crate::backtest::Backtest;
 use crate::metrics::{bootstrap_mean, summarize, Estimate, OrderResult, Summary};
 use crate::StrategySpec;
 
@@ -53,19 +54,32 @@ pub struct TeamResult {
     pub score: f64,
 }
 
-/// Runs every team strategy on every parent order of `market` at every
-/// venue, each order worked by `agents` members as `mode` says, in
-/// parallel. Orders whose session is missing, and venues that cannot hold
-/// a team, are skipped.
-pub fn run_team_backtest(
-    (market, orders): (&MarketData, &[ParentOrder]),
-    teams: &[TeamFactory],
-    venues: &[&dyn Venue],
+impl Backtest<'_> {
+    /// Runs every team strategy on every parent order at every venue, each
+    /// order worked by `agents` members as `mode` says, in parallel; the
+    /// rows sorted as [`Backtest::run`]'s. Orders whose session is
+    /// missing, and venues that cannot hold a team, are skipped.
+    pub fn run_teams(
+        &self,
+        orders: &[ParentOrder],
+        teams: &[TeamFactory],
+        agents: usize,
+        mode: TeamMode,
+    ) -> Vec<TeamResult> {
+        let default_reward = self.env.default_reward();
+        let reward = self.reward.unwrap_or(&default_reward);
+        play_teams(self, (orders, teams), (agents, mode), reward)
+    }
+}
+
+/// [`Backtest::run_teams`]' work.
+fn play_teams(
+    b: &Backtest,
+    (orders, teams): (&[ParentOrder], &[TeamFactory]),
     (agents, mode): (usize, TeamMode),
-    cfg: &EnvConfig,
     reward: &dyn Reward,
-    progress: &(dyn Fn(u64) + Sync),
 ) -> Vec<TeamResult> {
+    let (market, venues, cfg) = (b.market, &b.venues, b.env);
     let mut out: Vec<TeamResult> = orders
         .par_iter()
         .map_init(
@@ -91,7 +105,7 @@ pub fn run_team_backtest(
                         }
                     }
                 }
-                progress(1);
+                b.done(1);
                 rows
             },
         )

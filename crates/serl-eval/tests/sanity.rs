@@ -41,15 +41,9 @@ fn backtest(path: &Path, split: Split) -> Vec<Summary> {
         inventory_penalty: 2.0,
         terminal_penalty: 50.0,
     };
-    let results = run_backtest(
-        &md,
-        &orders,
-        &factories,
-        &[&StaticVenue],
-        &env,
-        &reward,
-        &|_| {},
-    );
+    let results = Backtest::new(&md, &env)
+        .reward(&reward)
+        .run(&orders, &factories);
     assert_eq!(results.len(), orders.len() * 4);
     let data = ReportData::new(&results, provenance(path, split, orders.len()));
     let dir = tempfile::tempdir().unwrap();
@@ -125,15 +119,10 @@ fn a_large_order_shows_an_illusory_gain() {
         inventory_penalty: 2.0,
         terminal_penalty: 50.0,
     };
-    let results = run_backtest(
-        &md,
-        &orders,
-        &f,
-        &[&StaticVenue, &dynamic],
-        &env,
-        &reward,
-        &|_| {},
-    );
+    let results = Backtest::new(&md, &env)
+        .venues(&[&StaticVenue, &dynamic])
+        .reward(&reward)
+        .run(&orders, &f);
     let data = ReportData::new(&results, provenance(&path, Split::All, orders.len()));
     let g = &data.illusory_gain[0];
     assert!(

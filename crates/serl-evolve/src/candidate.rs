@@ -163,11 +163,8 @@ pub(crate) fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) 
     scored
         .into_iter()
         .filter_map(|(c, s)| {
-            let text = module_text(c.design.as_ref()?, kind)?;
-            seen.insert(text.clone()).then_some(Example {
-                source: text,
-                score: s,
-            })
+            let example = Example::of(&module_of(c.design.as_ref()?, kind)?, s);
+            seen.insert(example.source.clone()).then_some(example)
         })
         .take(k)
         .collect()

@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 
 use serl_cluster::Cluster;
 use serl_design::Design;
-use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder, StaticVenue};
+use serl_env::{EnvConfig, MarketConfig, MarketData, ParentOrder};
 use serl_eval::walk_forward::{
     cut, run_windows, WalkForwardConfig, Window, WindowOrders, WindowRun,
 };
-use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
+use serl_eval::{Backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::Algo;
 
 use crate::config::EvolveConfig;
@@ -359,16 +359,7 @@ fn play(
     inputs.say(ConfirmStep::Testing {
         orders: orders.len() * factories.len(),
     });
-    let reward = inputs.env_cfg.default_reward();
-    Ok(run_backtest(
-        inputs.market,
-        orders,
-        &factories,
-        &[&StaticVenue],
-        inputs.env_cfg,
-        &reward,
-        &|_| {},
-    ))
+    Ok(Backtest::new(inputs.market, inputs.env_cfg).run(orders, &factories))
 }
 
 /// The mean over `n` seeds of `name`'s policies, order by order: PA,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serl_design::Design;
 use serl_env::{DynamicVenue, StaticVenue, Venue};
-use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
+use serl_eval::{Backtest, OrderResult, StrategyFactory, StrategySpec};
 use serl_train::{Algo, Critic, DeviceChoice, Policy};
 
 use crate::candidate::ScoreJob;
@@ -177,15 +177,7 @@ pub(crate) fn validate_baselines(scoring: &Scoring) -> Result<Vec<OrderResult>, 
         .into_iter()
         .map(StrategyFactory::from_spec)
         .collect();
-    Ok(run_backtest(
-        scoring.market,
-        &orders,
-        &factories,
-        &[&StaticVenue as &dyn Venue],
-        scoring.env_cfg,
-        &scoring.env_cfg.default_reward(),
-        &|_| {},
-    ))
+    Ok(Backtest::new(scoring.market, scoring.env_cfg).run(&orders, &factories))
 }
 
 /// Tests the retrained policies once, beside the scripted baselines: every
@@ -210,7 +202,6 @@ pub(crate) fn test(
         .collect();
     factories.extend(trained);
     let env_cfg = scoring.env_cfg;
-    let reward = env_cfg.default_reward();
     let dynamic = DynamicVenue {
         market: scoring.market_cfg.clone(),
         seed: scoring.cfg.seed,
@@ -221,15 +212,11 @@ pub(crate) fn test(
         (test_orders, &StaticVenue as &dyn Venue),
         (&test_orders[..n_dyn], &dynamic as &dyn Venue),
     ] {
-        rows.extend(run_backtest(
-            scoring.market,
-            orders,
-            &factories,
-            &[venue],
-            env_cfg,
-            &reward,
-            &|_| {},
-        ));
+        rows.extend(
+            Backtest::new(scoring.market, env_cfg)
+                .venues(&[venue])
+                .run(orders, &factories),
+        );
     }
     Ok(rows)
 }

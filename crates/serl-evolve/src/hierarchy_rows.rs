@@ -19,8 +19,8 @@ use std::path::Path;
 
 use serde::Serialize;
 use serl_design::Design;
-use serl_env::{ParentOrder, StaticVenue, Venue};
-use serl_eval::{paired_diff, run_backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
+use serl_env::ParentOrder;
+use serl_eval::{paired_diff, Backtest, Estimate, OrderResult, StrategyFactory, StrategySpec};
 use serl_report::Table;
 use serl_train::Algo;
 
@@ -211,16 +211,7 @@ fn backtest(
         factories.push(policy_factory(label.clone(), policy.clone()));
     }
     let env = scoring.env_cfg;
-    let reward = env.default_reward();
-    Ok(run_backtest(
-        scoring.market,
-        orders,
-        &factories,
-        &[&StaticVenue as &dyn Venue],
-        env,
-        &reward,
-        &|_| {},
-    ))
+    Ok(Backtest::new(scoring.market, env).run(orders, &factories))
 }
 
 /// A row's PA and its paired differences on one split's results.

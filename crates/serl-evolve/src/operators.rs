@@ -48,7 +48,7 @@ impl CandidatePlan {
 
 /// `c`'s `kind` module as a parent shown to the designer.
 pub(crate) fn parent_view(c: &CandidateResult, kind: ModuleKind) -> Option<Parent> {
-    let design = c.design.as_ref()?;
+    let module = module_of(c.design.as_ref()?, kind)?;
     let v = c.validation.clone().unwrap_or_default();
     let terms = match kind {
         ModuleKind::Reward => c
@@ -61,7 +61,8 @@ pub(crate) fn parent_view(c: &CandidateResult, kind: ModuleKind) -> Option<Paren
     };
     Some(Parent {
         key: c.key.clone(),
-        source: module_text(design, kind)?,
+        source: module.text(),
+        module: Some(module),
         score: c.selection_score()?,
         lower_bound: c.paired.as_ref().map(|p| p.lower),
         pa: v.pa,

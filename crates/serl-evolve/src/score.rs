@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serl_design::{Design, TermRecorder};
-use serl_env::{DynamicVenue, StaticVenue, Venue};
-use serl_eval::{run_backtest, summarize, OrderResult};
+use serl_env::DynamicVenue;
+use serl_eval::{summarize, Backtest, OrderResult};
 use serl_train::{Algo, Policy};
 
 use crate::candidate::{ScoreJob, Scored};
 
 use crate::error::EvolveError;
 use crate::record::{candidate_score, CandidateResult, Validation};
-use crate::train::{policy_factory, train_design, validation_orders, Scoring};
+use crate::train::{policy_factory, validation_orders, Scoring, TrainDesign, TrainedDesign};
 
 /// Whether `algo` trains `d` with the fused learner, which gives the same
 /// numbers however many trainings share the machine.
@@ -49,15 +49,11 @@ pub(crate) fn score(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveEr
 fn score_on(inputs: &Scoring, job: &ScoreJob) -> Result<Scored, EvolveError> {
     let design = &job.design;
     let t = Instant::now();
-    let (policy, repaired, train_profile) = train_design(
-        inputs,
-        design,
-        Algo::PPO,
-        inputs.cfg.train.total_steps,
-        job.seed,
-        None,
-        0,
-    )?;
+    let TrainedDesign {
+        policy,
+        repaired,
+        profile: train_profile,
+    } = TrainDesign::new(design).seed(job.seed).run(inputs)?;
     let train_secs = t.elapsed().as_secs_f64();
     let _validating = tracing::info_span!("validation").entered();
     let t = Instant::now();
@@ -98,18 +94,11 @@ pub(crate) fn validate(
     }
     let orders = validation_orders(inputs);
     let f = [policy_factory("candidate".into(), policy.clone())];
-    let reward = inputs.env_cfg.default_reward();
     // The static episodes are scored with the design's own reward, its
     // terms measured on the way (PA does not depend on the reward).
-    let rows = run_backtest(
-        inputs.market,
-        &orders,
-        &f,
-        &[&StaticVenue as &dyn Venue],
-        inputs.env_cfg,
-        terms,
-        &|_| {},
-    );
+    let rows = Backtest::new(inputs.market, inputs.env_cfg)
+        .reward(terms)
+        .run(&orders, &f);
     let refs: Vec<&OrderResult> = rows.iter().collect();
     let s = summarize("candidate", "static", &refs, inputs.cfg.seed);
     let nd = inputs.cfg.dynamic_validation_orders.min(orders.len());
@@ -117,15 +106,9 @@ pub(crate) fn validate(
         market: inputs.market_cfg.clone(),
         seed: inputs.cfg.seed,
     };
-    let drows = run_backtest(
-        inputs.market,
-        &orders[..nd],
-        &f,
-        &[&dynamic as &dyn Venue],
-        inputs.env_cfg,
-        &reward,
-        &|_| {},
-    );
+    let drows = Backtest::new(inputs.market, inputs.env_cfg)
+        .venues(&[&dynamic])
+        .run(&orders[..nd], &f);
     let mean = |v: &[OrderResult]| {
         if v.is_empty() {
             0.0

@@ -27,7 +27,7 @@ use crate::config::EvolveConfig;
 use crate::error::{write_json, EvolveError};
 use crate::hierarchy::{train_config, Switch};
 use crate::score::score;
-use crate::train::{train_design, Scoring};
+use crate::train::{Scoring, TrainDesign};
 
 /// The kind of a scoring task.
 pub const SCORE_TASK: &str = "evolve.score";
@@ -154,15 +154,14 @@ pub(crate) fn retrain_one(
         cfg: with_critic.as_ref().unwrap_or(scoring.cfg),
         ..*scoring
     };
-    let (_, repaired, _) = train_design(
-        &scoring,
-        &job.design,
-        job.algo,
-        job.steps,
-        job.seed,
-        Some(dir),
-        job.eval_every,
-    )?;
+    let repaired = TrainDesign::new(&job.design)
+        .algo(job.algo)
+        .steps(job.steps)
+        .seed(job.seed)
+        .checkpoints(Some(dir))
+        .select_every(job.eval_every)
+        .run(&scoring)?
+        .repaired;
     let secs = started.elapsed().as_secs_f64();
     write_json(out, &Trained { repaired, secs })
 }

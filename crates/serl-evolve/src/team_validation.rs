@@ -10,9 +10,8 @@ use std::path::Path;
 
 use serl_env::{DynamicVenue, ParentOrder, Reward, StaticVenue, Venue};
 use serl_eval::{
-    run_backtest, run_team_backtest, summarize_teams, write_team_report, NamedVenue, OrderResult,
-    Provenance, StrategyFactory, StrategySpec, TeamComparisons, TeamFactory, TeamReportData,
-    TeamResult,
+    summarize_teams, write_team_report, Backtest, NamedVenue, OrderResult, Provenance,
+    StrategyFactory, StrategySpec, TeamComparisons, TeamFactory, TeamReportData, TeamResult,
 };
 use serl_train::{Policy, TeamPolicyStrategy};
 
@@ -49,15 +48,10 @@ fn play(
     reward: &dyn Reward,
 ) -> Vec<TeamResult> {
     let (agents, mode) = shape(policy);
-    run_team_backtest(
-        (scoring.market, orders),
-        teams,
-        venues,
-        (agents, mode),
-        scoring.env_cfg,
-        reward,
-        &|_| {},
-    )
+    Backtest::new(scoring.market, scoring.env_cfg)
+        .venues(venues)
+        .reward(reward)
+        .run_teams(orders, teams, agents, mode)
 }
 
 /// A candidate team's validation: it plays together in the calibrated
@@ -151,24 +145,12 @@ pub(crate) fn test(
         &reward,
     ));
     let twap = [StrategyFactory::from_spec(baselines[0].clone())];
-    let mut alone = run_backtest(
-        scoring.market,
-        test_orders,
-        &twap,
-        &[&StaticVenue],
-        env_cfg,
-        &reward,
-        &|_| {},
+    let mut alone = Backtest::new(scoring.market, env_cfg).run(test_orders, &twap);
+    alone.extend(
+        Backtest::new(scoring.market, env_cfg)
+            .venues(&dynamic_venues)
+            .run(on_market, &twap),
     );
-    alone.extend(run_backtest(
-        scoring.market,
-        on_market,
-        &twap,
-        &dynamic_venues,
-        env_cfg,
-        &reward,
-        &|_| {},
-    ));
     write_report(scoring, test_orders.len(), best, &results, &alone, dir)?;
     Ok(results.into_iter().map(|r| r.team).collect())
 }

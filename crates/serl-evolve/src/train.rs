@@ -52,41 +52,108 @@ impl Scoring<'_> {
     }
 }
 
-/// Trains `design` and returns its policy and the values its programs
-/// repaired: the final policy, or with `eval_every` > 0 the one that
-/// scored best on the validation orders, checked every that many updates.
-pub(crate) fn train_design(
-    inputs: &Scoring,
-    d: &Design,
+/// One training of a design on a run's inputs, its settings named as they
+/// are set: PPO for the run's `[train] total_steps` from its seed unless
+/// told otherwise, the final policy kept, nothing written.
+///
+/// ```text
+/// let trained = TrainDesign::new(&design).seed(job.seed).run(&scoring)?;
+/// ```
+pub(crate) struct TrainDesign<'a> {
+    design: &'a Design,
     algo: Algo,
-    steps: usize,
-    seed: u64,
-    dir: Option<&Path>,
-    eval_every: usize,
-) -> Result<(Policy, u64, TrainProfile), EvolveError> {
-    let selects = eval_every > 0;
-    let val_orders = if selects {
-        validation_orders(inputs)
-    } else {
-        Vec::new()
-    };
-    let mut session = TrainSession::for_design(
-        (&inputs.cfg.train, d, algo),
-        (inputs.market, inputs.env_cfg, inputs.market_cfg),
-        (inputs.train_orders, &val_orders),
-    );
-    session.config.total_steps = steps;
-    session.config.seed = seed;
-    let critic = &session.config.reward_critic;
-    if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
-        let make = inputs.critic.ok_or_else(|| EvolveError::Config("reward_critic.critic = \"llm\" needs a language model: [llm] backend openai, ollama or local, and trainings that run here (cluster tasks have no LLM critic)".into()))?;
-        session.reward_critic = Some(make().map_err(EvolveError::Designer)?);
+    steps: Option<usize>,
+    seed: Option<u64>,
+    checkpoints: Option<&'a Path>,
+    select_every: usize,
+}
+
+/// What [`TrainDesign::run`] gives back.
+pub(crate) struct TrainedDesign {
+    pub(crate) policy: Policy,
+    /// Values the design's programs repaired (non-finite, clamped).
+    pub(crate) repaired: u64,
+    pub(crate) profile: TrainProfile,
+}
+
+impl<'a> TrainDesign<'a> {
+    pub(crate) fn new(design: &'a Design) -> Self {
+        TrainDesign {
+            design,
+            algo: Algo::PPO,
+            steps: None,
+            seed: None,
+            checkpoints: None,
+            select_every: 0,
+        }
     }
-    if selects {
-        session.config.eval_every = eval_every;
+
+    /// The learner, PPO unless given.
+    pub(crate) fn algo(mut self, algo: Algo) -> Self {
+        self.algo = algo;
+        self
     }
-    let out = session.run(dir.map(Path::to_path_buf), false, None)?;
-    Ok((out.policy, out.reward_repaired, out.profile))
+
+    /// Environment steps, `[train] total_steps` unless given.
+    pub(crate) fn steps(mut self, steps: usize) -> Self {
+        self.steps = Some(steps);
+        self
+    }
+
+    /// The training's seed, `[train] seed` unless given.
+    pub(crate) fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Writes the training's checkpoints into `dir` (and resumes from
+    /// them), where `Some`.
+    pub(crate) fn checkpoints(mut self, dir: Option<&'a Path>) -> Self {
+        self.checkpoints = dir;
+        self
+    }
+
+    /// Keeps the policy that scored best on the validation orders, checked
+    /// every `updates` updates (0: the final policy).
+    pub(crate) fn select_every(mut self, updates: usize) -> Self {
+        self.select_every = updates;
+        self
+    }
+
+    /// Trains the design on `inputs`' train orders.
+    pub(crate) fn run(&self, inputs: &Scoring) -> Result<TrainedDesign, EvolveError> {
+        let selects = self.select_every > 0;
+        let val_orders = if selects {
+            validation_orders(inputs)
+        } else {
+            Vec::new()
+        };
+        let mut session = TrainSession::for_design(
+            (&inputs.cfg.train, self.design, self.algo),
+            (inputs.market, inputs.env_cfg, inputs.market_cfg),
+            (inputs.train_orders, &val_orders),
+        );
+        if let Some(steps) = self.steps {
+            session.config.total_steps = steps;
+        }
+        if let Some(seed) = self.seed {
+            session.config.seed = seed;
+        }
+        let critic = &session.config.reward_critic;
+        if !critic.is_off() && critic.critic == serl_train::CriticKind::Llm {
+            let make = inputs.critic.ok_or_else(|| EvolveError::Config("reward_critic.critic = \"llm\" needs a language model: [llm] backend openai, ollama or local, and trainings that run here (cluster tasks have no LLM critic)".into()))?;
+            session.reward_critic = Some(make().map_err(EvolveError::Designer)?);
+        }
+        if selects {
+            session.config.eval_every = self.select_every;
+        }
+        let out = session.run(self.checkpoints.map(Path::to_path_buf), false, None)?;
+        Ok(TrainedDesign {
+            policy: out.policy,
+            repaired: out.reward_repaired,
+            profile: out.profile,
+        })
+    }
 }
 
 /// `validation_orders` of the validation split, spread evenly over it.

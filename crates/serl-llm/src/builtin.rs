@@ -554,7 +554,11 @@ impl Designer for BuiltinDesigner {
             .examples
             .iter()
             .filter_map(|e| {
-                let g = self.known.get(&known_as(kind, &e.source))?;
+                let key = e
+                    .module
+                    .as_ref()
+                    .map_or_else(|| known_as(kind, &e.source), Module::text);
+                let g = self.known.get(&key)?;
                 Some((g.clone(), e.score))
             })
             .collect();
@@ -648,6 +652,7 @@ mod tests {
             ctx.examples = vec![Example {
                 source: first.clone(),
                 score: round as f64,
+                module: None,
             }];
             let r = d.propose(ModuleKind::Reward, &ctx).unwrap().text;
             if r.starts_with("twap_gain") {
@@ -677,6 +682,7 @@ mod tests {
                 ctx.examples = vec![Example {
                     source: first.clone(),
                     score: round as f64,
+                    module: None,
                 }];
                 d.propose(kind, &ctx).unwrap().text
             })
@@ -727,6 +733,28 @@ mod tests {
         }
     }
 
+    /// An example handed over as a module (as a run does) is the example
+    /// its recorded text is: the same seed proposes the same child from
+    /// either, a change of the example rather than a fresh draw.
+    #[test]
+    fn an_example_handed_over_as_a_module_is_the_one_its_text_is() {
+        for kind in ModuleKind::ALL {
+            let child = |typed: bool| {
+                let mut d = BuiltinDesigner::new(5);
+                let mut ctx = ModuleContext::new(kind, TaskInfo::default(), "m", "m");
+                let first = d.propose(kind, &ctx).unwrap().text;
+                let module = Module::parse(kind, &first).unwrap();
+                let mut example = Example::of(&module, 1.0);
+                if !typed {
+                    example.module = None;
+                }
+                ctx.examples = vec![example];
+                d.propose(kind, &ctx).unwrap().text
+            };
+            assert_eq!(child(true), child(false), "{kind:?}");
+        }
+    }
+
     #[test]
     fn every_module_it_proposes_is_valid_and_seeds_reproduce() {
         let mut a = BuiltinDesigner::new(3);
@@ -742,6 +770,7 @@ mod tests {
                 ctx.examples = vec![Example {
                     source: ra.text,
                     score: round as f64,
+                    module: None,
                 }];
             }
         }

@@ -129,7 +129,10 @@ impl Designer for GrammarDesigner {
         let parents: Vec<Value> = ctx
             .parents
             .iter()
-            .filter_map(|p| parent_value(kind, &p.source))
+            .filter_map(|p| match &p.module {
+                Some(m) => Some(m.value()),
+                None => parent_value(kind, &p.source),
+            })
             .collect();
         let changed = match (ctx.error.is_some(), ctx.operator.as_str(), &parents[..]) {
             (false, "mutate", [p, ..]) | (false, "crossover", [p]) => self.mutated(&g, p),

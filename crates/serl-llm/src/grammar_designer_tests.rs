@@ -248,3 +248,28 @@ fn the_temperature_sets_the_size_of_a_draw() {
     let v: Value = serde_json::from_str(&r).unwrap();
     assert_eq!(v["features"].as_array().unwrap().len(), 1, "{r}");
 }
+
+/// A run hands its parents over as modules, read as they are; a parent
+/// given only as text is parsed. Both are the same parent: the same seed
+/// changes either into the same child, under both operators.
+#[test]
+fn a_parent_handed_over_as_a_module_is_changed_as_its_text_is() {
+    for kind in ModuleKind::ALL {
+        let sources = [parent(kind, 3), parent(kind, 4)];
+        for operator in ["mutate", "crossover"] {
+            let as_text = operate(kind, operator, &sources, 11);
+            let mut ctx = context(kind, TaskInfo::default());
+            ctx.operator = operator.into();
+            ctx.parents = sources
+                .iter()
+                .map(|s| Parent {
+                    source: s.clone(),
+                    module: Some(Module::parse(kind, s).unwrap()),
+                    ..Parent::default()
+                })
+                .collect();
+            let as_module = GrammarDesigner::new(11, 1.0).propose(kind, &ctx).unwrap();
+            assert_eq!(as_module.text, as_text, "{kind:?} {operator}");
+        }
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 use serde_json::{json, Value};
-use serl_design::ModuleKind;
+use serl_design::{Module, ModuleKind};
 
 use crate::backend::LlmError;
 
@@ -104,6 +104,22 @@ pub struct Example {
     pub source: String,
     /// The best score of a candidate that used it.
     pub score: f64,
+    /// The module itself, where the run holds it: a designer that works
+    /// on modules (the builtin search) reads this instead of parsing
+    /// `source` back. Not part of the prompt.
+    #[serde(skip)]
+    pub module: Option<Module>,
+}
+
+impl Example {
+    /// `module` shown with `score`: its text as a run records it.
+    pub fn of(module: &Module, score: f64) -> Self {
+        Example {
+            source: module.text(),
+            score,
+            module: Some(module.clone()),
+        }
+    }
 }
 
 /// A design an operator starts from: a parent the program database chose
@@ -115,6 +131,10 @@ pub struct Parent {
     pub key: String,
     /// This module's text in the parent.
     pub source: String,
+    /// The module itself, for designers that change modules rather than
+    /// text (the grammar draws). Not part of the prompt.
+    #[serde(skip)]
+    pub module: Option<Module>,
     /// Its score (what the search ranks by).
     pub score: f64,
     /// The lower confidence bound of its paired difference against plain

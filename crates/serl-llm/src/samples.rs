@@ -19,6 +19,7 @@ pub fn sample_context(kind: ModuleKind, full: bool) -> Value {
         c.examples = vec![Example {
             source: serl_design::DEFAULT_REWARD_PROGRAM.to_string(),
             score: 0.42,
+            module: None,
         }];
         c.feedback = Some(Feedback {
             candidates: vec![CandidateFeedback {
@@ -88,6 +89,7 @@ pub fn operator_context(kind: ModuleKind, operator: &str) -> Value {
             pa_dynamic: 1.1,
             terms: vec![json!({"term": "step_pa", "mean": 0.4, "std": 1.2, "repaired_share": 0.0})],
             made_by: "fresh".into(),
+            module: None,
         })
         .collect();
     c.to_value()

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serl_env::{ChildOrder, Decision, EnvConfig, ParentOrder, SessionView, Strategy};
 use serl_eval::StrategyFactory;
-use serl_study::backtest::{replay_factories, BacktestData, EnvChoice};
+use serl_study::backtest::{replay_factories, BacktestData, EnvChoice, PlayedAt};
 use serl_train::DecisionObserver;
 
 use crate::error::{chain, Fail};
@@ -252,15 +252,12 @@ pub fn backtest(
     let results = py
         .detach(|| {
             pool.install(|| {
-                replay_factories(
-                    &loaded.market,
-                    &loaded.orders,
-                    &factories,
+                let at = PlayedAt {
                     env,
-                    &cfg,
-                    loaded.lobster.as_ref(),
-                    &|_| {},
-                )
+                    cfg: &cfg,
+                    lobster: loaded.lobster.as_ref(),
+                };
+                replay_factories(&loaded.market, &loaded.orders, &factories, at, &|_| {})
             })
         })
         .map_err(|e| Fail::new(chain(&e)))?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serl_data::{Dataset, Split};
 use serl_env::{generate_orders, LobsterDay, LobsterVenue, MarketData, ParentOrder, Venue};
-use serl_eval::{run_backtest, OrderResult, StrategyFactory, StrategySpec};
+use serl_eval::{Backtest, OrderResult, StrategyFactory, StrategySpec};
 
 use crate::config::BacktestFile;
 use crate::error::{Context, Result, StudyError};
@@ -27,22 +27,32 @@ pub fn strategy_factory(s: &str) -> Result<StrategyFactory> {
     })
 }
 
-/// Replays `orders` with each of `strategies` at the venues of `env`:
-/// what `serl backtest` does here and each of its shards does on a cluster.
+/// Where a backtest plays its orders: the venues `env` names, made from
+/// `cfg` (its market, its orders' seed) and the LOBSTER days where given.
+#[derive(Clone, Copy)]
+pub struct PlayedAt<'a> {
+    /// The venues, by name (`static`, `dynamic`, `both`, ...).
+    pub env: EnvChoice,
+    /// The backtest's config.
+    pub cfg: &'a BacktestFile,
+    /// The venue replaying the LOBSTER days, when given.
+    pub lobster: Option<&'a LobsterVenue>,
+}
+
+/// Replays `orders` with each of `strategies` where `at` says: what
+/// `serl backtest` does here and each of its shards does on a cluster.
 pub fn replay(
     market: &MarketData,
     orders: &[ParentOrder],
     strategies: &[String],
-    env: EnvChoice,
-    cfg: &BacktestFile,
-    lobster: Option<&LobsterVenue>,
+    at: PlayedAt,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<OrderResult>> {
     let factories: Vec<StrategyFactory> = strategies
         .iter()
         .map(|s| strategy_factory(s))
         .collect::<Result<_>>()?;
-    replay_factories(market, orders, &factories, env, cfg, lobster, progress)
+    replay_factories(market, orders, &factories, at, progress)
 }
 
 /// [`replay`] with strategies already built (a strategy of the caller's
@@ -51,18 +61,17 @@ pub fn replay_factories(
     market: &MarketData,
     orders: &[ParentOrder],
     factories: &[StrategyFactory],
-    env: EnvChoice,
-    cfg: &BacktestFile,
-    lobster: Option<&LobsterVenue>,
+    at: PlayedAt,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<OrderResult>> {
+    let PlayedAt { env, cfg, lobster } = at;
     let _span = tracing::info_span!("backtest", orders = orders.len()).entered();
-    let reward = cfg.env.default_reward();
     let made = env.make(&VenueInputs { cfg, lobster })?;
     let envs: Vec<&dyn Venue> = made.iter().map(Made::venue).collect();
-    Ok(run_backtest(
-        market, orders, factories, &envs, &cfg.env, &reward, progress,
-    ))
+    Ok(Backtest::new(market, &cfg.env)
+        .venues(&envs)
+        .progress(progress)
+        .run(orders, factories))
 }
 
 /// The orders a backtest plays, and where they came from.

@@ -11,7 +11,7 @@ use serl_cluster::EngineKind;
 use serl_env::Quantity;
 use serl_eval::OrderResult;
 
-use crate::backtest::{replay, strategy_factory, BacktestData, EnvChoice, NEEDS_LOBSTER};
+use crate::backtest::{replay, strategy_factory, BacktestData, EnvChoice, PlayedAt, NEEDS_LOBSTER};
 use crate::config::{read_toml, BacktestFile, TrainFile};
 use crate::error::Result;
 use crate::tasks::shards::{self, Backtest};
@@ -112,16 +112,12 @@ pub fn play(
 ) -> Result<Vec<OrderResult>> {
     let (strategies, env) = (request.strategies, request.env);
     if cfg.cluster.engine == EngineKind::Local {
-        let lobster = data.lobster.as_ref();
-        return replay(
-            &data.market,
-            &data.orders,
-            strategies,
+        let at = PlayedAt {
             env,
             cfg,
-            lobster,
-            progress,
-        );
+            lobster: data.lobster.as_ref(),
+        };
+        return replay(&data.market, &data.orders, strategies, at, progress);
     }
     let b = Backtest {
         data: &data.data_path,

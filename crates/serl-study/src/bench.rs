@@ -41,14 +41,9 @@ fn backtest_baselines(
             )
         })
         .collect();
-    serl_eval::run_backtest(
-        md,
-        orders,
-        &factories,
-        &[&serl_env::StaticVenue],
-        env,
-        reward,
-        &|_| {},
-    )
-    .len()
+    serl_eval::Backtest::new(md, env)
+        .venues(&[&serl_env::StaticVenue])
+        .reward(reward)
+        .run(orders, &factories)
+        .len()
 }

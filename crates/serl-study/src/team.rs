@@ -9,8 +9,8 @@ use serl_env::{
     generate_orders, DynamicVenue, MarketConfig, MarketData, ParentOrder, TeamMode, Venue,
 };
 use serl_eval::{
-    run_backtest, run_team_backtest, write_team_report, NamedVenue, OrderResult, StrategyFactory,
-    StrategySpec, TeamComparisons, TeamFactory, TeamReportData, TeamResult,
+    write_team_report, Backtest, NamedVenue, OrderResult, StrategyFactory, StrategySpec,
+    TeamComparisons, TeamFactory, TeamReportData, TeamResult,
 };
 use serl_train::{load_run_policy, Policy, TeamPolicyStrategy};
 
@@ -136,16 +136,12 @@ impl TeamBacktest {
                 .map(|s| TeamFactory::independent(s.clone())),
         );
         let venue_refs: Vec<&dyn Venue> = self.venues.iter().map(|v| v.as_ref()).collect();
+        let backtest = Backtest::new(&self.market, &cfg.env)
+            .venues(&venue_refs)
+            .progress(progress);
         let shape = (self.agents, self.mode);
-        let (results, alone) = play(
-            &self.market,
-            &self.orders,
-            (&factories, &self.baselines),
-            &venue_refs,
-            shape,
-            cfg,
-            progress,
-        )?;
+        let players = (&factories[..], &self.baselines[..]);
+        let (results, alone) = play(&backtest, &self.orders, players, shape)?;
         let prov =
             crate::data::backtest_provenance(&self.data_path, self.split, self.orders.len(), cfg)?;
         let labels: Vec<String> = self.baselines.iter().map(|s| s.label()).collect();
@@ -337,24 +333,12 @@ fn comparisons(teams: &[TrainedTeam], baselines: &[String], silence: bool) -> Te
 /// Plays every team on every order, and every baseline alone on the whole
 /// orders.
 fn play(
-    market: &MarketData,
+    backtest: &Backtest,
     orders: &[ParentOrder],
     (factories, baselines): (&[TeamFactory], &[StrategySpec]),
-    venues: &[&dyn Venue],
     (agents, mode): (usize, TeamMode),
-    cfg: &BacktestFile,
-    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<TeamResult>, Vec<OrderResult>)> {
-    let reward = cfg.env.default_reward();
-    let results = run_team_backtest(
-        (market, orders),
-        factories,
-        venues,
-        (agents, mode),
-        &cfg.env,
-        &reward,
-        progress,
-    );
+    let results = backtest.run_teams(orders, factories, agents, mode);
     let alone_factories: Vec<StrategyFactory> = baselines
         .iter()
         .map(|s| StrategyFactory::from_spec(s.clone()))
@@ -362,15 +346,7 @@ fn play(
     let alone = if alone_factories.is_empty() {
         Vec::new()
     } else {
-        run_backtest(
-            market,
-            orders,
-            &alone_factories,
-            venues,
-            &cfg.env,
-            &reward,
-            progress,
-        )
+        backtest.run(orders, &alone_factories)
     };
     if results.is_empty() {
         crate::bail!("no team episode was played: no order has a session in the data");

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serl_data::{Dataset, Split};
 use serl_env::{generate_orders, spread_orders, StaticVenue, Venue};
 use serl_eval::walk_forward::{cut, run_windows, WindowRun};
-use serl_eval::{run_backtest, DayTest, PairedDiff, ReportData, StrategyFactory, StrategySpec};
+use serl_eval::{Backtest, DayTest, PairedDiff, ReportData, StrategyFactory, StrategySpec};
 
 use crate::config::TrainFile;
 use crate::data::provenance;
@@ -94,15 +94,10 @@ pub fn run(
         strategies.extend(baselines.iter().cloned().map(StrategyFactory::from_spec));
         let venues: Vec<&dyn Venue> = vec![&StaticVenue];
         let reward = reward.as_ref();
-        let res = run_backtest(
-            &market,
-            &w.test,
-            &strategies,
-            &venues,
-            &cfg.env,
-            reward,
-            &|_| {},
-        );
+        let res = Backtest::new(&market, &cfg.env)
+            .venues(&venues)
+            .reward(reward)
+            .run(&w.test, &strategies);
         let what = format!("walk-forward window {}", w.window.index);
         let report = ReportData::new(&res, prov(&what, w.test.len())?);
         pooled.extend(res);

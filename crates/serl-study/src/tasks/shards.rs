@@ -12,7 +12,7 @@ use serl_data::Split;
 use serl_env::{generate_orders, ParentOrder};
 use serl_eval::{OrderResult, EXAMPLE_ORDERS};
 
-use crate::backtest::EnvChoice;
+use crate::backtest::{EnvChoice, PlayedAt};
 use crate::config::BacktestFile;
 
 /// The kind of a backtest shard task.
@@ -146,15 +146,12 @@ fn run_shard(plan: &Plan, task: &Task) -> Result<()> {
     let orders = generate_orders(&ds, input.split, &cfg.data, &cfg.orders)?;
     let market = crate::data::market_data(&ds, &cfg.data);
     let mine = chunk(&orders, input.shard, input.shards);
-    let results = crate::backtest::replay(
-        &market,
-        mine,
-        &input.strategies,
-        input.env,
+    let at = PlayedAt {
+        env: input.env,
         cfg,
-        None,
-        &|_| {},
-    )?;
+        lobster: None,
+    };
+    let results = crate::backtest::replay(&market, mine, &input.strategies, at, &|_| {})?;
     let rows: Vec<ShardRow> = results
         .into_iter()
         .map(|mut result| ShardRow {
