@@ -260,6 +260,8 @@ pub struct ModuleContext {
     pub obs_dim: usize,
     /// Most parameters a network may have.
     pub max_params: usize,
+    /// Most multiply-adds its forward pass may take for one decision.
+    pub max_macs: usize,
     /// The best distinct designs of this module so far.
     pub examples: Vec<Example>,
     /// The last round's results (none in the first round).
@@ -321,6 +323,7 @@ impl ModuleContext {
             grammar,
             obs_dim: serl_design::observation_columns(placing_task, false).len(),
             max_params: serl_design::MAX_PARAMS,
+            max_macs: serl_design::MAX_PARAMS * serl_design::MACS_PER_PARAM,
             examples: Vec::new(),
             feedback: None,
             error: None,
