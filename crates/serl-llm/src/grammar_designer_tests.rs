@@ -57,7 +57,8 @@ fn the_share_of_fresh_draws_that_validate_stays_above_its_floor() {
     // Measured at seed 2: 100% of state features (either task),
     // imagined scenarios and broadcasts; 82.5% of rewards (the rest read
     // no state: a constant, or variables that cancel, refused since
-    // issue #61); 64% of networks (the rest past the parameter budget),
+    // issue #61); 62.5% of networks (the rest past the parameter or the
+    // compute budget; 64% before the compute limit),
     // 84% of markets (the rest past 2,000 agents), 52% of plans (a drawn
     // curve never starts at 1 and falls to 0; every shape validates). No
     // grammar says these.
