@@ -67,7 +67,7 @@ pub use kind::{ModuleError, ModuleKind};
 pub use modules::{Design, Module, StateModule};
 pub use network::{
     book_index, Activation, BlockSpec, NetworkSpec, Shape, SpecError, BOOK_LEVELS, BOOK_TOKEN,
-    HARD_MAX_PARAMS, MACS_PER_PARAM, MAX_BLOCKS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
+    HARD_MAX_PARAMS, MAX_BLOCKS, MAX_MACS, MAX_PARAMS, MAX_WIDTH, MAX_WINDOW,
 };
 pub use plan::{PlanModule, PlanShape, PlannedReward, MAX_CHECKPOINTS, MAX_RATE, MIN_CHECKPOINTS};
 pub use profiling::{ProfilingModule, MAX_AGENTS};

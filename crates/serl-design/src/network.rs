@@ -101,14 +101,17 @@ pub const MAX_PARAMS: usize = 2_000_000;
 /// the limit (`[train] max_params`, for a user with the memory and the
 /// accelerator for it); designed networks keep [`MAX_PARAMS`].
 pub const HARD_MAX_PARAMS: usize = 1_000_000_000;
-/// Most multiply-adds a network's forward pass (one decision) may take,
-/// per parameter its limit allows. A recurrent block reuses its weights
-/// at every step of the window, so its compute is its parameters times
-/// the window, which the parameter limit alone leaves unbounded: a designed
-/// GRU of 751 units over 43 steps passed it with 76 M multiply-adds a
-/// decision, 12,000 times the reference network's, and trained 50 times
-/// longer than the other candidates of its run.
-pub const MACS_PER_PARAM: usize = 4;
+/// Most multiply-adds a designed network's forward pass (one decision) may
+/// take. A recurrent block reuses its weights at every step of the window,
+/// so its compute is its parameters times the window, which
+/// [`MAX_PARAMS`] alone leaves unbounded: a designed GRU of 751 units over
+/// 43 steps passed it with 76 M multiply-adds a decision, 12,000 times the
+/// reference network's, and trained 50 times longer than the other
+/// candidates of its run. Dense and residual layers take as many as they
+/// have weights, so the parameter limit bounds them already. A network
+/// written by hand, or stored with a policy, is held to its parameters
+/// only ([`NetworkSpec::validate_within`]).
+pub const MAX_MACS: usize = 4 * MAX_PARAMS;
 /// Widest layer a spec may describe.
 pub const MAX_WIDTH: usize = 4096;
 /// Most blocks a spec may hold.
@@ -168,16 +171,28 @@ impl NetworkSpec {
         })
     }
 
-    /// Checks the spec for an observation of `obs_dim` features and returns
-    /// the width of the features it produces and its parameter count
-    /// (without the heads), within the designer's [`MAX_PARAMS`].
+    /// Checks a designed spec for an observation of `obs_dim` features and
+    /// returns the width of the features it produces, its parameter count
+    /// (without the heads) and its multiply-adds, within the designer's
+    /// [`MAX_PARAMS`] and [`MAX_MACS`].
     pub fn validate(&self, obs_dim: usize) -> Result<Shape, SpecError> {
-        self.validate_within(obs_dim, MAX_PARAMS)
+        self.check(obs_dim, MAX_PARAMS, MAX_MACS)
     }
 
     /// [`NetworkSpec::validate`] with at most `max_params` parameters
-    /// (without the heads).
+    /// (without the heads) and no limit on its compute: a network written
+    /// by hand, or stored with a trained policy, builds at whatever size
+    /// it was given.
     pub fn validate_within(&self, obs_dim: usize, max_params: usize) -> Result<Shape, SpecError> {
+        self.check(obs_dim, max_params, usize::MAX)
+    }
+
+    fn check(
+        &self,
+        obs_dim: usize,
+        max_params: usize,
+        max_macs: usize,
+    ) -> Result<Shape, SpecError> {
         if self.window == 0 || self.window > MAX_WINDOW {
             return Err(err(
                 "window",
@@ -193,7 +208,6 @@ impl NetworkSpec {
         let mut width = obs_dim * self.window;
         let mut params = 0usize;
         let mut macs = 0usize;
-        let max_macs = max_params.saturating_mul(MACS_PER_PARAM);
         for (i, b) in self.blocks.iter().enumerate() {
             let at = |f: &str| format!("blocks[{i}].{f}");
             let check_width = |w: usize, f: &str| {
@@ -294,7 +308,7 @@ pub struct Shape {
     /// Parameters of the blocks (without the heads).
     pub params: usize,
     /// Multiply-adds of the blocks' forward pass, one decision (at most
-    /// [`MACS_PER_PARAM`] times the parameter limit).
+    /// [`MAX_MACS`] for a designed network).
     pub macs: usize,
 }
 
@@ -332,6 +346,10 @@ mod tests {
             e.message.contains("multiply-adds") && e.message.contains("43 steps"),
             "{e}"
         );
+        // Written by hand (or stored with a policy), it is held to its
+        // parameters only.
+        let s = gru(43).validate_within(29, MAX_PARAMS).unwrap();
+        assert_eq!(s.macs, 43 * 3 * (29 * 751 + 751 * 751));
         let s = gru(4).validate(29).unwrap();
         assert!(
             s.params < MAX_PARAMS && s.macs == 4 * 3 * (29 * 751 + 751 * 751),

@@ -164,9 +164,11 @@ impl Cell {
         let v = c.validation.as_ref()?;
         let obs_dim = train.with_design(d).obs_dim();
         let terms = d.reward.program().terms().len().clamp(1, 4) as u8;
+        // Its size only: a design recorded before the compute limit keeps
+        // its cell.
         let params = d
             .architecture
-            .validate(obs_dim)
+            .validate_within(obs_dim, serl_design::MAX_PARAMS)
             .map(|s| s.params)
             .unwrap_or(0);
         let network = match params {

@@ -323,7 +323,7 @@ impl ModuleContext {
             grammar,
             obs_dim: serl_design::observation_columns(placing_task, false).len(),
             max_params: serl_design::MAX_PARAMS,
-            max_macs: serl_design::MAX_PARAMS * serl_design::MACS_PER_PARAM,
+            max_macs: serl_design::MAX_MACS,
             examples: Vec::new(),
             feedback: None,
             error: None,
