@@ -132,3 +132,52 @@ fn a_large_order_shows_an_illusory_gain() {
         g.pa_dynamic
     );
 }
+
+/// A backtest's defaults, as its builder names them: the static replay,
+/// the env's own reward and no progress. Given the same explicitly, the
+/// rows are the same; another reward changes the reward column and not
+/// the PA; a progress callback hears each order once.
+#[test]
+fn a_backtest_plays_the_static_replay_with_the_envs_reward_unless_told() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/lean");
+    let cfg = DataConfig::default();
+    let ds = load(&path, &cfg).unwrap();
+    let md = MarketData::new(&ds, &cfg);
+    let orders = generate_orders(&ds, Split::Validation, &cfg, &OrderConfig::default()).unwrap();
+    let twap = || {
+        vec![StrategyFactory::from_spec(
+            StrategySpec::parse("twap").unwrap(),
+        )]
+    };
+    let env = EnvConfig::default();
+    let rows = |r: &[OrderResult]| serde_json::to_value(r).unwrap();
+
+    let by_default = Backtest::new(&md, &env).run(&orders, &twap());
+    let told = Backtest::new(&md, &env)
+        .venues(&[&StaticVenue])
+        .reward(&env.default_reward())
+        .run(&orders, &twap());
+    assert!(!by_default.is_empty() && by_default.iter().all(|r| r.env == "static"));
+    assert_eq!(rows(&by_default), rows(&told));
+
+    let harsher = DefaultReward {
+        inventory_penalty: 50.0,
+        terminal_penalty: 500.0,
+    };
+    let other = Backtest::new(&md, &env)
+        .reward(&harsher)
+        .run(&orders, &twap());
+    let pa = |r: &[OrderResult]| r.iter().map(|o| o.pa_bps).collect::<Vec<_>>();
+    let reward = |r: &[OrderResult]| r.iter().map(|o| o.reward).collect::<Vec<_>>();
+    assert_eq!(pa(&other), pa(&by_default));
+    assert_ne!(reward(&other), reward(&by_default));
+
+    let heard = std::sync::atomic::AtomicU64::new(0);
+    let count = |n: u64| {
+        heard.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    };
+    Backtest::new(&md, &env)
+        .progress(&count)
+        .run(&orders, &twap());
+    assert_eq!(heard.into_inner(), orders.len() as u64);
+}
