@@ -87,9 +87,16 @@ impl<'a> Backtest<'a> {
     /// market are skipped (the generator only draws from loaded sessions,
     /// so this means a caller mixed datasets).
     pub fn run(&self, orders: &[ParentOrder], strategies: &[StrategyFactory]) -> Vec<OrderResult> {
-        let default_reward = self.env.default_reward();
-        let reward = self.reward.unwrap_or(&default_reward);
-        play_strategies(self, orders, strategies, reward)
+        self.scored(|reward| play_strategies(self, orders, strategies, reward))
+    }
+
+    /// Calls `f` with the reward the episodes are scored by: the one given,
+    /// or the env's own.
+    pub(crate) fn scored<T>(&self, f: impl FnOnce(&dyn Reward) -> T) -> T {
+        match self.reward {
+            Some(reward) => f(reward),
+            None => f(&self.env.default_reward()),
+        }
     }
 
     /// Calls the progress callback, where one was given.

@@ -66,9 +66,7 @@ impl Backtest<'_> {
         agents: usize,
         mode: TeamMode,
     ) -> Vec<TeamResult> {
-        let default_reward = self.env.default_reward();
-        let reward = self.reward.unwrap_or(&default_reward);
-        play_teams(self, (orders, teams), (agents, mode), reward)
+        self.scored(|reward| play_teams(self, (orders, teams), (agents, mode), reward))
     }
 }
 

@@ -163,7 +163,7 @@ pub(crate) fn top_examples(all: &[CandidateResult], kind: ModuleKind, k: usize) 
     scored
         .into_iter()
         .filter_map(|(c, s)| {
-            let example = Example::of(&module_of(c.design.as_ref()?, kind)?, s);
+            let example = Example::of(module_of(c.design.as_ref()?, kind)?, s);
             seen.insert(example.source.clone()).then_some(example)
         })
         .take(k)

@@ -744,7 +744,7 @@ mod tests {
                 let mut ctx = ModuleContext::new(kind, TaskInfo::default(), "m", "m");
                 let first = d.propose(kind, &ctx).unwrap().text;
                 let module = Module::parse(kind, &first).unwrap();
-                let mut example = Example::of(&module, 1.0);
+                let mut example = Example::of(module, 1.0);
                 if !typed {
                     example.module = None;
                 }

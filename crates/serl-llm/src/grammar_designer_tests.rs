@@ -112,15 +112,21 @@ fn parent(kind: ModuleKind, seed: u64) -> String {
 }
 
 fn operate(kind: ModuleKind, operator: &str, sources: &[String], seed: u64) -> String {
-    let mut ctx = context(kind, TaskInfo::default());
-    ctx.operator = operator.into();
-    ctx.parents = sources
+    let parents = sources
         .iter()
         .map(|s| Parent {
             source: s.clone(),
             ..Parent::default()
         })
         .collect();
+    operate_on(kind, operator, parents, seed)
+}
+
+/// `operator`'s child of `parents`, from a designer of `seed`.
+fn operate_on(kind: ModuleKind, operator: &str, parents: Vec<Parent>, seed: u64) -> String {
+    let mut ctx = context(kind, TaskInfo::default());
+    ctx.operator = operator.into();
+    ctx.parents = parents;
     GrammarDesigner::new(seed, 1.0)
         .propose(kind, &ctx)
         .unwrap()
@@ -259,9 +265,7 @@ fn a_parent_handed_over_as_a_module_is_changed_as_its_text_is() {
         let sources = [parent(kind, 3), parent(kind, 4)];
         for operator in ["mutate", "crossover"] {
             let as_text = operate(kind, operator, &sources, 11);
-            let mut ctx = context(kind, TaskInfo::default());
-            ctx.operator = operator.into();
-            ctx.parents = sources
+            let typed = sources
                 .iter()
                 .map(|s| Parent {
                     source: s.clone(),
@@ -269,8 +273,8 @@ fn a_parent_handed_over_as_a_module_is_changed_as_its_text_is() {
                     ..Parent::default()
                 })
                 .collect();
-            let as_module = GrammarDesigner::new(11, 1.0).propose(kind, &ctx).unwrap();
-            assert_eq!(as_module.text, as_text, "{kind:?} {operator}");
+            let as_module = operate_on(kind, operator, typed, 11);
+            assert_eq!(as_module, as_text, "{kind:?} {operator}");
         }
     }
 }

@@ -113,11 +113,11 @@ pub struct Example {
 
 impl Example {
     /// `module` shown with `score`: its text as a run records it.
-    pub fn of(module: &Module, score: f64) -> Self {
+    pub fn of(module: Module, score: f64) -> Self {
         Example {
             source: module.text(),
             score,
-            module: Some(module.clone()),
+            module: Some(module),
         }
     }
 }
