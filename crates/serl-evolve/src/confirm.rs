@@ -95,6 +95,30 @@ pub enum ConfirmStep {
     },
 }
 
+/// The line a front end shows for the step.
+impl std::fmt::Display for ConfirmStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfirmStep::TrainingSeeds { seeds, trainings } => write!(
+                f,
+                "{seeds} seeds: {trainings} trainings of the best design and plain PPO to run"
+            ),
+            ConfirmStep::TrainingWindow {
+                index,
+                windows,
+                test,
+            } => write!(
+                f,
+                "walk-forward window {index} (0 to {}; tests {} .. {}): training",
+                windows - 1,
+                test.0,
+                test.1
+            ),
+            ConfirmStep::Testing { orders } => write!(f, "testing: {orders} episodes"),
+        }
+    }
+}
+
 /// One walk-forward window's outcome: every strategy on its test orders.
 pub type WindowResult = WindowRun<Vec<OrderResult>>;
 

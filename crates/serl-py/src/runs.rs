@@ -21,14 +21,11 @@ fn fail(e: serl_study::StudyError) -> Fail {
     Fail::new(chain(&e))
 }
 
-/// Locks `out` and records the run's kind, as the binary's `claim_run`
-/// does; the lock is held until the returned guard drops.
+/// Locks `out` and records the run's kind, as the binary does; the lock
+/// is held until the returned guard drops.
 fn claim(out: &Path, kind: RunKind, resume: bool, command: &str) -> Result<RunLock, Fail> {
     let rule = OutRule::from_flags(false, resume);
-    serl_study::rundir::check_out(out, kind, rule).map_err(fail)?;
-    let lock = RunLock::acquire(out, command, &|_| {}).map_err(fail)?;
-    serl_study::rundir::begin_run(out, kind, rule, command).map_err(fail)?;
-    Ok(lock)
+    serl_study::rundir::claim(out, kind, rule, command, &|_| {}).map_err(fail)
 }
 
 fn learner(algo: Option<&str>) -> Result<Option<Learner>, Fail> {

@@ -5,7 +5,8 @@
 //! ([`html`], rendered by pulldown-cmark), draws the plots ([`lines_chart`],
 //! [`bars_chart`], and estimates with their intervals: [`intervals_chart`]), holds the one
 //! table type every report renders as Markdown, HTML or terminal text
-//! ([`Table`]), and writes files so that a crash leaves the old or the
+//! ([`Table`]), says how far long work is in a log ([`ProgressLines`]),
+//! and writes files so that a crash leaves the old or the
 //! new version, never half of one ([`write_atomic`]).
 //!
 //! ```
@@ -24,10 +25,12 @@
 
 mod chart;
 mod html;
+mod progress;
 mod table;
 
 pub use chart::{bars_chart, intervals_chart, lines_chart, Chart, Intervals, PlotResult};
 pub use html::{html, table_cell};
+pub use progress::ProgressLines;
 pub use table::{Align, Table};
 
 use std::path::Path;

@@ -31,6 +31,42 @@ pub struct FinetuneRequest {
     pub config: TuneConfig,
 }
 
+/// The command line's settings over a settings file's.
+#[derive(Debug, Default, Clone)]
+pub struct TuneOverrides {
+    /// The objective.
+    pub objective: Option<Objective>,
+    /// Passes over the examples at most.
+    pub epochs: Option<usize>,
+    /// The seed of the adapter's start, the split and the order.
+    pub seed: Option<u64>,
+    /// Where to train.
+    pub device: Option<TuneDevice>,
+}
+
+/// The settings: the TOML file `config` (the fields of
+/// `[evolve.finetune.tune]`) or the defaults, with `overrides` over them.
+pub fn settings(config: Option<&Path>, overrides: &TuneOverrides) -> Result<TuneConfig> {
+    let mut c: TuneConfig = match config {
+        Some(p) => crate::read_toml(p)?,
+        None => TuneConfig::default(),
+    };
+    c.objective = overrides.objective.unwrap_or(c.objective);
+    c.epochs = overrides.epochs.unwrap_or(c.epochs);
+    c.seed = overrides.seed.unwrap_or(c.seed);
+    c.device = overrides.device.unwrap_or(c.device);
+    Ok(c)
+}
+
+impl FinetuneRequest {
+    /// The command that goes on with this fine-tuning from its checkpoint.
+    pub fn resume_hint(&self) -> String {
+        let runs: Vec<String> = self.runs.iter().map(|p| p.display().to_string()).collect();
+        let (runs, model, out) = (runs.join(" "), self.model.display(), self.out.display());
+        format!("resume with: serl llm finetune --from {runs} --model {model} --out {out} --resume")
+    }
+}
+
 /// What a fine-tuning did.
 pub struct FinetuneOutcome {
     /// The training's figures.

@@ -14,8 +14,8 @@
 //! - [`llm`]: the designer and reward-critic backends of the `[llm]` table.
 //! - [`evolve`] and [`confirm`]: an evolve run's directory, the loop, its
 //!   ablations and report, and the seeds and windows that confirm it.
-//! - [`train`] and [`walk_forward`]: training runs (one, several seeds,
-//!   or one per rolling window) and a run's policy as a strategy.
+//! - [`train`], [`train_many`] and [`walk_forward`]: training runs (one,
+//!   several seeds, or one per rolling window) and a run's policy as a strategy.
 //! - [`backtest`], [`backtest_run`] and [`team`]: strategies and teams
 //!   over parent orders; a backtest's config with the command line's
 //!   overrides, its checks, and its orders played here or as shards.
@@ -29,7 +29,8 @@
 //!   runs' pairs into a LoRA adapter (`serl llm finetune`).
 //! - [`paths`]: portable runs: every path made absolute when a run starts.
 //! - [`rundir`]: what every run directory shares: one coordinator at a
-//!   time (its lock).
+//!   time (its lock); [`process`]: what a command's process holds while
+//!   it runs (its logs and trace, its run, its signals).
 //! - [`cluster`] and [`tasks`]: the cluster of a run directory, and the
 //!   registry of task kinds that `serl task run` dispatches through.
 
@@ -60,6 +61,7 @@ mod plant_sweep;
 pub mod planted_study;
 #[cfg(feature = "local")]
 pub mod probe;
+pub mod process;
 pub mod realism;
 pub mod rundir;
 pub mod search_study;
@@ -68,6 +70,7 @@ pub mod simulate;
 pub mod tasks;
 pub mod team;
 pub mod train;
+pub mod train_many;
 pub mod train_overrides;
 pub mod train_words;
 pub mod venues;

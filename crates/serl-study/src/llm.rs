@@ -176,3 +176,33 @@ pub fn learner_for_evolve<'a>(
     let _ = (cfg, llm);
     None
 }
+
+/// `serl prompts test-model`: writes to `out` a model of random weights
+/// whose BPE merges come from the `.j2` templates in `prompts` (read in
+/// name order), so that rendered prompts fit in its context: for tests
+/// and for trying `--llm local` without a real model.
+#[cfg(feature = "local")]
+pub fn write_test_model(prompts: &Path, out: &Path, seed: u64) -> Result<()> {
+    use serl_llm::serl_local::{write_test_model, TestModelSpec};
+    let entries = std::fs::read_dir(prompts)
+        .with_context(|| format!("reading the prompt directory {}", prompts.display()))?;
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    let mut corpus = String::new();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "j2"))
+    {
+        corpus.push_str(&std::fs::read_to_string(f).with_context(|| f.display().to_string())?);
+    }
+    let spec = TestModelSpec {
+        corpus,
+        merges: 1500,
+        seed,
+        ..TestModelSpec::default()
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    write_test_model(out, &spec).map_err(crate::StudyError::msg)
+}

@@ -67,6 +67,39 @@ pub struct Exported {
     pub mbp: Option<MbpCheck>,
 }
 
+impl Exported {
+    /// What `serl lob export` says: the day exported from `what`, the
+    /// MBO file written at `dbn` and how it read back, and the MBP file's
+    /// check (written at `mbp`) when there is one.
+    pub fn text(&self, what: &Path, dbn: &Path, mbp: Option<&Path>) -> String {
+        let r = &self.report;
+        let mut text = format!(
+            "exported   {} ({}, {})\nwrote      {}: {} MBO records for {} messages ({} hidden executions, crosses and halts have none)\n{r}",
+            what.display(),
+            self.symbol,
+            self.date,
+            dbn.display(),
+            r.records,
+            r.messages,
+            r.left_out
+        );
+        if let (Some(check), Some(path)) = (&self.mbp, mbp) {
+            let path = path.display();
+            text.push_str(&format!(
+                "wrote      {path}: {} MBP records\n{check}",
+                check.records
+            ));
+        }
+        text
+    }
+
+    /// Whether the day read back exactly (a day that adds every order it
+    /// touches must), its MBP file too.
+    pub fn as_expected(&self) -> bool {
+        self.report.as_expected() && self.mbp.as_ref().is_none_or(|c| c.as_expected())
+    }
+}
+
 /// Writes the day as DBN MBO and checks it reads back.
 pub fn export(a: &ExportRequest) -> Result<Exported> {
     match &a.source {

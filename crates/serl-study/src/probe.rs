@@ -60,6 +60,62 @@ pub struct Row {
     pub errors: Vec<String>,
 }
 
+/// `constrained` in a row's words.
+pub fn mode(constrained: bool) -> &'static str {
+    if constrained {
+        "constrained"
+    } else {
+        "free"
+    }
+}
+
+/// The probe's table: per module and mode, the share of replies well-formed
+/// and valid, and the tokens a reply took and a second gave.
+pub fn table(rows: &[Row]) -> serl_report::Table {
+    let header = [
+        "module",
+        "decoding",
+        "replies",
+        "well-formed",
+        "valid",
+        "tokens/reply",
+        "tokens/s",
+    ];
+    let mut t = serl_report::Table::new(header);
+    let pct = |k: usize, n: usize| format!("{:.0}%", 100.0 * k as f64 / n.max(1) as f64);
+    for r in rows {
+        let per_reply = r.completion_tokens as f64 / r.replies.max(1) as f64;
+        t.row([
+            r.module.clone(),
+            mode(r.constrained).into(),
+            r.replies.to_string(),
+            pct(r.well_formed, r.replies),
+            pct(r.valid, r.replies),
+            format!("{per_reply:.0}"),
+            format!("{:.1}", r.completion_tokens as f64 / r.seconds.max(1e-9)),
+        ]);
+    }
+    t
+}
+
+/// The lines under the table: each row's first refusal, then up to `show`
+/// replies of each.
+pub fn lines(rows: &[Row], show: usize) -> Vec<String> {
+    let refused = rows.iter().filter_map(|r| {
+        let e = r.errors.first()?;
+        let (n, m) = (r.errors.len(), mode(r.constrained));
+        Some(format!("{} ({m}): {n} refused; the first: {e}", r.module))
+    });
+    let texts = rows.iter().flat_map(|r| {
+        let head = format!("--- {} ({}):", r.module, mode(r.constrained));
+        r.texts
+            .iter()
+            .take(show)
+            .map(move |t| format!("{head}\n{}", t.trim()))
+    });
+    refused.chain(texts).collect()
+}
+
 impl ProbeRequest {
     /// The modules asked.
     pub fn kinds(&self) -> Result<Vec<ModuleKind>> {

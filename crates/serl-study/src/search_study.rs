@@ -74,6 +74,25 @@ pub struct Arm {
 }
 
 impl StudyFile {
+    /// The line a study starts with: its arms, seeds (and planted
+    /// strengths) and the evolve runs they make, in `out`.
+    pub fn plan_line(&self, out: &Path) -> String {
+        let (arms, seeds) = (self.arms.len(), self.seeds.len());
+        let strengths = self.plant.as_ref().map_or(1, |p| p.strengths.len());
+        let planted = self.plant.as_ref().map_or(String::new(), |p| {
+            format!("{} planted strengths × ", p.strengths.len())
+        });
+        let runs = arms * seeds * strengths;
+        let out = out.display();
+        format!("study: {planted}{arms} arms × {seeds} seeds = {runs} evolve runs in {out}")
+    }
+
+    /// The command that goes on with the study in `out` from `config`.
+    pub fn resume_hint(config: &Path, out: &Path) -> String {
+        let (config, out) = (config.display(), out.display());
+        format!("resume with `serl evolve study --config {config} --out {out} --resume`")
+    }
+
     /// Reads and checks a study file, naming the field at fault.
     pub fn load(path: &Path) -> Result<StudyFile> {
         let mut s: StudyFile = read_toml(path)?;

@@ -290,6 +290,24 @@ pub struct StudyLockbox {
     pub tests: Vec<TestLine>,
 }
 
+impl StudyLockbox {
+    /// The winner on validation, then each of its runs' one test against
+    /// plain PPO.
+    pub fn line(&self) -> String {
+        let tests: Vec<String> = self
+            .tests
+            .iter()
+            .map(|t| {
+                let edge = t.best_pa - t.plain_pa;
+                format!("{} seed {} {edge:+.2} bps vs plain PPO", t.arm, t.seed)
+            })
+            .collect();
+        let (winner, runner_up) = (&self.winner, &self.runner_up);
+        let tests = tests.join("; ");
+        format!("winner on validation: {winner} (runner-up {runner_up}); tested once: {tests}")
+    }
+}
+
 /// Writes `study/report.md` and `study/report.html` under `out`.
 pub fn write(
     out: &Path,

@@ -4,16 +4,13 @@
 //! into a config or request of `serl_study` (or a lower crate), calls the
 //! library, and prints; this file only dispatches and reports errors.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod cmd;
-mod interrupt;
 mod progress;
 mod show;
-mod trace;
 
 #[derive(Parser)]
 #[command(
@@ -68,7 +65,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = trace::init(cli.trace.as_deref(), colour_logs()) {
+    if let Err(e) = serl_study::process::init_logs(cli.trace.as_deref()) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
     }
@@ -85,8 +82,8 @@ fn main() -> ExitCode {
         Command::Task(c) => cmd::task::run(c),
         Command::Run(c) => cmd::run::run(c),
     };
-    interrupt::release();
-    trace::finish();
+    serl_study::process::release();
+    serl_study::process::finish();
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -94,12 +91,4 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Colour in log lines only on a terminal: `serl evolve 2> run.log` must
-/// not fill the file with escape codes. `NO_COLOR` (no-color.org), when
-/// set and not empty, turns it off on a terminal too.
-fn colour_logs() -> bool {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    !no_color && std::io::stderr().is_terminal()
 }

@@ -1,116 +1,52 @@
-//! Progress in a log. indicatif draws nothing when stderr is not a
-//! terminal (`serl train … 2> run.log`, a Slurm job), so a long run
-//! there would say nothing until it ends; [`PlainProgress`] writes a plain
-//! line instead, each time another tenth of the work is done and at least
-//! once a minute.
+//! [`Meter`]: the progress every long command shows. indicatif draws
+//! nothing when stderr is not a terminal (`serl train … 2> run.log`, a
+//! Slurm job), so there the meter writes `serl_report::ProgressLines`'
+//! plain lines instead.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-
-/// Longest silence between two plain lines while work goes on.
-const AT_LEAST_EVERY: Duration = Duration::from_secs(60);
-/// Work of unknown length: its first count after this long, …
-const COUNT_FIRST: Duration = Duration::from_secs(2);
-/// … then one every this long.
-const COUNT_EVERY: Duration = Duration::from_secs(10);
-
-/// Plain progress lines on stderr (`train: 40% (4096/10240 steps)  …`).
-pub struct PlainProgress {
-    label: &'static str,
-    unit: &'static str,
-    len: u64,
-    /// The tenth last written and when.
-    last: Mutex<(u64, Instant)>,
-}
-
-impl PlainProgress {
-    /// Lines for `bar` when it is hidden (stderr is not a terminal); none
-    /// when the bar is drawn.
-    pub fn for_bar(bar: &ProgressBar, label: &'static str, unit: &'static str) -> Option<Self> {
-        bar.is_hidden().then(|| PlainProgress {
-            label,
-            unit,
-            len: bar.length().unwrap_or(0),
-            last: Mutex::new((0, Instant::now())),
-        })
-    }
-
-    /// `pos` units done: a line when a new tenth is reached, the work is
-    /// done, or a minute has passed since the last line. Work of unknown
-    /// length ([`Meter::counter`]) gets its count once 2 s have passed,
-    /// then every 10 s.
-    pub fn at(&self, pos: u64, msg: &str) {
-        if self.len == 0 {
-            return self.count(pos, msg);
-        }
-        let tenth = (pos * 10).checked_div(self.len).unwrap_or(10);
-        let Ok(mut last) = self.last.lock() else {
-            return;
-        };
-        if tenth <= last.0 && last.1.elapsed() < AT_LEAST_EVERY {
-            return;
-        }
-        *last = (tenth.max(last.0), Instant::now());
-        eprintln!("{}", self.line(pos, msg));
-    }
-
-    /// [`PlainProgress::at`] for work of unknown length; `last.0`
-    /// counts the lines written.
-    fn count(&self, pos: u64, msg: &str) {
-        let Ok(mut last) = self.last.lock() else {
-            return;
-        };
-        let wait = if last.0 == 0 {
-            COUNT_FIRST
-        } else {
-            COUNT_EVERY
-        };
-        if last.1.elapsed() < wait {
-            return;
-        }
-        *last = (last.0 + 1, Instant::now());
-        eprintln!("{}", self.line(pos, msg));
-    }
-
-    fn line(&self, pos: u64, msg: &str) -> String {
-        if self.len == 0 {
-            let mut line = format!("{}: {pos} {}", self.label, self.unit);
-            if !msg.is_empty() {
-                line.push_str("  ");
-                line.push_str(msg);
-            }
-            return line;
-        }
-        let pct = (pos * 100).checked_div(self.len).unwrap_or(100);
-        let mut line = format!("{}: {pct}% ({pos}/{} {})", self.label, self.len, self.unit);
-        if !msg.is_empty() {
-            line.push_str("  ");
-            line.push_str(msg);
-        }
-        line
-    }
-}
+use serl_report::ProgressLines;
 
 /// Progress of one long piece of work: a bar on a terminal, plain lines
-/// ([`PlainProgress`]) otherwise, so no command that runs for more than
+/// ([`ProgressLines`]) otherwise, so no command that runs for more than
 /// a moment is silent in a log.
 pub struct Meter {
     bar: ProgressBar,
     label: &'static str,
     unit: &'static str,
-    plain: Mutex<Option<PlainProgress>>,
+    plain: Mutex<Option<ProgressLines>>,
     message: Mutex<String>,
 }
 
 impl Meter {
-    /// A meter of `len` `unit`s (0: not known yet, [`Meter::set_length`]).
+    /// A meter of `len` `unit`s (0: not known yet, [`Meter::set_length`]):
+    /// a bar with the rate and the time left on a terminal.
     pub fn new(label: &'static str, unit: &'static str, len: u64) -> Meter {
-        let template = format!("{label} {{bar:30}} {{pos}}/{{len}} {unit}, eta {{eta}}  {{msg}}");
+        let template = format!(
+            "{{spinner}} {label} [{{bar:30}}] {{pos}}/{{len}} {unit}  {{per_sec}}  eta {{eta}}  {{msg}}"
+        );
         let style = ProgressStyle::with_template(&template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
         Meter::of(ProgressBar::new(len).with_style(style), label, unit)
+    }
+
+    /// A meter of steps with no count (a confirmation's trainings and
+    /// tests): a spinner with the time taken and the step under way on a
+    /// terminal; in a log, only the lines it is told to [`Meter::say`].
+    pub fn spinner(label: &'static str) -> Meter {
+        let template = format!("{{spinner}} {label} {{elapsed}}  {{msg}}");
+        let style = ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        let bar = ProgressBar::new_spinner().with_style(style);
+        bar.enable_steady_tick(Duration::from_millis(250));
+        let meter = Meter::of(bar, label, "");
+        if let Ok(mut plain) = meter.plain.lock() {
+            *plain = None;
+        }
+        meter
     }
 
     /// A meter of work whose length is not known (files converted): a
@@ -125,7 +61,7 @@ impl Meter {
 
     /// A meter around `bar`, with plain lines where it draws nothing.
     fn of(bar: ProgressBar, label: &'static str, unit: &'static str) -> Meter {
-        let plain = PlainProgress::for_bar(&bar, label, unit);
+        let plain = plain_lines(&bar, label, unit);
         Meter {
             bar,
             label,
@@ -137,9 +73,12 @@ impl Meter {
 
     /// The work is `len` units in all.
     pub fn set_length(&self, len: u64) {
+        if self.bar.length() == Some(len) {
+            return;
+        }
         self.bar.set_length(len);
         if let Ok(mut p) = self.plain.lock() {
-            *p = PlainProgress::for_bar(&self.bar, self.label, self.unit);
+            *p = plain_lines(&self.bar, self.label, self.unit);
         }
     }
 
@@ -154,12 +93,31 @@ impl Meter {
     /// `n` more units done.
     pub fn inc(&self, n: u64) {
         self.bar.inc(n);
+        self.plain_line();
+    }
+
+    /// `pos` units done.
+    pub fn set_position(&self, pos: u64) {
+        self.bar.set_position(pos);
+        self.plain_line();
+    }
+
+    /// The bar at `pos` at least (work skipped: no line in a log).
+    pub fn reach(&self, pos: u64) {
+        let len = self.bar.length().unwrap_or(0);
+        self.bar.set_position(self.bar.position().max(pos.min(len)));
+    }
+
+    /// A plain line for the position now, when one is due.
+    fn plain_line(&self) {
         let Ok(plain) = self.plain.lock() else {
             return;
         };
         if let Some(p) = plain.as_ref() {
             let msg = self.message.lock().map(|m| m.clone()).unwrap_or_default();
-            p.at(self.bar.position(), &msg);
+            if let Some(line) = p.at(self.bar.position(), &msg) {
+                eprintln!("{line}");
+            }
         }
     }
 
@@ -168,32 +126,25 @@ impl Meter {
         self.bar.suspend(|| eprintln!("{line}"));
     }
 
-    /// The work is over: the bar goes.
+    /// The work is over: the bar goes (as it does when the meter drops).
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_names_the_share_done_and_the_units() {
-        let p = PlainProgress {
-            label: "train",
-            unit: "steps",
-            len: 10240,
-            last: Mutex::new((0, Instant::now())),
-        };
-        assert_eq!(p.line(4096, ""), "train: 40% (4096/10240 steps)");
-        assert_eq!(p.line(0, "loss 1"), "train: 0% (0/10240 steps)  loss 1");
-        let files = PlainProgress {
-            label: "convert",
-            unit: "files",
-            len: 0,
-            last: Mutex::new((0, Instant::now())),
-        };
-        assert_eq!(files.line(12, ""), "convert: 12 files");
+impl Drop for Meter {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
     }
+}
+
+/// Plain lines for `bar` when it is hidden (stderr is not a terminal);
+/// none when the bar is drawn.
+fn plain_lines(
+    bar: &ProgressBar,
+    label: &'static str,
+    unit: &'static str,
+) -> Option<ProgressLines> {
+    bar.is_hidden()
+        .then(|| ProgressLines::new(label, unit, bar.length().unwrap_or(0)))
 }

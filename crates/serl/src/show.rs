@@ -3,6 +3,20 @@
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 
+/// `value` as JSON on stdout for `--json`, else what `text` prints.
+pub fn json_or(
+    value: &impl serde::Serialize,
+    json: bool,
+    text: impl FnOnce(),
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        text();
+    }
+    Ok(())
+}
+
 /// A command's lines, built by a library, on stdout.
 pub fn lines<L: std::fmt::Display>(lines: impl IntoIterator<Item = L>) {
     for line in lines {

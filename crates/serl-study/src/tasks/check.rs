@@ -28,6 +28,29 @@ pub struct CheckReport {
     pub hosts: Vec<String>,
 }
 
+impl CheckReport {
+    /// The check as a one-row table (`serl task check`).
+    pub fn table(&self) -> serl_report::Table {
+        let mut t = serl_report::Table::new([
+            "engine",
+            "probes",
+            "array (s)",
+            "per task (s)",
+            "one-task batch, median (s)",
+            "hosts",
+        ]);
+        t.row([
+            self.engine.to_string(),
+            self.tasks.to_string(),
+            format!("{:.2}", self.array_secs),
+            format!("{:.3}", self.array_secs_per_task),
+            format!("{:.2}", self.single_median_secs),
+            self.hosts.join(" "),
+        ]);
+        t
+    }
+}
+
 /// Runs `tasks` probes as one array on `cfg`'s engine, then `singles`
 /// one-task batches, with their plan in `out`; writes `out/check.json`.
 /// `say` hears what is about to run.

@@ -170,6 +170,55 @@ pub fn batches(plan: &Plan) -> Vec<BatchState> {
         .collect()
 }
 
+/// [`batches`] as a table: each batch's kind, tasks, and which are done
+/// and pending (`serl task list`).
+pub fn batches_table(plan: &Plan) -> serl_report::Table {
+    let mut t = serl_report::Table::new(["batch", "kind", "tasks", "indices", "done", "pending"]);
+    for b in batches(plan) {
+        let pending = match b.pending.is_empty() {
+            true => "-".into(),
+            false => serl_cluster::indices::format(&b.pending),
+        };
+        t.row([
+            b.batch,
+            b.kind,
+            b.indices.len().to_string(),
+            serl_cluster::indices::format(&b.indices),
+            (b.indices.len() - b.pending.len()).to_string(),
+            pending,
+        ]);
+    }
+    t
+}
+
+/// Runs task `index` of the plan in `run_dir` and writes its output, as
+/// an engine's array runs it (`serl task run`); a task whose output is
+/// there already is done unless `force`. `say` hears what runs where, and
+/// how long it took.
+pub fn run_one(run_dir: &Path, index: usize, force: bool, say: &dyn Fn(&str)) -> Result<()> {
+    let plan = open_plan(run_dir)?;
+    let task = plan.task(index)?;
+    let out = plan.output_path(task);
+    if out.exists() && !force {
+        say(&format!("task {index}: done already ({})", out.display()));
+        return Ok(());
+    }
+    let t = std::time::Instant::now();
+    let host = serl_cluster::hostname().unwrap_or_else(|| "unknown host".into());
+    let (kind, batch, seed) = (&task.kind, &task.batch, task.seed);
+    let output = task.output.display();
+    say(&format!(
+        "task {index} ({kind} of batch {batch}, seed {seed}) on {host}: {output}"
+    ));
+    run_task(&plan, task)?;
+    let secs = t.elapsed().as_secs_f64();
+    say(&format!(
+        "task {index}: wrote {} in {secs:.1}s",
+        out.display()
+    ));
+    Ok(())
+}
+
 /// The Kubernetes Indexed Job for the pending tasks of `batch` of the run
 /// in `run_dir`, with the coordinator's `[cluster]` table.
 pub fn batch_manifest(run_dir: &Path, batch: &str) -> Result<String> {

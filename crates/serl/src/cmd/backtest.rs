@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::progress::Meter;
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::EngineKind;
 use serl_data::Split;
 use serl_env::TeamMode;
@@ -127,7 +127,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
-    crate::interrupt::claim_run(&a.out, RunKind::Backtest, (a.force, false))?;
+    serl_study::process::claim_run(&a.out, RunKind::Backtest, (a.force, false))?;
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }
@@ -150,24 +150,10 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         data.split
     );
     let t1 = std::time::Instant::now();
-    let bar = ProgressBar::new(data.orders.len() as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} backtest [{bar:40}] {pos}/{len} orders  {per_sec}  eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    // In a log (stderr not a terminal) the bar draws nothing: plain
-    // lines instead.
-    let plain = crate::progress::PlainProgress::for_bar(&bar, "backtest", "orders");
-    let progress = |n| {
-        bar.inc(n);
-        if let Some(p) = &plain {
-            p.at(bar.position(), "");
-        }
-    };
+    let meter = Meter::new("backtest", "orders", data.orders.len() as u64);
+    let progress = |n| meter.inc(n);
     let results = backtest_run::play(&data, &cfg, &request, &progress, &|l| eprintln!("{l}"))?;
-    bar.finish_and_clear();
+    meter.finish();
     let secs = t1.elapsed().as_secs_f64();
     let report = data.report(&results, &cfg, &a.out)?;
     show::summaries(&report);

@@ -108,11 +108,7 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
 
 /// Figures as JSON, or as their lines.
 fn emit<T: serde::Serialize + std::fmt::Display>(figures: &T, json: bool) -> Result<ExitCode> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(figures)?);
-    } else {
-        print!("{figures}");
-    }
+    crate::show::json_or(figures, json, || print!("{figures}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -150,9 +150,6 @@ pub fn run(cmd: DataCommand) -> Result<ExitCode> {
 }
 
 fn scale(a: ScaleArgs) -> Result<ExitCode> {
-    let cfg = a.source.config(None)?;
-    let path = &a.source.path;
-    refuse_writing_over(path, &a.out)?;
     let scale = serl_data::ScaleConfig {
         symbols: a.symbols,
         sessions: a.sessions,
@@ -162,21 +159,16 @@ fn scale(a: ScaleArgs) -> Result<ExitCode> {
     if let Err(e) = scale.validate() {
         anyhow::bail!("--symbols/--sessions: {e}");
     }
-    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
-    let bar = crate::progress::Meter::counter("scale", "files");
-    let t0 = std::time::Instant::now();
-    let report = serl_data::scale_fixture(path, &a.out, &cfg, &scale, &|n| bar.inc(n))
-        .with_context(|| format!("making a scale fixture from {}", path.display()))?;
-    bar.finish();
-    crate::show::lines(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
+    let (path, out) = (&a.source.path, &a.out);
+    let (report, secs) = write_copy(&a.source, (out, a.force), "scale", |cfg, inc| {
+        serl_data::scale_fixture(path, out, cfg, &scale, inc)
+            .with_context(|| format!("making a scale fixture from {}", path.display()))
+    })?;
+    crate::show::lines(report.lines(path, out, secs));
     Ok(ExitCode::SUCCESS)
 }
 
 fn plant(a: PlantArgs) -> Result<ExitCode> {
-    let cfg = a.source.config(None)?;
-    let path = &a.source.path;
-    refuse_writing_over(path, &a.out)?;
-    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
     let planted = serl_data::PlantConfig {
         strength: a.strength,
         horizon_minutes: a.horizon,
@@ -185,47 +177,48 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     if let Err(e) = planted.validate() {
         anyhow::bail!("--strength/--horizon: {e}");
     }
-    let bar = spinner("plant");
-    let t0 = std::time::Instant::now();
-    let report = serl_data::plant(path, &a.out, &cfg, &planted, &|n| bar.inc(n))
-        .with_context(|| format!("planting a signal in a copy of {}", path.display()))?;
-    bar.finish();
-    crate::show::lines(report.lines(&planted, path, &a.out, t0.elapsed().as_secs_f64()));
+    let (path, out) = (&a.source.path, &a.out);
+    let (report, secs) = write_copy(&a.source, (out, a.force), "plant", |cfg, inc| {
+        serl_data::plant(path, out, cfg, &planted, inc)
+            .with_context(|| format!("planting a signal in a copy of {}", path.display()))
+    })?;
+    crate::show::lines(report.lines(&planted, path, out, secs));
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses an `--out` that is the source itself.
-fn refuse_writing_over(source: &Path, out: &Path) -> Result<()> {
-    if out
-        .canonicalize()
-        .ok()
-        .is_some_and(|o| source.canonicalize().is_ok_and(|p| o == p))
-    {
+fn convert(a: ConvertArgs) -> Result<ExitCode> {
+    let (path, out) = (&a.source.path, &a.out);
+    let (report, secs) = write_copy(&a.source, (out, a.force), "convert", |cfg, inc| {
+        serl_data::convert(path, out, cfg, inc)
+            .with_context(|| format!("converting {}", path.display()))
+    })?;
+    crate::show::lines(report.lines(path, out, secs));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What every command that writes a copy of the source does around
+/// `write`: refuses an `--out` that is the source itself, claims the
+/// folder, counts the files written; `write`'s report and its seconds.
+fn write_copy<R>(
+    source: &DataSource,
+    (out, force): (&Path, bool),
+    what: &'static str,
+    write: impl FnOnce(&DataConfig, &(dyn Fn(u64) + Sync)) -> Result<R>,
+) -> Result<(R, f64)> {
+    let cfg = source.config(None)?;
+    let same = |o: PathBuf| source.path.canonicalize().is_ok_and(|p| o == p);
+    if out.canonicalize().ok().is_some_and(same) {
         anyhow::bail!(
             "--out {} is the source itself; write the copy elsewhere",
             out.display()
         );
     }
-    Ok(())
-}
-
-/// A counter of files done: a spinner on a terminal, lines in a log.
-fn spinner(what: &'static str) -> crate::progress::Meter {
-    crate::progress::Meter::counter(what, "files")
-}
-
-fn convert(a: ConvertArgs) -> Result<ExitCode> {
-    let cfg = a.source.config(None)?;
-    let path = &a.source.path;
-    refuse_writing_over(path, &a.out)?;
-    crate::interrupt::claim_run(&a.out, RunKind::Dataset, (a.force, false))?;
-    let bar = spinner("convert");
+    serl_study::process::claim_run(out, RunKind::Dataset, (force, false))?;
+    let meter = crate::progress::Meter::counter(what, "files");
     let t0 = std::time::Instant::now();
-    let report = serl_data::convert(path, &a.out, &cfg, &|n| bar.inc(n))
-        .with_context(|| format!("converting {}", path.display()))?;
-    bar.finish();
-    crate::show::lines(report.lines(path, &a.out, t0.elapsed().as_secs_f64()));
-    Ok(ExitCode::SUCCESS)
+    let report = write(&cfg, &|n| meter.inc(n))?;
+    meter.finish();
+    Ok((report, t0.elapsed().as_secs_f64()))
 }
 
 fn inspect(a: DataArgs) -> Result<ExitCode> {
@@ -233,11 +226,9 @@ fn inspect(a: DataArgs) -> Result<ExitCode> {
     let path = &a.source.path;
     // A symbol at a time: a dataset larger than memory can be cataloged.
     let cat = Catalog::scan(path, &cfg).with_context(|| format!("loading {}", path.display()))?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&cat)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    crate::show::sections(&serl_study::catalog::catalog_sections(&cat, a.all));
+    crate::show::json_or(&cat, a.json, || {
+        crate::show::sections(&serl_study::catalog::catalog_sections(&cat, a.all))
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -248,10 +239,6 @@ fn validate(a: DataArgs) -> Result<ExitCode> {
     let path = &a.source.path;
     let ds = serl_data::scan(path, &cfg).with_context(|| format!("scanning {}", path.display()))?;
     let found = serl_study::catalog::Validation::of(&ds, cfg.policy.on_error);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
-    } else {
-        crate::show::lines(found.lines(a.all));
-    }
+    crate::show::json_or(&found, a.json, || crate::show::lines(found.lines(a.all)))?;
     Ok(check_exit(found.ok))
 }

@@ -7,9 +7,9 @@ mod confirm;
 mod evidence;
 mod study;
 
+use crate::progress::Meter;
 use anyhow::{bail, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_cluster::{Cluster, EngineKind};
 use serl_eval::ReportData;
 use serl_evolve::{Ablation, AblationRow, Event, EvolveConfig, EvolveOutcome, OnEvent, Shown};
@@ -150,7 +150,7 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
         serl_study::rundir::check_out(out, RunKind::Evolve, rule)?;
     }
     let (out, cfg) = resolve(&a)?;
-    crate::interrupt::claim_run(&out, RunKind::Evolve, (a.force, a.resume.is_some()))?;
+    serl_study::process::claim_run(&out, RunKind::Evolve, (a.force, a.resume.is_some()))?;
     if let Some(said) = a.resume.as_ref().and_then(|_| words::finished_before(&out)) {
         eprintln!("{said}");
     }
@@ -205,27 +205,34 @@ pub fn run(mut a: EvolveArgs) -> Result<ExitCode> {
 /// directory holds.
 fn say_how_to_resume(out: &Path) -> Result<()> {
     let dir = out.to_path_buf();
-    crate::interrupt::install(move || words::resume_hint(&dir))?;
+    serl_study::process::on_signal(move || words::resume_hint(&dir))?;
     Ok(())
 }
 
-/// What one run of the loop shows: its own progress bar, and the loop's
-/// lines above it (or, in a log, plain lines).
+/// What one run of the loop shows: its own progress bar (one tick per
+/// candidate trained, designed or a DEK trial), and the loop's lines above
+/// it (or, in a log, plain lines).
 fn shown<'a>(cfg: &EvolveConfig) -> OnEvent<'a> {
-    let bar = evolve_bar(cfg);
-    let plain = crate::progress::PlainProgress::for_bar(&bar, "evolve", "candidates");
     let per_iteration = cfg.candidates_per_iteration() as u64;
+    let meter = Meter::new(
+        "evolve",
+        "candidates",
+        cfg.iterations as u64 * per_iteration,
+    );
     Box::new(move |e| {
-        let done = matches!(e, Event::CandidateDone);
         if let Event::Iteration(s) = &e {
             // A design without constants has no DEK trials, and a budget
             // may design fewer: the bar catches up with the iteration.
-            let reached = s.iteration as u64 * per_iteration;
-            bar.set_position(bar.position().max(reached.min(bar.length().unwrap_or(0))));
+            meter.reach(s.iteration as u64 * per_iteration);
         }
-        show_event(&bar, e);
-        if let Some(p) = plain.as_ref().filter(|_| done) {
-            p.at(bar.position(), &bar.message());
+        match e.shown() {
+            Shown::Status(s) => meter.set_message(s),
+            Shown::Tick => meter.inc(1),
+            Shown::Lines(lines) => lines.iter().for_each(|l| meter.say(l)),
+            Shown::Finished(line) => {
+                meter.finish();
+                eprintln!("{line}");
+            }
         }
     })
 }
@@ -235,39 +242,5 @@ fn print_hierarchy(rows: &[serl_evolve::HierarchyRow]) {
     if !rows.is_empty() {
         eprintln!("\nhierarchy rows (bps; validation, then test):");
         eprint!("{}", serl_evolve::hierarchy_table(rows));
-    }
-}
-
-/// The evolve progress bar: one tick per candidate trained, designed or a
-/// DEK trial.
-fn evolve_bar(cfg: &EvolveConfig) -> ProgressBar {
-    ProgressBar::new((cfg.iterations * cfg.candidates_per_iteration()) as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} evolve [{bar:30}] {pos}/{len} candidates  eta {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    )
-}
-
-/// What the loop says, on the bar or above it (on stderr when the bar is
-/// hidden, as in a log).
-fn show_event(bar: &ProgressBar, e: Event) {
-    match e.shown() {
-        Shown::Status(s) => bar.set_message(s),
-        Shown::Tick => bar.inc(1),
-        Shown::Lines(lines) => {
-            for line in lines {
-                if bar.is_hidden() {
-                    eprintln!("{line}");
-                } else {
-                    bar.println(line);
-                }
-            }
-        }
-        Shown::Finished(line) => {
-            bar.finish_and_clear();
-            eprintln!("{line}");
-        }
     }
 }

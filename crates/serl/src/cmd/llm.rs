@@ -47,10 +47,7 @@ fn pairs(a: PairsArgs) -> Result<ExitCode> {
             read_run_pairs(run).with_context(|| format!("reading {}", run.display()))?;
         counts.add(&pairs, &sft);
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&counts.json())?);
-    } else {
-        println!("{}", crate::show::boxed(&counts.table()));
-    }
+    let table = || println!("{}", crate::show::boxed(&counts.table()));
+    crate::show::json_or(&counts.json(), a.json, table)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use serl_lob::{replay, LobsterInput, ReplayOptions};
-use serl_study::lob_export::{self, ExportRequest, ExportSource, Exported};
+use serl_study::lob_export::{self, ExportRequest, ExportSource};
 
 use super::args::check_exit;
 
@@ -118,11 +118,7 @@ pub fn run(cmd: LobCommand) -> Result<ExitCode> {
                     keep_mismatches: a.show,
                 },
             )?;
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{report}");
-            }
+            crate::show::json_or(&report, a.json, || print!("{report}"))?;
             Ok(check_exit(report.matched()))
         }
     }
@@ -139,46 +135,19 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
         },
         (None, None) => anyhow::bail!("give a LOBSTER FILE or --queue-reactive MODEL"),
     };
-    let Exported {
-        symbol,
-        date,
-        report,
-        mbp,
-    } = lob_export::export(&ExportRequest {
+    let exported = lob_export::export(&ExportRequest {
         source,
         dbn: a.dbn.clone(),
         symbol: a.symbol,
         date: a.date,
         mbp: a.mbp.clone().map(|p| (p, a.mbp_levels)),
     })?;
+    let both = serde_json::json!({ "mbo": exported.report, "mbp": exported.mbp });
     let what = a.file.or(a.queue_reactive).unwrap_or_default();
-    let what = what.display();
-    if a.json {
-        let both = serde_json::json!({ "mbo": report, "mbp": mbp });
-        println!("{}", serde_json::to_string_pretty(&both)?);
-    } else {
-        println!("exported   {what} ({symbol}, {date})");
-        println!(
-            "wrote      {}: {} MBO records for {} messages ({} hidden executions, crosses and halts have none)",
-            a.dbn.display(),
-            report.records,
-            report.messages,
-            report.left_out
-        );
-        print!("{report}");
-    }
-    if let (false, Some(check), Some(path)) = (a.json, &mbp, &a.mbp) {
-        println!(
-            "wrote      {}: {} MBP records",
-            path.display(),
-            check.records
-        );
-        print!("{check}");
-    }
-    // A day that adds every order it touches must read back exactly.
-    Ok(check_exit(
-        report.as_expected() && mbp.as_ref().is_none_or(|c| c.as_expected()),
-    ))
+    crate::show::json_or(&both, a.json, || {
+        print!("{}", exported.text(&what, &a.dbn, a.mbp.as_deref()))
+    })?;
+    Ok(check_exit(exported.as_expected()))
 }
 
 fn mbp_levels(s: &str) -> std::result::Result<usize, String> {
@@ -204,18 +173,14 @@ fn mbp(a: MbpArgs) -> Result<ExitCode> {
         },
     };
     let check = serl_lob::check_mbp(&a.mbo, &a.mbp, &symbol)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&check)?);
-    } else {
+    crate::show::json_or(&check, a.json, || {
+        let (mbp, mbo, depth) = (a.mbp.display(), a.mbo.display(), check.depth);
+        let records = check.records;
         println!(
-            "checked    {} ({symbol}, mbp-{}: {} records) against the book of {}",
-            a.mbp.display(),
-            check.depth,
-            check.records,
-            a.mbo.display()
+            "checked    {mbp} ({symbol}, mbp-{depth}: {records} records) against the book of {mbo}"
         );
         print!("{check}");
-    }
+    })?;
     // A book that can be whole must match.
     Ok(check_exit(check.as_expected()))
 }

@@ -171,30 +171,8 @@ fn check(dir: &Path) -> Result<ExitCode> {
 /// templates, so that rendered prompts fit in its context.
 #[cfg(feature = "local")]
 fn test_model(a: &TestModelArgs) -> Result<ExitCode> {
-    use serl_llm::serl_local::{write_test_model, TestModelSpec};
-    let mut corpus = String::new();
-    let entries = std::fs::read_dir(&a.prompts)
-        .with_context(|| format!("reading the prompt directory {}", a.prompts.display()))?;
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    files.sort();
-    for f in files {
-        if f.extension().is_some_and(|e| e == "j2") {
-            corpus.push_str(&std::fs::read_to_string(&f).with_context(|| f.display().to_string())?);
-        }
-    }
-    let spec = TestModelSpec {
-        corpus,
-        merges: 1500,
-        seed: a.seed,
-        ..TestModelSpec::default()
-    };
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    write_test_model(&a.out, &spec)?;
-    println!(
-        "wrote {} (random weights; for tests and trying --llm local)",
-        a.out.display()
-    );
+    serl_study::llm::write_test_model(&a.prompts, &a.out, a.seed)?;
+    let out = a.out.display();
+    println!("wrote {out} (random weights; for tests and trying --llm local)");
     Ok(ExitCode::SUCCESS)
 }

@@ -133,7 +133,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         None => {}
     }
     let out = a.out.clone().context("--out is required")?;
-    crate::interrupt::claim_run(&out, RunKind::Simulate, (a.force, false))?;
+    serl_study::process::claim_run(&out, RunKind::Simulate, (a.force, false))?;
     let session = serl_study::simulate::load_session(a.session.request()?, &warn)?;
     let bar = crate::progress::Meter::new("simulate", "seeds", a.seeds);
     let said = |l: &str| bar.say(l);
@@ -157,7 +157,7 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
     };
     let spec = request.spec(&session);
     let out = &a.out;
-    crate::interrupt::claim_run(out, RunKind::Impact, (a.force, false))?;
+    serl_study::process::claim_run(out, RunKind::Impact, (a.force, false))?;
     let bar = crate::progress::Meter::new("impact", "seeds", spec.seeds);
     let said = |l: &str| bar.say(l);
     let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);

@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use comfy_table::Table;
-use serl_cluster::{indices, EngineKind};
-use serl_study::tasks::{open_plan, CheckReport};
+use serl_cluster::EngineKind;
+use serl_study::tasks::open_plan;
 
 use super::args::named;
 
@@ -101,50 +100,13 @@ pub fn run(c: TaskCommand) -> Result<ExitCode> {
 fn run_one(a: RunArgs) -> Result<ExitCode> {
     let (indices, var) = (a.indices.as_deref(), a.position_var.as_deref());
     let index = serl_cluster::task_index(a.index, indices, var)?;
-    let plan = open_plan(&a.run_dir)?;
-    let task = plan.task(index)?;
-    let out = plan.output_path(task);
-    if out.exists() && !a.force {
-        eprintln!("task {index}: done already ({})", out.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let t = std::time::Instant::now();
-    let host = serl_cluster::hostname().unwrap_or_else(|| "unknown host".into());
-    eprintln!(
-        "task {index} ({} of batch {}, seed {}) on {host}: {}",
-        task.kind,
-        task.batch,
-        task.seed,
-        task.output.display()
-    );
-    serl_study::tasks::run_task(&plan, task)?;
-    eprintln!(
-        "task {index}: wrote {} in {:.1}s",
-        out.display(),
-        t.elapsed().as_secs_f64()
-    );
+    serl_study::tasks::run_one(&a.run_dir, index, a.force, &|l| eprintln!("{l}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn list(run_dir: &Path) -> Result<ExitCode> {
-    let plan = open_plan(run_dir)?;
-    let mut table = Table::new();
-    table.set_header(["batch", "kind", "tasks", "indices", "done", "pending"]);
-    for b in serl_study::tasks::batches(&plan) {
-        table.add_row([
-            b.batch,
-            b.kind,
-            b.indices.len().to_string(),
-            indices::format(&b.indices),
-            (b.indices.len() - b.pending.len()).to_string(),
-            if b.pending.is_empty() {
-                "-".into()
-            } else {
-                indices::format(&b.pending)
-            },
-        ]);
-    }
-    println!("{table}");
+    let table = serl_study::tasks::batches_table(&open_plan(run_dir)?);
+    println!("{}", crate::show::boxed(&table));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -161,37 +123,16 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
     let mut cfg = serl_study::tasks::cluster_config(a.config.as_deref())?;
     cfg.engine = a.engine;
     let say = |l: &str| eprintln!("{l}");
-    crate::interrupt::claim_run(
+    serl_study::process::claim_run(
         &a.out,
         serl_study::rundir::RunKind::TaskCheck,
         (a.force, false),
     )?;
     let report = serl_study::tasks::check_engine(&cfg, (a.tasks, a.singles), &a.out, &say)?;
-    print_check(&report);
+    println!("{}", crate::show::boxed(&report.table()));
     println!(
         "every probe's output is visible here; {}",
         std::path::absolute(&a.out)?.join("check.json").display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_check(r: &CheckReport) {
-    let mut table = Table::new();
-    table.set_header([
-        "engine",
-        "probes",
-        "array (s)",
-        "per task (s)",
-        "one-task batch, median (s)",
-        "hosts",
-    ]);
-    table.add_row([
-        r.engine.to_string(),
-        r.tasks.to_string(),
-        format!("{:.2}", r.array_secs),
-        format!("{:.3}", r.array_secs_per_task),
-        format!("{:.2}", r.single_median_secs),
-        r.hosts.join(" "),
-    ]);
-    println!("{table}");
 }

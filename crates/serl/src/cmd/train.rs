@@ -1,24 +1,23 @@
 //! `serl train`: PPO or DDQN on the train split, selected on the
 //! validation split, in the hybrid static + dynamic environment.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::progress::Meter;
 use anyhow::{bail, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_env::TeamMode;
 use serl_study::rundir::{OutRule, RunKind};
-use serl_study::train::TrainingHooks;
+use serl_study::train::{Loaded, TrainingHooks};
+use serl_study::train_many::{Said, Trained};
 use serl_study::train_overrides::{Learner, TrainOverrides, TrainRequest};
 use serl_study::train_words as words;
 use serl_study::TrainFile;
 use serl_train::{DeviceChoice, HybridMode, TrainConfig, UpdateRecord};
 
 use super::args::{named, positive, warn};
-
-mod walk_forward;
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -137,7 +136,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
-    crate::interrupt::install(resume_hint(&a))?;
+    serl_study::process::on_signal(resume_hint(&a))?;
     let kind = match (a.walk_forward, a.seeds) {
         (true, _) => RunKind::WalkForward,
         (false, n) if n > 1 => RunKind::TrainSeeds,
@@ -145,7 +144,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     };
     serl_study::rundir::check_out(&a.out, kind, OutRule::from_flags(a.force, a.resume))?;
     let cfg = resolve(&a)?;
-    crate::interrupt::claim_run(&a.out, kind, (a.force, a.resume))?;
+    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
     if let Some(said) = a
         .resume
         .then(|| words::finished_before(&a.out, a.total_steps))
@@ -156,15 +155,32 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     let Some(data_path) = cfg.data_path.clone() else {
         bail!("--data is required (the bars to train on)");
     };
-    if a.walk_forward || a.seeds > 1 {
-        return train_many(&a, &cfg, &data_path);
-    }
     let request = serl_study::train::RunRequest {
         out: &a.out,
         resume: a.resume,
         total_steps: a.total_steps,
     };
-    let loaded = |l: &serl_study::train::Loaded| say_loaded(l, &cfg.train);
+    let loaded = |l: &Loaded| eprintln!("{}", l.line(&cfg.train));
+    if a.walk_forward || a.seeds > 1 {
+        let how_many = (a.seeds, a.walk_forward);
+        let said = Said {
+            warn: &warn,
+            loaded: &loaded,
+            starting: &|s| eprintln!("{s}"),
+        };
+        match serl_study::train_many::run(&cfg, &request, how_many, &hooks(), &said)? {
+            Trained::Seeds(runs) => {
+                print!("{}", serl_study::train::seeds_table(&runs));
+                println!("{}", words::seeds_next_step(&runs, &data_path, &a.out));
+            }
+            Trained::WalkForward(done) => {
+                print!("{}", serl_study::walk_forward::windows_table(&done.windows));
+                crate::show::summaries(&done.pooled);
+                println!("report: {}", a.out.join("walk-forward.html").display());
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = serl_study::train::run(&cfg, &request, &hooks(), &warn, &loaded)?;
     print!("{}", serl_train::updates_table(&out.records));
     println!(
@@ -178,32 +194,6 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The orders and environments a training is about to use.
-fn say_loaded(l: &serl_study::train::Loaded, train: &TrainConfig) {
-    eprintln!("{}", l.line(train));
-}
-
-/// `--walk-forward` and `--seeds N`: several trainings over one load of
-/// the data.
-fn train_many(a: &TrainArgs, cfg: &TrainFile, data_path: &Path) -> Result<ExitCode> {
-    serl_study::train::check_run_dir(&a.out, a.resume, (a.seeds, a.walk_forward))?;
-    let ds = serl_study::data::load_data(data_path, &cfg.data, &warn)?;
-    if a.walk_forward {
-        return walk_forward::run(cfg, (&ds, data_path), &a.out, a.resume);
-    }
-    let (train_orders, val_orders) = serl_study::train::orders(&ds, cfg, data_path)?;
-    let market = serl_study::data::market_data(&ds, &cfg.data);
-    let loaded = serl_study::train::Loaded {
-        train_orders: train_orders.len(),
-        val_orders: val_orders.len(),
-        symbols: ds.symbols().len(),
-    };
-    say_loaded(&loaded, &cfg.train);
-    serl_study::train::write_config(&a.out, cfg, a.resume, a.total_steps)?;
-    let orders = (&train_orders[..], &val_orders[..]);
-    train_seeds(a, cfg, &market, orders, data_path)
-}
-
 /// What to say when a signal stops `serl train`: how to go on, once the
 /// run has a directory to go on from.
 fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
@@ -215,87 +205,29 @@ fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
 /// a stop asked for by a signal taken once an update is on disk.
 fn hooks() -> TrainingHooks {
     let on_update = |cfg: &TrainConfig| -> serl_train::OnUpdate<'static> {
-        let bar = training_bar(cfg);
-        let plain = crate::progress::PlainProgress::for_bar(&bar, "train", "steps");
-        let shown = Cleared(bar);
+        let meter = Meter::new("train", "steps", cfg.planned().1 as u64);
         Box::new(move |r| {
-            show_update(&shown.0, plain.as_ref(), r);
+            meter.set_message(update_line(r));
+            meter.set_position(r.env_steps as u64);
             // The update is on disk (its metrics, and its checkpoint when
             // due): a stop asked for by a signal happens here.
-            crate::interrupt::at_clean_point();
+            serl_study::process::at_clean_point();
         })
     };
     TrainingHooks {
         on_update: Box::new(on_update),
-        around: Box::new(|f| crate::interrupt::training(f)),
+        around: Box::new(|f| serl_study::process::training(f)),
     }
 }
 
-/// A training's bar, cleared when the training lets go of it.
-struct Cleared(ProgressBar);
-
-impl Drop for Cleared {
-    fn drop(&mut self) {
-        self.0.finish_and_clear();
-    }
-}
-
-/// `--seeds N`: the trainings, then their validation PA per seed and
-/// across seeds.
-fn train_seeds(
-    a: &TrainArgs,
-    cfg: &TrainFile,
-    market: &serl_env::MarketData,
-    orders: (&[serl_env::ParentOrder], &[serl_env::ParentOrder]),
-    data_path: &Path,
-) -> Result<ExitCode> {
-    let hooks = hooks();
-    let starting = |seed: u64, k: usize, dir: &Path| {
-        eprintln!("seed {seed} ({} of {}): {}", k + 1, a.seeds, dir.display());
-    };
-    let runs = serl_study::train::train_seeds(
-        cfg,
-        market,
-        orders,
-        (&a.out, a.seeds, a.resume),
-        &hooks,
-        &starting,
-    )?;
-    print!("{}", serl_study::train::seeds_table(&runs));
-    println!("{}", words::seeds_next_step(&runs, data_path, &a.out));
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The training progress bar: environment steps, their rate, and the
-/// latest losses, hybrid weights and PA.
-fn training_bar(cfg: &serl_train::TrainConfig) -> ProgressBar {
-    let (_, steps) = cfg.planned();
-    ProgressBar::new(steps as u64).with_style(
-        ProgressStyle::with_template(
-            "{spinner} train [{bar:30}] {pos}/{len} steps  {per_sec}  eta {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    )
-}
-
-/// One update on the bar, or as a plain line in a log.
-fn show_update(
-    bar: &ProgressBar,
-    plain: Option<&crate::progress::PlainProgress>,
-    r: &UpdateRecord,
-) {
-    let msg = format!(
+/// An update on the bar: the latest losses, hybrid weights and PA.
+fn update_line(r: &UpdateRecord) -> String {
+    format!(
         "loss {:.3}  α {:.2} β {:.2}  PA {}{}",
         r.loss,
         r.alpha,
         r.beta,
         r.episode_pa.map_or("-".into(), |p| format!("{p:.2}")),
         r.val_pa.map_or(String::new(), |p| format!("  val {p:.2}"))
-    );
-    if let Some(p) = plain {
-        p.at(r.env_steps as u64, &msg);
-    }
-    bar.set_position(r.env_steps as u64);
-    bar.set_message(msg);
+    )
 }

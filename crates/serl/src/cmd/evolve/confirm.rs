@@ -2,60 +2,29 @@
 //! spinner as `serl_study::evolve::run` confirms, and its tables printed
 //! after.
 
+use serl_evolve::{ConfirmReport, ConfirmStep};
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use serl_evolve::{ConfirmReport, ConfirmStep};
+use crate::progress::Meter;
 
 /// The confirmation's spinner, drawn at its first step.
 #[derive(Default)]
-pub struct Spinner(OnceLock<ProgressBar>);
+pub struct Spinner(OnceLock<Meter>);
 
 impl Spinner {
-    fn bar(&self) -> &ProgressBar {
-        self.0.get_or_init(|| {
-            let bar = ProgressBar::new_spinner().with_style(
-                ProgressStyle::with_template("{spinner} confirm {elapsed}  {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(250));
-            bar
-        })
-    }
-
     /// A line for `step`, kept above the spinner.
     pub fn show(&self, step: ConfirmStep) {
-        let line = match step {
-            ConfirmStep::TrainingSeeds { seeds, trainings } => format!(
-                "{seeds} seeds: {trainings} trainings of the best design and plain PPO to run"
-            ),
-            ConfirmStep::TrainingWindow {
-                index,
-                windows,
-                test,
-            } => format!(
-                "walk-forward window {index} (0 to {}; tests {} .. {}): training",
-                windows - 1,
-                test.0,
-                test.1
-            ),
-            ConfirmStep::Testing { orders } => format!("testing: {orders} episodes"),
-        };
-        let bar = self.bar();
-        if bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            bar.println(&line);
-            bar.set_message(line);
-        }
+        let meter = self.0.get_or_init(|| Meter::spinner("confirm"));
+        let line = step.to_string();
+        meter.say(&line);
+        meter.set_message(line);
     }
 
     /// Takes the spinner off the terminal, if it was drawn.
     pub fn clear(&self) {
-        if let Some(bar) = self.0.get() {
-            bar.finish_and_clear();
+        if let Some(meter) = self.0.get() {
+            meter.finish();
         }
     }
 }

@@ -37,30 +37,10 @@ fn study_shown(cfg: &serl_evolve::EvolveConfig) -> serl_evolve::OnEvent<'static>
 pub fn run(a: StudyArgs) -> Result<ExitCode> {
     let file = StudyFile::load(&a.config)?;
     let (config, out) = (a.config.clone(), a.out.clone());
-    crate::interrupt::install(move || {
-        format!(
-            "resume with `serl evolve study --config {} --out {} --resume`",
-            config.display(),
-            out.display()
-        )
-    })?;
-    crate::interrupt::claim_run(
-        &a.out,
-        serl_study::rundir::RunKind::Study,
-        (a.force, a.resume),
-    )?;
-    let strengths = file.plant.as_ref().map_or(1, |p| p.strengths.len());
-    let runs = file.arms.len() * file.seeds.len() * strengths;
-    eprintln!(
-        "study: {}{} arms × {} seeds = {runs} evolve runs in {}",
-        file.plant.as_ref().map_or(String::new(), |p| format!(
-            "{} planted strengths × ",
-            p.strengths.len()
-        )),
-        file.arms.len(),
-        file.seeds.len(),
-        a.out.display()
-    );
+    serl_study::process::on_signal(move || StudyFile::resume_hint(&config, &out))?;
+    let kind = serl_study::rundir::RunKind::Study;
+    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
+    eprintln!("{}", file.plan_line(&a.out));
     let starting = |arm: &str, seed: u64, resuming: bool| {
         eprintln!(
             "{} arm {arm}, seed {seed}",
@@ -79,22 +59,7 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
         return planted(&runner, sweep, &a.out);
     }
     let result = runner.run()?;
-    let l = &result.lockbox;
-    println!(
-        "winner on validation: {} (runner-up {}); tested once: {}",
-        l.winner,
-        l.runner_up,
-        l.tests
-            .iter()
-            .map(|t| format!(
-                "{} seed {} {:+.2} bps vs plain PPO",
-                t.arm,
-                t.seed,
-                t.best_pa - t.plain_pa
-            ))
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
+    println!("{}", result.lockbox.line());
     println!("report: {}", a.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }

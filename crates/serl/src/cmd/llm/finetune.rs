@@ -4,15 +4,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::progress::Meter;
 use anyhow::{Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use serl_study::finetune::{
-    finetune, write_report, FinetuneRequest, Objective, TuneConfig, TuneDevice,
+    finetune, settings, write_report, FinetuneRequest, Objective, TuneDevice, TuneOverrides,
 };
 
 use crate::cmd::args::named;
-use crate::progress::PlainProgress;
 
 #[derive(Args)]
 pub struct FinetuneArgs {
@@ -56,70 +55,31 @@ pub struct FinetuneArgs {
     pub device: Option<TuneDevice>,
 }
 
-fn settings(a: &FinetuneArgs) -> Result<TuneConfig> {
-    let mut c: TuneConfig = match &a.config {
-        Some(p) => serl_study::read_toml(p)?,
-        None => TuneConfig::default(),
-    };
-    if let Some(o) = a.objective {
-        c.objective = o;
-    }
-    if let Some(e) = a.epochs {
-        c.epochs = e;
-    }
-    if let Some(s) = a.seed {
-        c.seed = s;
-    }
-    if let Some(d) = a.device {
-        c.device = d;
-    }
-    Ok(c)
-}
-
 pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
-    let config = settings(&a)?;
-    let resume = format!(
-        "resume with: serl llm finetune --from {} --model {} --out {} --resume",
-        a.from
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
-        a.model.display(),
-        a.out.display()
-    );
-    crate::interrupt::install(move || resume.clone())?;
-    crate::interrupt::claim_run(
-        &a.out,
-        serl_study::rundir::RunKind::Finetune,
-        (a.force, a.resume),
-    )?;
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("finetune {bar:30} {pos}/{len} steps  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut plain: Option<PlainProgress> = None;
+    let overrides = TuneOverrides {
+        objective: a.objective,
+        epochs: a.epochs,
+        seed: a.seed,
+        device: a.device,
+    };
     let req = FinetuneRequest {
         runs: a.from.clone(),
         model: a.model.clone(),
         out: a.out.clone(),
-        config,
+        config: settings(a.config.as_deref(), &overrides)?,
     };
+    let resume = req.resume_hint();
+    serl_study::process::on_signal(move || resume.clone())?;
+    let kind = serl_study::rundir::RunKind::Finetune;
+    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
+    let meter = Meter::new("finetune", "steps", 0);
     let outcome = finetune(&req, &mut |p| {
-        if bar.length() != Some(p.steps) {
-            bar.set_length(p.steps);
-            plain = PlainProgress::for_bar(&bar, "finetune", "steps");
-        }
-        bar.set_position(p.step);
-        let msg = p.describe();
-        bar.set_message(msg.clone());
-        if let Some(pp) = &plain {
-            pp.at(p.step, &msg);
-        }
+        meter.set_length(p.steps);
+        meter.set_message(p.describe());
+        meter.set_position(p.step);
     })
     .context("serl llm finetune")?;
-    bar.finish_and_clear();
+    meter.finish();
     for line in outcome.lines() {
         eprintln!("{line}");
     }

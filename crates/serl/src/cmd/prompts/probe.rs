@@ -11,9 +11,8 @@ use super::super::args::module_names;
 use anyhow::{Context, Result};
 use clap::builder::PossibleValuesParser;
 use clap::Args;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serl_design::ModuleKind;
-use serl_study::probe::{ProbeRequest, Row};
+use serl_study::probe::ProbeRequest;
 
 #[derive(Args)]
 pub struct ProbeArgs {
@@ -67,11 +66,16 @@ pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
     let asked = request.kinds()?.len() * request.modes().len() * a.n;
     let bar = crate::progress::Meter::new("probe", "replies", asked as u64);
     let at = |kind: ModuleKind, constrained| {
-        bar.set_message(format!("{} ({})", kind.name(), mode(constrained)))
+        bar.set_message(format!(
+            "{} ({})",
+            kind.name(),
+            serl_study::probe::mode(constrained)
+        ))
     };
     let rows = serl_study::probe::probe(&request, &at, &|| bar.inc(1))?;
     bar.finish();
-    print_rows(&rows, a.show);
+    println!("{}", crate::show::boxed(&serl_study::probe::table(&rows)));
+    crate::show::lines(serl_study::probe::lines(&rows, a.show));
     eprintln!("probe: measuring the model's speed (a prompt and a reply, 3 times)");
     let s = serl_study::probe::speed(&request)?;
     println!(
@@ -83,62 +87,4 @@ pub fn run(a: &ProbeArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn mode(constrained: bool) -> &'static str {
-    if constrained {
-        "constrained"
-    } else {
-        "free"
-    }
-}
-
-fn print_rows(rows: &[Row], show: usize) {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
-        "module",
-        "decoding",
-        "replies",
-        "well-formed",
-        "valid",
-        "tokens/reply",
-        "tokens/s",
-    ]);
-    let pct = |k: usize, n: usize| format!("{:.0}%", 100.0 * k as f64 / n.max(1) as f64);
-    for r in rows {
-        t.add_row([
-            r.module.clone(),
-            mode(r.constrained).into(),
-            r.replies.to_string(),
-            pct(r.well_formed, r.replies),
-            pct(r.valid, r.replies),
-            format!(
-                "{:.0}",
-                r.completion_tokens as f64 / r.replies.max(1) as f64
-            ),
-            format!("{:.1}", r.completion_tokens as f64 / r.seconds.max(1e-9)),
-        ]);
-    }
-    println!("{t}");
-    for r in rows {
-        if let Some(e) = r.errors.first() {
-            println!(
-                "{} ({}): {} refused; the first: {e}",
-                r.module,
-                mode(r.constrained),
-                r.errors.len()
-            );
-        }
-    }
-    for r in rows {
-        for text in r.texts.iter().take(show) {
-            println!(
-                "--- {} ({}):\n{}",
-                r.module,
-                mode(r.constrained),
-                text.trim()
-            );
-        }
-    }
 }

@@ -41,7 +41,7 @@ pub struct FillsArgs {
 }
 
 pub fn run(a: FillsArgs) -> Result<ExitCode> {
-    crate::interrupt::claim_run(&a.out, serl_study::rundir::RunKind::Fills, (a.force, false))?;
+    serl_study::process::claim_run(&a.out, serl_study::rundir::RunKind::Fills, (a.force, false))?;
     let request = FillsRequest {
         lobster: a.lobster,
         symbols: a.symbols,

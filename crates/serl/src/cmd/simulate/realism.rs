@@ -41,7 +41,7 @@ pub struct RealismArgs {
 }
 
 pub fn run(a: RealismArgs) -> Result<ExitCode> {
-    crate::interrupt::claim_run(
+    serl_study::process::claim_run(
         &a.out,
         serl_study::rundir::RunKind::Realism,
         (a.force, false),

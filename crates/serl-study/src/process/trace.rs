@@ -7,10 +7,10 @@
 //! where it has one (the stage, the candidate's key) and else by its name.
 
 use std::fmt::Debug;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Mutex;
 
-use anyhow::{Context as _, Result};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};
 use tracing::{Level, Subscriber};
@@ -19,6 +19,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{filter, EnvFilter, Layer};
+
+use crate::error::{Context as _, Result};
 
 /// A span's `label` field, kept with the span for the trace's names.
 struct Label(String);
@@ -67,9 +69,18 @@ pub fn finish() {
     drop(guard);
 }
 
-/// Sets up the log lines, and the trace into `trace` when given (until
-/// [`finish`]).
-pub fn init(trace: Option<&Path>, colour: bool) -> Result<()> {
+/// Colour in log lines only on a terminal: `serl evolve 2> run.log` must
+/// not fill the file with escape codes. `NO_COLOR` (no-color.org), when
+/// set and not empty, turns it off on a terminal too.
+fn colour_logs() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stderr().is_terminal()
+}
+
+/// Sets up this process's log lines on stderr (`SERL_LOG`, `warn` by
+/// default), and the trace into `trace` when given (until [`finish`]).
+pub fn init_logs(trace: Option<&Path>) -> Result<()> {
+    let colour = colour_logs();
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colour)

@@ -10,14 +10,12 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
-use serl_study::rundir::{OutRule, RunKind};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+
+use crate::error::{Context, Result};
 
 type Hint = Box<dyn Fn() -> String + Send + Sync>;
 
@@ -30,45 +28,8 @@ static TRAINING: AtomicBool = AtomicBool::new(false);
 /// The signal that asked to stop at the next clean point (0: none).
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
-/// The run directory this command holds (one coordinator per run); let
-/// go on a signal as on a normal end.
-static HELD: Mutex<Option<serl_study::rundir::RunLock>> = Mutex::new(None);
-
-/// This command line, as a run records it and its lock names it.
-fn command_line() -> String {
-    std::iter::once("serl".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Claims `dir` for a run of `kind`, following the one rule for an output
-/// folder (`--force`, `--resume`; `docs/cli.md`): refuses a folder the
-/// rule does not allow, then takes its run lock for this command line
-/// until the command ends ([`release`]) or a signal stops it (a second
-/// coordinator of the same run is refused with the holder's name), and
-/// records the run's kind.
-pub fn claim_run(dir: &Path, kind: RunKind, (force, resume): (bool, bool)) -> Result<()> {
-    if force && resume {
-        anyhow::bail!("--force starts the run afresh and --resume goes on with it: give one");
-    }
-    let rule = OutRule::from_flags(force, resume);
-    serl_study::rundir::check_out(dir, kind, rule)?;
-    let command = command_line();
-    let lock = serl_study::rundir::RunLock::acquire(dir, &command, &|l| eprintln!("{l}"))?;
-    *HELD.lock().unwrap_or_else(|p| p.into_inner()) = Some(lock);
-    serl_study::rundir::begin_run(dir, kind, rule, &command)?;
-    Ok(())
-}
-
-/// Lets go of the run lock, if this command holds one.
-pub fn release() {
-    let held = HELD.lock().unwrap_or_else(|p| p.into_inner()).take();
-    drop(held);
-}
-
 /// Handles SIGINT and SIGTERM from now on; `hint` says how to go on.
-pub fn install(hint: impl Fn() -> String + Send + Sync + 'static) -> Result<()> {
+pub fn on_signal(hint: impl Fn() -> String + Send + Sync + 'static) -> Result<()> {
     if HINT.set(Box::new(hint)).is_err() {
         return Ok(());
     }
@@ -112,7 +73,7 @@ fn stop(sig: i32) -> ! {
     let _ = std::io::stdout().flush();
     let hint = HINT.get().map(|h| h()).unwrap_or_default();
     eprintln!("\ninterrupted: {hint}");
-    release();
-    crate::trace::finish();
+    super::held::release();
+    super::trace::finish();
     std::process::exit(128 + sig)
 }
