@@ -69,6 +69,15 @@ pub fn finish() {
     drop(guard);
 }
 
+/// Names the threads of rayon's global pool (where candidates train side
+/// by side) `worker K`, so that a trace's rows, `top -H` and a debugger say
+/// what they are; the pool's size is rayon's own (`RAYON_NUM_THREADS`, else
+/// a thread per core). A pool already built keeps its names.
+fn name_workers() {
+    let pool = rayon::ThreadPoolBuilder::new().thread_name(|k| format!("worker {k}"));
+    let _ = pool.build_global();
+}
+
 /// Colour in log lines only on a terminal: `serl evolve 2> run.log` must
 /// not fill the file with escape codes. `NO_COLOR` (no-color.org), when
 /// set and not empty, turns it off on a terminal too.
@@ -80,6 +89,7 @@ fn colour_logs() -> bool {
 /// Sets up this process's log lines on stderr (`SERL_LOG`, `warn` by
 /// default), and the trace into `trace` when given (until [`finish`]).
 pub fn init_logs(trace: Option<&Path>) -> Result<()> {
+    name_workers();
     let colour = colour_logs();
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
