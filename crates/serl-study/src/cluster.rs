@@ -28,9 +28,11 @@ pub(crate) fn task_program(engine: EngineKind) -> Result<String> {
 }
 
 /// The cluster of a run in `out`: its plan there, its tasks run by
-/// [`task_program`] in this working directory.
+/// [`task_program`] in this working directory (and traced beside this
+/// process when it traces).
 pub(crate) fn cluster_for(cfg: &ClusterConfig, out: &Path) -> Result<Cluster> {
     let root = std::path::absolute(out)?;
+    crate::process::trace_tasks_in(&root);
     let runner = task_runner(&task_program(cfg.engine)?, &root);
     Ok(Cluster::new(
         cfg.clone(),

@@ -65,7 +65,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = serl_study::process::init_logs(cli.trace.as_deref()) {
+    let trace = match (&cli.trace, &cli.command) {
+        (None, Command::Task(c)) => cmd::task::own_trace(c),
+        (trace, _) => trace.clone(),
+    };
+    if let Err(e) = serl_study::process::init_logs(trace.as_deref()) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
     }

@@ -150,8 +150,10 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
         "[cluster]\nengine = \"kubernetes\"\n[cluster.kubernetes]\napply = false\npoll_secs = 0.1\ntimeout_secs = 900",
     );
     let out = dir.path().join("shuffled");
+    let trace = dir.path().join("trace.json");
     let mut coordinator = Command::new(env!("CARGO_BIN_EXE_serl"))
-        .args(["evolve", "--config", path(&cfg), "--out", path(&out)])
+        .args(["--trace", path(&trace), "evolve", "--config", path(&cfg)])
+        .args(["--out", path(&out)])
         .current_dir(repo())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -163,6 +165,7 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
         "rounds, ES generations, baseline and finals: {batches}"
     );
     assert_eq!(&tables(&out), local_tables());
+    every_task_on_the_coordinators_timeline(&trace, &out);
 
     // A task run twice (a scheduler's retry) writes the same bytes.
     let plan = serl_cluster::Plan::open(&out).unwrap();
@@ -221,6 +224,37 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
         "{}",
         text(&o)
     );
+}
+
+/// The coordinator's `--trace` holds each task the cluster ran (as a
+/// process of its own) on its own row, inside the coordinator's run.
+fn every_task_on_the_coordinators_timeline(trace: &Path, out: &Path) {
+    let events = read_json(trace);
+    let events = events.as_array().expect("a trace is an array of events");
+    let name_of = |pid: u64| {
+        events.iter().find_map(|e| {
+            let named = e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == pid;
+            named.then(|| e["args"]["name"].as_str().unwrap_or("").to_string())
+        })
+    };
+    assert_eq!(name_of(1).as_deref(), Some("serl (coordinator)"));
+    let span = |pid: u64| -> Vec<f64> {
+        let ts = events.iter().filter(|e| e["pid"] == pid && e["ph"] != "M");
+        ts.filter_map(|e| e["ts"].as_f64()).collect()
+    };
+    let coordinator = span(1);
+    let (start, end) = (coordinator[0], coordinator[coordinator.len() - 1]);
+    let plan = serl_cluster::Plan::open(out).unwrap();
+    for pid in 2..2 + plan.tasks().len() as u64 {
+        let name = name_of(pid).unwrap_or_else(|| panic!("no process {pid} in the trace"));
+        assert!(name.starts_with("task "), "{name}");
+        let times = span(pid);
+        assert!(!times.is_empty(), "{name} has no spans");
+        assert!(
+            times.iter().all(|&t| t > start && t < end),
+            "{name}'s spans are outside the coordinator's run"
+        );
+    }
 }
 
 /// A config whose coordinator only writes Kubernetes manifests and waits,

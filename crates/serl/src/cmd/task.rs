@@ -97,6 +97,18 @@ pub fn run(c: TaskCommand) -> Result<ExitCode> {
     }
 }
 
+/// The trace `serl task run` writes beside its fellow tasks' when its
+/// coordinator traces and the command line names none
+/// (`serl_study::process::task_trace`).
+pub fn own_trace(c: &TaskCommand) -> Option<PathBuf> {
+    let TaskCommand::Run(a) = c else {
+        return None;
+    };
+    let (indices, var) = (a.indices.as_deref(), a.position_var.as_deref());
+    let index = serl_cluster::task_index(a.index, indices, var).ok()?;
+    serl_study::process::task_trace(&a.run_dir, index)
+}
+
 fn run_one(a: RunArgs) -> Result<ExitCode> {
     let (indices, var) = (a.indices.as_deref(), a.position_var.as_deref());
     let index = serl_cluster::task_index(a.index, indices, var)?;
