@@ -65,12 +65,24 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let trace = match (&cli.trace, &cli.command) {
+    // A task whose coordinator traces writes a trace beside its fellow
+    // tasks' unless told where; one that cannot runs untraced.
+    let own = match (&cli.trace, &cli.command) {
         (None, Command::Task(c)) => cmd::task::own_trace(c),
-        (trace, _) => trace.clone(),
+        _ => None,
     };
-    if let Err(e) = serl_study::process::init_logs(trace.as_deref()) {
-        eprintln!("error: {e:#}");
+    let started = match (&cli.trace, own) {
+        (None, Some(own)) => serl_study::process::init_logs(Some(&own)).or_else(|e| {
+            eprintln!(
+                "warning: {:#}; this task runs untraced",
+                anyhow::Error::from(e)
+            );
+            serl_study::process::init_logs(None)
+        }),
+        (trace, _) => serl_study::process::init_logs(trace.as_deref()),
+    };
+    if let Err(e) = started {
+        eprintln!("error: {:#}", anyhow::Error::from(e));
         return ExitCode::from(2);
     }
     let result = match cli.command {
@@ -86,8 +98,8 @@ fn main() -> ExitCode {
         Command::Task(c) => cmd::task::run(c),
         Command::Run(c) => cmd::run::run(c),
     };
-    serl_study::process::release();
     serl_study::process::finish();
+    serl_study::process::release();
     match result {
         Ok(code) => code,
         Err(e) => {

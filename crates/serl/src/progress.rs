@@ -30,7 +30,7 @@ impl Meter {
         let style = ProgressStyle::with_template(&template)
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
-        Meter::of(ProgressBar::new(len).with_style(style), label, unit)
+        Meter::of(ProgressBar::new(len).with_style(style), label, unit, true)
     }
 
     /// A meter of steps with no count (a confirmation's trainings and
@@ -42,11 +42,7 @@ impl Meter {
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let bar = ProgressBar::new_spinner().with_style(style);
         bar.enable_steady_tick(Duration::from_millis(250));
-        let meter = Meter::of(bar, label, "");
-        if let Ok(mut plain) = meter.plain.lock() {
-            *plain = None;
-        }
-        meter
+        Meter::of(bar, label, "", false)
     }
 
     /// A meter of work whose length is not known (files converted): a
@@ -56,12 +52,18 @@ impl Meter {
         let template = format!("{{spinner}} {label} {{pos}} {unit}, {{per_sec}}, {{elapsed}}");
         let style = ProgressStyle::with_template(&template)
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        Meter::of(ProgressBar::new_spinner().with_style(style), label, unit)
+        Meter::of(
+            ProgressBar::new_spinner().with_style(style),
+            label,
+            unit,
+            true,
+        )
     }
 
-    /// A meter around `bar`, with plain lines where it draws nothing.
-    fn of(bar: ProgressBar, label: &'static str, unit: &'static str) -> Meter {
-        let plain = plain_lines(&bar, label, unit);
+    /// A meter around `bar`, with plain lines where it draws nothing if
+    /// `lines`.
+    fn of(bar: ProgressBar, label: &'static str, unit: &'static str, lines: bool) -> Meter {
+        let plain = plain_lines(&bar, label, unit).filter(|_| lines);
         Meter {
             bar,
             label,

@@ -12,4 +12,4 @@ mod trace;
 
 pub use held::{claim_run, release};
 pub use signals::{at_clean_point, on_signal, training};
-pub use trace::{finish, init_logs, task_trace, trace_tasks_in};
+pub use trace::{finish, flush, init_logs, task_trace, trace_tasks_in};

@@ -74,6 +74,6 @@ fn stop(sig: i32) -> ! {
     let hint = HINT.get().map(|h| h()).unwrap_or_default();
     eprintln!("\ninterrupted: {hint}");
     super::held::release();
-    super::trace::finish();
+    super::trace::flush();
     std::process::exit(128 + sig)
 }

@@ -85,20 +85,26 @@ fn epoch_us() -> u64 {
 }
 
 /// Writes out the trace, if one is being written, with the traces of the
-/// tasks it ran as processes joined in: at the command's end, and before a
-/// signal stops it.
+/// tasks it ran as processes joined in: at the command's end.
 pub fn finish() {
-    let guard = GUARD.lock().unwrap_or_else(|p| p.into_inner()).take();
-    drop(guard);
+    flush();
     let dirs = std::mem::take(&mut *TASK_DIRS.lock().unwrap_or_else(|p| p.into_inner()));
     if let (Some((path, started)), false) = (WRITING.get(), dirs.is_empty()) {
-        if let Err(e) = join_tasks(path, *started, &dirs) {
-            eprintln!(
-                "warning: --trace {}: the tasks' traces were not joined in: {e}",
-                path.display()
-            );
+        let (joined, skipped) = join_tasks(path, *started, &dirs);
+        if skipped > 0 || joined.is_err() {
+            let why = joined.err().map_or(String::new(), |e| format!(": {e}"));
+            let at = path.display();
+            eprintln!("warning: --trace {at}: {skipped} task traces not joined in{why}");
         }
     }
+}
+
+/// Writes out the trace as it is, the tasks' traces left apart in their
+/// folder: before a signal stops the command, which must not wait on a
+/// join.
+pub fn flush() {
+    let guard = GUARD.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(guard);
 }
 
 /// Where task `index` of the plan in `root` writes its trace, when the
@@ -133,44 +139,60 @@ pub fn trace_tasks_in(root: &Path) {
     }
 }
 
-/// A trace's events: its JSON array, whose closing bracket a process
-/// stopped mid-way may not have written.
-fn read_events(path: &Path) -> std::io::Result<Vec<serde_json::Value>> {
-    let text = std::fs::read_to_string(path)?;
-    let body = text.trim_end().trim_end_matches(',');
-    let whole = match body.ends_with(']') {
-        true => body.to_string(),
-        false => format!("{body}]"),
-    };
-    Ok(serde_json::from_str(&whole)?)
+/// A trace's events, one a line as tracing-chrome writes them; a line
+/// that does not parse (a trace cut short by a kill) is left out. `None`
+/// for a file that cannot be read.
+fn read_events(path: &Path) -> Option<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let events = text.lines().filter_map(|line| {
+        let line = line.trim().trim_end_matches(',');
+        serde_json::from_str::<serde_json::Value>(line).ok()
+    });
+    Some(events.filter(|e| e.is_object()).collect())
+}
+
+/// The task traces in `dirs` (`task-K-START.json`), by their start:
+/// `(start, K, path)`.
+fn task_traces(dirs: &[PathBuf]) -> Vec<(u64, usize, PathBuf)> {
+    let files = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten().map(|e| e.path()));
+    let mut tasks: Vec<(u64, usize, PathBuf)> = files
+        .filter_map(|file| {
+            let stem = file.file_stem()?.to_str()?.strip_prefix("task-")?;
+            let (k, at) = stem.split_once('-')?;
+            Some((at.parse().ok()?, k.parse().ok()?, file))
+        })
+        .collect();
+    tasks.sort();
+    tasks
+}
+
+/// The metadata event that names process `pid` in a viewer.
+fn process_name(pid: usize, name: String) -> serde_json::Value {
+    let args = serde_json::json!({ "name": name });
+    serde_json::json!({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": args})
 }
 
 /// Joins into the trace at `path` (started at `started`) each task trace
 /// in `dirs`: a process row per task (`task K`), its times shifted by how
-/// much later it started; returns how many were joined.
-fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> std::io::Result<usize> {
-    let mut tasks: Vec<(u64, usize, PathBuf)> = Vec::new();
-    for dir in dirs {
-        for file in std::fs::read_dir(dir)?.flatten().map(|e| e.path()) {
-            let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-            let mut parts = stem.strip_prefix("task-").unwrap_or("").split('-');
-            if let (Some(Ok(k)), Some(Ok(at))) = (
-                parts.next().map(str::parse::<usize>),
-                parts.next().map(str::parse::<u64>),
-            ) {
-                tasks.push((at, k, file));
-            }
-        }
-    }
-    tasks.sort();
-    let mut events = read_events(path)?;
-    let name = |pid: usize, name: String| serde_json::json!({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": name}});
-    events.push(name(1, "serl (coordinator)".into()));
-    for (n, (at, k, file)) in tasks.iter().enumerate() {
-        let pid = n + 2;
-        let shift = at.saturating_sub(started) as f64;
-        events.push(name(pid, format!("task {k}")));
-        for mut e in read_events(file)? {
+/// much later it started. Returns how it went, and how many task traces
+/// could not be read.
+fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<()>, usize) {
+    let Some(mut events) = read_events(path) else {
+        return (Err(std::io::Error::other("it cannot be read back")), 0);
+    };
+    events.push(process_name(1, "serl (coordinator)".into()));
+    let mut skipped = 0;
+    for (n, (at, k, file)) in task_traces(dirs).into_iter().enumerate() {
+        let Some(task) = read_events(&file) else {
+            skipped += 1;
+            continue;
+        };
+        let (pid, shift) = (n + 2, at.saturating_sub(started) as f64);
+        events.push(process_name(pid, format!("task {k}")));
+        for mut e in task {
             e["pid"] = pid.into();
             if let Some(ts) = e["ts"].as_f64() {
                 e["ts"] = (ts + shift).into();
@@ -180,8 +202,7 @@ fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> std::io::Result<us
     }
     let lines: Vec<String> = events.iter().map(|e| e.to_string()).collect();
     let text = format!("[\n{}\n]\n", lines.join(",\n"));
-    serl_report::write_atomic(path, text.as_bytes())?;
-    Ok(tasks.len())
+    (serl_report::write_atomic(path, text.as_bytes()), skipped)
 }
 
 /// Names the threads of rayon's global pool (where candidates train side
@@ -204,7 +225,6 @@ fn colour_logs() -> bool {
 /// Sets up this process's log lines on stderr (`SERL_LOG`, `warn` by
 /// default), and the trace into `trace` when given (until [`finish`]).
 pub fn init_logs(trace: Option<&Path>) -> Result<()> {
-    name_workers();
     let colour = colour_logs();
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -214,15 +234,16 @@ pub fn init_logs(trace: Option<&Path>) -> Result<()> {
         );
     let Some(path) = trace else {
         tracing_subscriber::registry().with(logs).init();
+        name_workers();
         return Ok(());
     };
     let file = std::fs::File::create(path)
         .with_context(|| format!("--trace {}: cannot write the trace there", path.display()))?;
     let _ = WRITING.set((path.to_path_buf(), epoch_us()));
     let (chrome, guard) = ChromeLayerBuilder::new()
-        // Unbuffered: each event is on disk once written, so a command
-        // stopped by a signal or a panic leaves its trace up to then (the
-        // format lets the closing bracket be missing).
+        // The writer buffers (8 KiB): a command stopped by a signal writes
+        // its trace out in `finish`; one killed outright leaves it cut
+        // short, which `read_events` reads up to the cut.
         .writer(file)
         .include_args(true)
         .include_locations(false)
@@ -240,5 +261,61 @@ pub fn init_logs(trace: Option<&Path>) -> Result<()> {
         .with(chrome.with_filter(filter::filter_fn(serl_span)))
         .init();
     *GUARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
+    name_workers();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn event(ph: &str, ts: f64) -> String {
+        format!(r#"{{"ph":"{ph}","pid":1,"ts":{ts},"name":"training","tid":0}}"#)
+    }
+
+    #[test]
+    fn the_tasks_traces_join_the_coordinators_a_row_each_on_its_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run.json");
+        let own = format!("[\n{},\n{}\n]\n", event("B", 10.0), event("E", 5000.0));
+        std::fs::write(&run, own).unwrap();
+        let traces = dir.path().join(TASK_TRACES);
+        std::fs::create_dir(&traces).unwrap();
+        // Task 3 started 1 ms after the coordinator and was killed in the
+        // middle of an event; task 0 started 2 ms after it and ended.
+        let cut = format!("[\n{},\n{{\"ph\":\"E\",\"pid\":1,\"ts\":", event("B", 2.0));
+        std::fs::write(traces.join("task-3-1001000.json"), cut).unwrap();
+        let whole = format!("[\n{},\n{}\n]\n", event("B", 1.0), event("E", 9.0));
+        std::fs::write(traces.join("task-0-1002000.json"), whole).unwrap();
+        std::fs::write(traces.join("notes.txt"), "not a trace").unwrap();
+
+        let (joined, skipped) = join_tasks(&run, 1_000_000, &[traces]);
+        assert!(joined.is_ok() && skipped == 0, "{joined:?}, {skipped}");
+        let text = std::fs::read_to_string(&run).unwrap();
+        let events: Vec<Value> = serde_json::from_str(&text).expect("a whole JSON array");
+        let rows: Vec<(u64, &str)> = events
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| {
+                (
+                    e["pid"].as_u64().unwrap(),
+                    e["args"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [(1, "serl (coordinator)"), (2, "task 3"), (3, "task 0")]
+        );
+        let times = |pid: u64| -> Vec<f64> {
+            let of = events.iter().filter(|e| e["pid"] == pid && e["ph"] != "M");
+            of.map(|e| e["ts"].as_f64().unwrap()).collect()
+        };
+        assert_eq!(times(1), [10.0, 5000.0]);
+        // Task 3's cut event is left out; each task's times move by its
+        // later start.
+        assert_eq!(times(2), [1002.0]);
+        assert_eq!(times(3), [2001.0, 2009.0]);
+    }
 }

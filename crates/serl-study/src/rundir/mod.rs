@@ -1,9 +1,9 @@
 //! What every run directory shares, whatever wrote it: a record of the
 //! command's kind and one rule for a folder that exists already
-//! ([`check_out`], [`begin_run`], both at once with its lock: [`claim`]), one coordinator at a time
-//! ([`RunLock`]), and a check that it is whole ([`check_run`]: records
-//! readable, what its kind writes present, planned outputs present, the
-//! data unchanged, and the repairs it has had).
+//! ([`check_out`], [`begin_run`], both at once with its lock: [`claim`]),
+//! one coordinator at a time ([`RunLock`]), and a check that it is whole
+//! ([`check_run`]: records readable, what its kind writes present, planned
+//! outputs present, the data unchanged, and the repairs it has had).
 
 mod check;
 mod claim;
