@@ -36,7 +36,8 @@ pub struct BacktestArgs {
     pub split: Split,
     /// twap, vwap, pov[:rate], ac[:risk_aversion], oracle,
     /// twap-passive[:PLACEMENT] (touch, touch+TICKS, mid, mid+BPS),
-    /// peg-mid, policy:RUN_DIR. Repeat for several. With --team, each
+    /// peg-mid, signal[:tilt] (TWAP tilted by a planted forecast),
+    /// policy:RUN_DIR. Repeat for several. With --team, each
     /// baseline plays once per member (N TWAPs, say), and alone on the
     /// whole order for the crowding cost.
     #[arg(long = "strategy", required_unless_present = "teams")]
