@@ -209,73 +209,10 @@ impl NetworkSpec {
         let mut params = 0usize;
         let mut macs = 0usize;
         for (i, b) in self.blocks.iter().enumerate() {
-            let at = |f: &str| format!("blocks[{i}].{f}");
-            let check_width = |w: usize, f: &str| {
-                if w == 0 || w > MAX_WIDTH {
-                    Err(err(at(f), format!("{w} is not in 1..={MAX_WIDTH}")))
-                } else {
-                    Ok(())
-                }
-            };
-            match *b {
-                BlockSpec::Dense { width: w, .. } => {
-                    check_width(w, "width")?;
-                    params = params.saturating_add(width.saturating_mul(w) + w);
-                    macs = macs.saturating_add(width.saturating_mul(w));
-                    width = w;
-                }
-                BlockSpec::LayerNorm => params += 2 * width,
-                BlockSpec::Residual { .. } => {
-                    params = params.saturating_add(2 * (width.saturating_mul(width) + width));
-                    macs = macs.saturating_add(2 * width.saturating_mul(width));
-                }
-                BlockSpec::Gru { hidden } => {
-                    if i != 0 {
-                        return Err(err(
-                            at("kind"),
-                            "a GRU reads the observation window, so it must be the first block",
-                        ));
-                    }
-                    check_width(hidden, "hidden")?;
-                    params = params
-                        .saturating_add(3 * (obs_dim * hidden + hidden * hidden + 2 * hidden));
-                    // The same weights at every step of the window.
-                    let step = 3 * (obs_dim * hidden + hidden * hidden);
-                    macs = macs.saturating_add(step.saturating_mul(self.window));
-                    width = hidden;
-                }
-                BlockSpec::BookAttention { d_model, heads } => {
-                    if i != 0 {
-                        return Err(err(at("kind"), "book attention reads the raw observation, so it must be the first block"));
-                    }
-                    if obs_dim < 2 + BOOK_TOKEN * BOOK_LEVELS {
-                        return Err(err(
-                            at("kind"),
-                            format!(
-                                "the observation has {obs_dim} features, too few for 5 book levels"
-                            ),
-                        ));
-                    }
-                    check_width(d_model, "d_model")?;
-                    if heads == 0 || d_model % heads != 0 {
-                        return Err(err(
-                            at("heads"),
-                            format!("{heads} heads do not divide d_model = {d_model}"),
-                        ));
-                    }
-                    // Token embedding and the four attention projections.
-                    params = params.saturating_add(
-                        BOOK_TOKEN * d_model + d_model + 4 * (d_model * d_model + d_model),
-                    );
-                    // Per token the embedding and the projections, then the
-                    // scores and the weighted values over the tokens.
-                    let per_token = BOOK_TOKEN * d_model + 4 * d_model * d_model;
-                    macs = macs.saturating_add(
-                        BOOK_LEVELS * per_token + 2 * BOOK_LEVELS * BOOK_LEVELS * d_model,
-                    );
-                    width = d_model + obs_dim * self.window - BOOK_TOKEN * BOOK_LEVELS;
-                }
-            }
+            let cost = self.block_cost(i, b, obs_dim, width)?;
+            params = params.saturating_add(cost.params);
+            macs = macs.saturating_add(cost.macs);
+            width = cost.width;
             if params > max_params {
                 return Err(err(
                     format!("blocks[{i}]"),
@@ -298,6 +235,90 @@ impl NetworkSpec {
             macs,
         })
     }
+
+    /// Block `i`'s parameters and multiply-adds a decision, and the width
+    /// it hands on, given the `width` it reads; checked.
+    fn block_cost(
+        &self,
+        i: usize,
+        block: &BlockSpec,
+        obs_dim: usize,
+        width: usize,
+    ) -> Result<BlockCost, SpecError> {
+        let at = |f: &str| format!("blocks[{i}].{f}");
+        let check_width = |w: usize, f: &str| {
+            if w == 0 || w > MAX_WIDTH {
+                Err(err(at(f), format!("{w} is not in 1..={MAX_WIDTH}")))
+            } else {
+                Ok(())
+            }
+        };
+        let cost = |params: usize, macs: usize, width: usize| BlockCost {
+            params,
+            macs,
+            width,
+        };
+        Ok(match *block {
+            BlockSpec::Dense { width: w, .. } => {
+                check_width(w, "width")?;
+                cost(width.saturating_mul(w) + w, width.saturating_mul(w), w)
+            }
+            BlockSpec::LayerNorm => cost(2 * width, 0, width),
+            BlockSpec::Residual { .. } => {
+                let square = width.saturating_mul(width);
+                cost(2 * (square + width), 2 * square, width)
+            }
+            BlockSpec::Gru { hidden } => {
+                if i != 0 {
+                    return Err(err(
+                        at("kind"),
+                        "a GRU reads the observation window, so it must be the first block",
+                    ));
+                }
+                check_width(hidden, "hidden")?;
+                let params = 3 * (obs_dim * hidden + hidden * hidden + 2 * hidden);
+                // The same weights at every step of the window.
+                let step = 3 * (obs_dim * hidden + hidden * hidden);
+                cost(params, step.saturating_mul(self.window), hidden)
+            }
+            BlockSpec::BookAttention { d_model, heads } => {
+                if i != 0 {
+                    return Err(err(
+                        at("kind"),
+                        "book attention reads the raw observation, so it must be the first block",
+                    ));
+                }
+                if obs_dim < 2 + BOOK_TOKEN * BOOK_LEVELS {
+                    let why = format!(
+                        "the observation has {obs_dim} features, too few for 5 book levels"
+                    );
+                    return Err(err(at("kind"), why));
+                }
+                check_width(d_model, "d_model")?;
+                if heads == 0 || d_model % heads != 0 {
+                    return Err(err(
+                        at("heads"),
+                        format!("{heads} heads do not divide d_model = {d_model}"),
+                    ));
+                }
+                // Token embedding and the four attention projections.
+                let params = BOOK_TOKEN * d_model + d_model + 4 * (d_model * d_model + d_model);
+                // Per token the embedding and the projections, then the
+                // scores and the weighted values over the tokens.
+                let per_token = BOOK_TOKEN * d_model + 4 * d_model * d_model;
+                let macs = BOOK_LEVELS * per_token + 2 * BOOK_LEVELS * BOOK_LEVELS * d_model;
+                let width = d_model + obs_dim * self.window - BOOK_TOKEN * BOOK_LEVELS;
+                cost(params, macs, width)
+            }
+        })
+    }
+}
+
+/// What one block of a network costs, and the width it hands on.
+struct BlockCost {
+    params: usize,
+    macs: usize,
+    width: usize,
 }
 
 /// What a valid spec produces.
