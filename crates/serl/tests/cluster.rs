@@ -227,7 +227,9 @@ fn tasks_run_one_by_one_in_a_shuffled_order_give_the_local_run_s_tables() {
 }
 
 /// The coordinator's `--trace` holds each task the cluster ran (as a
-/// process of its own) on its own row, inside the coordinator's run.
+/// process of its own) on its own row, on the coordinator's clock: the
+/// tasks, played one after another, follow each other there, inside the
+/// coordinator's run.
 fn every_task_on_the_coordinators_timeline(trace: &Path, out: &Path) {
     let events = read_json(trace);
     let events = events.as_array().expect("a trace is an array of events");
@@ -242,18 +244,29 @@ fn every_task_on_the_coordinators_timeline(trace: &Path, out: &Path) {
         let ts = events.iter().filter(|e| e["pid"] == pid && e["ph"] != "M");
         ts.filter_map(|e| e["ts"].as_f64()).collect()
     };
-    let coordinator = span(1);
-    let (start, end) = (coordinator[0], coordinator[coordinator.len() - 1]);
+    let bounds = |times: &[f64]| {
+        let least = times.iter().copied().fold(f64::INFINITY, f64::min);
+        (
+            least,
+            times.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    };
+    let (start, end) = bounds(&span(1));
     let plan = serl_cluster::Plan::open(out).unwrap();
+    let mut last_task_end = start;
     for pid in 2..2 + plan.tasks().len() as u64 {
         let name = name_of(pid).unwrap_or_else(|| panic!("no process {pid} in the trace"));
         assert!(name.starts_with("task "), "{name}");
         let times = span(pid);
         assert!(!times.is_empty(), "{name} has no spans");
+        let (first, last) = bounds(&times);
+        // A task's last span may close a moment after the coordinator saw
+        // its output; a second is far less than a run.
         assert!(
-            times.iter().all(|&t| t > start && t < end),
-            "{name}'s spans are outside the coordinator's run"
+            first > last_task_end && last < end + 1e6,
+            "{name} is off the coordinator's clock"
         );
+        last_task_end = last;
     }
 }
 
