@@ -130,13 +130,13 @@ fn pairs_are_counted_and_an_adapter_killed_halfway_resumes_to_the_same_bytes() {
         text(&o)
     );
 
-    // 12 epochs of 6 steps, a checkpoint after each step: the kill below,
-    // after 4 checkpoints, lands well before the 72nd (each run of it
-    // takes about 15 s here; 40 epochs took 50 s, three times over).
+    // 8 epochs of 6 steps, a checkpoint after each step: the kill below,
+    // after 4 checkpoints, lands well before the 48th (each run of it
+    // takes about 10 s here; 40 epochs took 50 s, three times over).
     let settings = dir.path().join("tune.toml");
     std::fs::write(
         &settings,
-        "rank = 2\nepochs = 12\npatience = 12\nbatch = 1\nholdout = 0.25\n",
+        "rank = 2\nepochs = 8\npatience = 8\nbatch = 1\nholdout = 0.25\n",
     )
     .unwrap();
     let args = |out: &Path| {
