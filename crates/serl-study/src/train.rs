@@ -246,23 +246,50 @@ pub fn run(
     warn: &dyn Fn(&str),
     loaded: &dyn Fn(&Loaded),
 ) -> Result<TrainOutcome> {
+    let loading = tracing::info_span!("phase", label = %"load").entered();
+    let (ds, data_path) = load_bars(cfg, req, (1, false), warn)?;
+    let (market, train_orders, val_orders) = prepare(cfg, (&ds, &data_path), req, loaded)?;
+    drop(loading);
+    let orders = (&train_orders[..], &val_orders[..]);
+    train_one(cfg, &market, orders, req.out, req.resume, hooks)
+}
+
+/// The bars `cfg` trains on (`warn` hears what the load left out), loaded
+/// once the run directory may take the run asked for (`seeds` trainings,
+/// or a policy per window: [`check_run_dir`]), and the path they came
+/// from.
+pub(crate) fn load_bars(
+    cfg: &TrainFile,
+    req: &RunRequest,
+    how_many: (usize, bool),
+    warn: &dyn Fn(&str),
+) -> Result<(serl_data::Dataset, std::path::PathBuf)> {
     let Some(data_path) = cfg.data_path.clone() else {
         crate::bail!("--data is required (the bars to train on)");
     };
-    check_run_dir(req.out, req.resume, (1, false))?;
-    let loading = tracing::info_span!("phase", label = %"load").entered();
+    check_run_dir(req.out, req.resume, how_many)?;
     let ds = crate::data::load_data(&data_path, &cfg.data, warn)?;
-    let (train_orders, val_orders) = orders(&ds, cfg, &data_path)?;
-    let market = crate::data::market_data(&ds, &cfg.data);
-    drop(loading);
+    Ok((ds, data_path))
+}
+
+/// What the bars give a training of `cfg`: the market, and the orders it
+/// trains and validates on (`loaded` hears how many); the config written
+/// into the run directory.
+pub(crate) fn prepare(
+    cfg: &TrainFile,
+    (ds, data_path): (&serl_data::Dataset, &Path),
+    req: &RunRequest,
+    loaded: &dyn Fn(&Loaded),
+) -> Result<(MarketData, Vec<ParentOrder>, Vec<ParentOrder>)> {
+    let (train_orders, val_orders) = orders(ds, cfg, data_path)?;
+    let market = crate::data::market_data(ds, &cfg.data);
     loaded(&Loaded {
         train_orders: train_orders.len(),
         val_orders: val_orders.len(),
         symbols: ds.symbols().len(),
     });
     write_config(req.out, cfg, req.resume, req.total_steps)?;
-    let orders = (&train_orders[..], &val_orders[..]);
-    train_one(cfg, &market, orders, req.out, req.resume, hooks)
+    Ok((market, train_orders, val_orders))
 }
 
 /// One seed's training, as `seeds.json` lists it.

@@ -87,25 +87,15 @@ pub fn run(
     said: &Said,
 ) -> Result<Trained> {
     let starting = said.starting;
-    let Some(data_path) = cfg.data_path.clone() else {
-        crate::bail!("--data is required (the bars to train on)");
-    };
-    train::check_run_dir(req.out, req.resume, (seeds, walk_forward))?;
-    let ds = crate::data::load_data(&data_path, &cfg.data, said.warn)?;
+    let (ds, data_path) = train::load_bars(cfg, req, (seeds, walk_forward), said.warn)?;
     if walk_forward {
         let on_window = |window: &Window, dir: &Path| starting(&Starting::Window { window, dir });
         let data = (&ds, data_path.as_path());
         let done = walk_forward::run(cfg, data, (req.out, req.resume), hooks, &on_window)?;
         return Ok(Trained::WalkForward(Box::new(done)));
     }
-    let (train_orders, val_orders) = train::orders(&ds, cfg, &data_path)?;
-    let market = crate::data::market_data(&ds, &cfg.data);
-    (said.loaded)(&Loaded {
-        train_orders: train_orders.len(),
-        val_orders: val_orders.len(),
-        symbols: ds.symbols().len(),
-    });
-    train::write_config(req.out, cfg, req.resume, req.total_steps)?;
+    let (market, train_orders, val_orders) =
+        train::prepare(cfg, (&ds, &data_path), req, said.loaded)?;
     let on_seed = |seed, k, dir: &Path| {
         starting(&Starting::Seed {
             seed,

@@ -79,8 +79,12 @@ impl Meter {
             return;
         }
         self.bar.set_length(len);
-        if let Ok(mut p) = self.plain.lock() {
-            *p = plain_lines(&self.bar, self.label, self.unit);
+        // A meter with plain lines (a hidden bar, lines asked for) counts
+        // to the new length; one without keeps none.
+        if let Ok(mut plain) = self.plain.lock() {
+            if let Some(p) = plain.as_mut() {
+                *p = ProgressLines::new(self.label, self.unit, len);
+            }
         }
     }
 
