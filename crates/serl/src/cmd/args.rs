@@ -2,9 +2,12 @@
 //! flags that several take, the checks of their values, and the exit code
 //! of a command that reports a check.
 
+use std::path::PathBuf;
+
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use serde::de::value::StrDeserializer;
 use serde::de::DeserializeOwned;
+use serl_study::rundir::RunKind;
 
 /// A flag whose values are a library enum's names (`NAMES`, its config
 /// names): `--help` lists them, with `-` for `_` as flags spell words
@@ -94,5 +97,29 @@ pub fn check_exit(passed: bool) -> std::process::ExitCode {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::from(1)
+    }
+}
+
+/// The folder a command writes, and whether it may write over what serl
+/// wrote there before: one flag pair, so that every command refuses and
+/// forces alike. A command says what its folder holds with
+/// `#[command(mut_arg("out", ...))]`.
+#[derive(clap::Args)]
+pub struct OutDir {
+    /// The folder to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Write over what serl wrote in --out before: its files are removed
+    /// first (a folder serl did not write is refused even so).
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl OutDir {
+    /// Claims the folder for a run of `kind` (`resume`: going on with
+    /// the one there).
+    pub fn claim(&self, kind: RunKind, resume: bool) -> anyhow::Result<()> {
+        serl_study::process::claim_run(&self.out, kind, (self.force, resume))?;
+        Ok(())
     }
 }

@@ -14,7 +14,7 @@ use serl_study::backtest_run::{self, BacktestOverrides, BacktestRequest};
 use serl_study::rundir::RunKind;
 use serl_study::BacktestFile;
 
-use super::args::{named, positive, warn};
+use super::args::{named, positive, warn, OutDir};
 use crate::show;
 
 mod team;
@@ -100,12 +100,8 @@ pub struct BacktestArgs {
     /// Shards of contiguous orders, one task each, on a cluster engine.
     #[arg(long, default_value_t = 8)]
     pub shards: usize,
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 /// The configs a backtest runs with, after every override.
@@ -128,7 +124,7 @@ pub fn resolve(a: &BacktestArgs) -> Result<BacktestFile> {
 
 pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let cfg = resolve(&a)?;
-    serl_study::process::claim_run(&a.out, RunKind::Backtest, (a.force, false))?;
+    a.output.claim(RunKind::Backtest, false)?;
     if !a.teams.is_empty() || a.agents.is_some() {
         return team::run(&a, &cfg);
     }
@@ -136,7 +132,7 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
         strategies: &a.strategies,
         env: a.env.unwrap_or(EnvChoice::STATIC),
         shards: a.shards,
-        out: &a.out,
+        out: &a.output.out,
     };
     request.check(a.lobster.is_some())?;
     let t0 = std::time::Instant::now();
@@ -156,13 +152,13 @@ pub fn run(a: BacktestArgs) -> Result<ExitCode> {
     let results = backtest_run::play(&data, &cfg, &request, &progress, &|l| eprintln!("{l}"))?;
     meter.finish();
     let secs = t1.elapsed().as_secs_f64();
-    let report = data.report(&results, &cfg, &a.out)?;
+    let report = data.report(&results, &cfg, &a.output.out)?;
     show::summaries(&report);
     println!(
         "{} episodes in {:.2}s; report: {}",
         results.len(),
         secs,
-        a.out.join("report.html").display()
+        a.output.out.join("report.html").display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serl_data::{Catalog, DataConfig, ErrorPolicy};
 use serl_study::rundir::RunKind;
 
-use super::args::{check_exit, named};
+use super::args::{check_exit, named, OutDir};
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -34,15 +34,12 @@ pub enum DataCommand {
 }
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The folder to write (Parquet, one file per symbol, and SCALE.json)")))]
 pub struct ScaleArgs {
     #[command(flatten)]
     pub source: DataSource,
-    /// The folder to write (Parquet, one file per symbol, and SCALE.json).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the dataset already in --out.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
     /// Symbols to write.
     #[arg(long, default_value_t = 500)]
     pub symbols: usize,
@@ -58,16 +55,12 @@ pub struct ScaleArgs {
 }
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The folder to write (Parquet, one file per symbol, and PLANT.json)")))]
 pub struct PlantArgs {
     #[command(flatten)]
     pub source: DataSource,
-    /// The folder to write (Parquet, one file per symbol, and PLANT.json).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the dataset already in --out: its files are removed
-    /// first (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
     /// The forecast's information coefficient, in [0, 1): 0 plants pure
     /// noise, nothing to find.
     #[arg(long)]
@@ -107,16 +100,12 @@ impl DataSource {
 }
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The folder to write; the copy uses the config's column names")))]
 pub struct ConvertArgs {
     #[command(flatten)]
     pub source: DataSource,
-    /// The folder to write; the copy uses the config's column names.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the dataset already in --out: its files are removed
-    /// first (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 #[derive(Args)]
@@ -159,8 +148,8 @@ fn scale(a: ScaleArgs) -> Result<ExitCode> {
     if let Err(e) = scale.validate() {
         anyhow::bail!("--symbols/--sessions: {e}");
     }
-    let (path, out) = (&a.source.path, &a.out);
-    let (report, secs) = write_copy(&a.source, (out, a.force), "scale", |cfg, inc| {
+    let (path, out) = (&a.source.path, &a.output.out);
+    let (report, secs) = write_copy(&a.source, &a.output, "scale", |cfg, inc| {
         serl_data::scale_fixture(path, out, cfg, &scale, inc)
             .with_context(|| format!("making a scale fixture from {}", path.display()))
     })?;
@@ -177,8 +166,8 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
     if let Err(e) = planted.validate() {
         anyhow::bail!("--strength/--horizon: {e}");
     }
-    let (path, out) = (&a.source.path, &a.out);
-    let (report, secs) = write_copy(&a.source, (out, a.force), "plant", |cfg, inc| {
+    let (path, out) = (&a.source.path, &a.output.out);
+    let (report, secs) = write_copy(&a.source, &a.output, "plant", |cfg, inc| {
         serl_data::plant(path, out, cfg, &planted, inc)
             .with_context(|| format!("planting a signal in a copy of {}", path.display()))
     })?;
@@ -187,8 +176,8 @@ fn plant(a: PlantArgs) -> Result<ExitCode> {
 }
 
 fn convert(a: ConvertArgs) -> Result<ExitCode> {
-    let (path, out) = (&a.source.path, &a.out);
-    let (report, secs) = write_copy(&a.source, (out, a.force), "convert", |cfg, inc| {
+    let (path, out) = (&a.source.path, &a.output.out);
+    let (report, secs) = write_copy(&a.source, &a.output, "convert", |cfg, inc| {
         serl_data::convert(path, out, cfg, inc)
             .with_context(|| format!("converting {}", path.display()))
     })?;
@@ -201,19 +190,19 @@ fn convert(a: ConvertArgs) -> Result<ExitCode> {
 /// folder, counts the files written; `write`'s report and its seconds.
 fn write_copy<R>(
     source: &DataSource,
-    (out, force): (&Path, bool),
+    out: &OutDir,
     what: &'static str,
     write: impl FnOnce(&DataConfig, &(dyn Fn(u64) + Sync)) -> Result<R>,
 ) -> Result<(R, f64)> {
     let cfg = source.config(None)?;
     let same = |o: PathBuf| source.path.canonicalize().is_ok_and(|p| o == p);
-    if out.canonicalize().ok().is_some_and(same) {
+    if out.out.canonicalize().ok().is_some_and(same) {
         anyhow::bail!(
             "--out {} is the source itself; write the copy elsewhere",
-            out.display()
+            out.out.display()
         );
     }
-    serl_study::process::claim_run(out, RunKind::Dataset, (force, false))?;
+    out.claim(RunKind::Dataset, false)?;
     let meter = crate::progress::Meter::counter(what, "files");
     let t0 = std::time::Instant::now();
     let report = write(&cfg, &|n| meter.inc(n))?;

@@ -10,7 +10,7 @@ use serl_cluster::EngineKind;
 use serl_study::rundir::RunKind;
 use serl_study::simulate::{ImpactRequest, SessionRequest};
 
-use super::args::{named, warn};
+use super::args::{named, warn, OutDir};
 
 mod calibrate;
 mod fills;
@@ -99,12 +99,8 @@ pub struct ImpactArgs {
     pub start_minute: usize,
     #[arg(long, default_value_t = 150)]
     pub end_minute: usize,
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 impl SessionArgs {
@@ -156,8 +152,8 @@ fn run_impact(a: ImpactArgs) -> Result<ExitCode> {
         end_minute: a.end_minute,
     };
     let spec = request.spec(&session);
-    let out = &a.out;
-    serl_study::process::claim_run(out, RunKind::Impact, (a.force, false))?;
+    a.output.claim(RunKind::Impact, false)?;
+    let out = &a.output.out;
     let bar = crate::progress::Meter::new("impact", "seeds", spec.seeds);
     let said = |l: &str| bar.say(l);
     let done = serl_study::simulate::impact(&session, &spec, out, &|| bar.inc(1), &said);

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serl_cluster::EngineKind;
 use serl_study::tasks::open_plan;
 
-use super::args::named;
+use super::args::{named, OutDir};
 
 #[derive(Subcommand)]
 pub enum TaskCommand {
@@ -40,6 +40,7 @@ pub enum TaskCommand {
 }
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("A directory on the shared filesystem for the probes' plan")))]
 pub struct CheckArgs {
     /// The engine to check.
     #[arg(long, value_parser = named::<EngineKind>(&EngineKind::NAMES))]
@@ -54,13 +55,8 @@ pub struct CheckArgs {
     /// task, as a median.
     #[arg(long, default_value_t = 20)]
     pub singles: usize,
-    /// A directory on the shared filesystem for the probes' plan.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the probes already in --out: their files are removed
-    /// first (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 #[derive(Args)]
@@ -135,16 +131,14 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
     let mut cfg = serl_study::tasks::cluster_config(a.config.as_deref())?;
     cfg.engine = a.engine;
     let say = |l: &str| eprintln!("{l}");
-    serl_study::process::claim_run(
-        &a.out,
-        serl_study::rundir::RunKind::TaskCheck,
-        (a.force, false),
-    )?;
-    let report = serl_study::tasks::check_engine(&cfg, (a.tasks, a.singles), &a.out, &say)?;
+    a.output
+        .claim(serl_study::rundir::RunKind::TaskCheck, false)?;
+    let out = &a.output.out;
+    let report = serl_study::tasks::check_engine(&cfg, (a.tasks, a.singles), out, &say)?;
     println!("{}", crate::show::boxed(&report.table()));
     println!(
         "every probe's output is visible here; {}",
-        std::path::absolute(&a.out)?.join("check.json").display()
+        std::path::absolute(out)?.join("check.json").display()
     );
     Ok(ExitCode::SUCCESS)
 }

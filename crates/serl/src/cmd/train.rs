@@ -17,9 +17,10 @@ use serl_study::train_words as words;
 use serl_study::TrainFile;
 use serl_train::{DeviceChoice, HybridMode, TrainConfig, UpdateRecord};
 
-use super::args::{named, positive, warn};
+use super::args::{named, positive, warn, OutDir};
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The run directory")))]
 pub struct TrainArgs {
     /// A train config: [data], [orders], [env], [market], [train] tables.
     #[arg(long)]
@@ -28,16 +29,11 @@ pub struct TrainArgs {
     /// defaults to the run's.
     #[arg(long)]
     pub data: Option<PathBuf>,
-    /// The run directory.
-    #[arg(long)]
-    pub out: PathBuf,
+    #[command(flatten)]
+    pub output: OutDir,
     /// Continue the run in --out from its last checkpoint, with its config.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "force")]
     pub resume: bool,
-    /// Write over the training already in --out: its files are removed
-    /// first (a folder serl did not write is refused even so).
-    #[arg(long, conflicts_with = "resume")]
-    pub force: bool,
     /// The learner: any registered learner (PPO, DDQN, SAC) for one
     /// agent; MAPPO (a centralised critic) or independent PPO for a team
     /// (`--agents N`).
@@ -127,7 +123,7 @@ fn resolve(a: &TrainArgs) -> Result<TrainFile> {
         qty_adv: a.qty_adv,
     };
     Ok(serl_study::train_overrides::resolve(&TrainRequest {
-        out: &a.out,
+        out: &a.output.out,
         resume: a.resume,
         config: a.config.as_deref(),
         data: a.data.clone(),
@@ -142,12 +138,13 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         (false, n) if n > 1 => RunKind::TrainSeeds,
         _ => RunKind::Train,
     };
-    serl_study::rundir::check_out(&a.out, kind, OutRule::from_flags(a.force, a.resume))?;
+    let out = &a.output.out;
+    serl_study::rundir::check_out(out, kind, OutRule::from_flags(a.output.force, a.resume))?;
     let cfg = resolve(&a)?;
-    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
+    a.output.claim(kind, a.resume)?;
     if let Some(said) = a
         .resume
-        .then(|| words::finished_before(&a.out, a.total_steps))
+        .then(|| words::finished_before(out, a.total_steps))
         .flatten()
     {
         eprintln!("{said}");
@@ -156,7 +153,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         bail!("--data is required (the bars to train on)");
     };
     let request = serl_study::train::RunRequest {
-        out: &a.out,
+        out,
         resume: a.resume,
         total_steps: a.total_steps,
     };
@@ -171,33 +168,35 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
         match serl_study::train_many::run(&cfg, &request, how_many, &hooks(), &said)? {
             Trained::Seeds(runs) => {
                 print!("{}", serl_study::train::seeds_table(&runs));
-                println!("{}", words::seeds_next_step(&runs, &data_path, &a.out));
+                println!("{}", words::seeds_next_step(&runs, &data_path, out));
             }
             Trained::WalkForward(done) => {
                 print!("{}", serl_study::walk_forward::windows_table(&done.windows));
                 crate::show::summaries(&done.pooled);
-                println!("report: {}", a.out.join("walk-forward.html").display());
+                println!("report: {}", out.join("walk-forward.html").display());
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let out = serl_study::train::run(&cfg, &request, &hooks(), &warn, &loaded)?;
-    print!("{}", serl_train::updates_table(&out.records));
+    let trained = serl_study::train::run(&cfg, &request, &hooks(), &warn, &loaded)?;
+    print!("{}", serl_train::updates_table(&trained.records));
     println!(
         "{} environment steps in {:.1}s; best validation PA {}; report: {}",
-        out.env_steps,
-        out.secs,
-        out.best_val.map_or("-".into(), |v| format!("{v:.3} bps")),
-        a.out.join("report.html").display()
+        trained.env_steps,
+        trained.secs,
+        trained
+            .best_val
+            .map_or("-".into(), |v| format!("{v:.3} bps")),
+        out.join("report.html").display()
     );
-    println!("{}", words::next_step(&cfg, &data_path, &a.out));
+    println!("{}", words::next_step(&cfg, &data_path, out));
     Ok(ExitCode::SUCCESS)
 }
 
 /// What to say when a signal stops `serl train`: how to go on, once the
 /// run has a directory to go on from.
 fn resume_hint(a: &TrainArgs) -> impl Fn() -> String + Send + Sync + 'static {
-    let (out, seeds, walk_forward) = (a.out.clone(), a.seeds, a.walk_forward);
+    let (out, seeds, walk_forward) = (a.output.out.clone(), a.seeds, a.walk_forward);
     move || words::resume_hint(&out, seeds, walk_forward)
 }
 

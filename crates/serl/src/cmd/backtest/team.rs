@@ -37,14 +37,14 @@ pub fn run(a: &BacktestArgs, cfg: &BacktestFile) -> Result<ExitCode> {
     );
     let bar = crate::progress::Meter::new("team backtest", "orders", played.episodes());
     let t0 = std::time::Instant::now();
-    let played = played.play(cfg, &a.out, &|n| bar.inc(n));
+    let played = played.play(cfg, &a.output.out, &|n| bar.inc(n));
     bar.finish();
     let (report, episodes) = played?;
     let secs = t0.elapsed().as_secs_f64();
     print!("{}", serl_eval::team_table(&report));
     println!(
         "{episodes} team episodes in {secs:.1}s; report: {}",
-        a.out.join("report.html").display()
+        a.output.out.join("report.html").display()
     );
     Ok(ExitCode::SUCCESS)
 }

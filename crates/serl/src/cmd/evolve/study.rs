@@ -8,25 +8,21 @@ use clap::Args;
 use serl_study::search_study::{StudyFile, StudyRunner};
 
 use super::shown;
-use crate::cmd::args::warn;
+use crate::cmd::args::{warn, OutDir};
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The study's directory")))]
 pub struct StudyArgs {
     /// A study file: `base` (an evolve config), `seeds` and `[[arms]]`
     /// (configs/study.toml).
     #[arg(long)]
     pub config: PathBuf,
-    /// The study's directory.
-    #[arg(long)]
-    pub out: PathBuf,
+    #[command(flatten)]
+    pub output: OutDir,
     /// Go on with the study in --out: runs that finished are read back,
     /// the one under way resumes, the rest run.
     #[arg(long, conflicts_with = "force")]
     pub resume: bool,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
 }
 
 /// Each run's progress bar, as `serl evolve` shows it.
@@ -36,11 +32,12 @@ fn study_shown(cfg: &serl_evolve::EvolveConfig) -> serl_evolve::OnEvent<'static>
 
 pub fn run(a: StudyArgs) -> Result<ExitCode> {
     let file = StudyFile::load(&a.config)?;
-    let (config, out) = (a.config.clone(), a.out.clone());
+    let (config, out) = (a.config.clone(), a.output.out.clone());
     serl_study::process::on_signal(move || StudyFile::resume_hint(&config, &out))?;
-    let kind = serl_study::rundir::RunKind::Study;
-    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
-    eprintln!("{}", file.plan_line(&a.out));
+    a.output
+        .claim(serl_study::rundir::RunKind::Study, a.resume)?;
+    let out = &a.output.out;
+    eprintln!("{}", file.plan_line(out));
     let starting = |arm: &str, seed: u64, resuming: bool| {
         eprintln!(
             "{} arm {arm}, seed {seed}",
@@ -49,18 +46,18 @@ pub fn run(a: StudyArgs) -> Result<ExitCode> {
     };
     let runner = StudyRunner {
         file: &file,
-        out: &a.out,
+        out,
         shown: study_shown,
         warn: &warn,
         starting: &starting,
         data: None,
     };
     if let Some(sweep) = &file.plant {
-        return planted(&runner, sweep, &a.out);
+        return planted(&runner, sweep, out);
     }
     let result = runner.run()?;
     println!("{}", result.lockbox.line());
-    println!("report: {}", a.out.join("report.html").display());
+    println!("report: {}", out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }
 

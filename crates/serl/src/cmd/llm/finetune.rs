@@ -11,9 +11,10 @@ use serl_study::finetune::{
     finetune, settings, write_report, FinetuneRequest, Objective, TuneDevice, TuneOverrides,
 };
 
-use crate::cmd::args::named;
+use crate::cmd::args::{named, OutDir};
 
 #[derive(Args)]
+#[command(mut_arg("out", |a| a.help("The adapter's directory")))]
 pub struct FinetuneArgs {
     /// Evolve run directories whose pairs are the data.
     #[arg(long = "from", required = true, num_args = 1..)]
@@ -22,17 +23,12 @@ pub struct FinetuneArgs {
     /// or another of the same tokenizer).
     #[arg(long)]
     pub model: PathBuf,
-    /// The adapter's directory.
-    #[arg(long)]
-    pub out: PathBuf,
+    #[command(flatten)]
+    pub output: OutDir,
     /// Go on from the checkpoint in --out (of the same settings and
     /// pairs).
     #[arg(long, conflicts_with = "force")]
     pub resume: bool,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
     /// The objective (default: the settings file's, else dpo).
     /// sft: the chosen reply's log-likelihood (the best reply of each
     /// prompt); dpo: preference pairs against the frozen base.
@@ -65,13 +61,13 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
     let req = FinetuneRequest {
         runs: a.from.clone(),
         model: a.model.clone(),
-        out: a.out.clone(),
+        out: a.output.out.clone(),
         config: settings(a.config.as_deref(), &overrides)?,
     };
     let resume = req.resume_hint();
     serl_study::process::on_signal(move || resume.clone())?;
-    let kind = serl_study::rundir::RunKind::Finetune;
-    serl_study::process::claim_run(&a.out, kind, (a.force, a.resume))?;
+    a.output
+        .claim(serl_study::rundir::RunKind::Finetune, a.resume)?;
     let meter = Meter::new("finetune", "steps", 0);
     let outcome = finetune(&req, &mut |p| {
         meter.set_length(p.steps);
@@ -83,11 +79,11 @@ pub fn run(a: FinetuneArgs) -> Result<ExitCode> {
     for line in outcome.lines() {
         eprintln!("{line}");
     }
-    let html = write_report(&a.out, &a.from, &outcome)?;
+    let html = write_report(&a.output.out, &a.from, &outcome)?;
     println!(
         "adapter: {} (use it with `--adapter {}` or [llm.local] adapter)",
-        a.out.display(),
-        a.out.display()
+        a.output.out.display(),
+        a.output.out.display()
     );
     println!("report: {}", html.display());
     Ok(ExitCode::SUCCESS)

@@ -8,7 +8,13 @@ use anyhow::Result;
 use clap::Args;
 use serl_study::calibrate::CalibrateRequest;
 
+use crate::cmd::args::OutDir;
+
 #[derive(Args)]
+#[command(
+    mut_arg("out", |a| a.help("The directory SYMBOL.json files are written to")),
+    mut_arg("force", |a| a.help("Write over model files already there"))
+)]
 pub struct CalibrateArgs {
     /// A LOBSTER sample zip, or a directory of them (the deepest file of
     /// each symbol is used).
@@ -21,12 +27,8 @@ pub struct CalibrateArgs {
     /// the rest of the day held out.
     #[arg(long, value_parser = crate::cmd::args::parse_clock)]
     pub until: Option<usize>,
-    /// The directory SYMBOL.json files are written to.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over model files already there.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
@@ -34,8 +36,8 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         lobster: a.lobster,
         symbols: a.symbols,
         until_minute: a.until,
-        out: a.out,
-        force: a.force,
+        out: a.output.out,
+        force: a.output.force,
     };
     for f in serl_study::calibrate::calibrate(&request, &super::super::args::warn)? {
         println!("{}", f.summary_line());

@@ -8,6 +8,8 @@ use anyhow::Result;
 use clap::Args;
 use serl_study::fills::FillsRequest;
 
+use crate::cmd::args::OutDir;
+
 #[derive(Args)]
 pub struct FillsArgs {
     /// A LOBSTER sample zip, or a directory of them (the deepest file of
@@ -32,16 +34,12 @@ pub struct FillsArgs {
     /// A TOML with [data] and [market] tables (see configs/market.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 pub fn run(a: FillsArgs) -> Result<ExitCode> {
-    serl_study::process::claim_run(&a.out, serl_study::rundir::RunKind::Fills, (a.force, false))?;
+    a.output.claim(serl_study::rundir::RunKind::Fills, false)?;
     let request = FillsRequest {
         lobster: a.lobster,
         symbols: a.symbols,
@@ -50,7 +48,7 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
         every_minutes: a.every,
         sizes: a.sizes,
         config: a.config,
-        out: a.out,
+        out: a.output.out,
     };
     let bar = super::realism::days_bar("fills");
     let progress = super::realism::on_progress(&bar);

@@ -8,6 +8,7 @@ use anyhow::Result;
 use clap::Args;
 use serl_study::realism::{Progress, RealismRequest};
 
+use crate::cmd::args::OutDir;
 use crate::progress::Meter;
 
 #[derive(Args)]
@@ -32,20 +33,13 @@ pub struct RealismArgs {
     /// order-book files under OUT/lobster/.
     #[arg(long)]
     pub export: bool,
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Write over the run already in --out: its files are removed first
-    /// (a folder serl did not write is refused even so).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: OutDir,
 }
 
 pub fn run(a: RealismArgs) -> Result<ExitCode> {
-    serl_study::process::claim_run(
-        &a.out,
-        serl_study::rundir::RunKind::Realism,
-        (a.force, false),
-    )?;
+    a.output
+        .claim(serl_study::rundir::RunKind::Realism, false)?;
     let request = RealismRequest {
         lobster: a.lobster,
         symbols: a.symbols,
@@ -53,7 +47,7 @@ pub fn run(a: RealismArgs) -> Result<ExitCode> {
         seed: a.seed,
         config: a.config,
         export: a.export,
-        out: a.out,
+        out: a.output.out,
     };
     let bar = days_bar("realism");
     let progress = on_progress(&bar);
