@@ -2,7 +2,7 @@
 //! derived from the calibration, the population, and the opening wake-ups.
 
 use rand::rngs::SmallRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::LogNormal;
 use serl_lob::{LobsterRecorder, OrderBook, SelfTradePolicy, Ticks};
 
@@ -60,6 +60,19 @@ fn bridge(fundamental: &[f64], scale: f64, seed: u64) -> Vec<f64> {
         out.extend((0..60).map(|k| walk[k] - end * k as f64 / 60.0));
     }
     out
+}
+
+/// When each minute's move happens, as a share of the minute: a whole
+/// second drawn uniformly, from a stream of its own (`fundamental_steps`;
+/// empty when off).
+fn steps(minutes: usize, on: bool, seed: u64) -> Vec<f64> {
+    if !on {
+        return Vec::new();
+    }
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x57e9_5a7e_u64);
+    (0..minutes)
+        .map(|_| f64::from(rng.random_range(0..60u8)) / 60.0)
+        .collect()
 }
 
 /// The noise arrival rate per minute, per noise trader, per microsecond.
@@ -164,6 +177,7 @@ impl Simulator {
         let fundamental = fundamental(cal, cfg, seed, &real);
         let mut sim = Simulator {
             bridge: bridge(&fundamental, cfg.fundamental_bridge, seed),
+            steps: steps(fundamental.len(), cfg.fundamental_steps, seed),
             book: OrderBook::with_capacity(SelfTradePolicy::Allow, 1 << 14),
             agents: population(cfg, n_noise),
             queue: Default::default(),

@@ -169,6 +169,15 @@ pub struct MarketConfig {
     /// by the move then pays for the rest of it). Written only when set.
     #[serde(skip_serializing_if = "is_zero")]
     pub fundamental_bridge: f64,
+    /// The fundamental holds the last minute's close and moves to this
+    /// minute's all at once, at a second of the minute drawn at random
+    /// (a stream of its own), instead of in a straight line (a bridge, if
+    /// set, still adds its moves): a move then has no rest of the minute
+    /// to go on for after it fills a resting order (docs/market.md: it
+    /// halves the adverse move after a fill, and widens the spread).
+    /// Written only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fundamental_steps: bool,
     /// Value-trader wake-ups per minute each, in a minute of average
     /// volume (busy minutes wake them more).
     pub value_rate_per_min: f64,
@@ -235,6 +244,7 @@ impl Default for MarketConfig {
             mm_message_gap_us: 0.0,
             queue_reactive: None,
             fundamental_bridge: 0.0,
+            fundamental_steps: false,
             value_rate_per_min: 0.5,
             latency_us: 200,
             momentum_agents: 10,

@@ -65,6 +65,9 @@ pub struct Simulator {
     /// second from each minute's start (`fundamental_bridge`; empty: a
     /// straight line).
     bridge: Vec<f64>,
+    /// Where in each minute its whole move happens, as a share of the
+    /// minute (`fundamental_steps`; empty: it moves all minute long).
+    steps: Vec<f64>,
     /// Noise arrival rate per minute, per agent, per microsecond.
     noise_rate: Vec<f64>,
     /// Noise traders who act: the first `n_noise` agents (all the noise
@@ -604,13 +607,18 @@ impl Simulator {
     }
 
     /// The fundamental at time `t`, ticks: it moves within each minute
-    /// from the last minute's close to this one's (in a straight line, or
-    /// a Brownian bridge, `fundamental_bridge`), so that prices have no
-    /// reason to jump at minute boundaries.
+    /// from the last minute's close to this one's (in a straight line, a
+    /// Brownian bridge, `fundamental_bridge`, or at once at a random
+    /// second, `fundamental_steps`), so that prices have no reason to jump
+    /// at minute boundaries.
     fn fundamental_at(&self, t: u64) -> f64 {
         let m = self.minute_at(t);
         let frac = ((t.saturating_sub(m as u64 * US_PER_MIN)) as f64 / US_PER_MIN as f64).min(1.0);
         let prev = self.fundamental[m.saturating_sub(1)];
+        let frac = match self.steps.get(m) {
+            Some(&at) => f64::from(u8::from(frac >= at)),
+            None => frac,
+        };
         let off_line = if self.bridge.is_empty() {
             0.0
         } else {
@@ -618,6 +626,12 @@ impl Simulator {
             self.bridge.get(m * 60 + s.min(59)).copied().unwrap_or(0.0)
         };
         prev + (self.fundamental[m] - prev) * frac + off_line + self.flow_shift()
+    }
+
+    /// The fundamental now, dollars: the value the traders' beliefs
+    /// centre on, flow impact included.
+    pub fn fundamental_now(&self) -> f64 {
+        self.fundamental_at(self.now) * self.tick
     }
 
     /// An external execution agent's limit order of `qty` shares at

@@ -36,6 +36,57 @@ fn the_same_seed_gives_the_same_day() {
     assert_ne!(a.mid, c.mid);
 }
 
+/// The fundamental, read at the middle of each second of minutes 10 to
+/// 19: the distinct values each minute takes, and the second it first
+/// changed (`None`: it held all minute).
+fn fundamental_by_second(cfg: &MarketConfig) -> Vec<(Vec<f64>, Option<u64>)> {
+    let cfg = MarketConfig {
+        flow_impact: 0.0, // no moves of the traders' own making
+        ..cfg.clone()
+    };
+    let mut sim = Simulator::new(&day(), &cfg, 3);
+    (10..20u64)
+        .map(|m| {
+            let (mut values, mut moved_at) = (Vec::<f64>::new(), None);
+            for s in 0..60 {
+                sim.run_until((m * 60 + s) * 1_000_000 + 500_000);
+                let f = sim.fundamental_now();
+                if values.last().is_some_and(|&last| last != f) {
+                    moved_at = moved_at.or(Some(s));
+                }
+                if values.last() != Some(&f) {
+                    values.push(f);
+                }
+            }
+            (values, moved_at)
+        })
+        .collect()
+}
+
+#[test]
+fn a_stepped_fundamental_holds_each_minute_then_moves_at_once() {
+    let stepped = MarketConfig {
+        fundamental_steps: true,
+        ..MarketConfig::default()
+    };
+    let closes = Simulator::new(&day(), &stepped, 3).fundamental();
+    let minutes = fundamental_by_second(&stepped);
+    for (m, (values, _)) in (10..).zip(&minutes) {
+        // The last minute's close until the move, then this minute's.
+        assert_eq!(values.len(), 2, "minute {m}: {values:?}");
+        assert!((values[0] - closes[m - 1]).abs() < 1e-9, "minute {m}");
+        assert!((values[1] - closes[m]).abs() < 1e-9, "minute {m}");
+    }
+    // At a second of its own each minute, the same for the same seed.
+    let seconds: std::collections::BTreeSet<_> = minutes.iter().map(|(_, s)| *s).collect();
+    assert!(seconds.len() >= 5, "{seconds:?}");
+    assert_eq!(minutes, fundamental_by_second(&stepped));
+    // By default it moves in a line, a little every second.
+    for (values, moved_at) in fundamental_by_second(&MarketConfig::default()) {
+        assert_eq!((values.len(), moved_at), (60, Some(1)));
+    }
+}
+
 #[test]
 fn the_simulated_day_follows_the_real_one() {
     let cal = day();
