@@ -615,7 +615,9 @@ impl Simulator {
         let m = self.minute_at(t);
         let frac = ((t.saturating_sub(m as u64 * US_PER_MIN)) as f64 / US_PER_MIN as f64).min(1.0);
         let prev = self.fundamental[m.saturating_sub(1)];
-        let frac = match self.steps.get(m) {
+        // How far from the last close to this one: the share of the
+        // minute gone, or all or nothing around the minute's step.
+        let moved = match self.steps.get(m) {
             Some(&at) => f64::from(u8::from(frac >= at)),
             None => frac,
         };
@@ -625,7 +627,7 @@ impl Simulator {
             let s = (frac * 60.0) as usize;
             self.bridge.get(m * 60 + s.min(59)).copied().unwrap_or(0.0)
         };
-        prev + (self.fundamental[m] - prev) * frac + off_line + self.flow_shift()
+        prev + (self.fundamental[m] - prev) * moved + off_line + self.flow_shift()
     }
 
     /// The fundamental now, dollars: the value the traders' beliefs

@@ -37,30 +37,37 @@ fn the_same_seed_gives_the_same_day() {
 }
 
 /// The fundamental, read at the middle of each second of minutes 10 to
-/// 19: the distinct values each minute takes, and the second it first
-/// changed (`None`: it held all minute).
-fn fundamental_by_second(cfg: &MarketConfig) -> Vec<(Vec<f64>, Option<u64>)> {
+/// 19, a minute a row (the traders' flow impact off: only the path).
+fn fundamental_by_second(cfg: &MarketConfig) -> Vec<Vec<f64>> {
     let cfg = MarketConfig {
-        flow_impact: 0.0, // no moves of the traders' own making
+        flow_impact: 0.0,
         ..cfg.clone()
     };
     let mut sim = Simulator::new(&day(), &cfg, 3);
     (10..20u64)
         .map(|m| {
-            let (mut values, mut moved_at) = (Vec::<f64>::new(), None);
-            for s in 0..60 {
-                sim.run_until((m * 60 + s) * 1_000_000 + 500_000);
-                let f = sim.fundamental_now();
-                if values.last().is_some_and(|&last| last != f) {
-                    moved_at = moved_at.or(Some(s));
-                }
-                if values.last() != Some(&f) {
-                    values.push(f);
-                }
-            }
-            (values, moved_at)
+            (0..60)
+                .map(|s| {
+                    sim.run_until((m * 60 + s) * 1_000_000 + 500_000);
+                    sim.fundamental_now()
+                })
+                .collect()
         })
         .collect()
+}
+
+/// The distinct values of a minute's readings in order, and the second of
+/// the first change (`None`: it held all minute).
+fn changes(readings: &[f64]) -> (Vec<f64>, Option<usize>) {
+    let mut values = vec![readings[0]];
+    let mut moved_at = None;
+    for (s, &f) in readings.iter().enumerate() {
+        if values.last() != Some(&f) {
+            moved_at = moved_at.or(Some(s));
+            values.push(f);
+        }
+    }
+    (values, moved_at)
 }
 
 #[test]
@@ -71,19 +78,54 @@ fn a_stepped_fundamental_holds_each_minute_then_moves_at_once() {
     };
     let closes = Simulator::new(&day(), &stepped, 3).fundamental();
     let minutes = fundamental_by_second(&stepped);
-    for (m, (values, _)) in (10..).zip(&minutes) {
-        // The last minute's close until the move, then this minute's.
-        assert_eq!(values.len(), 2, "minute {m}: {values:?}");
-        assert!((values[0] - closes[m - 1]).abs() < 1e-9, "minute {m}");
-        assert!((values[1] - closes[m]).abs() < 1e-9, "minute {m}");
+    let mut seconds = std::collections::BTreeSet::new();
+    for (m, readings) in (10..).zip(&minutes) {
+        // The last minute's close until the step, then this minute's (a
+        // step in the minute's first second shows this minute's only).
+        let (values, moved_at) = changes(readings);
+        let is_close = |v: f64, k: usize| (v - closes[k]).abs() < 1e-9;
+        match values[..] {
+            [before, after] => assert!(is_close(before, m - 1) && is_close(after, m), "minute {m}"),
+            [after] => assert!(is_close(after, m), "minute {m}"),
+            _ => panic!("minute {m}: {values:?}"),
+        }
+        seconds.insert(moved_at);
     }
     // At a second of its own each minute, the same for the same seed.
-    let seconds: std::collections::BTreeSet<_> = minutes.iter().map(|(_, s)| *s).collect();
     assert!(seconds.len() >= 5, "{seconds:?}");
     assert_eq!(minutes, fundamental_by_second(&stepped));
     // By default it moves in a line, a little every second.
-    for (values, moved_at) in fundamental_by_second(&MarketConfig::default()) {
+    for readings in fundamental_by_second(&MarketConfig::default()) {
+        let (values, moved_at) = changes(&readings);
         assert_eq!((values.len(), moved_at), (60, Some(1)));
+    }
+}
+
+#[test]
+fn a_bridge_adds_its_moves_to_a_stepped_fundamental_as_to_a_line() {
+    let with = |bridge: f64, steps: bool| {
+        fundamental_by_second(&MarketConfig {
+            fundamental_bridge: bridge,
+            fundamental_steps: steps,
+            ..MarketConfig::default()
+        })
+    };
+    let (line, bridged, stepped, both) = (
+        with(0.0, false),
+        with(1.0, false),
+        with(0.0, true),
+        with(1.0, true),
+    );
+    let rows = line.iter().zip(&bridged).zip(stepped.iter().zip(&both));
+    for (m, ((line, bridged), (stepped, both))) in (10..).zip(rows) {
+        for s in 0..60 {
+            let (bridge_moves, added) = (bridged[s] - line[s], both[s] - stepped[s]);
+            assert!(
+                (bridge_moves - added).abs() < 1e-9,
+                "minute {m}, second {s}"
+            );
+        }
+        assert_ne!(bridged, line, "minute {m}: the bridge moves nothing");
     }
 }
 
