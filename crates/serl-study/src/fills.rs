@@ -38,9 +38,12 @@ pub const HORIZON_SECONDS: f64 = 1_800.0;
 pub const WINDOW_MINUTES: usize = 35;
 /// The fill probabilities reported: within 1, 5 and 30 minutes.
 pub const WITHIN_SECONDS: [f64; 3] = [60.0, 300.0, 1_800.0];
-/// The (level, horizon) pairs the aim is judged on: both levels at 5 and
-/// 30 minutes.
-pub const AIM_PAIRS: usize = LEVELS.len() * 2;
+/// The (level, horizon) pairs the fill aim is judged on: both levels at
+/// 1, 5 and 30 minutes.
+pub const AIM_PAIRS: usize = LEVELS.len() * WITHIN_SECONDS.len();
+/// The adverse aim: the 5-minute adverse move after a fill at the touch
+/// within this factor of the LOBSTER queue's, either way.
+pub const ADVERSE_AIM_FACTOR: f64 = 2.0;
 
 /// The venues, the reference first.
 pub const VENUES: [&str; 5] = [
@@ -359,39 +362,147 @@ impl SymbolFills {
         FillSummary::of(self.fills(venue, |p| p.ticks_behind == ticks_behind))
     }
 
-    /// The (level, 5 or 30 minutes) pairs, of [`AIM_PAIRS`], on which
-    /// `venue`'s fill probability is within 5 percentage points of the
-    /// LOBSTER queue's: the study's aim.
+    /// The (level, horizon) pairs, of [`AIM_PAIRS`], on which `venue`'s
+    /// fill probability is within 5 percentage points of the LOBSTER
+    /// queue's: the fill half of the study's aim.
     pub fn within_aim(&self, venue: &str) -> usize {
         LEVELS
             .iter()
             .map(|&(ticks, _)| {
                 let (r, v) = (self.summary(VENUES[0], ticks), self.summary(venue, ticks));
-                (1..3)
+                (0..WITHIN_SECONDS.len())
                     .filter(|&k| (v.filled_within[k] - r.filled_within[k]).abs() <= 0.05)
                     .count()
             })
             .sum()
     }
 
-    /// The study's line for the symbol: at the touch, the share filled
+    /// `venue`'s adverse move 5 minutes after a fill at the touch over
+    /// the LOBSTER queue's (`None` where either has no fill, or the
+    /// queue's is not a move against the order).
+    pub fn adverse_ratio(&self, venue: &str) -> Option<f64> {
+        let real = self.summary(VENUES[0], 0).adverse_bps[1].filter(|&r| r > 0.0)?;
+        Some(self.summary(venue, 0).adverse_bps[1]? / real)
+    }
+
+    /// Whether `venue`'s adverse move is within [`ADVERSE_AIM_FACTOR`] of
+    /// the queue's, either way: the adverse half of the study's aim.
+    pub fn adverse_within_aim(&self, venue: &str) -> bool {
+        self.adverse_ratio(venue)
+            .is_some_and(|x| (1.0 / ADVERSE_AIM_FACTOR..=ADVERSE_AIM_FACTOR).contains(&x))
+    }
+
+    /// The study's lines for the symbol: at the touch, the share filled
     /// within 5 and 30 minutes at the LOBSTER queue, in the dynamic market
     /// with the day's order flow and with the queue-reactive flow, and how
-    /// many (level, horizon) pairs of each are within the aim.
-    pub fn summary_line(&self) -> String {
+    /// many (level, horizon) pairs of each are within the aim; then the
+    /// adverse move after a fill in each, and whether it is within the
+    /// aim.
+    pub fn summary_lines(&self) -> [String; 2] {
         let real = self.summary(VENUES[0], 0);
         let (market, reactive) = (self.summary(VENUES[1], 0), self.summary(VENUES[4], 0));
-        format!(
-            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}% (within 5 points on {} of {AIM_PAIRS} (level, horizon) pairs), queue-reactive flow {:.0}% / {:.0}% ({} of {AIM_PAIRS})",
+        let fills = format!(
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%, queue-reactive flow {:.0}% / {:.0}%; within 5 points of the queue at 1, 5 and 30 minutes on {} of {AIM_PAIRS} (level, horizon) pairs (dynamic market) and {} of {AIM_PAIRS} (queue-reactive)",
             self.symbol,
             100.0 * real.filled_within[1],
             100.0 * real.filled_within[2],
             100.0 * market.filled_within[1],
             100.0 * market.filled_within[2],
-            self.within_aim(VENUES[1]),
             100.0 * reactive.filled_within[1],
             100.0 * reactive.filled_within[2],
+            self.within_aim(VENUES[1]),
             self.within_aim(VENUES[4])
-        )
+        );
+        let bps = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.2} bps"));
+        let against = |venue: &str| match self.adverse_ratio(venue) {
+            Some(x) if self.adverse_within_aim(venue) => format!("{x:.1}x, within the aim"),
+            Some(x) => format!("{x:.1}x"),
+            None => "-".into(),
+        };
+        let adverse = format!(
+            "{}: the mid's move against a filled order at the touch 5 minutes on: LOBSTER queue {}, dynamic market {} ({}), queue-reactive flow {} ({}); the aim: within {ADVERSE_AIM_FACTOR}x of the queue's",
+            self.symbol,
+            bps(real.adverse_bps[1]),
+            bps(market.adverse_bps[1]),
+            against(VENUES[1]),
+            bps(reactive.adverse_bps[1]),
+            against(VENUES[4]),
+        );
+        [fills, adverse]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A probe at `ticks_behind` the touch in `venue`, filled in full
+    /// after `seconds` (`None`: not at all), the mid moving `adverse` bps
+    /// against it 5 minutes on.
+    fn record(
+        venue: &'static str,
+        ticks_behind: u16,
+        seconds: Option<f64>,
+        adverse: f64,
+    ) -> ProbeRecord {
+        let probe = Probe {
+            buy: true,
+            ticks_behind,
+            size: 100,
+            post: 36_000.0,
+            horizon: HORIZON_SECONDS,
+        };
+        let fill = ProbeFill {
+            price: 99.99,
+            mid: 100.0,
+            first_fill: seconds,
+            full_fill: seconds,
+            filled: if seconds.is_some() { 100.0 } else { 0.0 },
+            adverse_bps: [None, seconds.map(|_| adverse)],
+        };
+        ProbeRecord {
+            venue,
+            seed: None,
+            probe,
+            fill: Some(fill),
+        }
+    }
+
+    /// Ten probes a level: `filled` of them within 30 s, the rest never,
+    /// each fill followed by `adverse` bps.
+    fn venue(venue: &'static str, filled: usize, adverse: f64) -> Vec<ProbeRecord> {
+        let at = |i: usize| (i < filled).then_some(30.0);
+        (0..2)
+            .flat_map(|level| (0..10).map(move |i| record(venue, level, at(i), adverse)))
+            .collect()
+    }
+
+    #[test]
+    fn the_verdict_counts_fills_within_5_points_and_adverse_moves_within_2x() {
+        let mut records = venue(VENUES[0], 5, 0.5);
+        records.extend(venue(VENUES[1], 5, 0.9)); // the same fills, 1.8x the move
+        records.extend(venue(VENUES[4], 6, -0.5)); // 10 points more, a reversal
+        let s = SymbolFills {
+            symbol: "TEST".into(),
+            file: PathBuf::new(),
+            records,
+        };
+        assert_eq!(s.within_aim(VENUES[1]), AIM_PAIRS);
+        assert_eq!(s.within_aim(VENUES[4]), 0);
+        assert!((s.adverse_ratio(VENUES[1]).unwrap() - 1.8).abs() < 1e-9);
+        assert!(s.adverse_within_aim(VENUES[1]));
+        // A move the other way is no match for adverse selection.
+        assert!(!s.adverse_within_aim(VENUES[4]));
+        // A venue with no fills has no ratio.
+        assert_eq!(s.adverse_ratio(VENUES[2]), None);
+        let [fills, adverse] = s.summary_lines();
+        assert!(
+            fills.contains("on 6 of 6 (level, horizon) pairs (dynamic market) and 0 of 6"),
+            "{fills}"
+        );
+        assert!(
+            adverse.contains("dynamic market 0.90 bps (1.8x, within the aim)"),
+            "{adverse}"
+        );
     }
 }

@@ -8,8 +8,8 @@ use serl_report::Table;
 
 use crate::error::{Context, Result, StudyError};
 use crate::fills::{
-    FillSummary, FillsRequest, SymbolFills, AIM_PAIRS, HORIZON_SECONDS, LEVELS, VENUES,
-    WITHIN_SECONDS,
+    FillSummary, FillsRequest, SymbolFills, ADVERSE_AIM_FACTOR, AIM_PAIRS, HORIZON_SECONDS, LEVELS,
+    VENUES, WITHIN_SECONDS,
 };
 
 /// Writes the study's files into `a.out`: `fills.json`, `probes.csv`,
@@ -182,11 +182,14 @@ fn symbol_section(md: &mut String, s: &SymbolFills) {
     md.push_str(&t.markdown());
     let _ = writeln!(
         md,
-        "\nIn brackets: percentage points from the LOBSTER queue. Within 5 points at 5 and 30 minutes: the \
-         market with the day's order flow on **{} of {AIM_PAIRS}** (level, horizon) pairs, the queue-reactive \
-         flow on **{} of {AIM_PAIRS}**.\n",
+        "\nIn brackets: percentage points from the LOBSTER queue. Within 5 points at 1, 5 and 30 minutes: \
+         the market with the day's order flow on **{} of {AIM_PAIRS}** (level, horizon) pairs, the \
+         queue-reactive flow on **{} of {AIM_PAIRS}**. The adverse move 5 minutes after a fill at the \
+         touch against the queue's: {} and {} (the aim: within {ADVERSE_AIM_FACTOR}x, either way).\n",
         s.within_aim(VENUES[1]),
-        s.within_aim(VENUES[4])
+        s.within_aim(VENUES[4]),
+        ratio(s.adverse_ratio(VENUES[1])),
+        ratio(s.adverse_ratio(VENUES[4])),
     );
 }
 
@@ -227,4 +230,9 @@ fn percent(x: f64) -> String {
     } else {
         "–".to_string()
     }
+}
+
+/// A ratio of adverse moves, or `-` where there is none.
+fn ratio(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("**{x:.1}x**"))
 }

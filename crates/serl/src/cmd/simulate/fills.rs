@@ -55,9 +55,7 @@ pub fn run(a: FillsArgs) -> Result<ExitCode> {
     let all = serl_study::fills::probe_all(&request, &progress)?;
     serl_study::fills_report::write(&request, &all)?;
     bar.finish();
-    for s in &all {
-        println!("{}", s.summary_line());
-    }
+    crate::show::lines(all.iter().flat_map(|s| s.summary_lines()));
     println!("report: {}", request.out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }
