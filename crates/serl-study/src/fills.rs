@@ -393,40 +393,57 @@ impl SymbolFills {
     }
 
     /// The study's lines for the symbol: at the touch, the share filled
-    /// within 5 and 30 minutes at the LOBSTER queue, in the dynamic market
-    /// with the day's order flow and with the queue-reactive flow, and how
-    /// many (level, horizon) pairs of each are within the aim; then the
-    /// adverse move after a fill in each, and whether it is within the
-    /// aim.
+    /// within 5 and 30 minutes at the LOBSTER queue and in each simulated
+    /// venue, and how many (level, horizon) pairs of each are within the
+    /// aim; then the adverse move after a fill in each, and whether it is
+    /// within the aim.
     pub fn summary_lines(&self) -> [String; 2] {
+        // The simulated venues, as the lines name them.
+        let simulated = [
+            (VENUES[1], "dynamic market with the day's order flow"),
+            (VENUES[2], "from bars only (the training venue)"),
+            (VENUES[4], "queue-reactive flow"),
+        ];
+        let pct = |f: &FillSummary| {
+            let [_, five, thirty] = f.filled_within.map(|p| 100.0 * p);
+            format!("{five:.0}% / {thirty:.0}%")
+        };
         let real = self.summary(VENUES[0], 0);
-        let (market, reactive) = (self.summary(VENUES[1], 0), self.summary(VENUES[4], 0));
+        let shares: Vec<String> = simulated
+            .iter()
+            .map(|&(venue, name)| format!("{name} {}", pct(&self.summary(venue, 0))))
+            .collect();
+        let pairs: Vec<String> = simulated
+            .iter()
+            .map(|&(venue, _)| self.within_aim(venue).to_string())
+            .collect();
         let fills = format!(
-            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {:.0}% / {:.0}%, dynamic market with the day's order flow {:.0}% / {:.0}%, queue-reactive flow {:.0}% / {:.0}%; within 5 points of the queue at 1, 5 and 30 minutes on {} of {AIM_PAIRS} (level, horizon) pairs (dynamic market) and {} of {AIM_PAIRS} (queue-reactive)",
+            "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {}, {}; within 5 points of the queue at 1, 5 and 30 minutes on {} of {AIM_PAIRS} (level, horizon) pairs",
             self.symbol,
-            100.0 * real.filled_within[1],
-            100.0 * real.filled_within[2],
-            100.0 * market.filled_within[1],
-            100.0 * market.filled_within[2],
-            100.0 * reactive.filled_within[1],
-            100.0 * reactive.filled_within[2],
-            self.within_aim(VENUES[1]),
-            self.within_aim(VENUES[4])
+            pct(&real),
+            shares.join(", "),
+            pairs.join(", ")
         );
         let bps = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.2} bps"));
-        let against = |venue: &str| match self.adverse_ratio(venue) {
-            Some(x) if self.adverse_within_aim(venue) => format!("{x:.1}x, within the aim"),
-            Some(x) => format!("{x:.1}x"),
-            None => "-".into(),
-        };
+        let moves: Vec<String> = simulated
+            .iter()
+            .map(|&(venue, name)| {
+                let ratio = match self.adverse_ratio(venue) {
+                    Some(x) if self.adverse_within_aim(venue) => format!("{x:.1}x, within the aim"),
+                    Some(x) => format!("{x:.1}x"),
+                    None => "-".into(),
+                };
+                format!(
+                    "{name} {} ({ratio})",
+                    bps(self.summary(venue, 0).adverse_bps[1])
+                )
+            })
+            .collect();
         let adverse = format!(
-            "{}: the mid's move against a filled order at the touch 5 minutes on: LOBSTER queue {}, dynamic market {} ({}), queue-reactive flow {} ({}); the aim: within {ADVERSE_AIM_FACTOR}x of the queue's",
+            "{}: the mid's move against a filled order at the touch 5 minutes on: LOBSTER queue {}, {}; the aim: within {ADVERSE_AIM_FACTOR}x of the queue's",
             self.symbol,
             bps(real.adverse_bps[1]),
-            bps(market.adverse_bps[1]),
-            against(VENUES[1]),
-            bps(reactive.adverse_bps[1]),
-            against(VENUES[4]),
+            moves.join(", ")
         );
         [fills, adverse]
     }
@@ -496,13 +513,15 @@ mod tests {
         // A venue with no fills has no ratio.
         assert_eq!(s.adverse_ratio(VENUES[2]), None);
         let [fills, adverse] = s.summary_lines();
+        // The venues in order: with the day's flow, from bars (no probes
+        // here), queue-reactive.
         assert!(
-            fills.contains("on 6 of 6 (level, horizon) pairs (dynamic market) and 0 of 6"),
+            fills.contains("on 6, 0, 0 of 6 (level, horizon) pairs"),
             "{fills}"
         );
-        assert!(
-            adverse.contains("dynamic market 0.90 bps (1.8x, within the aim)"),
-            "{adverse}"
-        );
+        let moves = "order flow 0.90 bps (1.8x, within the aim), \
+                     from bars only (the training venue) - (-), \
+                     queue-reactive flow -0.50 bps (-1.0x)";
+        assert!(adverse.contains(moves), "{adverse}");
     }
 }

@@ -183,12 +183,15 @@ fn symbol_section(md: &mut String, s: &SymbolFills) {
     let _ = writeln!(
         md,
         "\nIn brackets: percentage points from the LOBSTER queue. Within 5 points at 1, 5 and 30 minutes: \
-         the market with the day's order flow on **{} of {AIM_PAIRS}** (level, horizon) pairs, the \
-         queue-reactive flow on **{} of {AIM_PAIRS}**. The adverse move 5 minutes after a fill at the \
-         touch against the queue's: {} and {} (the aim: within {ADVERSE_AIM_FACTOR}x, either way).\n",
+         the market with the day's order flow on **{} of {AIM_PAIRS}** (level, horizon) pairs, the market \
+         from bars only (the training venue) on **{} of {AIM_PAIRS}**, the queue-reactive flow on **{} of \
+         {AIM_PAIRS}**. The adverse move 5 minutes after a fill at the touch against the queue's: {}, {} \
+         and {} (the aim: within {ADVERSE_AIM_FACTOR}x, either way).\n",
         s.within_aim(VENUES[1]),
+        s.within_aim(VENUES[2]),
         s.within_aim(VENUES[4]),
         ratio(s.adverse_ratio(VENUES[1])),
+        ratio(s.adverse_ratio(VENUES[2])),
         ratio(s.adverse_ratio(VENUES[4])),
     );
 }

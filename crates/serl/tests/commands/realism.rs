@@ -326,7 +326,8 @@ fn fills_probes_every_venue_with_the_same_orders_and_the_same_numbers_each_time(
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("at the touch, filled within 5 / 30 minutes: LOBSTER queue"));
     // Both halves of the aim: the fills and the adverse move after them.
-    assert!(text(&o).contains("of 6 (level, horizon) pairs (dynamic market)"));
+    assert!(text(&o).contains("from bars only (the training venue)"));
+    assert!(text(&o).contains("of 6 (level, horizon) pairs"));
     assert!(text(&o).contains("the aim: within 2x of the queue's"));
 
     // 11 times from 09:35 to 15:25, both sides: 22 probes per level in
