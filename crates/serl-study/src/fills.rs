@@ -388,8 +388,7 @@ impl SymbolFills {
     /// Whether `venue`'s adverse move is within [`ADVERSE_AIM_FACTOR`] of
     /// the queue's, either way: the adverse half of the study's aim.
     pub fn adverse_within_aim(&self, venue: &str) -> bool {
-        self.adverse_ratio(venue)
-            .is_some_and(|x| (1.0 / ADVERSE_AIM_FACTOR..=ADVERSE_AIM_FACTOR).contains(&x))
+        self.adverse_ratio(venue).is_some_and(ratio_within_aim)
     }
 
     /// The study's lines for the symbol: at the touch, the share filled
@@ -409,14 +408,19 @@ impl SymbolFills {
             format!("{five:.0}% / {thirty:.0}%")
         };
         let real = self.summary(VENUES[0], 0);
-        let shares: Vec<String> = simulated
-            .iter()
-            .map(|&(venue, name)| format!("{name} {}", pct(&self.summary(venue, 0))))
-            .collect();
-        let pairs: Vec<String> = simulated
-            .iter()
-            .map(|&(venue, _)| self.within_aim(venue).to_string())
-            .collect();
+        let bps = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.2} bps"));
+        let (mut shares, mut pairs, mut moves) = (Vec::new(), Vec::new(), Vec::new());
+        for (venue, name) in simulated {
+            let at_touch = self.summary(venue, 0);
+            shares.push(format!("{name} {}", pct(&at_touch)));
+            pairs.push(self.within_aim(venue).to_string());
+            let ratio = match self.adverse_ratio(venue) {
+                Some(x) if ratio_within_aim(x) => format!("{x:.1}x, within the aim"),
+                Some(x) => format!("{x:.1}x"),
+                None => "-".into(),
+            };
+            moves.push(format!("{name} {} ({ratio})", bps(at_touch.adverse_bps[1])));
+        }
         let fills = format!(
             "{}: at the touch, filled within 5 / 30 minutes: LOBSTER queue {}, {}; within 5 points of the queue at 1, 5 and 30 minutes on {} of {AIM_PAIRS} (level, horizon) pairs",
             self.symbol,
@@ -424,21 +428,6 @@ impl SymbolFills {
             shares.join(", "),
             pairs.join(", ")
         );
-        let bps = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.2} bps"));
-        let moves: Vec<String> = simulated
-            .iter()
-            .map(|&(venue, name)| {
-                let ratio = match self.adverse_ratio(venue) {
-                    Some(x) if self.adverse_within_aim(venue) => format!("{x:.1}x, within the aim"),
-                    Some(x) => format!("{x:.1}x"),
-                    None => "-".into(),
-                };
-                format!(
-                    "{name} {} ({ratio})",
-                    bps(self.summary(venue, 0).adverse_bps[1])
-                )
-            })
-            .collect();
         let adverse = format!(
             "{}: the mid's move against a filled order at the touch 5 minutes on: LOBSTER queue {}, {}; the aim: within {ADVERSE_AIM_FACTOR}x of the queue's",
             self.symbol,
@@ -447,6 +436,12 @@ impl SymbolFills {
         );
         [fills, adverse]
     }
+}
+
+/// Whether an adverse move `ratio` times the queue's is within
+/// [`ADVERSE_AIM_FACTOR`] of it, either way.
+fn ratio_within_aim(ratio: f64) -> bool {
+    (1.0 / ADVERSE_AIM_FACTOR..=ADVERSE_AIM_FACTOR).contains(&ratio)
 }
 
 #[cfg(test)]
