@@ -9,6 +9,11 @@ use serl_lob::*;
 #[derive(Debug, Arbitrary)]
 enum Op {
     Limit { id: u8, owner: u8, bid: bool, price: i8, qty: u16 },
+    // Prices up to 262,000 ticks away: they move and widen a side's
+    // price-indexed window, and now and then spread it past its limit.
+    FarLimit { id: u8, owner: u8, bid: bool, price: i16, qty: u16 },
+    // Any price at all (the sorted fallback, and the overflow guards).
+    WildLimit { id: u8, owner: u8, bid: bool, price: i64, qty: u16 },
     Market { id: u8, owner: u8, bid: bool, qty: u16 },
     Ioc { id: u8, owner: u8, bid: bool, price: i8, qty: u16 },
     Cancel { id: u8 },
@@ -39,6 +44,8 @@ fuzz_target!(|input: Input| {
         let price = |p: i8| 100 + p as i64; // includes non-positive prices
         let r = match op {
             Op::Limit { id, owner, bid, price: p, qty } => book.submit(NewOrder { id: id as u64, owner: owner as u32, side: side(bid), kind: OrderKind::Limit { price: price(p) }, qty: qty as u64 }, &mut events).map(|_| ()),
+            Op::FarLimit { id, owner, bid, price: p, qty } => book.submit(NewOrder { id: id as u64, owner: owner as u32, side: side(bid), kind: OrderKind::Limit { price: 100 + p as i64 * 8 }, qty: qty as u64 }, &mut events).map(|_| ()),
+            Op::WildLimit { id, owner, bid, price, qty } => book.submit(NewOrder { id: id as u64, owner: owner as u32, side: side(bid), kind: OrderKind::Limit { price }, qty: qty as u64 }, &mut events).map(|_| ()),
             Op::Market { id, owner, bid, qty } => book.submit(NewOrder { id: id as u64, owner: owner as u32, side: side(bid), kind: OrderKind::Market, qty: qty as u64 }, &mut events).map(|_| ()),
             Op::Ioc { id, owner, bid, price: p, qty } => book.submit(NewOrder { id: id as u64, owner: owner as u32, side: side(bid), kind: OrderKind::Ioc { price: price(p) }, qty: qty as u64 }, &mut events).map(|_| ()),
             Op::Cancel { id } => book.cancel(id as u64, &mut events).map(|_| ()),

@@ -1,5 +1,5 @@
-//! The storage under the book: order nodes in a slab, price levels, and
-//! the sorted ladder of levels per side.
+//! The storage under the book: order nodes in a slab and price levels
+//! (each side's levels by price are in [`super::ladder`]).
 
 use crate::types::*;
 
@@ -36,39 +36,12 @@ pub(super) struct Placed {
     pub(super) side: Side,
 }
 
-#[derive(Debug, Clone, Default)]
-pub(super) struct Ladder {
-    /// Ascending; the best level is last.
-    pub(super) keys: Vec<Ticks>,
-    pub(super) levels: Vec<u32>,
-}
-
 #[inline(always)]
 pub(super) fn key(side: Side, price: Ticks) -> Ticks {
     match side {
         Side::Bid => price,
         Side::Ask => -price,
     }
-}
-
-/// Position of `k` in ascending `keys`, searching from the end first
-/// because almost all activity is near the top of the book.
-#[inline]
-pub(super) fn search(keys: &[Ticks], k: Ticks) -> Result<usize, usize> {
-    let n = keys.len();
-    let mut i = n;
-    let stop = n.saturating_sub(8);
-    while i > stop {
-        let kk = keys[i - 1];
-        if kk == k {
-            return Ok(i - 1);
-        }
-        if kk < k {
-            return Err(i);
-        }
-        i -= 1;
-    }
-    keys[..i].binary_search(&k)
 }
 
 #[inline(always)]

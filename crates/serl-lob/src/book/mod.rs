@@ -5,27 +5,30 @@
 //! - orders live in a slab (`Vec<Node>`) and form an intrusive doubly
 //!   linked FIFO per level, so cancels are O(1) once the id is found;
 //! - an id → slot index ([`crate::index`]) finds them;
-//! - each side is a sorted vector of (key, level) with the best level at the
-//!   end, so the top of book is the last element and the levels that change
-//!   most often are the cheapest to insert and remove. The key is the price
-//!   for bids and minus the price for asks, so "better" is "larger" on both
-//!   sides.
+//! - each side holds its levels in an array indexed by price over a window
+//!   around the prices in use, linked in price order, with a bitmap of the
+//!   occupied prices to place a new level between its neighbours
+//!   ([`ladder`]). The key is the price for bids and minus the price for
+//!   asks, so "better" is "larger" on both sides.
 //!
 //! Freed order and level slots are reused, so a book in steady state does
 //! not allocate per message.
 //!
 //! This file holds the book and every message that changes it (the hot
-//! path, kept together); [`levels`] the storage types under it, `queries`
-//! the read-only questions and `invariants` the full structural check.
+//! path, kept together); [`levels`] the storage types under it, [`ladder`]
+//! each side's levels, `queries` the read-only questions and `invariants`
+//! the full structural check.
 
 mod invariants;
+mod ladder;
 mod levels;
 mod queries;
 
 use crate::index::{IdIndex, Probe};
 use crate::types::*;
 use crate::LobError;
-use levels::{key, search, side_ix, Ladder, Level, Node, Placed};
+use ladder::Ladder;
+use levels::{key, side_ix, Level, Node, Placed};
 
 const NIL: u32 = u32::MAX;
 
@@ -104,10 +107,8 @@ impl OrderBook {
         self.free_nodes.clear();
         self.levels.clear();
         self.free_levels.clear();
-        self.bids.keys.clear();
-        self.bids.levels.clear();
-        self.asks.keys.clear();
-        self.asks.levels.clear();
+        self.bids.clear();
+        self.asks.clear();
         self.index.clear();
         self.resting = [0; 2];
         self.totals = Totals::default();
@@ -232,9 +233,8 @@ impl OrderBook {
             Side::Ask => &self.asks,
         };
         ladder
-            .keys
-            .last()
-            .is_some_and(|&best| best >= key(opp, price))
+            .best()
+            .is_some_and(|(best, _)| best >= key(opp, price))
     }
 
     /// A limit order that meets nothing: it rests at once. One probe of the
@@ -286,7 +286,7 @@ impl OrderBook {
                 Side::Bid => &self.bids,
                 Side::Ask => &self.asks,
             };
-            let (Some(&best), Some(&li)) = (ladder.keys.last(), ladder.levels.last()) else {
+            let Some((best, li)) = ladder.best() else {
                 break;
             };
             if best < threshold {
@@ -354,10 +354,11 @@ impl OrderBook {
                 Side::Bid => &mut self.bids,
                 Side::Ask => &mut self.asks,
             };
-            if ladder.levels.last() == Some(&(li as u32)) {
-                ladder.keys.pop();
-                ladder.levels.pop();
-                self.free_levels.push(li as u32);
+            if let Some((best, top)) = ladder.best() {
+                if top == li as u32 {
+                    ladder.remove(best);
+                    self.free_levels.push(top);
+                }
             }
         }
     }
@@ -410,10 +411,8 @@ impl OrderBook {
             Side::Bid => &mut self.bids,
             Side::Ask => &mut self.asks,
         };
-        if let Ok(pos) = search(&ladder.keys, k) {
-            ladder.keys.remove(pos);
-            ladder.levels.remove(pos);
-            self.free_levels.push(li as u32);
+        if let Some(removed) = ladder.remove(k) {
+            self.free_levels.push(removed);
         }
     }
 
@@ -423,9 +422,9 @@ impl OrderBook {
             Side::Bid => &mut self.bids,
             Side::Ask => &mut self.asks,
         };
-        match search(&ladder.keys, k) {
-            Ok(pos) => ladder.levels[pos],
-            Err(pos) => {
+        match ladder.get(k) {
+            Some(li) => li,
+            None => {
                 let lvl = Level {
                     price,
                     qty: 0,
@@ -435,8 +434,7 @@ impl OrderBook {
                     side,
                 };
                 let li = alloc(&mut self.levels, &mut self.free_levels, lvl);
-                ladder.keys.insert(pos, k);
-                ladder.levels.insert(pos, li);
+                ladder.insert(k, li);
                 li
             }
         }

@@ -1,6 +1,7 @@
 //! Read-only questions about the book: best levels, depth, queues.
 
-use super::levels::{key, search, side_ix, Ladder};
+use super::ladder::Ladder;
+use super::levels::{key, side_ix};
 use super::{OrderBook, QueuePosition, NIL};
 use crate::types::*;
 
@@ -24,7 +25,7 @@ impl OrderBook {
     /// The best level of a side.
     #[inline]
     pub fn best(&self, side: Side) -> Option<LevelView> {
-        self.ladder(side).levels.last().map(|&li| self.view(li))
+        self.ladder(side).best().map(|(_, li)| self.view(li))
     }
 
     /// The highest bid price, if any bid rests.
@@ -50,11 +51,7 @@ impl OrderBook {
 
     /// Levels of a side from the best outwards.
     pub fn levels(&self, side: Side) -> impl Iterator<Item = LevelView> + '_ {
-        self.ladder(side)
-            .levels
-            .iter()
-            .rev()
-            .map(move |&li| self.view(li))
+        self.ladder(side).iter().map(move |(_, li)| self.view(li))
     }
 
     /// The top `depth` levels of a side, written into `out` (cleared first)
@@ -71,15 +68,14 @@ impl OrderBook {
 
     /// Number of price levels on a side.
     pub fn level_count(&self, side: Side) -> usize {
-        self.ladder(side).levels.len()
+        self.ladder(side).len()
     }
 
     /// Lots resting at one price.
     pub fn qty_at(&self, side: Side, price: Ticks) -> Lots {
-        let ladder = self.ladder(side);
-        match search(&ladder.keys, key(side, price)) {
-            Ok(pos) => self.levels[ladder.levels[pos] as usize].qty,
-            Err(_) => 0,
+        match self.ladder(side).get(key(side, price)) {
+            Some(li) => self.levels[li as usize].qty,
+            None => 0,
         }
     }
 
@@ -136,10 +132,9 @@ impl OrderBook {
     /// [`OrderBook::queue`] without collecting it: for a caller on every
     /// event of a flow, which must not allocate there.
     pub fn queue_iter(&self, side: Side, price: Ticks) -> impl Iterator<Item = RestingOrder> + '_ {
-        let ladder = self.ladder(side);
-        let mut cur = match search(&ladder.keys, key(side, price)) {
-            Ok(pos) => self.levels[ladder.levels[pos] as usize].head,
-            Err(_) => NIL,
+        let mut cur = match self.ladder(side).get(key(side, price)) {
+            Some(li) => self.levels[li as usize].head,
+            None => NIL,
         };
         std::iter::from_fn(move || {
             if cur == NIL {

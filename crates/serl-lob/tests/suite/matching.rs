@@ -40,6 +40,37 @@ fn an_aggressive_order_sweeps_levels_best_price_first() {
     assert_eq!(book.spread(), Some(1));
 }
 
+/// Prices far apart (a penny bid under a thousand-dollar one) keep the
+/// same order as prices a tick apart: a side spread wider than its
+/// price-indexed window falls back to a sorted one.
+#[test]
+fn levels_far_apart_still_trade_best_price_first() {
+    let mut book = OrderBook::default();
+    let prices = [100_000, 1, 5_000_000, 100_001, 2, 4_999_999];
+    for (id, &price) in (1..).zip(&prices) {
+        book.submit(limit(id, 1, Side::Bid, price, 1), &mut ())
+            .unwrap();
+        book.check_invariants().unwrap();
+    }
+    let mut sorted = prices;
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let listed: Vec<Ticks> = book.levels(Side::Bid).map(|l| l.price).collect();
+    assert_eq!(listed, sorted);
+    let mut tape: Vec<Event> = Vec::new();
+    book.submit(limit(99, 2, Side::Ask, 2, 5), &mut tape)
+        .unwrap();
+    let traded: Vec<Ticks> = tape
+        .iter()
+        .filter_map(|e| match e {
+            Event::Trade(f) => Some(f.price),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(traded, sorted[..5]);
+    assert_eq!((book.best_bid(), book.best_ask()), (Some(1), None));
+    book.check_invariants().unwrap();
+}
+
 #[test]
 fn within_a_price_the_earliest_order_fills_first() {
     let mut book = OrderBook::default();
