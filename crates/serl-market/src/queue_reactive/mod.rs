@@ -149,13 +149,18 @@ impl QueueReactive {
     /// All its event rates in `book` now, per second, times `scale` (the
     /// minute's activity on bar data; 1 on the calibrated day), written
     /// into `out` as (side, kind, rate); returns their sum.
-    fn rates(&self, book: &OrderBook, scale: f64, out: &mut Vec<(Side, Kind, f64)>) -> f64 {
+    fn rates(&self, book: &OrderBook, scale: f64, buffer: &mut QrRates) -> f64 {
+        let k = self.levels();
+        if buffer.bins.len() != 2 * k {
+            buffer.bins = vec![BinMemo::NONE; 2 * k];
+        }
+        let out = &mut buffer.rates;
         out.clear();
         let spread = book.spread().unwrap_or(self.spread).max(1) as usize;
-        for side in [Side::Bid, Side::Ask] {
+        for (s, side) in [Side::Bid, Side::Ask].into_iter().enumerate() {
             let mut levels = 0;
-            for (i, l) in book.levels(side).take(self.levels()).enumerate() {
-                let b = self.bin(i, l.qty);
+            for (i, l) in book.levels(side).take(k).enumerate() {
+                let b = buffer.bins[s * k + i].bin(l.qty, self.unit[i]);
                 out.push((side, Kind::Join(i), self.limit[i][b]));
                 out.push((side, Kind::Cancel(i), self.cancel[i][b]));
                 if i == 0 {
@@ -206,8 +211,8 @@ impl QueueReactive {
         rates: &mut QrRates,
         rng: &mut R,
     ) -> Option<f64> {
-        rates.1 = self.rates(book, scale, &mut rates.0);
-        let total = rates.1;
+        rates.total = self.rates(book, scale, rates);
+        let total = rates.total;
         if total <= 0.0 || !total.is_finite() {
             return None;
         }
@@ -223,9 +228,9 @@ impl QueueReactive {
         rates: &QrRates,
         rng: &mut R,
     ) -> QrEvent {
-        let mut u = rng.random::<f64>() * rates.1;
-        let mut pick = rates.0[rates.0.len() - 1];
-        for &r in &rates.0 {
+        let mut u = rng.random::<f64>() * rates.total;
+        let mut pick = rates.rates[rates.rates.len() - 1];
+        for &r in &rates.rates {
             if u < r.2 {
                 pick = r;
                 break;
@@ -456,9 +461,47 @@ impl QueueReactive {
     }
 }
 
-/// A buffer for [`QueueReactive::next_event`]'s rates, and their sum.
+/// A buffer for [`QueueReactive::next_event`]'s rates and their sum, and
+/// each modelled queue's bin as last computed: an event changes one or two
+/// queues, and the others' bins are not computed again (a division and a
+/// rounding each, half the rates' time on a ten-level model).
 #[derive(Debug, Default, Clone)]
-pub struct QrRates(Vec<(Side, Kind, f64)>, f64);
+pub struct QrRates {
+    rates: Vec<(Side, Kind, f64)>,
+    total: f64,
+    /// By side (bids first), then level.
+    bins: Vec<BinMemo>,
+}
+
+/// A queue's bin, for the size and unit it was computed from.
+#[derive(Debug, Clone, Copy)]
+struct BinMemo {
+    qty: u64,
+    unit: f64,
+    bin: usize,
+}
+
+impl BinMemo {
+    const NONE: BinMemo = BinMemo {
+        qty: u64::MAX,
+        unit: f64::NAN,
+        bin: 0,
+    };
+
+    /// [`bin`] of `qty` in units of `unit`, computed again only when
+    /// either changed (the same number either way).
+    #[inline]
+    fn bin(&mut self, qty: u64, unit: f64) -> usize {
+        if qty != self.qty || unit.to_bits() != self.unit.to_bits() {
+            *self = BinMemo {
+                qty,
+                unit,
+                bin: bin(qty, unit),
+            };
+        }
+        self.bin
+    }
+}
 
 /// One of the orders resting at `price` on `side` that `keep` accepts,
 /// each as likely: the order a cancel event of a flow takes. Counted,
