@@ -18,15 +18,8 @@ impl OrderBook {
             self.ladder(side)
                 .check()
                 .map_err(|e| format!("{side:?} {e}"))?;
-            let ladder: Vec<(Ticks, u32)> = self.ladder(side).iter().collect();
-            if ladder.windows(2).any(|w| w[0].0 <= w[1].0) {
-                return Err(format!("{side:?} ladder not strictly sorted"));
-            }
-            if ladder.len() != self.ladder(side).len() {
-                return Err(format!("{side:?} ladder miscounts its levels"));
-            }
             let mut side_qty = 0;
-            for (k, li) in ladder {
+            for (k, li) in self.ladder(side).iter() {
                 let l = &self.levels[li as usize];
                 if key(side, l.price) != k {
                     return Err(format!("level key mismatch at {}", l.price));

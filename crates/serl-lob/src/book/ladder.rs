@@ -259,6 +259,34 @@ impl Dense {
         self.summary[pos / 4096] |= 1 << (pos / 64 % 64);
     }
 
+    #[inline(always)]
+    fn unmark(&mut self, pos: usize) {
+        self.slots[pos] = NIL;
+        self.bits[pos / 64] &= !(1 << (pos % 64));
+        if self.bits[pos / 64] == 0 {
+            self.summary[pos / 4096] &= !(1 << (pos / 64 % 64));
+        }
+    }
+
+    /// Makes `lower` and `higher` neighbours (`NIL`: the end on that
+    /// side), keeping the worst and the best level up to date.
+    #[inline(always)]
+    fn join(&mut self, lower: u32, higher: u32) {
+        match lower {
+            NIL => self.lowest_level = higher,
+            l => self.links[l as usize].higher = higher,
+        }
+        match higher {
+            NIL => {
+                self.best_level = lower;
+                if lower != NIL {
+                    self.best = self.links[lower as usize].key;
+                }
+            }
+            h => self.links[h as usize].lower = lower,
+        }
+    }
+
     /// Inserts at a key the window holds ([`Self::make_room`] first).
     #[inline(always)]
     fn insert(&mut self, k: Ticks, li: u32) {
@@ -284,17 +312,8 @@ impl Dense {
             lower,
             higher,
         };
-        match lower {
-            NIL => self.lowest_level = li,
-            l => self.links[l as usize].higher = li,
-        }
-        match higher {
-            NIL => {
-                self.best = k;
-                self.best_level = li;
-            }
-            h => self.links[h as usize].lower = li,
-        }
+        self.join(lower, li);
+        self.join(li, higher);
         self.len += 1;
     }
 
@@ -305,25 +324,9 @@ impl Dense {
         if li == NIL {
             return None;
         }
-        self.slots[pos] = NIL;
-        self.bits[pos / 64] &= !(1 << (pos % 64));
-        if self.bits[pos / 64] == 0 {
-            self.summary[pos / 4096] &= !(1 << (pos / 64 % 64));
-        }
+        self.unmark(pos);
         let Link { lower, higher, .. } = self.links[li as usize];
-        match lower {
-            NIL => self.lowest_level = higher,
-            l => self.links[l as usize].higher = higher,
-        }
-        match higher {
-            NIL => {
-                self.best_level = lower;
-                if lower != NIL {
-                    self.best = self.links[lower as usize].key;
-                }
-            }
-            h => self.links[h as usize].lower = lower,
-        }
+        self.join(lower, higher);
         self.len -= 1;
         Some(li)
     }
