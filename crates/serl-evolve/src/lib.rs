@@ -29,7 +29,7 @@
 //! | lockbox | `lockbox.rs` | the test sealed until the run is declared final (`[evolve] lockbox`) |
 //! | evidence | `evidence.rs`, `evidence_stage.rs` | every design's, plain PPO's and the baselines' PA per validation stock-day (`evidence.parquet`); σ_d, the noise edge, the detectable edge, PBO, the deflated score, the SPA test; the recommendation (`evidence.json`, `final/recommended`) |
 //! | verdict | `verdict.rs` | the chosen design on test against plain PPO and the baselines, day by day; whether the validation ranking held |
-//! | costs | `stages.rs` | seconds per stage, kept in `costs.json` across resumes |
+//! | costs | `stages.rs`, `stage_clock.rs` | seconds per stage, read from the stage's `tracing` span by the [`StageClock`] layer, kept in `costs.json` across resumes |
 //! | executors | `executor.rs` | jobs run here side by side (where the numbers stay the same), or as batches of a cluster's plan (`serl-cluster`) |
 //! | tasks | `tasks.rs` | a job as a cluster task's line, which [`run_task`] runs |
 //! | pairs | `pairs.rs`, `pair_counts.rs` | the designer's fine-tuning data from a run's records, and its counts per module (`serl llm pairs`) |
@@ -82,6 +82,7 @@ mod run;
 mod score;
 mod search;
 mod select;
+mod stage_clock;
 mod stages;
 mod tasks;
 mod team_validation;
@@ -118,6 +119,7 @@ pub use record::{
 };
 pub use report::write as write_report;
 pub use run::{evolve, Event, EvolveInputs, EvolveOutcome, IterationSummary, OnEvent};
+pub use stage_clock::StageClock;
 pub use stages::CoreUse;
 pub use tasks::{run_task, TaskInputs, FINAL_TASK, SCORE_TASK};
 pub use train::policy_factory;

@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_json, write_json};
+use crate::stage_clock::{self, STAGE_SPAN};
 
 /// The stages whose trainings the cost table breaks down.
 #[derive(Clone, Copy)]
@@ -149,12 +150,19 @@ impl Stages {
         }
     }
 
-    /// Runs `f` and counts its time towards `name`.
+    /// Runs `f` in a `stage` span labelled `name` and counts the span's
+    /// seconds towards `name`, as the [`StageClock`](crate::StageClock) layer measured them
+    /// (the slice a trace draws); where no such layer is installed, a
+    /// clock around the same call.
     pub(crate) fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
-        let _span = tracing::info_span!("stage", label = %name).entered();
+        let span = tracing::info_span!(STAGE_SPAN, label = %name);
+        let id = span.id();
         let t = Instant::now();
-        let out = f();
-        self.add(name, t.elapsed().as_secs_f64());
+        let out = span.in_scope(f);
+        let clock = t.elapsed().as_secs_f64();
+        drop(span);
+        let secs = id.as_ref().and_then(stage_clock::take).unwrap_or(clock);
+        self.add(name, secs);
         out
     }
 
@@ -210,6 +218,56 @@ mod tests {
         assert_eq!(s.time("test", || 7), 7);
         let names: Vec<String> = s.sorted().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["design", "test", "train"]);
+    }
+
+    /// `costs.json` and a `--trace` timeline are one measurement: each
+    /// stage's seconds in the table are its slices' in the trace.
+    #[test]
+    fn the_cost_table_holds_the_seconds_the_trace_draws() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.json");
+        let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
+            .file(&trace)
+            .include_args(true)
+            .build();
+        let subscriber = tracing_subscriber::registry()
+            .with(crate::StageClock)
+            .with(chrome);
+        let nap = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
+        let mut stages = Stages::resume(dir.path());
+        tracing::subscriber::with_default(subscriber, || {
+            stages.time("design", || nap(40));
+            stages.time("test", || nap(10));
+            stages.time("design", || nap(20));
+        });
+        drop(guard);
+
+        let events: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+        let mut drawn: BTreeMap<String, f64> = BTreeMap::new();
+        let mut began = None;
+        for e in events.iter().filter(|e| e["name"] == STAGE_SPAN) {
+            let ts = e["ts"].as_f64().unwrap() / 1e6;
+            match e["ph"].as_str().unwrap() {
+                "B" => began = Some((e["args"]["label"].as_str().unwrap().to_string(), ts)),
+                "E" => {
+                    let (label, at) = began.take().unwrap();
+                    *drawn.entry(label).or_default() += ts - at;
+                }
+                other => panic!("unexpected phase {other}: {e}"),
+            }
+        }
+        let recorded: Recorded = read_json(&dir.path().join("costs.json")).unwrap();
+        assert_eq!(drawn.len(), 2, "{drawn:?}");
+        for (label, secs) in &drawn {
+            let table = recorded.stages[label];
+            assert!(
+                (table - secs).abs() < 0.002,
+                "{label}: {table} against {secs}"
+            );
+        }
+        assert!(drawn["design"] >= 0.06, "{drawn:?}");
     }
 
     #[test]

@@ -114,29 +114,7 @@ fn faults_on_a_slurm_cluster_leave_the_clean_runs_tables() {
         .any(|e| e.file_name().to_string_lossy().ends_with("-a1"));
     assert!(retried, "the killed task was not submitted again");
 
-    // The same task run twice at once: both succeed, with the same bytes.
-    let plan = std::fs::read_to_string(killed.join("tasks.jsonl")).unwrap();
-    let task0: Value = serde_json::from_str(plan.lines().next().unwrap()).unwrap();
-    let output = killed.join(task0["output"].as_str().unwrap());
-    let before = std::fs::read(&output).unwrap();
-    let twice: Vec<Child> = (0..2)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_serl"))
-                .args(["task", "run", s(&killed), "--index", "0", "--force"])
-                .current_dir(repo())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut t in twice {
-        assert!(
-            t.wait().unwrap().success(),
-            "a task run beside itself failed"
-        );
-    }
-    assert_eq!(std::fs::read(&output).unwrap(), before);
+    the_same_task_run_twice_at_once_writes_the_same_bytes(&killed);
 
     // The coordinator killed while its second batch runs: the resumed one
     // cancels that array from its recorded id, submits nothing already
@@ -195,4 +173,30 @@ fn faults_on_a_slurm_cluster_leave_the_clean_runs_tables() {
         err.contains("stopped it at its time limit ([cluster.slurm] time = \"1\")"),
         "{err}"
     );
+}
+
+/// The same task run twice at once: both succeed, with the same bytes.
+fn the_same_task_run_twice_at_once_writes_the_same_bytes(killed: &Path) {
+    let plan = std::fs::read_to_string(killed.join("tasks.jsonl")).unwrap();
+    let task0: Value = serde_json::from_str(plan.lines().next().unwrap()).unwrap();
+    let output = killed.join(task0["output"].as_str().unwrap());
+    let before = std::fs::read(&output).unwrap();
+    let twice: Vec<Child> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_serl"))
+                .args(["task", "run", s(killed), "--index", "0", "--force"])
+                .current_dir(repo())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut t in twice {
+        assert!(
+            t.wait().unwrap().success(),
+            "a task run beside itself failed"
+        );
+    }
+    assert_eq!(std::fs::read(&output).unwrap(), before);
 }

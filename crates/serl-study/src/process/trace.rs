@@ -84,17 +84,36 @@ fn epoch_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// Writes out the trace, if one is being written, with the traces of the
-/// tasks it ran as processes joined in: at the command's end.
+/// Writes out the trace, if one is being written, its threads numbered
+/// from 1 and the traces of the tasks it ran as processes joined in: at
+/// the command's end.
 pub fn finish() {
     flush();
     let dirs = std::mem::take(&mut *TASK_DIRS.lock().unwrap_or_else(|p| p.into_inner()));
-    if let (Some((path, started)), false) = (WRITING.get(), dirs.is_empty()) {
+    if let Some((path, started)) = WRITING.get() {
         let (joined, skipped) = join_tasks(path, *started, &dirs);
         if skipped > 0 || joined.is_err() {
             let why = joined.err().map_or(String::new(), |e| format!(": {e}"));
             let at = path.display();
             eprintln!("warning: --trace {at}: {skipped} task traces not joined in{why}");
+        }
+    }
+}
+
+/// Numbers a trace's threads from 1 where the writer numbered them from 0
+/// (tracing-chrome gives the first thread, the command's own, id 0):
+/// Perfetto takes a thread whose id is its process's for the process's
+/// main thread, and one numbered 0 for no thread at all, whose slices it
+/// draws on the main thread's row. So the command's thread becomes 1,
+/// its process's id, and `main` again. A trace already numbered from 1
+/// is left as it is.
+fn threads_from_one(events: &mut [serde_json::Value]) {
+    if !events.iter().any(|e| e["tid"] == 0) {
+        return;
+    }
+    for e in events {
+        if let Some(tid) = e["tid"].as_u64() {
+            e["tid"] = (tid + 1).into();
         }
     }
 }
@@ -172,24 +191,44 @@ fn task_traces(dirs: &[PathBuf]) -> Vec<(u64, usize, PathBuf)> {
 /// The metadata event that names process `pid` in a viewer.
 fn process_name(pid: usize, name: String) -> serde_json::Value {
     let args = serde_json::json!({ "name": name });
-    serde_json::json!({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": args})
+    serde_json::json!({"ph": "M", "pid": pid, "tid": 1, "name": "process_name", "args": args})
 }
 
-/// Joins into the trace at `path` (started at `started`) each task trace
-/// in `dirs`: a process row per task (`task K`), its times shifted by how
-/// much later it started. Returns how it went, and how many task traces
-/// could not be read.
+/// A slice's end without the arguments its beginning carries:
+/// tracing-chrome writes a span's fields on both, and the trace viewer of
+/// chrome://tracing warns of each pair ("different phases provided values
+/// for argument") though they are the same.
+fn end_events_without_args(events: &mut [serde_json::Value]) {
+    for e in events.iter_mut().filter(|e| e["ph"] == "E") {
+        if let Some(fields) = e.as_object_mut() {
+            fields.remove("args");
+        }
+    }
+}
+
+/// Writes the trace at `path` (started at `started`) again, its threads
+/// numbered from 1 and its slices' ends without arguments, with each task trace in `dirs` joined in: a process
+/// row per task (`task K`), its times shifted by how much later it
+/// started. Returns how it went, and how many task traces could not be
+/// read.
 fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<()>, usize) {
     let Some(mut events) = read_events(path) else {
         return (Err(std::io::Error::other("it cannot be read back")), 0);
     };
-    events.push(process_name(1, "serl (coordinator)".into()));
+    threads_from_one(&mut events);
+    end_events_without_args(&mut events);
+    if !dirs.is_empty() {
+        events.push(process_name(1, "serl (coordinator)".into()));
+    }
     let mut skipped = 0;
     for (n, (at, k, file)) in task_traces(dirs).into_iter().enumerate() {
-        let Some(task) = read_events(&file) else {
+        let Some(mut task) = read_events(&file) else {
             skipped += 1;
             continue;
         };
+        // A task killed before its end left its events as written.
+        threads_from_one(&mut task);
+        end_events_without_args(&mut task);
         let (pid, shift) = (n + 2, at.saturating_sub(started) as f64);
         events.push(process_name(pid, format!("task {k}")));
         for mut e in task {
@@ -232,8 +271,13 @@ pub fn init_logs(trace: Option<&Path>) -> Result<()> {
         .with_filter(
             EnvFilter::try_from_env("SERL_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         );
+    // The cost table's stage seconds are the stage spans' (traced or not).
+    let stages = serl_evolve::StageClock.with_filter(filter::filter_fn(serl_span));
     let Some(path) = trace else {
-        tracing_subscriber::registry().with(logs).init();
+        tracing_subscriber::registry()
+            .with(logs)
+            .with(stages)
+            .init();
         name_workers();
         return Ok(());
     };
@@ -257,6 +301,7 @@ pub fn init_logs(trace: Option<&Path>) -> Result<()> {
         .build();
     tracing_subscriber::registry()
         .with(logs)
+        .with(stages)
         .with(Labels.with_filter(filter::filter_fn(serl_span)))
         .with(chrome.with_filter(filter::filter_fn(serl_span)))
         .init();
@@ -317,5 +362,33 @@ mod tests {
         // later start.
         assert_eq!(times(2), [1002.0]);
         assert_eq!(times(3), [2001.0, 2009.0]);
+        // No thread numbered 0 (Perfetto draws one on the main thread's
+        // row): every process's first thread is 1.
+        assert!(events.iter().all(|e| e["tid"] == 1), "{text}");
+    }
+
+    #[test]
+    fn a_traces_threads_are_numbered_from_one_once() {
+        let mut events: Vec<Value> = [0, 1, 0, 2]
+            .map(|tid| serde_json::json!({"ph": "B", "pid": 1, "tid": tid}))
+            .into();
+        threads_from_one(&mut events);
+        let tids = |events: &[Value]| -> Vec<u64> {
+            events.iter().map(|e| e["tid"].as_u64().unwrap()).collect()
+        };
+        assert_eq!(tids(&events), [1, 2, 1, 3]);
+        threads_from_one(&mut events);
+        assert_eq!(tids(&events), [1, 2, 1, 3], "numbered once");
+    }
+
+    #[test]
+    fn a_slices_end_carries_no_arguments_its_beginning_has() {
+        let label = serde_json::json!({"label": "i0_c0"});
+        let mut events: Vec<Value> = ["B", "E"]
+            .map(|ph| serde_json::json!({"ph": ph, "tid": 1, "args": label}))
+            .into();
+        end_events_without_args(&mut events);
+        assert_eq!(events[0]["args"], label);
+        assert!(events[1].get("args").is_none(), "{}", events[1]);
     }
 }

@@ -70,55 +70,8 @@ fn seeds_and_walk_forward_confirm_the_best_design_day_by_day_and_resume() {
     let confirm = run.join("confirm");
     let report = read_json(&confirm.join("confirm.json"));
 
-    // Two seeds of each design, the first the run's own final retraining.
-    assert_eq!(report["seeds"].as_array().unwrap().len(), 2);
-    for a in report["across_seeds"].as_array().unwrap() {
-        assert_eq!(a["seeds"], 2, "{a}");
-    }
-    let own = pa_by_order(&run.join("test/orders.csv"), "serl-best");
-    let seed1 = pa_by_order(&confirm.join("seeds/orders.csv"), "serl-best #1");
-    assert!(!own.is_empty());
-    assert_eq!(own, seed1, "seed 1 is not the run's own retraining");
-    let seed2 = pa_by_order(&confirm.join("seeds/orders.csv"), "serl-best #2");
-    assert_eq!(seed2.len(), own.len());
-    assert!(confirm.join("final/serl-best-seed2/final.bpk").exists());
-
-    // The seeds' mean against every baseline and plain PPO, BH-corrected.
-    let tests = report["seed_tests"].as_array().unwrap();
-    let against: Vec<&str> = tests
-        .iter()
-        .filter(|t| t["strategy"] == "serl-best (2 seeds)")
-        .map(|t| t["reference"].as_str().unwrap())
-        .collect();
-    assert!(against.contains(&"twap") && against.contains(&"ppo-default (2 seeds)"));
-    assert!(against.iter().any(|r| r.starts_with("ac")), "{against:?}");
-    for t in tests {
-        assert!(t["q_value"].as_f64().unwrap() >= t["p_value"].as_f64().unwrap());
-    }
-
-    // Walk-forward: three windows of the bundled six sessions, each
-    // tested only on sessions after it, every test session once.
-    let windows = report["windows"].as_array().unwrap();
-    assert_eq!(windows.len(), 3);
-    let mut tested = Vec::new();
-    for w in windows {
-        let last_val = w["window"]["validation"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap();
-        for d in w["window"]["test"].as_array().unwrap() {
-            assert!(d.as_str().unwrap() > last_val.as_str().unwrap());
-            tested.push(d.as_str().unwrap().to_string());
-        }
-        assert_eq!(w["vs_twap"].as_array().unwrap().len(), 2, "{w}");
-    }
-    let mut unique = tested.clone();
-    unique.dedup();
-    assert_eq!(unique, tested);
-    assert!(!report["walk_tests"].as_array().unwrap().is_empty());
-    let html = std::fs::read_to_string(confirm.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg").count(), 2, "one plot each");
+    two_seeds_each_tested_against_every_baseline(&run, &report);
+    walk_forward_tests_each_window_on_later_sessions(&confirm, &report);
 
     // Called again: every training is loaded, the tables are the same.
     let before = trainings(&confirm);
@@ -177,4 +130,60 @@ fn seeds_and_walk_forward_confirm_the_best_design_day_by_day_and_resume() {
     assert!(!e.status.success());
     assert!(text(&e).contains("keeps sealed"), "{}", text(&e));
     assert!(!sealed_run.exists(), "the run started");
+}
+
+/// Two seeds of each design, the first the run's own final retraining;
+/// the seeds' mean tested against every baseline and plain PPO,
+/// BH-corrected.
+fn two_seeds_each_tested_against_every_baseline(run: &Path, report: &serde_json::Value) {
+    let confirm = run.join("confirm");
+    assert_eq!(report["seeds"].as_array().unwrap().len(), 2);
+    for a in report["across_seeds"].as_array().unwrap() {
+        assert_eq!(a["seeds"], 2, "{a}");
+    }
+    let own = pa_by_order(&run.join("test/orders.csv"), "serl-best");
+    let seed1 = pa_by_order(&confirm.join("seeds/orders.csv"), "serl-best #1");
+    assert!(!own.is_empty());
+    assert_eq!(own, seed1, "seed 1 is not the run's own retraining");
+    let seed2 = pa_by_order(&confirm.join("seeds/orders.csv"), "serl-best #2");
+    assert_eq!(seed2.len(), own.len());
+    assert!(confirm.join("final/serl-best-seed2/final.bpk").exists());
+
+    let tests = report["seed_tests"].as_array().unwrap();
+    let against: Vec<&str> = tests
+        .iter()
+        .filter(|t| t["strategy"] == "serl-best (2 seeds)")
+        .map(|t| t["reference"].as_str().unwrap())
+        .collect();
+    assert!(against.contains(&"twap") && against.contains(&"ppo-default (2 seeds)"));
+    assert!(against.iter().any(|r| r.starts_with("ac")), "{against:?}");
+    for t in tests {
+        assert!(t["q_value"].as_f64().unwrap() >= t["p_value"].as_f64().unwrap());
+    }
+}
+
+/// Walk-forward: three windows of the bundled six sessions, each tested
+/// only on sessions after it, every test session once; a plot each.
+fn walk_forward_tests_each_window_on_later_sessions(confirm: &Path, report: &serde_json::Value) {
+    let windows = report["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 3);
+    let mut tested = Vec::new();
+    for w in windows {
+        let last_val = w["window"]["validation"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap();
+        for d in w["window"]["test"].as_array().unwrap() {
+            assert!(d.as_str().unwrap() > last_val.as_str().unwrap());
+            tested.push(d.as_str().unwrap().to_string());
+        }
+        assert_eq!(w["vs_twap"].as_array().unwrap().len(), 2, "{w}");
+    }
+    let mut unique = tested.clone();
+    unique.dedup();
+    assert_eq!(unique, tested);
+    assert!(!report["walk_tests"].as_array().unwrap().is_empty());
+    let html = std::fs::read_to_string(confirm.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2, "one plot each");
 }

@@ -227,6 +227,23 @@ fn trace_writes_the_runs_timeline_as_trace_events() {
     for name in ["load", "training", "update"] {
         assert!(names.contains(name), "{name} not in {names:?}");
     }
+    // The command's own thread is its process's main thread for Perfetto
+    // (thread id = process id), and no thread is numbered 0 (Perfetto
+    // draws such a one's slices on the main thread's row).
+    let main = events
+        .iter()
+        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == "main")
+        .expect("the main thread named");
+    assert_eq!(main["tid"], main["pid"], "{main}");
+    assert!(events.iter().all(|e| e["tid"] != 0), "a thread numbered 0");
+    // A slice's arguments are on its beginning only (a viewer warns of
+    // each pair that repeats them on the end).
+    assert!(
+        events
+            .iter()
+            .all(|e| e["ph"] != "E" || e.get("args").is_none()),
+        "an end with arguments"
+    );
     // A slice named by its label carries the label as written, unquoted.
     let load = events.iter().find(|e| e["name"] == "load").unwrap();
     assert_eq!(load["args"]["label"], "load", "{load}");

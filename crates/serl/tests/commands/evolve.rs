@@ -204,10 +204,66 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         std::fs::write(&p, text).unwrap();
         p
     };
-    let cfg = with_parallel(1);
     let run = dir.path().join("run");
-    let o = common::evolve_ok(&cfg, &run);
-    let t = text(&o);
+    let o = common::evolve_ok(&with_parallel(1), &run);
+    the_run_wrote_its_tables_report_and_pairs(&o, &run);
+    the_recommendation_comes_first_and_evidence_recomputes(&text(&o), &run);
+
+    // A resumed run keeps its settings: a flag that would change one is
+    // refused and named.
+    let changed = serl(&["evolve", "--resume", run.to_str().unwrap(), "--seed", "99"]);
+    assert!(!changed.status.success());
+    assert!(
+        text(&changed).contains("--seed 99 (the run has"),
+        "{}",
+        text(&changed)
+    );
+    a_finished_run_resumed_trains_nothing_again(&o, &run);
+
+    // The same seed gives the same scores and the same test table, trained
+    // one at a time or two at once (candidates, ES offspring, and the
+    // final retrainings).
+    let again = dir.path().join("again");
+    let o3 = serl(&[
+        "evolve",
+        "--config",
+        with_parallel(2).to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o3.status.success(), "{}", text(&o3));
+    assert_eq!(scores(&run), scores(&again));
+    assert!(test_rows(&run).iter().any(|l| l.contains("serl-best")));
+    assert_eq!(test_rows(&run), test_rows(&again));
+}
+
+/// A run's test table rows (static and dynamic), from its report.
+fn test_rows(run: &Path) -> Vec<String> {
+    let report = std::fs::read_to_string(run.join("test/report.md")).unwrap();
+    report
+        .lines()
+        .filter(|l| l.starts_with("| static") || l.starts_with("| dynamic"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The cost table's `final training` and `train` seconds, from a run's
+/// report.
+fn final_and_train_costs(run: &Path) -> Vec<f64> {
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let cost = report.split("## Cost").nth(1).unwrap();
+    let cost = cost.split("\n## ").next().unwrap();
+    cost.lines()
+        .filter(|l| l.starts_with("| final training |") || l.starts_with("| train |"))
+        .map(|l| l.split('|').nth(2).unwrap().trim().parse::<f64>().unwrap())
+        .collect()
+}
+
+/// The quick run's test table names every strategy; its folder holds the
+/// reports, the fine-tuning data and the prompts it used; the report
+/// opens with its verdict, and the terminal ends with it.
+fn the_run_wrote_its_tables_report_and_pairs(o: &std::process::Output, run: &Path) {
+    let t = text(o);
     for s in [
         "twap",
         "vwap",
@@ -241,23 +297,8 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
             && report.contains("per bp of validation gain over plain PPO"),
         "{report}"
     );
-    assert!(
-        std::fs::read_to_string(run.join("finetune/sft.jsonl"))
-            .unwrap()
-            .lines()
-            .count()
-            >= 1
-    );
-
-    // Resuming a finished run trains nothing again and gives the same table.
-    let table = |run: &Path| {
-        let report = std::fs::read_to_string(run.join("test/report.md")).unwrap();
-        report
-            .lines()
-            .filter(|l| l.starts_with("| static") || l.starts_with("| dynamic"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
+    let sft = std::fs::read_to_string(run.join("finetune/sft.jsonl")).unwrap();
+    assert!(sft.lines().count() >= 1);
     // The verdict comes first in the report and last in the terminal.
     assert!(report.starts_with("# SE-RL evolve report"));
     let verdict_at = report.find("## Verdict").expect("a verdict section");
@@ -274,35 +315,27 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
             && last.iter().any(|l| l.contains("validation ranking")),
         "{t}"
     );
-    let costs = |run: &Path| {
-        let report = std::fs::read_to_string(run.join("report.md")).unwrap();
-        let cost = report.split("## Cost").nth(1).unwrap();
-        let cost = cost.split("\n## ").next().unwrap();
-        cost.lines()
-            .filter(|l| l.starts_with("| final training |") || l.starts_with("| train |"))
-            .map(|l| l.split('|').nth(2).unwrap().trim().parse::<f64>().unwrap())
-            .collect::<Vec<f64>>()
-    };
-    let costs_before = costs(&run);
-    assert_eq!(costs_before.len(), 2, "final training and train rows");
-
-    // A resumed run keeps its settings: a flag that would change one is
-    // refused and named.
-    let changed = serl(&["evolve", "--resume", run.to_str().unwrap(), "--seed", "99"]);
-    assert!(!changed.status.success());
-    assert!(
-        text(&changed).contains("--seed 99 (the run has"),
-        "{}",
-        text(&changed)
+    assert_eq!(
+        final_and_train_costs(run).len(),
+        2,
+        "final training and train rows"
     );
+}
 
-    // The recommendation comes before the verdict, in the report and on
-    // the terminal; one validation day recommends plain PPO.
+/// The recommendation comes before the verdict, in the report and on the
+/// terminal; one validation day recommends plain PPO; the finalist is
+/// retrained from a fresh seed; `serl evolve evidence` computes the same
+/// evidence again.
+fn the_recommendation_comes_first_and_evidence_recomputes(t: &str, run: &Path) {
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let recommended_at = report.find("## Recommendation").expect("a recommendation");
-    assert!(recommended_at < verdict_at, "{report}");
+    assert!(
+        recommended_at < report.find("## Verdict").unwrap(),
+        "{report}"
+    );
     let said = t
         .find("recommended: plain PPO (final/ppo-default)")
-        .expect(&t);
+        .expect(t);
     assert!(said < t.find("verdict:").unwrap(), "{t}");
     assert!(t.contains("1 validation day cannot tell"), "{t}");
     let link = run.join("final/recommended");
@@ -327,10 +360,15 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         "{}",
         text(&shown)
     );
-    let evidence_before = std::fs::read(run.join("evidence.parquet")).unwrap();
+}
 
-    let table_before = table(&run);
-    let trained_before = trained_files(&run);
+/// Resuming a finished run trains nothing again, keeps the evidence and
+/// the costs its first process recorded, and prints the same table.
+fn a_finished_run_resumed_trains_nothing_again(o: &std::process::Output, run: &Path) {
+    let costs_before = final_and_train_costs(run);
+    let evidence_before = std::fs::read(run.join("evidence.parquet")).unwrap();
+    let table_before = test_rows(run);
+    let trained_before = trained_files(run);
     let o2 = serl(&["evolve", "--resume", run.to_str().unwrap()]);
     assert!(o2.status.success(), "{}", text(&o2));
     assert!(
@@ -343,9 +381,8 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         evidence_before,
         "a resumed run gives the same evidence file"
     );
-    assert_eq!(table(&run), table_before, "the resumed run's test table");
-    // Resuming a finished run keeps the costs its first process recorded.
-    let costs_after = costs(&run);
+    assert_eq!(test_rows(run), table_before, "the resumed run's test table");
+    let costs_after = final_and_train_costs(run);
     assert_eq!(costs_after.len(), 2);
     for (a, b) in costs_after.iter().zip(&costs_before) {
         assert!(
@@ -358,9 +395,9 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         "{costs_after:?}"
     );
     // The resume tested again and printed the same table.
-    assert!(!printed_table(&o).is_empty(), "{t}");
-    assert_eq!(printed_table(&o2), printed_table(&o));
-    let trained_after = trained_files(&run);
+    assert!(!printed_table(o).is_empty(), "{}", text(o));
+    assert_eq!(printed_table(&o2), printed_table(o));
+    let trained_after = trained_files(run);
     let rewritten: Vec<String> = trained_after
         .iter()
         .filter(|f| !trained_before.contains(f))
@@ -370,22 +407,6 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         rewritten.is_empty() && trained_after.len() == trained_before.len(),
         "the resume trained again (candidates, training logs or policies written anew): {rewritten:?}"
     );
-
-    // The same seed gives the same scores and the same test table, trained
-    // one at a time or two at once (candidates, ES offspring, and the
-    // final retrainings).
-    let again = dir.path().join("again");
-    let o3 = serl(&[
-        "evolve",
-        "--config",
-        with_parallel(2).to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-    ]);
-    assert!(o3.status.success(), "{}", text(&o3));
-    assert_eq!(scores(&run), scores(&again));
-    assert!(table(&run).iter().any(|l| l.contains("serl-best")));
-    assert_eq!(table(&run), table(&again));
 }
 
 #[test]

@@ -433,75 +433,8 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         "{}",
         model["market"]
     );
-    // The dynamic environment stepped with the fitted flow in place of
-    // the agents (`serl bench env --queue-reactive`), and a model file
-    // that is not there refused by name.
-    let o = serl(&[
-        "bench",
-        "env",
-        "--runs",
-        "1",
-        "--queue-reactive",
-        file.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let figures: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rate = &figures["dynamic_queue_reactive_steps_per_second_one_core"];
-    assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{figures}");
-    let o = serl(&["bench", "env", "--queue-reactive", "no-such-model.json"]);
-    assert!(!o.status.success());
-    assert!(text(&o).contains("no-such-model.json"), "{}", text(&o));
-    // A day of the fitted flow, every order recorded, written as DBN MBO
-    // and read back: the same book after every message; the DBN day is a
-    // day like any other, calibrated on again.
-    // Its book written as MBP-10 too: every record matches the book the
-    // engine replays from the MBO file.
-    let dbn = tmp.path().join("qr-day.mbo.dbn");
-    let mbp = tmp.path().join("qr-day.mbp-10.dbn");
-    let o = serl(&[
-        "lob",
-        "export",
-        "--queue-reactive",
-        file.to_str().unwrap(),
-        "--until",
-        "10:30",
-        "--mid",
-        "580.00",
-        "--dbn",
-        dbn.to_str().unwrap(),
-        "--mbp",
-        mbp.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("mismatched rows  0"), "{}", text(&o));
-    assert!(text(&o).contains("mismatched records  0"), "{}", text(&o));
-    assert!(!text(&o).contains("never added"), "{}", text(&o));
-    let o = serl(&[
-        "lob",
-        "mbp",
-        dbn.to_str().unwrap(),
-        mbp.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let check: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        (check["mismatched"].as_u64(), check["depth"].as_u64()),
-        (Some(0), Some(10))
-    );
-    assert!(check["compared"].as_u64().unwrap() > 1_000, "{check}");
-    let o = serl(&[
-        "simulate",
-        "calibrate",
-        "--lobster",
-        dbn.to_str().unwrap(),
-        "--out",
-        tmp.path().join("from-dbn").to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    // Every order of the day is in the file: its book never crosses.
-    assert!(!text(&o).contains("crossed"), "{}", text(&o));
+    the_dynamic_environment_steps_the_fitted_flow(&file);
+    a_day_of_the_fitted_flow_exports_as_dbn_and_calibrates_again(&file, tmp.path());
 
     let again = calibrate(&[]);
     assert!(!again.status.success());
@@ -552,4 +485,78 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
         "{}",
         text(&o)
     );
+}
+
+/// The dynamic environment stepped with the fitted flow in place of the
+/// agents (`serl bench env --queue-reactive`), and a model file that is
+/// not there refused by name.
+fn the_dynamic_environment_steps_the_fitted_flow(file: &Path) {
+    let o = serl(&[
+        "bench",
+        "env",
+        "--runs",
+        "1",
+        "--queue-reactive",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let figures: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rate = &figures["dynamic_queue_reactive_steps_per_second_one_core"];
+    assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{figures}");
+    let o = serl(&["bench", "env", "--queue-reactive", "no-such-model.json"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no-such-model.json"), "{}", text(&o));
+}
+
+/// A day of the fitted flow, every order recorded, written as DBN MBO and
+/// read back: the same book after every message; its book written as
+/// MBP-10 too, every record matching the book the engine replays from the
+/// MBO file; the DBN day is a day like any other, calibrated on again.
+fn a_day_of_the_fitted_flow_exports_as_dbn_and_calibrates_again(file: &Path, tmp: &Path) {
+    let dbn = tmp.join("qr-day.mbo.dbn");
+    let mbp = tmp.join("qr-day.mbp-10.dbn");
+    let o = serl(&[
+        "lob",
+        "export",
+        "--queue-reactive",
+        file.to_str().unwrap(),
+        "--until",
+        "10:30",
+        "--mid",
+        "580.00",
+        "--dbn",
+        dbn.to_str().unwrap(),
+        "--mbp",
+        mbp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("mismatched rows  0"), "{}", text(&o));
+    assert!(text(&o).contains("mismatched records  0"), "{}", text(&o));
+    assert!(!text(&o).contains("never added"), "{}", text(&o));
+    let o = serl(&[
+        "lob",
+        "mbp",
+        dbn.to_str().unwrap(),
+        mbp.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let check: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (check["mismatched"].as_u64(), check["depth"].as_u64()),
+        (Some(0), Some(10))
+    );
+    assert!(check["compared"].as_u64().unwrap() > 1_000, "{check}");
+    let o = serl(&[
+        "simulate",
+        "calibrate",
+        "--lobster",
+        dbn.to_str().unwrap(),
+        "--out",
+        tmp.join("from-dbn").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Every order of the day is in the file: its book never crosses.
+    assert!(!text(&o).contains("crossed"), "{}", text(&o));
 }
