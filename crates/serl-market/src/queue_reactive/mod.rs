@@ -146,43 +146,66 @@ impl QueueReactive {
         bin(qty, self.unit[i])
     }
 
-    /// All its event rates in `book` now, per second, times `scale` (the
-    /// minute's activity on bar data; 1 on the calibrated day), written
-    /// into `out` as (side, kind, rate); returns their sum.
+    /// The sum of all its event rates in `book` now, per second, times
+    /// `scale` (the minute's activity on bar data; 1 on the calibrated
+    /// day); leaves in `buffer` what [`QueueReactive::each_rate`] lists
+    /// them from (each modelled queue's bin, the levels there, the
+    /// spread's rate of orders inside it).
     fn rates(&self, book: &OrderBook, scale: f64, buffer: &mut QrRates) -> f64 {
         let k = self.levels();
         if buffer.bins.len() != 2 * k {
             buffer.bins = vec![BinMemo::NONE; 2 * k];
         }
-        let out = &mut buffer.rates;
-        out.clear();
         let spread = book.spread().unwrap_or(self.spread).max(1) as usize;
+        buffer.inside = self.inside[spread.min(self.inside.len() - 1)];
+        buffer.scale = scale;
         for (s, side) in [Side::Bid, Side::Ask].into_iter().enumerate() {
-            let mut levels = 0;
+            let mut there = 0;
             for (i, l) in book.levels(side).take(k).enumerate() {
-                let b = buffer.bins[s * k + i].bin(l.qty, self.unit[i]);
-                out.push((side, Kind::Join(i), self.limit[i][b]));
-                out.push((side, Kind::Cancel(i), self.cancel[i][b]));
-                if i == 0 {
-                    out.push((side, Kind::Market, self.market[b]));
+                buffer.bins[s * k + i].bin(l.qty, self.unit[i]);
+                there += 1;
+            }
+            buffer.there[s] = there;
+        }
+        let mut total = 0.0;
+        self.each_rate(buffer, |_, _, rate| {
+            total += rate;
+            false
+        });
+        total
+    }
+
+    /// Each event rate `buffer` holds, in one fixed order, as (side, kind,
+    /// rate times the scale), until `stop` says so: the sum and the draw
+    /// go through the rates alike, so that the draw lands where the sum
+    /// puts it, to the last bit. (No list of them is written: this runs
+    /// twice on every event of the flow, over up to 46 rates.)
+    fn each_rate(&self, buffer: &QrRates, mut stop: impl FnMut(Side, Kind, f64) -> bool) {
+        let (k, scale) = (self.levels(), buffer.scale);
+        for (s, side) in [Side::Bid, Side::Ask].into_iter().enumerate() {
+            let there = buffer.there[s];
+            for i in 0..there {
+                let b = buffer.bins[s * k + i].bin;
+                if stop(side, Kind::Join(i), self.limit[i][b] * scale)
+                    || stop(side, Kind::Cancel(i), self.cancel[i][b] * scale)
+                    || (i == 0 && stop(side, Kind::Market, self.market[b] * scale))
+                {
+                    return;
                 }
-                levels += 1;
             }
             // A level not there: its empty queue's rate of limit orders
             // opens it.
-            for i in levels..self.levels() {
-                out.push((side, Kind::Join(i), self.limit[i][0]));
+            for i in there..k {
+                if stop(side, Kind::Join(i), self.limit[i][0] * scale) {
+                    return;
+                }
             }
-            let inside = self.inside[spread.min(self.inside.len() - 1)];
-            out.push((side, Kind::Inside, inside));
-            out.push((side, Kind::Behind, self.behind));
+            if stop(side, Kind::Inside, buffer.inside * scale)
+                || stop(side, Kind::Behind, self.behind * scale)
+            {
+                return;
+            }
         }
-        let mut total = 0.0;
-        for r in out.iter_mut() {
-            r.2 *= scale;
-            total += r.2;
-        }
-        total
     }
 
     /// The seconds to the flow's next event in `book` and that event, its
@@ -229,15 +252,15 @@ impl QueueReactive {
         rng: &mut R,
     ) -> QrEvent {
         let mut u = rng.random::<f64>() * rates.total;
-        let mut pick = rates.rates[rates.rates.len() - 1];
-        for &r in &rates.rates {
-            if u < r.2 {
-                pick = r;
-                break;
-            }
-            u -= r.2;
-        }
-        let (side, kind, _) = pick;
+        // The last rate where rounding leaves `u` past them all.
+        let mut pick = (Side::Ask, Kind::Behind);
+        self.each_rate(rates, |side, kind, rate| {
+            pick = (side, kind);
+            let here = u < rate;
+            u -= rate;
+            here
+        });
+        let (side, kind) = pick;
         self.event(book, side, kind, last_mid, rng)
     }
 
@@ -461,16 +484,22 @@ impl QueueReactive {
     }
 }
 
-/// A buffer for [`QueueReactive::next_event`]'s rates and their sum, and
-/// each modelled queue's bin as last computed: an event changes one or two
-/// queues, and the others' bins are not computed again (a division and a
-/// rounding each, half the rates' time on a ten-level model).
+/// A buffer for [`QueueReactive::next_event`]: what its rates are read
+/// from and their sum, and each modelled queue's bin as last computed: an
+/// event changes one or two queues, and the others' bins are not computed
+/// again (a division and a rounding each, half the rates' time on a
+/// ten-level model).
 #[derive(Debug, Default, Clone)]
 pub struct QrRates {
-    rates: Vec<(Side, Kind, f64)>,
     total: f64,
+    /// The rates' factor (the minute's activity).
+    scale: f64,
     /// By side (bids first), then level.
     bins: Vec<BinMemo>,
+    /// The modelled levels there, per side (bids first).
+    there: [usize; 2],
+    /// The rate of orders inside the spread, per side, unscaled.
+    inside: f64,
 }
 
 /// A queue's bin, for the size and unit it was computed from.
