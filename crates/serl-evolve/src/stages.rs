@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_json, write_json};
-use crate::stage_clock::{self, STAGE_SPAN};
+use crate::stage_clock::{self, STAGE_SPAN, STAGE_TARGET};
 
 /// The stages whose trainings the cost table breaks down.
 #[derive(Clone, Copy)]
@@ -155,7 +155,7 @@ impl Stages {
     /// (the slice a trace draws); where no such layer is installed, a
     /// clock around the same call.
     pub(crate) fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
-        let span = tracing::info_span!(STAGE_SPAN, label = %name);
+        let span = tracing::info_span!(target: STAGE_TARGET, STAGE_SPAN, label = %name);
         let id = span.id();
         let t = Instant::now();
         let out = span.in_scope(f);
@@ -236,12 +236,19 @@ mod tests {
             .with(chrome);
         let nap = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
         let mut stages = Stages::resume(dir.path());
+        let taken = || stage_clock::TAKEN.with(|n| n.get());
+        let before = taken();
         tracing::subscriber::with_default(subscriber, || {
             stages.time("design", || nap(40));
             stages.time("test", || nap(10));
             stages.time("design", || nap(20));
         });
         drop(guard);
+        assert_eq!(
+            taken() - before,
+            3,
+            "each stage's seconds read from its span"
+        );
 
         let events: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

@@ -91,11 +91,12 @@ pub fn finish() {
     flush();
     let dirs = std::mem::take(&mut *TASK_DIRS.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some((path, started)) = WRITING.get() {
-        let (joined, skipped) = join_tasks(path, *started, &dirs);
-        if skipped > 0 || joined.is_err() {
-            let why = joined.err().map_or(String::new(), |e| format!(": {e}"));
-            let at = path.display();
-            eprintln!("warning: --trace {at}: {skipped} task traces not joined in{why}");
+        let (written, skipped) = join_tasks(path, *started, &dirs);
+        let at = path.display();
+        if let Err(e) = written {
+            eprintln!("warning: --trace {at}: not written out again ({e}): left as recorded");
+        } else if skipped > 0 {
+            eprintln!("warning: --trace {at}: {skipped} task traces not joined in");
         }
     }
 }
@@ -178,6 +179,9 @@ fn task_traces(dirs: &[PathBuf]) -> Vec<(u64, usize, PathBuf)> {
         .filter_map(|d| std::fs::read_dir(d).ok())
         .flat_map(|d| d.flatten().map(|e| e.path()));
     let mut tasks: Vec<(u64, usize, PathBuf)> = files
+        // Not a task's temporary file (`task-K-START.tmpPID`) while it
+        // writes its trace out.
+        .filter(|file| file.extension().is_some_and(|e| e == "json"))
         .filter_map(|file| {
             let stem = file.file_stem()?.to_str()?.strip_prefix("task-")?;
             let (k, at) = stem.split_once('-')?;
@@ -207,10 +211,10 @@ fn end_events_without_args(events: &mut [serde_json::Value]) {
 }
 
 /// Writes the trace at `path` (started at `started`) again, its threads
-/// numbered from 1 and its slices' ends without arguments, with each task trace in `dirs` joined in: a process
-/// row per task (`task K`), its times shifted by how much later it
-/// started. Returns how it went, and how many task traces could not be
-/// read.
+/// numbered from 1 and its slices' ends without arguments, with each task
+/// trace in `dirs` joined in: a process row per task (`task K`), its times
+/// shifted by how much later it started. Returns how it went, and how many
+/// task traces could not be read.
 fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<()>, usize) {
     let Some(mut events) = read_events(path) else {
         return (Err(std::io::Error::other("it cannot be read back")), 0);
@@ -272,7 +276,8 @@ pub fn init_logs(trace: Option<&Path>) -> Result<()> {
             EnvFilter::try_from_env("SERL_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         );
     // The cost table's stage seconds are the stage spans' (traced or not).
-    let stages = serl_evolve::StageClock.with_filter(filter::filter_fn(serl_span));
+    let stages =
+        serl_evolve::StageClock.with_filter(filter::filter_fn(serl_evolve::StageClock::measures));
     let Some(path) = trace else {
         tracing_subscriber::registry()
             .with(logs)
@@ -334,6 +339,8 @@ mod tests {
         let whole = format!("[\n{},\n{}\n]\n", event("B", 1.0), event("E", 9.0));
         std::fs::write(traces.join("task-0-1002000.json"), whole).unwrap();
         std::fs::write(traces.join("notes.txt"), "not a trace").unwrap();
+        // A task writing its trace out: not a task of its own.
+        std::fs::write(traces.join("task-0-1002000.tmp77"), "[").unwrap();
 
         let (joined, skipped) = join_tasks(&run, 1_000_000, &[traces]);
         assert!(joined.is_ok() && skipped == 0, "{joined:?}, {skipped}");

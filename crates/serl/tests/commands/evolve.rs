@@ -207,6 +207,8 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
     let run = dir.path().join("run");
     let o = common::evolve_ok(&with_parallel(1), &run);
     the_run_wrote_its_tables_report_and_pairs(&o, &run);
+    // The costs as the run's own process left them.
+    let costs_before = final_and_train_costs(&run);
     the_recommendation_comes_first_and_evidence_recomputes(&text(&o), &run);
 
     // A resumed run keeps its settings: a flag that would change one is
@@ -218,7 +220,7 @@ fn the_builtin_designer_evolves_a_tested_agent_and_the_same_seed_gives_the_same_
         "{}",
         text(&changed)
     );
-    a_finished_run_resumed_trains_nothing_again(&o, &run);
+    a_finished_run_resumed_trains_nothing_again(&o, &run, &costs_before);
 
     // The same seed gives the same scores and the same test table, trained
     // one at a time or two at once (candidates, ES offspring, and the
@@ -363,9 +365,13 @@ fn the_recommendation_comes_first_and_evidence_recomputes(t: &str, run: &Path) {
 }
 
 /// Resuming a finished run trains nothing again, keeps the evidence and
-/// the costs its first process recorded, and prints the same table.
-fn a_finished_run_resumed_trains_nothing_again(o: &std::process::Output, run: &Path) {
-    let costs_before = final_and_train_costs(run);
+/// the costs its first process recorded (`costs_before`), and prints the
+/// same table.
+fn a_finished_run_resumed_trains_nothing_again(
+    o: &std::process::Output,
+    run: &Path,
+    costs_before: &[f64],
+) {
     let evidence_before = std::fs::read(run.join("evidence.parquet")).unwrap();
     let table_before = test_rows(run);
     let trained_before = trained_files(run);
@@ -384,7 +390,7 @@ fn a_finished_run_resumed_trains_nothing_again(o: &std::process::Output, run: &P
     assert_eq!(test_rows(run), table_before, "the resumed run's test table");
     let costs_after = final_and_train_costs(run);
     assert_eq!(costs_after.len(), 2);
-    for (a, b) in costs_after.iter().zip(&costs_before) {
+    for (a, b) in costs_after.iter().zip(costs_before) {
         assert!(
             a >= b,
             "a cost row shrank on resume: {costs_before:?} -> {costs_after:?}"
