@@ -324,14 +324,7 @@ fn a_backtest_in_shards_run_in_a_shuffled_order_gives_the_local_rows() {
 /// `serl simulate` (6 seeds) and `serl simulate impact` (4 seeds, two
 /// sizes) of one bundled session; their checks and study, byte for byte.
 fn simulations(out: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> (String, String) {
-    let session = [
-        "--data",
-        "data/lean",
-        "--symbol",
-        "SPY",
-        "--date",
-        "2013-10-08",
-    ];
+    let session = common::BUNDLED_DAY;
     let run = |args: Vec<&str>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_serl"));
         cmd.args(args).args(session).args(extra).current_dir(repo());

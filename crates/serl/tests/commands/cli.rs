@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{serl, text};
+use common::{serl, text, BUNDLED_DAY};
 
 #[test]
 fn data_inspect_prints_the_bundled_catalog() {
@@ -203,17 +203,11 @@ fn lob_replay_of_a_missing_file_is_a_clear_error() {
 #[test]
 fn simulate_writes_a_checked_report_for_a_bundled_day() {
     let out = tempfile::tempdir().unwrap();
-    let o = serl(&[
-        "simulate",
-        "--data",
-        "data/lean",
-        "--symbol",
-        "spy",
-        "--date",
-        "2013-10-08",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let out_dir = out.path().to_str().unwrap();
+    // A symbol is found whatever its case.
+    let mut day = BUNDLED_DAY;
+    day[3] = "spy";
+    let o = serl(&[&["simulate"], &day[..], &["--out", out_dir]].concat());
     assert!(o.status.success(), "{}", text(&o));
     let checks: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("checks.json")).unwrap())
@@ -261,15 +255,9 @@ fn simulate_writes_a_checked_report_for_a_bundled_day() {
 #[test]
 fn a_larger_metaorder_moves_the_price_more_but_less_than_in_proportion() {
     let out = tempfile::tempdir().unwrap();
-    let o = serl(&[
-        "simulate",
-        "impact",
-        "--data",
-        "data/lean",
-        "--symbol",
-        "SPY",
-        "--date",
-        "2013-10-08",
+    let impact =
+        |extra: &[&str]| serl(&[&["simulate", "impact"], &BUNDLED_DAY[..], extra].concat());
+    let o = impact(&[
         "--seeds",
         "8",
         "--sizes",
@@ -297,15 +285,7 @@ fn a_larger_metaorder_moves_the_price_more_but_less_than_in_proportion() {
     assert!((0.3..0.7).contains(&delta), "δ = {delta}");
     assert!(out.path().join("report.html").exists());
     // A window outside the session is a clear error.
-    let o = serl(&[
-        "simulate",
-        "impact",
-        "--data",
-        "data/lean",
-        "--symbol",
-        "SPY",
-        "--date",
-        "2013-10-08",
+    let o = impact(&[
         "--end-minute",
         "400",
         "--out",

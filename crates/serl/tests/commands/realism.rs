@@ -3,7 +3,7 @@
 //! same numbers for the same seed, and clear errors for bad input.
 
 use crate::common;
-use common::{serl, text};
+use common::{serl, text, BUNDLED_DAY};
 
 use std::path::{Path, PathBuf};
 
@@ -444,14 +444,7 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
     let config = tmp.path().join("market.toml");
     let simulate = |config: &Path| {
         let out = tmp.path().join("sim");
-        serl(&[
-            "simulate",
-            "--data",
-            "data/lean",
-            "--symbol",
-            "spy",
-            "--date",
-            "2013-10-08",
+        let run = [
             "--seeds",
             "2",
             "--config",
@@ -459,7 +452,8 @@ fn calibrate_writes_a_queue_reactive_model_that_a_market_config_names() {
             "--force",
             "--out",
             out.to_str().unwrap(),
-        ])
+        ];
+        serl(&[&["simulate"], &BUNDLED_DAY[..], &run].concat())
     };
     std::fs::write(
         &config,

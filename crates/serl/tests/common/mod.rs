@@ -10,6 +10,17 @@ pub fn repo() -> PathBuf {
     Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("../..")
 }
 
+/// The bundled session the simulation tests play: SPY on 2013-10-08.
+#[allow(dead_code)] // not every test binary simulates it
+pub const BUNDLED_DAY: [&str; 6] = [
+    "--data",
+    "data/lean",
+    "--symbol",
+    "SPY",
+    "--date",
+    "2013-10-08",
+];
+
 pub fn serl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_serl"))
         .args(args)
