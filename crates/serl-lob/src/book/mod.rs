@@ -64,6 +64,8 @@ pub struct OrderBook {
     index: IdIndex,
     self_trade: SelfTradePolicy,
     resting: [Lots; 2],
+    /// Changes to each side's resting lots so far ([`OrderBook::side_changes`]).
+    changes: [u64; 2],
     totals: Totals,
 }
 
@@ -92,6 +94,7 @@ impl OrderBook {
             index: IdIndex::with_capacity(orders),
             self_trade,
             resting: [0; 2],
+            changes: [0; 2],
             totals: Totals::default(),
         }
     }
@@ -111,6 +114,8 @@ impl OrderBook {
         self.asks.clear();
         self.index.clear();
         self.resting = [0; 2];
+        // Counted on, not reset: the book changed.
+        self.changes = self.changes.map(|c| c + 1);
         self.totals = Totals::default();
     }
 
@@ -337,6 +342,7 @@ impl OrderBook {
                     self.nodes[oi as usize].qty -= q;
                     self.levels[li].qty -= q;
                     self.resting[side_ix(opp)] -= q;
+                    self.changes[side_ix(opp)] += 1;
                 }
                 oi = next;
             }
@@ -398,6 +404,7 @@ impl OrderBook {
             self.nodes[n.next as usize].prev = n.prev;
         }
         self.resting[side_ix(side)] -= qty;
+        self.changes[side_ix(side)] += 1;
         self.free_nodes.push(oi);
     }
 
@@ -478,6 +485,7 @@ impl OrderBook {
         lvl.qty += qty;
         lvl.count += 1;
         self.resting[side_ix(side)] += qty;
+        self.changes[side_ix(side)] += 1;
         oi
     }
 
@@ -665,6 +673,7 @@ impl OrderBook {
         self.nodes[oi as usize].qty -= qty;
         self.levels[n.level as usize].qty -= qty;
         self.resting[side_ix(n.side)] -= qty;
+        self.changes[side_ix(n.side)] += 1;
     }
 }
 

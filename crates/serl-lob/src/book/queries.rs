@@ -84,6 +84,15 @@ impl OrderBook {
         self.resting[side_ix(side)]
     }
 
+    /// How many times a side's resting lots have changed (an order rested,
+    /// filled, shrunk or left; the book cleared). Every change to a side's
+    /// levels moves it, so a reader of the levels may keep what it read
+    /// while this stands still (the queue-reactive flow reads ten levels a
+    /// side on every event, and an event changes one side).
+    pub fn side_changes(&self, side: Side) -> u64 {
+        self.changes[side_ix(side)]
+    }
+
     /// Number of resting orders.
     pub fn len(&self) -> usize {
         self.index.len()

@@ -284,3 +284,41 @@ fn bad_orders_are_clean_errors() {
     );
     assert_eq!(to_ticks(2238100, 100), Ok(22381));
 }
+
+/// A side's count of changes moves with every change to its resting lots
+/// (a rest, a partial and a whole fill, a reduction, a cancel, a clear)
+/// and with nothing done to the other side alone.
+#[test]
+fn a_sides_change_count_moves_only_when_that_side_changes() {
+    let mut book = OrderBook::default();
+    let counts = |b: &OrderBook| (b.side_changes(Side::Bid), b.side_changes(Side::Ask));
+    let mut last = counts(&book);
+    let mut expect = |b: &OrderBook, bid_moved: bool, ask_moved: bool, what: &str| {
+        let now = counts(b);
+        assert_eq!(
+            (now.0 != last.0, now.1 != last.1),
+            (bid_moved, ask_moved),
+            "{what}"
+        );
+        last = now;
+    };
+    book.submit(limit(1, 1, Side::Ask, 101, 5), &mut ())
+        .unwrap();
+    expect(&book, false, true, "an ask rests");
+    book.submit(limit(2, 1, Side::Bid, 99, 5), &mut ()).unwrap();
+    expect(&book, true, false, "a bid rests");
+    book.submit(limit(3, 2, Side::Bid, 101, 2), &mut ())
+        .unwrap();
+    expect(&book, false, true, "a buy fills part of the ask");
+    book.submit(limit(4, 2, Side::Bid, 101, 3), &mut ())
+        .unwrap();
+    expect(&book, false, true, "a buy takes the rest of the ask");
+    book.reduce(2, 1, &mut ()).unwrap();
+    expect(&book, true, false, "the bid reduced");
+    book.cancel(2, &mut ()).unwrap();
+    expect(&book, true, false, "the bid cancelled");
+    book.submit(limit(5, 1, Side::Bid, 90, 1), &mut ()).unwrap();
+    expect(&book, true, false, "a bid rests again");
+    book.clear();
+    expect(&book, true, true, "the book cleared");
+}

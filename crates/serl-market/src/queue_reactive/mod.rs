@@ -155,17 +155,25 @@ impl QueueReactive {
         let k = self.levels();
         if buffer.bins.len() != 2 * k {
             buffer.bins = vec![BinMemo::NONE; 2 * k];
+            buffer.read = [None; 2];
         }
         let spread = book.spread().unwrap_or(self.spread).max(1) as usize;
         buffer.inside = self.inside[spread.min(self.inside.len() - 1)];
         buffer.scale = scale;
         for (s, side) in [Side::Bid, Side::Ask].into_iter().enumerate() {
+            // A side the book has not changed since it was read keeps its
+            // bins and levels: an event changes one side, seldom both.
+            let changes = book.side_changes(side);
+            if buffer.read[s] == Some(changes) {
+                continue;
+            }
             let mut there = 0;
             for (i, l) in book.levels(side).take(k).enumerate() {
                 buffer.bins[s * k + i].bin(l.qty, self.unit[i]);
                 there += 1;
             }
             buffer.there[s] = there;
+            buffer.read[s] = Some(changes);
         }
         let mut total = 0.0;
         self.each_rate(buffer, |_, _, rate| {
@@ -484,11 +492,12 @@ impl QueueReactive {
     }
 }
 
-/// A buffer for [`QueueReactive::next_event`]: what its rates are read
-/// from and their sum, and each modelled queue's bin as last computed: an
-/// event changes one or two queues, and the others' bins are not computed
-/// again (a division and a rounding each, half the rates' time on a
-/// ten-level model).
+/// A buffer for [`QueueReactive::next_event`], kept with one book: what
+/// its rates are read from and their sum, and each modelled queue's bin as
+/// last computed: an event changes one or two queues, and the others' bins
+/// are not computed again (a division and a rounding each, half the rates'
+/// time on a ten-level model), nor a side's levels read again while the
+/// book has not changed that side.
 #[derive(Debug, Default, Clone)]
 pub struct QrRates {
     total: f64,
@@ -498,6 +507,9 @@ pub struct QrRates {
     bins: Vec<BinMemo>,
     /// The modelled levels there, per side (bids first).
     there: [usize; 2],
+    /// The book's count of changes to each side when it was last read
+    /// (`OrderBook::side_changes`): a buffer serves one book.
+    read: [Option<u64>; 2],
     /// The rate of orders inside the spread, per side, unscaled.
     inside: f64,
 }

@@ -217,3 +217,69 @@ fn a_bin_is_the_ceiling_of_the_queue_in_units() {
         }
     }
 }
+
+/// A buffer kept from event to event (a side the book did not change is
+/// not read again) gives the very rates a fresh buffer gives, through
+/// rests, partial and whole fills, cancels and reductions on either side.
+#[test]
+fn a_kept_buffer_gives_the_rates_a_fresh_one_gives() {
+    use rand::{Rng, SeedableRng};
+    use serl_lob::{NewOrder, OrderKind};
+    let model = known();
+    let mut book = OrderBook::default();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut kept = QrRates::default();
+    let mut sink: Vec<serl_lob::Event> = Vec::new();
+    let mut ids = Vec::new();
+    for id in 1..=3_000u64 {
+        let side = if rng.random::<bool>() {
+            Side::Bid
+        } else {
+            Side::Ask
+        };
+        match rng.random_range(0..10) {
+            0..=5 => {
+                let offset = rng.random_range(0..6);
+                let price = if side == Side::Bid {
+                    100 - offset
+                } else {
+                    101 + offset
+                };
+                let kind = OrderKind::Limit { price };
+                let qty = rng.random_range(1..400);
+                let order = NewOrder {
+                    id,
+                    owner: 1,
+                    side,
+                    kind,
+                    qty,
+                };
+                let _ = book.submit(order, &mut sink);
+                ids.push(id);
+            }
+            6 => {
+                let qty = rng.random_range(1..300);
+                let order = NewOrder {
+                    id,
+                    owner: 2,
+                    side,
+                    kind: OrderKind::Market,
+                    qty,
+                };
+                let _ = book.submit(order, &mut sink);
+            }
+            7 if !ids.is_empty() => {
+                let at = rng.random_range(0..ids.len());
+                let _ = book.reduce(ids[at], 1, &mut sink);
+            }
+            _ if !ids.is_empty() => {
+                let gone = ids.swap_remove(rng.random_range(0..ids.len()));
+                let _ = book.cancel(gone, &mut sink);
+            }
+            _ => {}
+        }
+        let fresh = model.rates(&book, 1.0, &mut QrRates::default());
+        let total = model.rates(&book, 1.0, &mut kept);
+        assert_eq!(total.to_bits(), fresh.to_bits(), "after order {id}");
+    }
+}
