@@ -12,6 +12,15 @@ fn limit(id: OrderId, owner: Owner, side: Side, price: Ticks, qty: Lots) -> NewO
     }
 }
 
+/// The fills a tape records, in order.
+fn fills(tape: &[Event]) -> Vec<Fill> {
+    let fill = |e: &Event| match e {
+        Event::Trade(f) => Some(*f),
+        _ => None,
+    };
+    tape.iter().filter_map(fill).collect()
+}
+
 #[test]
 fn an_aggressive_order_sweeps_levels_best_price_first() {
     let mut book = OrderBook::default();
@@ -26,12 +35,9 @@ fn an_aggressive_order_sweeps_levels_best_price_first() {
         .submit(limit(9, 2, Side::Bid, 102, 12), &mut tape)
         .unwrap();
     assert_eq!((r.filled, r.resting), (10, 2));
-    let trades: Vec<(OrderId, Ticks, Lots)> = tape
+    let trades: Vec<(OrderId, Ticks, Lots)> = fills(&tape)
         .iter()
-        .filter_map(|e| match e {
-            Event::Trade(f) => Some((f.maker, f.price, f.qty)),
-            _ => None,
-        })
+        .map(|f| (f.maker, f.price, f.qty))
         .collect();
     assert_eq!(trades, vec![(1, 101, 5), (2, 102, 5)]);
     // The rest of the buy now rests as the best bid, below the untouched ask.
@@ -59,13 +65,7 @@ fn levels_far_apart_still_trade_best_price_first() {
     let mut tape: Vec<Event> = Vec::new();
     book.submit(limit(99, 2, Side::Ask, 2, 5), &mut tape)
         .unwrap();
-    let traded: Vec<Ticks> = tape
-        .iter()
-        .filter_map(|e| match e {
-            Event::Trade(f) => Some(f.price),
-            _ => None,
-        })
-        .collect();
+    let traded: Vec<Ticks> = fills(&tape).iter().map(|f| f.price).collect();
     assert_eq!(traded, sorted[..5]);
     assert_eq!((book.best_bid(), book.best_ask()), (Some(1), None));
     book.check_invariants().unwrap();
@@ -97,13 +97,7 @@ fn within_a_price_the_earliest_order_fills_first() {
         &mut tape,
     )
     .unwrap();
-    let makers: Vec<OrderId> = tape
-        .iter()
-        .filter_map(|e| match e {
-            Event::Trade(f) => Some(f.maker),
-            _ => None,
-        })
-        .collect();
+    let makers: Vec<OrderId> = fills(&tape).iter().map(|f| f.maker).collect();
     assert_eq!(makers, vec![1, 2]);
     assert_eq!(book.order(2).unwrap().qty, 2);
     assert_eq!(

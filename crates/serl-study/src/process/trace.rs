@@ -91,7 +91,7 @@ pub fn finish() {
     flush();
     let dirs = std::mem::take(&mut *TASK_DIRS.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some((path, started)) = WRITING.get() {
-        let (written, skipped) = join_tasks(path, *started, &dirs);
+        let (written, skipped) = write_out_joined(path, *started, &dirs);
         let at = path.display();
         if let Err(e) = written {
             eprintln!("warning: --trace {at}: not written out again ({e}): left as recorded");
@@ -210,17 +210,23 @@ fn end_events_without_args(events: &mut [serde_json::Value]) {
     }
 }
 
+/// A process's events as the viewers read them best: threads from 1, and
+/// slices' ends without arguments.
+fn for_viewers(events: &mut [serde_json::Value]) {
+    threads_from_one(events);
+    end_events_without_args(events);
+}
+
 /// Writes the trace at `path` (started at `started`) again, its threads
 /// numbered from 1 and its slices' ends without arguments, with each task
 /// trace in `dirs` joined in: a process row per task (`task K`), its times
 /// shifted by how much later it started. Returns how it went, and how many
 /// task traces could not be read.
-fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<()>, usize) {
+fn write_out_joined(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<()>, usize) {
     let Some(mut events) = read_events(path) else {
         return (Err(std::io::Error::other("it cannot be read back")), 0);
     };
-    threads_from_one(&mut events);
-    end_events_without_args(&mut events);
+    for_viewers(&mut events);
     if !dirs.is_empty() {
         events.push(process_name(1, "serl (coordinator)".into()));
     }
@@ -231,8 +237,7 @@ fn join_tasks(path: &Path, started: u64, dirs: &[PathBuf]) -> (std::io::Result<(
             continue;
         };
         // A task killed before its end left its events as written.
-        threads_from_one(&mut task);
-        end_events_without_args(&mut task);
+        for_viewers(&mut task);
         let (pid, shift) = (n + 2, at.saturating_sub(started) as f64);
         events.push(process_name(pid, format!("task {k}")));
         for mut e in task {
@@ -342,7 +347,7 @@ mod tests {
         // A task writing its trace out: not a task of its own.
         std::fs::write(traces.join("task-0-1002000.tmp77"), "[").unwrap();
 
-        let (joined, skipped) = join_tasks(&run, 1_000_000, &[traces]);
+        let (joined, skipped) = write_out_joined(&run, 1_000_000, &[traces]);
         assert!(joined.is_ok() && skipped == 0, "{joined:?}, {skipped}");
         let text = std::fs::read_to_string(&run).unwrap();
         let events: Vec<Value> = serde_json::from_str(&text).expect("a whole JSON array");
